@@ -1,0 +1,58 @@
+# Reef's front door. Every target installs what is missing first (scripts/setup.sh is
+# idempotent and takes well under a second when nothing is missing).
+#
+#   make run     build, then run the bundled counter actor through the engine
+#   make test    build, run every test, then the ASan+UBSan build of the unit tests
+#   make bench   build and run the benchmarks, printing each figure
+#   make fuzz    build the libFuzzer targets and run each for FUZZ_SECONDS (default 60)
+
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 10
+CMAKE_FLAGS ?=
+
+.PHONY: setup build run test test-fast test-asan bench fuzz fuzz-smoke format clean
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@bash scripts/run.sh $(BUILD)
+
+test-fast: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: setup
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DREEF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -L unit
+
+fuzz-build: setup
+	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_FUZZ=ON \
+	  -DREEF_BENCH=OFF -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+
+fuzz: fuzz-build
+	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS)
+
+test: test-fast test-asan fuzz-smoke
+
+bench: build
+	@bash scripts/bench.sh $(BUILD)
+
+format:
+	@find src tests bench fuzz sdk examples -name '*.h' -o -name '*.cc' -o -name '*.c' | xargs clang-format-16 -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything Reef needs to build, test, benchmark and fuzz on Debian 12 (bookworm).
+# Idempotent: when every package is already installed it only runs dpkg-query (well under 1 s).
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config git
+  # engine
+  wabt
+  # libraries (DESIGN.md "Dependencies")
+  libboost1.81-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev
+  libsqlite3-dev sqlite3 libedit-dev libconcurrentqueue-dev
+  # tests, benchmarks, fuzzing
+  googletest libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  clang-16 lld-16 libclang-rt-16-dev libclang-rt-16-dev-wasm32 wasi-libc
+  clang-format-16
+  # the V8 anchor of the benchmarks
+  nodejs
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done" >&2
