@@ -1,11 +1,22 @@
 # Building wasm32 guests (examples, SDK tests, benchmark kernels) with clang.
 #
-# reef_add_guest(NAME SOURCES a.c [b.c ...] [INCLUDES dir ...])
-#   Compiles each C source with clang --target=wasm32 (freestanding, no libc), links with
-#   wasm-ld into ${CMAKE_BINARY_DIR}/guests/NAME.wasm and adds target guest_NAME.
-#   Compile with -O2 -c and link without -O, so clang never runs wasm-opt from PATH
-#   (notes/engine-facts.md).
-find_program(REEF_GUEST_CC NAMES clang-16 clang REQUIRED)
+# reef_add_guest(NAME SOURCES a.c [b.c ...] [INCLUDES dir ...] [CFLAGS flag ...])
+#   Compiles each C source with clang --target=wasm32 (C11, freestanding, no libc), links with
+#   wasm-ld into ${REEF_GUEST_DIR}/NAME.wasm and adds target guest_NAME (built by ALL).
+#   - Compile with -O2 -c and link without -O, so clang never runs wasm-opt from PATH
+#     (notes/engine-facts.md).
+#   - Header dependencies come from clang's depfiles; files listed in REEF_GUEST_HEADERS (in
+#     the caller's scope) are explicit dependencies as well.
+#   - The stack is placed first in memory (--stack-first), so a stack overflow traps instead of
+#     overwriting data. Only symbols marked export_name (or default visibility) are exported;
+#     clang's wasm32 default visibility is hidden.
+#   For actors written with the C SDK, use reef_add_c_actor (sdk/c/CMakeLists.txt), which adds
+#   the SDK sources and include directory.
+if(REEF_GUESTS)
+  find_program(REEF_GUEST_CC NAMES clang-16 clang REQUIRED)
+else()
+  find_program(REEF_GUEST_CC NAMES clang-16 clang)
+endif()
 set(REEF_GUEST_DIR ${CMAKE_BINARY_DIR}/guests)
 file(MAKE_DIRECTORY ${REEF_GUEST_DIR})
 
@@ -14,7 +25,8 @@ function(reef_add_guest name)
   set(objects)
   set(include_flags)
   foreach(dir IN LISTS G_INCLUDES)
-    list(APPEND include_flags -I${dir})
+    get_filename_component(dir_abs ${dir} ABSOLUTE)
+    list(APPEND include_flags -I${dir_abs})
   endforeach()
   foreach(src IN LISTS G_SOURCES)
     get_filename_component(src_abs ${src} ABSOLUTE)
@@ -23,18 +35,21 @@ function(reef_add_guest name)
     add_custom_command(
       OUTPUT ${obj}
       COMMAND ${REEF_GUEST_CC} --target=wasm32 -O2 -c -std=c11 -ffreestanding -nostdlib
-              -Wall -Wextra -Werror ${include_flags} ${G_CFLAGS} -o ${obj} ${src_abs}
+              -Wall -Wextra -Wpedantic -Werror ${include_flags} ${G_CFLAGS}
+              -MD -MF ${obj}.d -o ${obj} ${src_abs}
       DEPENDS ${src_abs} ${REEF_GUEST_HEADERS}
-      IMPLICIT_DEPENDS C ${src_abs}
-      COMMENT "wasm32 cc ${src}")
+      DEPFILE ${obj}.d
+      COMMENT "wasm32 cc ${name}: ${src}"
+      VERBATIM)
     list(APPEND objects ${obj})
   endforeach()
   set(out ${REEF_GUEST_DIR}/${name}.wasm)
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${REEF_GUEST_CC} --target=wasm32 -nostdlib -Wl,--no-entry -Wl,--export-dynamic
-            -fuse-ld=lld -o ${out} ${objects}
+    COMMAND ${REEF_GUEST_CC} --target=wasm32 -nostdlib -fuse-ld=lld -Wl,--no-entry
+            -Wl,--export-dynamic -Wl,--stack-first -o ${out} ${objects}
     DEPENDS ${objects}
-    COMMENT "wasm32 ld ${name}.wasm")
+    COMMENT "wasm32 ld ${name}.wasm"
+    VERBATIM)
   add_custom_target(guest_${name} ALL DEPENDS ${out})
 endfunction()

@@ -1,0 +1,21 @@
+/* Reef C guest SDK: include this one header to write an actor.
+ *
+ * Concept: everything a C guest needs for ABI v1 (docs/abi.md) without seeing the ABI:
+ *   reef_base.h    spans, text slices, actor refs, error codes, the per-invocation arena
+ *   reef_cbor.h    reading values (cursor with typed reads, record field lookup, skip)
+ *   reef_writer.h  writing values (growable arena buffer)
+ *   reef_actor.h   REEF_ACTOR entry point, send / send_from / self / log / fail
+ * Thread ownership: guests are single-threaded; nothing here locks.
+ *
+ * Build: freestanding C11 for wasm32 (clang --target=wasm32 -ffreestanding -nostdlib, linked
+ * with lld); compile the SDK sources (REEF_SDK_C_SOURCES in sdk/c/CMakeLists.txt) into every
+ * guest. No libc: the SDK itself provides memcpy, memmove, memset and memcmp. */
+#ifndef REEF_H
+#define REEF_H
+
+#include "reef_actor.h"
+#include "reef_base.h"
+#include "reef_cbor.h"
+#include "reef_writer.h"
+
+#endif /* REEF_H */

@@ -1,0 +1,141 @@
+/* Reef C guest SDK: the actor entry point and the host imports of ABI v1.
+ *
+ * Concept: what an actor is to the host (docs/abi.md, spec 001 "handle(ctx, state, sender,
+ * message) -> new_state"): REEF_ACTOR(handler) defines the module's exports; the functions
+ * below wrap the imports of module "reef" (send, send_from, log, self, fail).
+ * Thread ownership: one invocation at a time; the imports may only be called while a handler
+ * (or the shutdown hook) runs.
+ *
+ * Lifetime of everything a handler sees or builds: the invocation. Inputs live in the arena
+ * the host filled; outputs are allocated from the same arena; all of it is reused by the next
+ * invocation. Committed state is kept by the host, never in guest memory. */
+#ifndef REEF_ACTOR_H
+#define REEF_ACTOR_H
+
+#include <stdarg.h>
+
+#include "reef_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An actor's handler. `state` is the committed state, `sender` is an actor ref or null (for
+ * host-originated messages), `message` is the message; each span holds exactly one CBOR item.
+ * Returns the new state: one CBOR item, usually from reef_writer_finish or reef_value_int.
+ * The invocation fails instead of committing when the handler calls reef_fail, traps, or
+ * returns a malformed or empty ({NULL, 0}) state; its sends are then dropped. */
+typedef reef_cbor (*reef_handler)(reef_cbor state, reef_cbor sender, reef_cbor message);
+
+/* An optional shutdown hook: runs once on graceful stop; returns the final state. */
+typedef reef_cbor (*reef_shutdown_hook)(reef_cbor state);
+
+/* Defines the module's exports reef_abi_version, reef_alloc and reef_handle for `handler`.
+ * Use once per module, at file scope:  REEF_ACTOR(handle);  */
+#define REEF_ACTOR(handler) \
+  REEF__EXPORT_COMMON       \
+  REEF__EXPORT_HANDLE(handler) extern int reef__actor_defined
+
+/* Same, plus the export reef_on_shutdown calling `shutdown`. */
+#define REEF_ACTOR_WITH_SHUTDOWN(handler, shutdown) \
+  REEF__EXPORT_COMMON                               \
+  REEF__EXPORT_HANDLE(handler)                      \
+  REEF__EXPORT_SHUTDOWN(shutdown) extern int reef__actor_defined
+
+/* ---- Effects ----------------------------------------------------------------------------
+ * Sends are effects of the transition: the host queues them and delivers them only if the
+ * invocation commits. Return REEF_OK, REEF_E_INVALID (the host rejected `message` or a ref:
+ * malformed CBOR, not a value; also for an empty {NULL, 0} message, without calling the host)
+ * or REEF_E_LIMIT (value limits, or more than 4,096 sends in this transition). */
+
+/* Sends `message` to `target`, with this actor as the sender. */
+int reef_send(const reef_actor_ref* target, reef_cbor message);
+
+/* Sends `message` to `target` with an explicit `sender` (forwarding); sender NULL sends it as
+ * host-originated (sender null). */
+int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target,
+                   reef_cbor message);
+
+/* Writes this actor's ref to *out. Returns REEF_OK or REEF_E_MALFORMED (unexpected host
+ * answer). */
+int reef_self(reef_actor_ref* out);
+
+/* ---- Logs -------------------------------------------------------------------------------
+ * Log levels of the log import. */
+enum {
+  REEF_TRACE = 0,
+  REEF_DEBUG = 1,
+  REEF_INFO = 2,
+  REEF_WARN = 3,
+  REEF_ERROR = 4,
+  REEF_FATAL = 5,
+};
+
+/* Maximum length of one log message in bytes (host limit). */
+#define REEF_LOG_MAX 512
+
+/* Logs `len` bytes of UTF-8 at `msg` at `level` (REEF_TRACE..REEF_FATAL). Returns REEF_OK,
+ * REEF_E_INVALID (bad level or UTF-8) or REEF_E_LIMIT (more than REEF_LOG_MAX bytes). */
+int reef_log(int level, const char* msg, uint32_t len);
+
+/* Logs a formatted message (reef_format below), cut to REEF_LOG_MAX bytes at a character
+ * boundary. Returns what reef_log returns. */
+int reef_logf(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Log a NUL-terminated message at one level; return what reef_log returns. */
+int reef_trace(const char* msg);
+int reef_debug(const char* msg);
+int reef_info(const char* msg);
+int reef_warn(const char* msg);
+int reef_error(const char* msg);
+int reef_fatal(const char* msg);
+
+/* ---- Failure ----------------------------------------------------------------------------
+ * Ends the invocation as a failure with a UTF-8 reason: nothing commits, no send is
+ * delivered, the actor is marked failed. Never returns. */
+_Noreturn void reef_fail(const char* reason);
+/* Same with `len` bytes of reason at `reason`. */
+_Noreturn void reef_fail_n(const char* reason, uint32_t len);
+/* Same with a formatted reason (reef_format), cut to REEF_LOG_MAX bytes. */
+_Noreturn void reef_failf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- Formatting -------------------------------------------------------------------------
+ * A small printf subset for messages: %s (NUL-terminated), %.*s (int length, then pointer:
+ * handy for reef_str), %c, %d %i %u with the l and ll modifiers, %%. Anything else is
+ * copied literally. Writes at most cap - 1 bytes and a NUL into buf; never cuts a UTF-8
+ * character. Returns the bytes written (without the NUL). REQUIRES: cap >= 1. */
+uint32_t reef_format(char* buf, uint32_t cap, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+uint32_t reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args);
+
+/* ---- Internals used by the macros above; not part of the API ---------------------------- */
+int64_t reef__run_handle(reef_handler handler, int32_t state_ptr, int32_t state_len,
+                         int32_t sender_ptr, int32_t sender_len, int32_t msg_ptr,
+                         int32_t msg_len);
+int64_t reef__run_shutdown(reef_shutdown_hook hook, int32_t state_ptr, int32_t state_len);
+
+#define REEF__EXPORT_COMMON                                                              \
+  __attribute__((export_name("reef_abi_version"))) int32_t reef__export_abi_version(void) { \
+    return 1;                                                                           \
+  }                                                                                     \
+  __attribute__((export_name("reef_alloc"))) int32_t reef__export_alloc(int32_t len) {  \
+    return (int32_t)(uintptr_t)reef_arena_reset_and_alloc((uint32_t)len);               \
+  }
+
+#define REEF__EXPORT_HANDLE(handler)                                                     \
+  __attribute__((export_name("reef_handle"))) int64_t reef__export_handle(               \
+      int32_t sp, int32_t sl, int32_t fp, int32_t fl, int32_t mp, int32_t ml) {          \
+    return reef__run_handle((handler), sp, sl, fp, fl, mp, ml);                         \
+  }
+
+#define REEF__EXPORT_SHUTDOWN(shutdown)                                                  \
+  __attribute__((export_name("reef_on_shutdown"))) int64_t reef__export_on_shutdown(     \
+      int32_t sp, int32_t sl) {                                                          \
+    return reef__run_shutdown((shutdown), sp, sl);                                      \
+  }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REEF_ACTOR_H */
