@@ -1,6 +1,7 @@
 /* The C SDK's test guest: exports thin probes over the CBOR reader and writer so that
  * tests/guest/sdk_test.mjs can feed them arbitrary bytes (well-formed or not) and check the
- * results. It is also an actor whose handler echoes the message back as the new state.
+ * results. It is also an actor whose handler echoes the message back as the new state, with a
+ * shutdown hook.
  *
  * Probe exports take an input buffer obtained from reef_alloc (ptr, len). */
 #include "reef.h"
@@ -138,4 +139,15 @@ static reef_cbor echo(reef_cbor state, reef_cbor sender, reef_cbor message) {
   return message;
 }
 
-REEF_ACTOR(echo);
+/* Shutdown hook: the final state is the record {"stopped": <old state>}. */
+static reef_cbor shutdown(reef_cbor state) {
+  reef_cbor old;
+  if (reef_skip(&state, &old) != REEF_OK) reef_fail("sdk_probe: malformed state");
+  reef_writer w = reef_writer_new();
+  reef_write_record(&w, 1);
+  reef_write_cstr(&w, "stopped");
+  reef_write_cbor(&w, old);
+  return reef_writer_finish(&w);
+}
+
+REEF_ACTOR_WITH_SHUTDOWN(echo, shutdown);
