@@ -1,0 +1,76 @@
+#include "core/ids.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <cstdlib>
+
+namespace reef {
+
+Sha256Digest Sha256(std::span<const std::uint8_t> bytes) {
+  Sha256Digest digest{};
+  unsigned int size = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1 ||
+      size != digest.size()) {
+    std::abort();
+  }
+  return digest;
+}
+
+std::string HexLower(std::span<const std::uint8_t> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (std::uint8_t b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0x0f]);
+  }
+  return out;
+}
+
+std::string Sha256Hex(std::span<const std::uint8_t> bytes) {
+  return HexLower(Sha256(bytes));
+}
+
+namespace {
+
+bool IsNanoIdChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+}  // namespace
+
+bool IsValidNanoId(std::string_view text) {
+  if (text.size() != kNanoIdLength) return false;
+  for (char c : text) {
+    if (!IsNanoIdChar(c)) return false;
+  }
+  return true;
+}
+
+Status ValidateNanoId(std::string_view text) {
+  if (text.size() != kNanoIdLength) {
+    return Status::InvalidArgument("actor ref must be " + std::to_string(kNanoIdLength) +
+                                   " characters, got " + std::to_string(text.size()));
+  }
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!IsNanoIdChar(text[i])) {
+      return Status::InvalidArgument("actor ref character at offset " + std::to_string(i) +
+                                     " is outside the NanoID alphabet A-Za-z0-9_-");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> NewNanoId() {
+  std::array<unsigned char, kNanoIdLength> random{};
+  if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
+    return Status::Unavailable("OpenSSL RAND_bytes failed: no entropy for a NanoID");
+  }
+  std::string id(kNanoIdLength, '\0');
+  for (std::size_t i = 0; i < kNanoIdLength; ++i) id[i] = kNanoIdAlphabet[random[i] & 63];
+  return id;
+}
+
+}  // namespace reef
