@@ -12,9 +12,8 @@ REEF_IMPORT("send")
 int32_t reef__import_send(const void* target_ptr, uint32_t target_len, const void* msg_ptr,
                           uint32_t msg_len);
 REEF_IMPORT("send_from")
-int32_t reef__import_send_from(const void* sender_ptr, uint32_t sender_len,
-                               const void* target_ptr, uint32_t target_len, const void* msg_ptr,
-                               uint32_t msg_len);
+int32_t reef__import_send_from(const void* sender_ptr, uint32_t sender_len, const void* target_ptr,
+                               uint32_t target_len, const void* msg_ptr, uint32_t msg_len);
 REEF_IMPORT("log")
 int32_t reef__import_log(int32_t level, const void* msg_ptr, uint32_t msg_len);
 REEF_IMPORT("self")
@@ -44,8 +43,7 @@ int reef_send(const reef_actor_ref* target, reef_cbor message) {
   return host_status(reef__import_send(t, sizeof t, message.ptr, message.len));
 }
 
-int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target,
-                   reef_cbor message) {
+int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target, reef_cbor message) {
   if (message.ptr == NULL || message.len == 0) return REEF_E_INVALID;
   uint8_t s[REEF_REF_CBOR_LEN];
   uint32_t s_len = 1;
@@ -56,8 +54,7 @@ int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target,
   }
   uint8_t t[REEF_REF_CBOR_LEN];
   encode_ref(target, t);
-  return host_status(
-      reef__import_send_from(s, s_len, t, sizeof t, message.ptr, message.len));
+  return host_status(reef__import_send_from(s, s_len, t, sizeof t, message.ptr, message.len));
 }
 
 int reef_self(reef_actor_ref* out) {
@@ -89,19 +86,33 @@ int reef_logf(int level, const char* fmt, ...) {
   return reef_log(level, buf, n);
 }
 
-int reef_trace(const char* msg) { return reef_log(REEF_TRACE, msg, cstr_len(msg)); }
-int reef_debug(const char* msg) { return reef_log(REEF_DEBUG, msg, cstr_len(msg)); }
-int reef_info(const char* msg) { return reef_log(REEF_INFO, msg, cstr_len(msg)); }
-int reef_warn(const char* msg) { return reef_log(REEF_WARN, msg, cstr_len(msg)); }
-int reef_error(const char* msg) { return reef_log(REEF_ERROR, msg, cstr_len(msg)); }
-int reef_fatal(const char* msg) { return reef_log(REEF_FATAL, msg, cstr_len(msg)); }
+int reef_trace(const char* msg) {
+  return reef_log(REEF_TRACE, msg, cstr_len(msg));
+}
+int reef_debug(const char* msg) {
+  return reef_log(REEF_DEBUG, msg, cstr_len(msg));
+}
+int reef_info(const char* msg) {
+  return reef_log(REEF_INFO, msg, cstr_len(msg));
+}
+int reef_warn(const char* msg) {
+  return reef_log(REEF_WARN, msg, cstr_len(msg));
+}
+int reef_error(const char* msg) {
+  return reef_log(REEF_ERROR, msg, cstr_len(msg));
+}
+int reef_fatal(const char* msg) {
+  return reef_log(REEF_FATAL, msg, cstr_len(msg));
+}
 
 _Noreturn void reef_fail_n(const char* reason, uint32_t len) {
   reef__import_fail(reason, len);
   __builtin_unreachable(); /* the host never returns from fail */
 }
 
-_Noreturn void reef_fail(const char* reason) { reef_fail_n(reason, cstr_len(reason)); }
+_Noreturn void reef_fail(const char* reason) {
+  reef_fail_n(reason, cstr_len(reason));
+}
 
 _Noreturn void reef_failf(const char* fmt, ...) {
   char buf[REEF_LOG_MAX + 1];
@@ -183,13 +194,14 @@ uint32_t reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args) {
       int64_t sv = 0;
       uint64_t uv = 0;
       if (conv == 'u') {
-        uv = longs == 2 ? va_arg(args, unsigned long long)
+        uv = longs == 2   ? va_arg(args, unsigned long long)
              : longs == 1 ? va_arg(args, unsigned long)
                           : va_arg(args, unsigned);
         out_uint(&o, uv, false);
       } else {
-        sv = longs == 2 ? va_arg(args, long long) : longs == 1 ? va_arg(args, long)
-                                                                : va_arg(args, int);
+        sv = longs == 2   ? va_arg(args, long long)
+             : longs == 1 ? va_arg(args, long)
+                          : va_arg(args, int);
         out_uint(&o, sv < 0 ? 0 - (uint64_t)sv : (uint64_t)sv, sv < 0);
       }
     } else if (conv == 'c' && !precision && longs == 0) {
@@ -221,17 +233,17 @@ static reef_cbor span(int32_t ptr, int32_t len) {
 
 static int64_t pack(reef_cbor state) {
   if (state.ptr == NULL || state.len == 0) {
-    reef_fail("reef: the handler returned no state (a writer failed: out of memory or a "
-              "NaN/infinite float)");
+    reef_fail(
+        "reef: the handler returned no state (a writer failed: out of memory or a "
+        "NaN/infinite float)");
   }
   return (int64_t)((uint64_t)(uintptr_t)state.ptr | ((uint64_t)state.len << 32));
 }
 
 int64_t reef__run_handle(reef_handler handler, int32_t state_ptr, int32_t state_len,
-                         int32_t sender_ptr, int32_t sender_len, int32_t msg_ptr,
-                         int32_t msg_len) {
-  return pack(handler(span(state_ptr, state_len), span(sender_ptr, sender_len),
-                      span(msg_ptr, msg_len)));
+                         int32_t sender_ptr, int32_t sender_len, int32_t msg_ptr, int32_t msg_len) {
+  return pack(
+      handler(span(state_ptr, state_len), span(sender_ptr, sender_len), span(msg_ptr, msg_len)));
 }
 
 int64_t reef__run_shutdown(reef_shutdown_hook hook, int32_t state_ptr, int32_t state_len) {

@@ -53,8 +53,7 @@ int reef_send(const reef_actor_ref* target, reef_cbor message);
 
 /* Sends `message` to `target` with an explicit `sender` (forwarding); sender NULL sends it as
  * host-originated (sender null). */
-int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target,
-                   reef_cbor message);
+int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target, reef_cbor message);
 
 /* Writes this actor's ref to *out. Returns REEF_OK or REEF_E_MALFORMED (unexpected host
  * answer). */
@@ -110,28 +109,27 @@ uint32_t reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args);
 
 /* ---- Internals used by the macros above; not part of the API ---------------------------- */
 int64_t reef__run_handle(reef_handler handler, int32_t state_ptr, int32_t state_len,
-                         int32_t sender_ptr, int32_t sender_len, int32_t msg_ptr,
-                         int32_t msg_len);
+                         int32_t sender_ptr, int32_t sender_len, int32_t msg_ptr, int32_t msg_len);
 int64_t reef__run_shutdown(reef_shutdown_hook hook, int32_t state_ptr, int32_t state_len);
 
-#define REEF__EXPORT_COMMON                                                              \
+#define REEF__EXPORT_COMMON                                                                 \
   __attribute__((export_name("reef_abi_version"))) int32_t reef__export_abi_version(void) { \
-    return 1;                                                                           \
-  }                                                                                     \
-  __attribute__((export_name("reef_alloc"))) int32_t reef__export_alloc(int32_t len) {  \
-    return (int32_t)(uintptr_t)reef_arena_reset_and_alloc((uint32_t)len);               \
+    return 1;                                                                               \
+  }                                                                                         \
+  __attribute__((export_name("reef_alloc"))) int32_t reef__export_alloc(int32_t len) {      \
+    return (int32_t)(uintptr_t)reef_arena_reset_and_alloc((uint32_t)len);                   \
   }
 
-#define REEF__EXPORT_HANDLE(handler)                                                     \
-  __attribute__((export_name("reef_handle"))) int64_t reef__export_handle(               \
-      int32_t sp, int32_t sl, int32_t fp, int32_t fl, int32_t mp, int32_t ml) {          \
-    return reef__run_handle((handler), sp, sl, fp, fl, mp, ml);                         \
+#define REEF__EXPORT_HANDLE(handler)                                            \
+  __attribute__((export_name("reef_handle"))) int64_t reef__export_handle(      \
+      int32_t sp, int32_t sl, int32_t fp, int32_t fl, int32_t mp, int32_t ml) { \
+    return reef__run_handle((handler), sp, sl, fp, fl, mp, ml);                 \
   }
 
-#define REEF__EXPORT_SHUTDOWN(shutdown)                                                  \
-  __attribute__((export_name("reef_on_shutdown"))) int64_t reef__export_on_shutdown(     \
-      int32_t sp, int32_t sl) {                                                          \
-    return reef__run_shutdown((shutdown), sp, sl);                                      \
+#define REEF__EXPORT_SHUTDOWN(shutdown)                                                           \
+  __attribute__((export_name("reef_on_shutdown"))) int64_t reef__export_on_shutdown(int32_t sp,   \
+                                                                                    int32_t sl) { \
+    return reef__run_shutdown((shutdown), sp, sl);                                                \
   }
 
 #ifdef __cplusplus

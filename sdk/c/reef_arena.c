@@ -8,8 +8,8 @@ extern unsigned char __heap_base;
 #define REEF_PAGE_SIZE 65536u
 #define REEF_ALIGN 8u
 
-static uint32_t arena_top;   /* next free byte; 0 until the first reset */
-static uint32_t last_block;  /* start of the newest block, for in-place growth */
+static uint32_t arena_top;  /* next free byte; 0 until the first reset */
+static uint32_t last_block; /* start of the newest block, for in-place growth */
 
 /* Makes linear memory at least `end` bytes long. Returns false when it cannot grow. */
 static bool ensure_memory(uint64_t end) {
@@ -66,16 +66,26 @@ bool reef_str_eq(reef_str s, const char* z) {
 
 const char* reef_strerror(int code) {
   switch (code) {
-    case REEF_OK: return "ok";
-    case REEF_E_INVALID: return "invalid argument";
-    case REEF_E_LIMIT: return "limit exceeded";
-    case REEF_E_MALFORMED: return "malformed CBOR";
-    case REEF_E_TYPE: return "wrong kind of value";
-    case REEF_E_RANGE: return "number out of range";
-    case REEF_E_NOT_FOUND: return "field not found";
-    case REEF_E_NOMEM: return "out of memory";
-    case REEF_E_END: return "no more input";
-    default: return "unknown error";
+    case REEF_OK:
+      return "ok";
+    case REEF_E_INVALID:
+      return "invalid argument";
+    case REEF_E_LIMIT:
+      return "limit exceeded";
+    case REEF_E_MALFORMED:
+      return "malformed CBOR";
+    case REEF_E_TYPE:
+      return "wrong kind of value";
+    case REEF_E_RANGE:
+      return "number out of range";
+    case REEF_E_NOT_FOUND:
+      return "field not found";
+    case REEF_E_NOMEM:
+      return "out of memory";
+    case REEF_E_END:
+      return "no more input";
+    default:
+      return "unknown error";
   }
 }
 

@@ -4,8 +4,16 @@
 
 #define REEF_TAG_ACTOR 1380271430u /* 0x52454546, "REEF" */
 
-enum { MAJOR_UINT, MAJOR_NINT, MAJOR_BYTES, MAJOR_TEXT, MAJOR_ARRAY, MAJOR_MAP, MAJOR_TAG,
-       MAJOR_SIMPLE };
+enum {
+  MAJOR_UINT,
+  MAJOR_NINT,
+  MAJOR_BYTES,
+  MAJOR_TEXT,
+  MAJOR_ARRAY,
+  MAJOR_MAP,
+  MAJOR_TAG,
+  MAJOR_SIMPLE
+};
 
 /* One decoded item head: major type, additional info and argument. */
 typedef struct head {
@@ -98,23 +106,31 @@ static bool float_of(const head* h, double* out) {
   return true;
 }
 
-static bool is_finite(double d) { return d == d && d - d == 0.0; }
+static bool is_finite(double d) {
+  return d == d && d - d == 0.0;
+}
 
 /* Classifies a head (and, for tags, checks it is the actor tag). */
 static reef_kind kind_of(const head* h) {
   switch (h->major) {
     case MAJOR_UINT:
-    case MAJOR_NINT: return h->arg <= INT64_MAX ? REEF_KIND_INT : REEF_KIND_INVALID;
-    case MAJOR_TEXT: return REEF_KIND_TEXT;
-    case MAJOR_ARRAY: return REEF_KIND_LIST;
-    case MAJOR_MAP: return REEF_KIND_RECORD;
-    case MAJOR_TAG: return h->arg == REEF_TAG_ACTOR ? REEF_KIND_ACTOR_REF : REEF_KIND_INVALID;
+    case MAJOR_NINT:
+      return h->arg <= INT64_MAX ? REEF_KIND_INT : REEF_KIND_INVALID;
+    case MAJOR_TEXT:
+      return REEF_KIND_TEXT;
+    case MAJOR_ARRAY:
+      return REEF_KIND_LIST;
+    case MAJOR_MAP:
+      return REEF_KIND_RECORD;
+    case MAJOR_TAG:
+      return h->arg == REEF_TAG_ACTOR ? REEF_KIND_ACTOR_REF : REEF_KIND_INVALID;
     case MAJOR_SIMPLE:
       if (h->info == 20 || h->info == 21) return REEF_KIND_BOOL;
       if (h->info == 22) return REEF_KIND_NULL;
       if (h->info >= 25 && h->info <= 27) return REEF_KIND_FLOAT;
       return REEF_KIND_INVALID;
-    default: return REEF_KIND_INVALID; /* byte strings */
+    default:
+      return REEF_KIND_INVALID; /* byte strings */
   }
 }
 
@@ -240,7 +256,8 @@ int reef_skip(reef_cbor* c, reef_cbor* item) {
     switch (kind_of(&h)) {
       case REEF_KIND_INT:
       case REEF_KIND_BOOL:
-      case REEF_KIND_NULL: break;
+      case REEF_KIND_NULL:
+        break;
       case REEF_KIND_FLOAT: {
         double d;
         float_of(&h, &d);
@@ -263,7 +280,8 @@ int reef_skip(reef_cbor* c, reef_cbor* item) {
       case REEF_KIND_ACTOR_REF:
         if (take_actor_body(&t, NULL) != REEF_OK) return REEF_E_MALFORMED;
         break;
-      default: return REEF_E_MALFORMED;
+      default:
+        return REEF_E_MALFORMED;
     }
     if (pending > t.len) return REEF_E_MALFORMED;
   }
@@ -291,11 +309,11 @@ int reef_field(reef_cbor record, const char* key, reef_cbor* value) {
 }
 
 /* reef_field + one typed read; a field of another kind is REEF_E_TYPE. */
-#define REEF_FIELD_READER(name, type, read)                       \
-  int name(reef_cbor record, const char* key, type* out) {        \
-    reef_cbor value;                                              \
-    int rc = reef_field(record, key, &value);                     \
-    return rc == REEF_OK ? read(&value, out) : rc;                \
+#define REEF_FIELD_READER(name, type, read)                \
+  int name(reef_cbor record, const char* key, type* out) { \
+    reef_cbor value;                                       \
+    int rc = reef_field(record, key, &value);              \
+    return rc == REEF_OK ? read(&value, out) : rc;         \
   }
 
 REEF_FIELD_READER(reef_field_bool, bool, reef_read_bool)

@@ -41,7 +41,9 @@ static inline reef_cbor reef_cbor_of(const void* ptr, uint32_t len) {
 }
 
 /* Returns true when the cursor has no bytes left. */
-static inline bool reef_at_end(const reef_cbor* c) { return c->len == 0; }
+static inline bool reef_at_end(const reef_cbor* c) {
+  return c->len == 0;
+}
 
 /* Returns the kind of the next item without consuming it (judged from its head only: a
  * container's elements are not checked). REEF_KIND_INVALID when empty or malformed. */

@@ -57,9 +57,13 @@ reef_cbor reef_writer_finish(const reef_writer* w) {
   return out;
 }
 
-void reef_write_null(reef_writer* w) { put_head(w, 7, 22); }
+void reef_write_null(reef_writer* w) {
+  put_head(w, 7, 22);
+}
 
-void reef_write_bool(reef_writer* w, bool value) { put_head(w, 7, value ? 21 : 20); }
+void reef_write_bool(reef_writer* w, bool value) {
+  put_head(w, 7, value ? 21 : 20);
+}
 
 void reef_write_int(reef_writer* w, int64_t value) {
   if (value >= 0) {
@@ -93,11 +97,17 @@ void reef_write_cstr(reef_writer* w, const char* z) {
   reef_write_text(w, z, len);
 }
 
-void reef_write_str(reef_writer* w, reef_str s) { reef_write_text(w, s.ptr, s.len); }
+void reef_write_str(reef_writer* w, reef_str s) {
+  reef_write_text(w, s.ptr, s.len);
+}
 
-void reef_write_list(reef_writer* w, uint32_t count) { put_head(w, 4, count); }
+void reef_write_list(reef_writer* w, uint32_t count) {
+  put_head(w, 4, count);
+}
 
-void reef_write_record(reef_writer* w, uint32_t count) { put_head(w, 5, count); }
+void reef_write_record(reef_writer* w, uint32_t count) {
+  put_head(w, 5, count);
+}
 
 void reef_write_actor(reef_writer* w, const reef_actor_ref* ref) {
   static const uint8_t tag[5] = {0xda, 0x52, 0x45, 0x45, 0x46};
@@ -105,7 +115,9 @@ void reef_write_actor(reef_writer* w, const reef_actor_ref* ref) {
   reef_write_text(w, ref->id, REEF_ACTOR_REF_LEN);
 }
 
-void reef_write_cbor(reef_writer* w, reef_cbor item) { put_bytes(w, item.ptr, item.len); }
+void reef_write_cbor(reef_writer* w, reef_cbor item) {
+  put_bytes(w, item.ptr, item.len);
+}
 
 reef_cbor reef_value_null(void) {
   reef_writer w = reef_writer_new();

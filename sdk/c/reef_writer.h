@@ -23,10 +23,10 @@ extern "C" {
 #endif
 
 typedef struct reef_writer {
-  uint8_t* buf;  /* arena block holding the encoding so far */
-  uint32_t len;  /* bytes written */
-  uint32_t cap;  /* bytes allocated */
-  int error;     /* REEF_OK, or the first error */
+  uint8_t* buf; /* arena block holding the encoding so far */
+  uint32_t len; /* bytes written */
+  uint32_t cap; /* bytes allocated */
+  int error;    /* REEF_OK, or the first error */
 } reef_writer;
 
 /* Returns an empty writer. It allocates from the arena on first write. */

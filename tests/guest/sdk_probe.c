@@ -64,13 +64,13 @@ static int copy_item(reef_cbor* in, reef_writer* w, int depth) {
       }
       return REEF_OK;
     }
-    default: return reef_at_end(in) ? REEF_E_END : REEF_E_MALFORMED;
+    default:
+      return reef_at_end(in) ? REEF_E_END : REEF_E_MALFORMED;
   }
 }
 
 /* Re-encodes exactly one item. Returns ptr | len << 32 of the copy, or a negative code. */
-__attribute__((export_name("probe_roundtrip"))) int64_t probe_roundtrip(int32_t ptr,
-                                                                         int32_t len) {
+__attribute__((export_name("probe_roundtrip"))) int64_t probe_roundtrip(int32_t ptr, int32_t len) {
   reef_cbor in = input(ptr, len);
   reef_writer w = reef_writer_new();
   int rc = copy_item(&in, &w, 0);
@@ -99,38 +99,37 @@ static int64_t last_int;
 static double last_float;
 
 /* Reads the int field whose NUL-terminated key is at key_ptr; value via probe_last_int. */
-__attribute__((export_name("probe_field_int"))) int32_t probe_field_int(int32_t ptr,
-                                                                         int32_t len,
-                                                                         int32_t key_ptr) {
+__attribute__((export_name("probe_field_int"))) int32_t probe_field_int(int32_t ptr, int32_t len,
+                                                                        int32_t key_ptr) {
   return reef_field_int(input(ptr, len), (const char*)(uintptr_t)(uint32_t)key_ptr, &last_int);
 }
 
 /* Reads one int; the value via probe_last_int. */
-__attribute__((export_name("probe_read_int"))) int32_t probe_read_int(int32_t ptr,
-                                                                       int32_t len) {
+__attribute__((export_name("probe_read_int"))) int32_t probe_read_int(int32_t ptr, int32_t len) {
   reef_cbor in = input(ptr, len);
   return reef_read_int(&in, &last_int);
 }
 
 /* Reads one float; the value via probe_last_float. */
 __attribute__((export_name("probe_read_float"))) int32_t probe_read_float(int32_t ptr,
-                                                                           int32_t len) {
+                                                                          int32_t len) {
   reef_cbor in = input(ptr, len);
   return reef_read_float(&in, &last_float);
 }
 
-__attribute__((export_name("probe_last_int"))) int64_t probe_last_int(void) { return last_int; }
+__attribute__((export_name("probe_last_int"))) int64_t probe_last_int(void) {
+  return last_int;
+}
 __attribute__((export_name("probe_last_float"))) double probe_last_float(void) {
   return last_float;
 }
 
 /* Formats "%s|%.*s|%d|%lld|%u|%c|%%" with fixed arguments into a 40-byte buffer at
  * out_ptr (from reef_alloc); returns the length. Checks formatting and truncation. */
-__attribute__((export_name("probe_format"))) int32_t probe_format(int32_t out_ptr,
-                                                                   int32_t cap) {
+__attribute__((export_name("probe_format"))) int32_t probe_format(int32_t out_ptr, int32_t cap) {
   char* out = (char*)(uintptr_t)(uint32_t)out_ptr;
-  return (int32_t)reef_format(out, (uint32_t)cap, "%s|%.*s|%d|%lld|%u|%c|%%", "ab", 2,
-                              "xyz", -42, (long long)INT64_MIN, 7u, 'Z');
+  return (int32_t)reef_format(out, (uint32_t)cap, "%s|%.*s|%d|%lld|%u|%c|%%", "ab", 2, "xyz", -42,
+                              (long long)INT64_MIN, 7u, 'Z');
 }
 
 static reef_cbor echo(reef_cbor state, reef_cbor sender, reef_cbor message) {
