@@ -1,0 +1,151 @@
+// Internal types of the wabt interpreter backend, shared by engine.cc and invocation.cc.
+//
+// Thread ownership: reactor-owned, like the Engine that owns the State.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "wabt/interp/interp.h"
+#include "wasm/engine.h"
+
+namespace reef::wasm {
+
+class InvocationImpl;
+
+// A module compiled into one engine's store.
+struct CompiledModule {
+  std::shared_ptr<const Module> module;
+  wabt::interp::Module::Ptr code;
+  // (engine code offset of a function's first instruction, function index), sorted.
+  std::vector<std::pair<uint32_t, uint32_t>> function_starts;
+  // Function index of the start function, if the module declares one.
+  std::optional<uint32_t> start_function;
+
+  // Name of the function whose code contains `code_offset`.
+  std::string FunctionAt(uint32_t code_offset, uint32_t* function_start) const;
+};
+
+struct Engine::State {
+  explicit State(const HostRegistry& registry, const EngineLimits& limits);
+  ~State();
+
+  // Compiles (or finds in the cache) `module` with limits applied to its declarations.
+  Result<const CompiledModule*> Compile(const std::shared_ptr<const Module>& module);
+  // The store-side function for registry row `row`, created on first use.
+  wabt::interp::HostFunc::Ptr HostFuncFor(size_t row);
+
+  // A thread whose call stack holds exactly limits.max_call_depth frames.
+  std::unique_ptr<wabt::interp::Thread> AcquireThread();
+  // Clears the thread's stacks and keeps it for reuse.
+  void ReleaseThread(std::unique_ptr<wabt::interp::Thread> thread);
+  // Runs the store's garbage collector once enough garbage may have accumulated.
+  void NoteGarbage(uint32_t amount = 1);
+
+  const HostRegistry& registry;
+  const EngineLimits limits;
+  // Declared first so it is destroyed last: every RefPtr and Thread below refers to it.
+  wabt::interp::Store store;
+  std::unordered_map<std::string, std::unique_ptr<CompiledModule>> compiled;  // by module id
+  std::vector<wabt::interp::HostFunc::Ptr> host_funcs;                         // by registry row
+  std::vector<std::unique_ptr<wabt::interp::Thread>> thread_pool;
+  InvocationImpl* running = nullptr;  // the invocation inside Thread::Run, if any
+  uint32_t garbage = 0;
+};
+
+class InstanceImpl final : public Instance, public GuestMemory {
+ public:
+  InstanceImpl(std::shared_ptr<Engine::State> state, const CompiledModule* compiled,
+               wabt::interp::Instance::Ptr instance);
+  ~InstanceImpl() override;
+
+  // Instance
+  const Module& module() const override { return *compiled_->module; }
+  GuestMemory& memory() override { return *this; }
+  Result<std::unique_ptr<Invocation>> Start(std::string_view name,
+                                            std::span<const WasmValue> args,
+                                            void* context) override;
+  // Starts a call of function `index` (any function, exported or not).
+  // `host_calls_allowed` is false for the start function, which has no invocation context.
+  Result<std::unique_ptr<Invocation>> StartFunction(uint32_t index,
+                                                    std::span<const WasmValue> args,
+                                                    void* context, bool host_calls_allowed);
+
+  // GuestMemory
+  uint64_t size() const override;
+  Result<std::vector<uint8_t>> Read(uint32_t ptr, uint32_t len) const override;
+  Result<std::span<const uint8_t>> View(uint32_t ptr, uint32_t len) const override;
+  Status Write(uint32_t ptr, std::span<const uint8_t> bytes) override;
+
+  void EndInvocation() { busy_ = false; }
+  const CompiledModule& compiled() const { return *compiled_; }
+
+ private:
+  Result<uint8_t*> Span(uint32_t ptr, uint32_t len) const;
+
+  std::shared_ptr<Engine::State> state_;  // first: outlives the RefPtrs below
+  const CompiledModule* compiled_;
+  wabt::interp::Instance::Ptr instance_;
+  wabt::interp::Memory::Ptr memory_;  // null when the module has no memory
+  bool busy_ = false;
+};
+
+class InvocationImpl final : public Invocation {
+ public:
+  InvocationImpl(std::shared_ptr<Engine::State> state, InstanceImpl* instance,
+                 std::unique_ptr<wabt::interp::Thread> thread, wabt::interp::ValueTypes results,
+                 void* context, bool host_calls_allowed);
+  ~InvocationImpl() override;
+
+  RunState Run(uint64_t budget) override;
+  Status CompleteHostCall(std::span<const WasmValue> results) override;
+  Status FailHostCall(TrapKind kind, std::string message) override;
+  RunState state() const override { return state_; }
+  const std::vector<WasmValue>& results() const override { return results_; }
+  const Trap& trap() const override { return trap_; }
+  const std::string& suspended_in() const override { return suspended_in_; }
+  Telemetry telemetry() const override;
+
+  // Called by host functions while this invocation runs.
+  wabt::Result OnHostCall(size_t row, const wabt::interp::Values& params,
+                          wabt::interp::Values& results, wabt::interp::Trap::Ptr* out_trap);
+
+  // Ends the invocation as trapped by an engine-side check before it ran.
+  void TrapBeforeRun(const wabt::interp::Trap::Ptr& trap);
+
+ private:
+  void Finish();
+  void TrapWith(Trap trap);
+  Trap TrapFromFrames(std::string message) const;
+  // (function name, offset) of the innermost frame.
+  std::pair<std::string, uint32_t> TopFrame() const;
+
+  std::shared_ptr<Engine::State> engine_;
+  InstanceImpl* instance_;
+  std::unique_ptr<wabt::interp::Thread> thread_;
+  wabt::interp::ValueTypes result_types_;
+  void* context_;
+  bool host_calls_allowed_;  // false for start functions
+
+  RunState state_ = RunState::kBudgetExhausted;
+  uint64_t instructions_ = 0;
+  std::vector<WasmValue> results_;
+  Trap trap_;
+  std::string suspended_in_;                // "module.name" while suspended
+  const HostFunction* suspended_function_ = nullptr;
+  bool suspend_requested_ = false;          // set by OnHostCall during Run
+  std::optional<Trap> host_trap_;           // set by OnHostCall during Run
+};
+
+// Conversions between the engine interface's values and the interpreter's.
+wabt::interp::ValueType ToInterpType(ValType type);
+ValType FromInterpType(wabt::interp::ValueType type);
+wabt::interp::Value ToInterpValue(const WasmValue& value);
+WasmValue FromInterpValue(wabt::interp::Value value, wabt::interp::ValueType type);
+
+}  // namespace reef::wasm

@@ -1,0 +1,113 @@
+// Engine: instantiates modules against a host registry and enforces the sandbox limits.
+//
+// Backend: wabt 1.0.32's interpreter (pinned; see detail/wabt_access.h). An Engine owns one
+// interpreter store; every Instance and Invocation it creates keeps that store alive, so they
+// may be destroyed in any order.
+//
+// Thread ownership: reactor-owned. An Engine and everything it creates stay on the thread
+// that created them; only Module and HostRegistry (const) are shared across threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "wasm/host.h"
+#include "wasm/invocation.h"
+#include "wasm/module.h"
+
+namespace reef::wasm {
+
+// Sandbox limits, checked against a module's declarations before instantiation and enforced
+// while it runs. Growing past a limit fails the way the wasm spec allows (memory.grow and
+// table.grow return -1); nothing ever exceeds it.
+struct EngineLimits {
+  uint32_t max_memory_pages = 256;      // 64 KiB pages per memory: 256 = 16 MiB
+  uint32_t max_table_elements = 10'000;  // elements per table
+  uint32_t max_call_depth = 1'024;       // wasm frames per invocation (host frames count too)
+  uint32_t max_value_stack = 1u << 20;   // values (16 bytes each) per invocation: 16 MiB
+};
+
+struct EngineStats {
+  uint64_t instances_created = 0;
+  uint64_t invocations_started = 0;
+};
+
+class Instance;
+
+class Engine {
+ public:
+  // REQUIRES: `registry` outlives the engine and every instance it creates.
+  Engine(const HostRegistry& registry, EngineLimits limits = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Checks the module's declared limits and resolves its imports, then instantiates it
+  // (running its start function, if any, to completion).
+  // Errors: LimitExceeded naming the limit ("memory 0 declares 300 initial pages; limit
+  // max_memory_pages=256"); NotFound listing every unknown import and every signature
+  // mismatch ("unknown import reef.sned (i32) -> (); ..."); Trapped if the start function
+  // or a segment initialisation traps.
+  Result<std::unique_ptr<Instance>> Instantiate(std::shared_ptr<const Module> module);
+
+  const EngineLimits& limits() const { return limits_; }
+  const HostRegistry& registry() const { return registry_; }
+  const EngineStats& stats() const { return stats_; }
+
+  struct State;  // the interpreter store and compiled-module cache (engine.cc)
+
+ private:
+  const HostRegistry& registry_;
+  EngineLimits limits_;
+  EngineStats stats_;
+  std::shared_ptr<State> state_;
+};
+
+// Bounds-checked access to an instance's memory 0. Every method checks that
+// [ptr, ptr + len) lies inside the memory's current size before touching it.
+// Errors: OutOfRange-style InvalidArgument "guest buffer [ptr, ptr+len) outside memory of N
+// bytes"; FailedPrecondition when the module has no memory.
+class GuestMemory {
+ public:
+  virtual ~GuestMemory() = default;
+  // Current size in bytes (pages * 65,536); 0 without a memory.
+  virtual uint64_t size() const = 0;
+  // Copies guest bytes [ptr, ptr + len) out.
+  virtual Result<std::vector<uint8_t>> Read(uint32_t ptr, uint32_t len) const = 0;
+  // Borrowed view of guest bytes. Lifetime: valid until the guest runs again or memory grows.
+  virtual Result<std::span<const uint8_t>> View(uint32_t ptr, uint32_t len) const = 0;
+  // Copies `bytes` into guest memory at ptr.
+  virtual Status Write(uint32_t ptr, std::span<const uint8_t> bytes) = 0;
+};
+
+// One instantiated module. Runs one invocation at a time: Start fails while another
+// invocation of this instance is active.
+class Instance {
+ public:
+  virtual ~Instance() = default;
+
+  virtual const Module& module() const = 0;
+  virtual GuestMemory& memory() = 0;
+
+  // Starts calling export `name` with `args`; nothing runs until Invocation::Run.
+  // `context` is handed to host handlers (HostCall::context()); lifetime: must outlive the
+  // invocation. Errors: NotFound (no such function export), InvalidArgument (argument count
+  // or types differ from the signature, or it uses non-number types), FailedPrecondition
+  // (another invocation of this instance is active).
+  virtual Result<std::unique_ptr<Invocation>> Start(std::string_view name,
+                                                    std::span<const WasmValue> args,
+                                                    void* context = nullptr) = 0;
+
+  // Convenience: Start, then Run with `budget` slices until finished or trapped, completing
+  // no host suspensions (a suspension is an error here: FailedPrecondition).
+  // Returns the results; Trapped with Trap::ToString() as the message on a trap.
+  Result<std::vector<WasmValue>> Call(std::string_view name, std::span<const WasmValue> args,
+                                      void* context = nullptr, uint64_t budget = 1'000'000);
+};
+
+}  // namespace reef::wasm

@@ -1,0 +1,216 @@
+#include "wasm/module.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "core/ids.h"
+#include "wabt/binary-reader-ir.h"
+#include "wabt/binary-reader.h"
+#include "wabt/binary-writer.h"
+#include "wabt/cast.h"
+#include "wabt/error-formatter.h"
+#include "wabt/ir.h"
+#include "wabt/resolve-names.h"
+#include "wabt/stream.h"
+#include "wabt/validator.h"
+#include "wabt/wast-lexer.h"
+#include "wabt/wast-parser.h"
+
+namespace reef::wasm {
+namespace {
+
+ValType FromWabtType(wabt::Type type) {
+  switch (type) {
+    case wabt::Type::I32: return ValType::kI32;
+    case wabt::Type::I64: return ValType::kI64;
+    case wabt::Type::F32: return ValType::kF32;
+    case wabt::Type::F64: return ValType::kF64;
+    case wabt::Type::V128: return ValType::kV128;
+    case wabt::Type::FuncRef: return ValType::kFuncRef;
+    default: return ValType::kExternRef;
+  }
+}
+
+FuncSignature FromWabtSignature(const wabt::FuncSignature& sig) {
+  FuncSignature out;
+  for (wabt::Type t : sig.param_types) out.params.push_back(FromWabtType(t));
+  for (wabt::Type t : sig.result_types) out.results.push_back(FromWabtType(t));
+  return out;
+}
+
+DeclaredLimits FromWabtLimits(const wabt::Limits& limits, bool imported) {
+  DeclaredLimits out;
+  out.initial = limits.initial;
+  if (limits.has_max) out.max = limits.max;
+  out.imported = imported;
+  return out;
+}
+
+// wabt's formatter ends every error with a newline; a Status message does not.
+std::string FormatErrors(const wabt::Errors& errors, wabt::Location::Type type,
+                         wabt::LexerSourceLineFinder* finder = nullptr) {
+  std::string text = wabt::FormatErrorsToString(errors, type, finder);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text.empty() ? "invalid module" : text;
+}
+
+Status CheckSize(uint64_t size, const ModuleLimits& limits) {
+  if (size > limits.max_module_bytes) {
+    return Status::LimitExceeded(fmt::format("module is {} bytes; limit max_module_bytes={}",
+                                             size, limits.max_module_bytes));
+  }
+  return Status::Ok();
+}
+
+std::string StripDollar(const std::string& name) {
+  return !name.empty() && name[0] == '$' ? name.substr(1) : name;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Module>> Module::FromBinary(std::span<const uint8_t> bytes,
+                                                         std::string_view name,
+                                                         const ModuleLimits& limits) {
+  REEF_RETURN_IF_ERROR(CheckSize(bytes.size(), limits));
+  return Build(std::vector<uint8_t>(bytes.begin(), bytes.end()), name, limits);
+}
+
+Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat,
+                                                       std::string_view name,
+                                                       const ModuleLimits& limits) {
+  REEF_RETURN_IF_ERROR(CheckSize(wat.size(), limits));
+  wabt::Errors errors;
+  wabt::Features features;
+  std::unique_ptr<wabt::WastLexer> lexer =
+      wabt::WastLexer::CreateBufferLexer(name, wat.data(), wat.size(), &errors);
+  wabt::WastParseOptions parse_options(features);
+  std::unique_ptr<wabt::Module> ir;
+  wabt::Result result = wabt::ParseWatModule(lexer.get(), &ir, &errors, &parse_options);
+  if (wabt::Succeeded(result)) result = wabt::ResolveNamesModule(ir.get(), &errors);
+  if (wabt::Succeeded(result)) {
+    result = wabt::ValidateModule(ir.get(), &errors, wabt::ValidateOptions(features));
+  }
+  if (wabt::Failed(result)) {
+    auto finder = lexer->MakeLineFinder();
+    return Status::InvalidArgument(
+        FormatErrors(errors, wabt::Location::Type::Text, finder.get()));
+  }
+  wabt::MemoryStream stream;
+  wabt::WriteBinaryOptions write_options;
+  write_options.features = features;
+  write_options.write_debug_names = true;
+  if (wabt::Failed(wabt::WriteBinaryModule(&stream, ir.get(), write_options))) {
+    return Status::Internal(fmt::format("{}: could not encode the module to binary", name));
+  }
+  return Build(std::move(stream.output_buffer().data), name, limits);
+}
+
+Result<std::shared_ptr<const Module>> Module::FromFile(const std::filesystem::path& path,
+                                                       const ModuleLimits& limits) {
+  std::error_code ec;
+  uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Status::NotFound(fmt::format("{}: {}", path.string(), ec.message()));
+  REEF_RETURN_IF_ERROR(CheckSize(size, limits));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("{}: cannot open", path.string()));
+  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
+                            std::istreambuf_iterator<char>());
+  if (path.extension() == ".wat") {
+    return FromText(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()),
+                    path.string(), limits);
+  }
+  return Build(std::move(data), path.string(), limits);
+}
+
+Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
+                                                    std::string_view name,
+                                                    const ModuleLimits& limits) {
+  wabt::Errors errors;
+  wabt::Features features;
+  wabt::ReadBinaryOptions options(features, /*log_stream=*/nullptr, /*read_debug_names=*/true,
+                                  /*stop_on_first_error=*/true,
+                                  /*fail_on_custom_section_error=*/false);
+  wabt::Module ir;
+  std::string filename(name);
+  wabt::Result result =
+      wabt::ReadBinaryIr(filename.c_str(), bytes.data(), bytes.size(), options, &errors, &ir);
+  if (wabt::Succeeded(result)) {
+    result = wabt::ValidateModule(&ir, &errors, wabt::ValidateOptions(features));
+  }
+  if (wabt::Failed(result)) {
+    return Status::InvalidArgument(
+        fmt::format("{}:{}", name, FormatErrors(errors, wabt::Location::Type::Binary)));
+  }
+
+  auto module = std::shared_ptr<Module>(new Module());
+  for (const wabt::Func* func : ir.funcs) {
+    uint64_t locals = uint64_t{func->GetNumParams()} + func->local_types.size();
+    if (locals > limits.max_function_locals) {
+      return Status::LimitExceeded(
+          fmt::format("{}: function {} declares {} params and locals; limit "
+                      "max_function_locals={}",
+                      name, module->function_names_.size(), locals, limits.max_function_locals));
+    }
+    module->function_names_.push_back(StripDollar(func->name));
+  }
+  for (const wabt::Import* import : ir.imports) {
+    ImportInfo info{import->module_name, import->field_name, ExternKind::kFunc, {}};
+    switch (import->kind()) {
+      case wabt::ExternalKind::Func:
+        info.signature =
+            FromWabtSignature(wabt::cast<wabt::FuncImport>(import)->func.decl.sig);
+        break;
+      case wabt::ExternalKind::Table: info.kind = ExternKind::kTable; break;
+      case wabt::ExternalKind::Memory: info.kind = ExternKind::kMemory; break;
+      case wabt::ExternalKind::Global: info.kind = ExternKind::kGlobal; break;
+      case wabt::ExternalKind::Tag: info.kind = ExternKind::kTag; break;
+    }
+    module->imports_.push_back(std::move(info));
+  }
+  for (size_t i = 0; i < ir.memories.size(); ++i) {
+    module->memories_.push_back(
+        FromWabtLimits(ir.memories[i]->page_limits, i < ir.num_memory_imports));
+  }
+  for (size_t i = 0; i < ir.tables.size(); ++i) {
+    module->tables_.push_back(
+        FromWabtLimits(ir.tables[i]->elem_limits, i < ir.num_table_imports));
+  }
+  for (const wabt::Export* exp : ir.exports) {
+    ExportInfo info{exp->name, ExternKind::kFunc, {}};
+    switch (exp->kind) {
+      case wabt::ExternalKind::Func: {
+        wabt::Index index = exp->var.index();
+        info.signature = FromWabtSignature(ir.funcs[index]->decl.sig);
+        // An export name beats a name-section name in reports.
+        module->function_names_[index] = exp->name;
+        break;
+      }
+      case wabt::ExternalKind::Table: info.kind = ExternKind::kTable; break;
+      case wabt::ExternalKind::Memory: info.kind = ExternKind::kMemory; break;
+      case wabt::ExternalKind::Global: info.kind = ExternKind::kGlobal; break;
+      case wabt::ExternalKind::Tag: info.kind = ExternKind::kTag; break;
+    }
+    module->exports_.push_back(std::move(info));
+  }
+  module->id_ = Sha256Hex(bytes);
+  module->bytes_ = std::move(bytes);
+  return std::shared_ptr<const Module>(std::move(module));
+}
+
+const ExportInfo* Module::FindExport(std::string_view name) const {
+  for (const ExportInfo& e : exports_) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::string Module::FunctionName(uint32_t index) const {
+  if (index < function_names_.size() && !function_names_[index].empty()) {
+    return function_names_[index];
+  }
+  return fmt::format("func[{}]", index);
+}
+
+}  // namespace reef::wasm

@@ -1,0 +1,99 @@
+// Module: one validated WebAssembly binary, identified by the SHA-256 of its bytes.
+//
+// A Module is immutable once loaded and holds no engine state: it can be shared across
+// reactors (any thread). Engines compile it into their own store when instantiating.
+// Load errors name the location: a byte offset for .wasm, line:column for .wat.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "wasm/types.h"
+
+namespace reef::wasm {
+
+// Load-time limits on the module itself (instantiation limits are in EngineLimits).
+struct ModuleLimits {
+  uint64_t max_module_bytes = 64ull << 20;  // bytes of .wasm (or .wat text)
+  uint32_t max_function_locals = 50'000;    // params + locals of one function
+};
+
+struct ImportInfo {
+  std::string module;
+  std::string name;
+  ExternKind kind = ExternKind::kFunc;
+  FuncSignature signature;  // set when kind == kFunc
+};
+
+struct ExportInfo {
+  std::string name;
+  ExternKind kind = ExternKind::kFunc;
+  FuncSignature signature;  // set when kind == kFunc
+};
+
+// Declared limits of a memory (64 KiB pages) or a table (elements).
+struct DeclaredLimits {
+  uint64_t initial = 0;
+  std::optional<uint64_t> max;
+  bool imported = false;
+};
+
+class Module {
+ public:
+  // Parses and validates `.wasm` bytes. `name` only labels error messages.
+  // Errors: InvalidArgument "<name>:0x1f: <reason>"; LimitExceeded for ModuleLimits.
+  static Result<std::shared_ptr<const Module>> FromBinary(std::span<const uint8_t> bytes,
+                                                          std::string_view name = "module.wasm",
+                                                          const ModuleLimits& limits = {});
+  // Parses `.wat` text in-process, resolves names, validates, and encodes it to binary (with
+  // a name section); the module id is the SHA-256 of that binary.
+  // Errors: InvalidArgument "<name>:3:7: <reason>" with the offending source line.
+  static Result<std::shared_ptr<const Module>> FromText(std::string_view wat,
+                                                        std::string_view name = "module.wat",
+                                                        const ModuleLimits& limits = {});
+  // Reads a file: `.wat` parses as text, anything else must be a wasm binary.
+  // Errors: NotFound / InvalidArgument from reading, then those of FromBinary/FromText.
+  static Result<std::shared_ptr<const Module>> FromFile(const std::filesystem::path& path,
+                                                        const ModuleLimits& limits = {});
+
+  // Lowercase hex SHA-256 of bytes(), 64 characters.
+  const std::string& id() const { return id_; }
+  // The binary encoding (what id() hashes).
+  std::span<const uint8_t> bytes() const { return bytes_; }
+
+  const std::vector<ImportInfo>& imports() const { return imports_; }
+  const std::vector<ExportInfo>& exports() const { return exports_; }
+  const std::vector<DeclaredLimits>& memories() const { return memories_; }
+  const std::vector<DeclaredLimits>& tables() const { return tables_; }
+  // nullptr when there is no such export.
+  const ExportInfo* FindExport(std::string_view name) const;
+
+  // Name of function `index` (imports first): its export name, else its name-section name,
+  // else "func[index]".
+  std::string FunctionName(uint32_t index) const;
+  uint32_t function_count() const { return static_cast<uint32_t>(function_names_.size()); }
+
+ private:
+  Module() = default;
+  // Shared tail of the factories: validates `bytes` and fills in the metadata.
+  static Result<std::shared_ptr<const Module>> Build(std::vector<uint8_t> bytes,
+                                                     std::string_view name,
+                                                     const ModuleLimits& limits);
+
+  std::string id_;
+  std::vector<uint8_t> bytes_;
+  std::vector<ImportInfo> imports_;
+  std::vector<ExportInfo> exports_;
+  std::vector<DeclaredLimits> memories_;
+  std::vector<DeclaredLimits> tables_;
+  std::vector<std::string> function_names_;  // "" when unnamed
+};
+
+}  // namespace reef::wasm
