@@ -1,0 +1,299 @@
+#include "actor/guest_abi.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "core/cbor.h"
+#include "core/utf8.h"
+
+namespace reef::actor {
+
+using wasm::HostCall;
+using wasm::HostCallOutcome;
+using wasm::TrapKind;
+using wasm::ValType;
+
+namespace {
+
+constexpr std::array<std::string_view, 6> kLevelNames = {"trace", "debug", "info",
+                                                         "warn",  "error", "fatal"};
+// Return codes of the i32 imports (docs/abi.md).
+constexpr int32_t kOk = 0;
+constexpr int32_t kInvalid = -1;
+constexpr int32_t kLimit = -2;
+
+ActorCallContext& ContextOf(HostCall& call) {
+  return *static_cast<ActorCallContext*>(call.context());
+}
+
+// The guest buffer (ptr, len) given as i32 arguments `index` and `index + 1`.
+Result<std::span<const uint8_t>> Buffer(HostCall& call, size_t index) {
+  return call.memory().View(static_cast<uint32_t>(call.i32(index)),
+                            static_cast<uint32_t>(call.i32(index + 1)));
+}
+
+int32_t CodeFor(const Status& status) {
+  return status.code() == Code::kLimitExceeded ? kLimit : kInvalid;
+}
+
+// Decodes a value argument; on failure stores the ABI code in *code.
+std::optional<Value> DecodeArg(std::span<const uint8_t> bytes, const ValueLimits& limits,
+                               int32_t* code) {
+  auto value = DecodeCbor(bytes, limits);
+  if (!value.ok()) {
+    *code = CodeFor(value.status());
+    return std::nullopt;
+  }
+  return std::move(*value);
+}
+
+// Shared body of send and send_from; `sender_index` is the first argument of the explicit
+// sender buffer, or -1 for `send` (the actor itself sends).
+HostCallOutcome Send(HostCall& call, int sender_index) {
+  ActorCallContext& ctx = ContextOf(call);
+  size_t first = sender_index < 0 ? 0 : 2;
+  std::optional<ActorRef> sender = ctx.self;
+  auto reply = [&](int32_t code) {
+    call.results()[0] = code;
+    return HostCallOutcome::kComplete;
+  };
+
+  // Buffers in argument order: [sender,] target, message.
+  std::vector<std::span<const uint8_t>> buffers;
+  for (size_t index = 0; index < call.args().size(); index += 2) {
+    auto buffer = Buffer(call, index);
+    if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
+    buffers.push_back(*buffer);
+  }
+  std::span<const uint8_t> target_bytes = buffers[first / 2];
+  std::span<const uint8_t> message_bytes = buffers[first / 2 + 1];
+  int32_t code = kOk;
+  if (sender_index >= 0) {
+    auto value = DecodeArg(buffers[0], ctx.value_limits, &code);
+    if (!value) return reply(code);
+    if (value->is_null()) {
+      sender.reset();
+    } else if (value->is_actor_ref()) {
+      sender = value->as_actor_ref();
+    } else {
+      return reply(kInvalid);
+    }
+  }
+  auto target = DecodeArg(target_bytes, ctx.value_limits, &code);
+  if (!target) return reply(code);
+  if (!target->is_actor_ref()) return reply(kInvalid);
+  auto message = DecodeArg(message_bytes, ctx.value_limits, &code);
+  if (!message) return reply(code);
+  if (ctx.effects.sends.size() >= ctx.transition_limits.max_sends_per_transition) {
+    return reply(kLimit);
+  }
+  ctx.effects.sends.push_back({sender, target->as_actor_ref(), std::move(*message)});
+  return reply(kOk);
+}
+
+HostCallOutcome Log(HostCall& call) {
+  ActorCallContext& ctx = ContextOf(call);
+  int32_t level = call.i32(0);
+  auto buffer = Buffer(call, 1);
+  if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
+  std::string_view text(reinterpret_cast<const char*>(buffer->data()), buffer->size());
+  int32_t code = kOk;
+  if (level < 0 || level >= static_cast<int32_t>(kLevelNames.size()) || !IsValidUtf8(text)) {
+    code = kInvalid;
+  } else if (text.size() > ctx.transition_limits.max_log_message_bytes) {
+    code = kLimit;
+  } else if (level >= static_cast<int32_t>(ctx.min_log_level)) {
+    ctx.effects.logs.push_back({static_cast<LogLevel>(level), std::string(text)});
+  }
+  call.results()[0] = code;
+  return HostCallOutcome::kComplete;
+}
+
+HostCallOutcome Self(HostCall& call) {
+  ActorCallContext& ctx = ContextOf(call);
+  auto encoded = EncodeCbor(Value::Ref(ctx.self), ctx.value_limits);
+  if (!encoded.ok()) return call.Fail(TrapKind::kHostError, encoded.status().message());
+  uint32_t cap = static_cast<uint32_t>(call.i32(1));
+  if (encoded->size() <= cap) {
+    Status written = call.memory().Write(static_cast<uint32_t>(call.i32(0)), *encoded);
+    if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
+  }
+  call.results()[0] = static_cast<int32_t>(encoded->size());
+  return HostCallOutcome::kComplete;
+}
+
+HostCallOutcome Fail(HostCall& call) {
+  ActorCallContext& ctx = ContextOf(call);
+  auto buffer = Buffer(call, 0);
+  if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
+  std::string reason(reinterpret_cast<const char*>(buffer->data()), buffer->size());
+  if (!IsValidUtf8(reason)) reason = "(the guest's failure reason was not valid UTF-8)";
+  ctx.effects.failure = reason;
+  return call.Fail(TrapKind::kGuestFailure, std::move(reason));
+}
+
+wasm::HostRegistry BuildRegistry() {
+  wasm::HostRegistry registry(std::string(kAbiName), kAbiVersion);
+  const ValType i32 = ValType::kI32;
+  const wasm::HostFunction rows[] = {
+      {"reef", "send", {{i32, i32, i32, i32}, {i32}}, [](HostCall& c) { return Send(c, -1); },
+       "queue a message to an actor, sent by this actor; delivered if the transition commits"},
+      {"reef", "send_from", {{i32, i32, i32, i32, i32, i32}, {i32}},
+       [](HostCall& c) { return Send(c, 0); },
+       "queue a message with an explicit sender (an actor ref, or null for the host)"},
+      {"reef", "log", {{i32, i32, i32}, {i32}}, Log,
+       "log a UTF-8 message (at most 512 bytes) at level 0..5 (trace..fatal)"},
+      {"reef", "self", {{i32, i32}, {i32}}, Self, "write this actor's ref (CBOR) to a buffer"},
+      {"reef", "fail", {{i32, i32}, {}}, Fail, "end the invocation as a failure with a reason"},
+  };
+  for (const auto& row : rows) {
+    Status added = registry.Add(row);
+    (void)added;  // rows are distinct and use i32 only: cannot fail
+  }
+  return registry;
+}
+
+// Runs a small guest export to completion within `budget` instructions.
+Result<std::vector<wasm::WasmValue>> CallBounded(wasm::Instance& instance, std::string_view name,
+                                                 std::span<const wasm::WasmValue> args,
+                                                 ActorCallContext& context, uint64_t budget) {
+  REEF_ASSIGN_OR_RETURN(auto invocation, instance.Start(name, args, &context));
+  wasm::RunState state = invocation->Run(budget);
+  if (state == wasm::RunState::kFinished) return invocation->results();
+  if (state == wasm::RunState::kTrapped) {
+    return Status::FailedPrecondition(
+        fmt::format("{} trapped: {}", name, invocation->trap().ToString()));
+  }
+  return Status::FailedPrecondition(
+      fmt::format("{} did not finish within {} instructions", name, budget));
+}
+
+// Encodes `inputs`, places them in one reef_alloc buffer and returns their (ptr, len) pairs.
+Result<std::vector<wasm::WasmValue>> PlaceInputs(wasm::Instance& instance,
+                                                 ActorCallContext& context,
+                                                 std::initializer_list<const Value*> inputs) {
+  std::vector<std::vector<uint8_t>> encoded;
+  uint64_t total = 0;
+  for (const Value* input : inputs) {
+    REEF_ASSIGN_OR_RETURN(auto bytes, EncodeCbor(*input, context.value_limits));
+    total += bytes.size();
+    encoded.push_back(std::move(bytes));
+  }
+  const std::vector<wasm::WasmValue> len = {static_cast<int32_t>(total)};
+  REEF_ASSIGN_OR_RETURN(auto allocated,
+                        CallBounded(instance, "reef_alloc", len, context, kAllocBudget));
+  uint32_t ptr = static_cast<uint32_t>(std::get<int32_t>(allocated[0]));
+  if (ptr == 0) {
+    return Status::FailedPrecondition(
+        fmt::format("reef_alloc({}) returned 0: the guest is out of memory", total));
+  }
+  std::vector<wasm::WasmValue> pairs;
+  for (const auto& bytes : encoded) {
+    Status written = instance.memory().Write(ptr, bytes);
+    if (!written.ok()) {
+      return Status::FailedPrecondition("reef_alloc returned a buffer outside memory: " +
+                                        written.message());
+    }
+    pairs.push_back(static_cast<int32_t>(ptr));
+    pairs.push_back(static_cast<int32_t>(bytes.size()));
+    ptr += static_cast<uint32_t>(bytes.size());
+  }
+  return pairs;
+}
+
+}  // namespace
+
+std::string_view LogLevelName(LogLevel level) {
+  return kLevelNames[static_cast<size_t>(level)];
+}
+
+Result<LogLevel> ParseLogLevel(std::string_view name) {
+  for (size_t i = 0; i < kLevelNames.size(); ++i) {
+    if (kLevelNames[i] == name) return static_cast<LogLevel>(i);
+  }
+  return Status::InvalidArgument(fmt::format(
+      "unknown log level '{}'; expected trace, debug, info, warn, error or fatal", name));
+}
+
+const wasm::HostRegistry& AbiV1Registry() {
+  static const wasm::HostRegistry registry = BuildRegistry();
+  return registry;
+}
+
+Status CheckActorExports(const wasm::Module& module) {
+  struct Required {
+    std::string_view name;
+    wasm::ExternKind kind;
+    wasm::FuncSignature signature;
+  };
+  const ValType i32 = ValType::kI32;
+  const Required required[] = {
+      {"memory", wasm::ExternKind::kMemory, {}},
+      {"reef_abi_version", wasm::ExternKind::kFunc, {{}, {i32}}},
+      {"reef_alloc", wasm::ExternKind::kFunc, {{i32}, {i32}}},
+      {"reef_handle", wasm::ExternKind::kFunc, {{i32, i32, i32, i32, i32, i32}, {ValType::kI64}}},
+  };
+  std::string problems;
+  for (const Required& r : required) {
+    const wasm::ExportInfo* e = module.FindExport(r.name);
+    std::string want = r.kind == wasm::ExternKind::kFunc ? "function " + r.signature.ToString()
+                                                         : std::string("memory");
+    if (e == nullptr) {
+      problems += fmt::format("{}missing export `{}` ({})", problems.empty() ? "" : "; ",
+                              r.name, want);
+    } else if (e->kind != r.kind || (r.kind == wasm::ExternKind::kFunc && !(e->signature == r.signature))) {
+      problems += fmt::format("{}export `{}` must be {}", problems.empty() ? "" : "; ", r.name,
+                              want);
+    }
+  }
+  if (const wasm::ExportInfo* hook = module.FindExport("reef_on_shutdown");
+      hook != nullptr && !(hook->signature == wasm::FuncSignature{{i32, i32}, {ValType::kI64}})) {
+    problems += fmt::format("{}export `reef_on_shutdown` must be function (i32, i32) -> (i64)",
+                            problems.empty() ? "" : "; ");
+  }
+  if (problems.empty()) return Status::Ok();
+  return Status::InvalidArgument("not a reef v1 actor module: " + problems);
+}
+
+bool HasShutdownHook(const wasm::Module& module) {
+  return module.FindExport("reef_on_shutdown") != nullptr;
+}
+
+Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
+                                                      ActorCallContext& context,
+                                                      const Value& state, const Value& sender,
+                                                      const Value& message) {
+  if (!sender.is_null() && !sender.is_actor_ref()) {
+    return Status::InvalidArgument(
+        fmt::format("sender must be null or an actor ref, not {}", sender.kind_name()));
+  }
+  REEF_RETURN_IF_ERROR(CheckActorExports(instance.module()));
+  REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {&state, &sender, &message}));
+  return instance.Start("reef_handle", args, &context);
+}
+
+Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance,
+                                                        ActorCallContext& context,
+                                                        const Value& state) {
+  REEF_RETURN_IF_ERROR(CheckActorExports(instance.module()));
+  if (!HasShutdownHook(instance.module())) {
+    return Status::NotFound("module has no reef_on_shutdown export");
+  }
+  REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {&state}));
+  return instance.Start("reef_on_shutdown", args, &context);
+}
+
+Result<Value> DecodeNewState(wasm::Instance& instance, const wasm::Invocation& invocation,
+                             const ValueLimits& limits) {
+  uint64_t packed = static_cast<uint64_t>(std::get<int64_t>(invocation.results().at(0)));
+  uint32_t ptr = static_cast<uint32_t>(packed);
+  uint32_t len = static_cast<uint32_t>(packed >> 32);
+  auto bytes = instance.memory().View(ptr, len);
+  if (!bytes.ok()) return bytes.status().WithContext("new state");
+  auto state = DecodeCbor(*bytes, limits);
+  if (!state.ok()) return state.status().WithContext("new state");
+  return std::move(*state);
+}
+
+}  // namespace reef::actor

@@ -1,0 +1,100 @@
+// The host side of guest ABI v1 for actors (docs/abi.md): the `reef` import manifest and
+// one handler invocation (inputs written through `reef_alloc`, `reef_handle` /
+// `reef_on_shutdown` started, the packed result decoded into the new state).
+//
+// The imports record their effects (sends, log entries, a failure reason) in the
+// ActorCallContext of the invocation; they never act on other actors. Validating targets and
+// committing state is the actor runtime's job.
+//
+// Thread ownership: the registry is immutable after AbiV1Registry() returns (any thread);
+// ActorCallContext and the invocation are reactor-owned.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/limits.h"
+#include "core/status.h"
+#include "core/value.h"
+#include "wasm/engine.h"
+
+namespace reef::actor {
+
+inline constexpr std::string_view kAbiName = "reef";
+inline constexpr uint32_t kAbiVersion = 1;
+
+// Log levels, in order; the `log` import takes their index (0..5).
+enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kFatal };
+// "trace", "debug", "info", "warn", "error", "fatal".
+std::string_view LogLevelName(LogLevel level);
+// Parses a lowercase level name. Errors: InvalidArgument listing the six names.
+Result<LogLevel> ParseLogLevel(std::string_view name);
+
+// One `send` / `send_from` effect. `sender` is empty for a host-originated sender.
+struct SendEffect {
+  std::optional<ActorRef> sender;
+  ActorRef target;
+  Value message;
+};
+
+struct LogRecord {
+  LogLevel level = LogLevel::kInfo;
+  std::string message;  // UTF-8, at most TransitionLimits::max_log_message_bytes bytes
+};
+
+// What the imports recorded during one invocation, in call order.
+struct Effects {
+  std::vector<SendEffect> sends;
+  std::vector<LogRecord> logs;
+  std::optional<std::string> failure;  // the reason passed to `fail`
+};
+
+// Per-invocation state the imports act on. Lifetime: must outlive the invocation.
+struct ActorCallContext {
+  ActorRef self;
+  ValueLimits value_limits;
+  TransitionLimits transition_limits;
+  LogLevel min_log_level = LogLevel::kInfo;  // lower levels are neither stored nor counted
+  Effects effects;
+};
+
+// The ABI v1 manifest: send, send_from, log, self, fail (module `reef`), each handler acting
+// on the ActorCallContext passed to Start. One shared immutable instance.
+const wasm::HostRegistry& AbiV1Registry();
+
+// Engine instructions `reef_alloc` may take before the invocation fails.
+inline constexpr uint64_t kAllocBudget = 1'000'000;
+
+// Starts `reef_handle(state, sender, message)`. `sender` must be null or an actor ref.
+// Encodes the inputs (CBOR, deterministic), asks the guest for a buffer with `reef_alloc`,
+// copies them in, and returns the started (not yet run) invocation.
+// Errors: InvalidArgument (sender kind, a module without the ABI exports), LimitExceeded
+// (inputs over the value limits), FailedPrecondition (`reef_alloc` returned 0 or an
+// out-of-bounds buffer, did not finish within kAllocBudget, or trapped).
+Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
+                                                      ActorCallContext& context,
+                                                      const Value& state, const Value& sender,
+                                                      const Value& message);
+
+// Starts `reef_on_shutdown(state)`. Errors: as StartHandle; NotFound when the module has no
+// shutdown hook (HasShutdownHook() is false).
+Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance,
+                                                        ActorCallContext& context,
+                                                        const Value& state);
+bool HasShutdownHook(const wasm::Module& module);
+
+// Checks that `module` exports what ABI v1 requires of an actor (memory, reef_abi_version,
+// reef_alloc, reef_handle with their signatures). Errors: InvalidArgument naming each gap.
+Status CheckActorExports(const wasm::Module& module);
+
+// Decodes the new state returned by a finished reef_handle / reef_on_shutdown invocation.
+// REQUIRES: invocation.state() == kFinished.
+// Errors: InvalidArgument (buffer outside memory, not a value), LimitExceeded.
+Result<Value> DecodeNewState(wasm::Instance& instance, const wasm::Invocation& invocation,
+                             const ValueLimits& limits);
+
+}  // namespace reef::actor
