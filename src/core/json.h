@@ -30,6 +30,14 @@ namespace reef {
 // object keys, integers outside int64, a "$actor" marker without a valid NanoID string, a
 // "$record" marker whose value is not an object (naming the JSON Pointer of the offender).
 Result<Value> ValueFromJson(std::string_view text, const ValueLimits& limits);
+// Same as ValueFromJson(std::string_view, ...); these overloads keep a string argument from
+// converting to a one-string nlohmann::json document.
+inline Result<Value> ValueFromJson(const std::string& text, const ValueLimits& limits) {
+  return ValueFromJson(std::string_view(text), limits);
+}
+inline Result<Value> ValueFromJson(const char* text, const ValueLimits& limits) {
+  return ValueFromJson(std::string_view(text), limits);
+}
 
 // As ValueFromJson(text), for an already parsed document. Its numbers are taken by their
 // stored type: number_integer / number_unsigned -> int (must fit int64), number_float ->

@@ -1,0 +1,23 @@
+// Fuzzes DecodeCbor: any input must decode to a value within the limits or fail with a Status;
+// a decoded value must re-encode, and the re-encoding must decode to the same value and be
+// a fixed point of encode(decode(.)) (deterministic encoding).
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/cbor.h"
+#include "core/limits.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const reef::ValueLimits limits;
+  auto value = reef::DecodeCbor(std::span(data, size), limits);
+  if (!value.ok()) return 0;
+  if (!reef::CheckLimits(*value, limits).ok()) __builtin_trap();
+  auto bytes = reef::EncodeCbor(*value, limits);
+  if (!bytes.ok()) __builtin_trap();
+  auto again = reef::DecodeCbor(*bytes, limits);
+  if (!again.ok() || !(*again == *value)) __builtin_trap();
+  auto bytes_again = reef::EncodeCbor(*again, limits);
+  if (!bytes_again.ok() || *bytes_again != *bytes) __builtin_trap();
+  return 0;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of a fuzz build for a fixed time each and reports its speed.
+#
+#   scripts/fuzz.sh BUILD_DIR SECONDS
+#
+# Targets are BUILD_DIR/fuzz/*_fuzz (built by `make fuzz-build`). Each runs for SECONDS with
+# a growing corpus in BUILD_DIR/fuzz-corpus/NAME, seeded from fuzz/seeds/NAME/ and using the
+# dictionary fuzz/NAME.dict when present. Crash reproducers land in
+# BUILD_DIR/fuzz-artifacts/NAME/. Prints one line per target with its executions per second;
+# exits non-zero when any target crashed, leaked, timed out or failed to run.
+set -euo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 BUILD_DIR SECONDS" >&2
+  exit 2
+fi
+build=$(cd "$1" && pwd)
+seconds=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+shopt -s nullglob
+targets=("$build"/fuzz/*_fuzz)
+if [[ ${#targets[@]} -eq 0 ]]; then
+  echo "fuzz: no fuzz targets in $build/fuzz (run make fuzz-build)" >&2
+  exit 1
+fi
+
+failed=()
+for target in "${targets[@]}"; do
+  [[ -x "$target" ]] || continue
+  name=$(basename "$target")
+  corpus="$build/fuzz-corpus/$name"
+  artifacts="$build/fuzz-artifacts/$name"
+  log="$build/fuzz-logs/$name.log"
+  mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
+
+  args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
+        -artifact_prefix="$artifacts/" "$corpus")
+  [[ -f "$root/fuzz/$name.dict" ]] && args=(-dict="$root/fuzz/$name.dict" "${args[@]}")
+  [[ -d "$root/fuzz/seeds/$name" ]] && args+=("$root/fuzz/seeds/$name")
+
+  status=0
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$target" "${args[@]}" >"$log" 2>&1 || status=$?
+
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  per_sec=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  corpus_size=$(find "$corpus" -type f | wc -l)
+  if [[ $status -eq 0 ]]; then
+    printf 'fuzz: %-16s ok     %8s exec/s  %10s runs  corpus %s  (%ss)\n' \
+      "$name" "${per_sec:-?}" "${execs:-?}" "$corpus_size" "$seconds"
+  else
+    printf 'fuzz: %-16s FAILED (exit %s) after %s runs; log %s\n' \
+      "$name" "$status" "${execs:-?}" "$log"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)' "$log" | head -n 5 |
+      sed 's/^/fuzz:   /'
+    failed+=("$name")
+  fi
+done
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "fuzz: ${#failed[@]} target(s) failed: ${failed[*]}" >&2
+  exit 1
+fi
