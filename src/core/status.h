@@ -81,7 +81,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok());
   }
@@ -107,9 +107,9 @@ class [[nodiscard]] Result {
 }  // namespace reef
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define REEF_RETURN_IF_ERROR(expr)               \
-  do {                                           \
-    ::reef::Status reef_status_ = (expr);        \
+#define REEF_RETURN_IF_ERROR(expr)             \
+  do {                                         \
+    ::reef::Status reef_status_ = (expr);      \
     if (!reef_status_.ok()) return reef_status_; \
   } while (0)
 

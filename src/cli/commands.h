@@ -1,0 +1,32 @@
+// The `reef` command table: one row per subcommand (STYLE.md habit 6).
+//
+// Each row registers its options on a CLI11 subcommand and returns the handler that runs
+// once the command line parsed. Adding a command is one row in main.cc plus its handler.
+//
+// Thread ownership: main thread only.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "CLI/CLI.hpp"
+
+namespace reef::cli {
+
+// Runs a parsed command; returns the process exit status.
+using Handler = std::function<int()>;
+
+struct Command {
+  std::string_view group;    // parent subcommand ("wasm"), or "" for a top-level command
+  std::string_view name;     // e.g. "run"
+  std::string_view summary;  // one line, shown by --help
+  // Declares the command's arguments on `app` and returns its handler (which reads the
+  // variables the options were bound to).
+  std::function<Handler(CLI::App& app)> setup;
+};
+
+// Rows of `reef wasm ...`: run, inspect, handle (wasm_commands.cc).
+std::span<const Command> WasmCommands();
+
+}  // namespace reef::cli

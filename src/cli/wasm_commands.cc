@@ -1,0 +1,311 @@
+// `reef wasm run | inspect | handle`: tools for guest authors, on the engine directly.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "actor/guest_abi.h"
+#include "cli/commands.h"
+#include "core/json.h"
+#include "wasm/engine.h"
+
+namespace reef::cli {
+namespace {
+
+using wasm::RunState;
+using wasm::ValType;
+using wasm::WasmValue;
+
+// The actor ref a module sees from `self` when run outside an image.
+constexpr std::string_view kDevSelf = "devActorRef000000000A";
+
+int Fail(const Status& status) {
+  fmt::print(stderr, "error: {}\n", status.ToString());
+  return 1;
+}
+
+template <typename T>
+bool ParseNumber(const std::string& text, T* out) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char* end = nullptr;
+    double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0') return false;
+    *out = static_cast<T>(v);
+    return true;
+  } else {
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+    return ec == std::errc() && ptr == text.data() + text.size();
+  }
+}
+
+// Parses one command-line argument as the wasm type `type`.
+Result<WasmValue> ParseArg(const std::string& text, ValType type, size_t index) {
+  WasmValue value;
+  bool ok = false;
+  switch (type) {
+    case ValType::kI32: {
+      // Accept both signed and unsigned spellings of an i32.
+      int64_t v = 0;
+      ok = ParseNumber(text, &v) && v >= INT32_MIN && v <= UINT32_MAX;
+      value = static_cast<int32_t>(static_cast<uint32_t>(v));
+      break;
+    }
+    case ValType::kI64: {
+      int64_t v = 0;
+      ok = ParseNumber(text, &v);
+      value = v;
+      break;
+    }
+    case ValType::kF32: {
+      float v = 0;
+      ok = ParseNumber(text, &v);
+      value = v;
+      break;
+    }
+    case ValType::kF64: {
+      double v = 0;
+      ok = ParseNumber(text, &v);
+      value = v;
+      break;
+    }
+    default:
+      return Status::InvalidArgument(fmt::format(
+          "argument {} has type {}, which cannot be passed from the command line", index + 1,
+          wasm::ValTypeName(type)));
+  }
+  if (!ok) {
+    return Status::InvalidArgument(fmt::format("argument {} ('{}') is not a valid {}", index + 1,
+                                               text, wasm::ValTypeName(type)));
+  }
+  return value;
+}
+
+void PrintEffects(const actor::Effects& effects) {
+  for (const actor::LogRecord& log : effects.logs) {
+    fmt::print("log {}: {}\n", actor::LogLevelName(log.level), log.message);
+  }
+  for (const actor::SendEffect& send : effects.sends) {
+    auto message = ValueToJsonText(send.message, ValueLimits{});
+    fmt::print("send to @{}{}: {}\n", send.target.str(),
+               send.sender ? "" : " (as the host)",
+               message.ok() ? *message : message.status().ToString());
+  }
+}
+
+// Shared by run and handle: drives an invocation until it ends or `budget` runs out.
+// Returns the final state; `used` receives the instructions charged.
+RunState Drive(wasm::Invocation& invocation, uint64_t budget, uint64_t slice, uint64_t* used) {
+  RunState state = RunState::kBudgetExhausted;
+  uint64_t remaining = budget;
+  while (state == RunState::kBudgetExhausted && remaining > 0) {
+    uint64_t before = invocation.telemetry().instructions;
+    state = invocation.Run(std::min(slice, remaining));
+    uint64_t spent = invocation.telemetry().instructions - before;
+    remaining -= std::min(spent, remaining);
+  }
+  *used = budget - remaining;
+  return state;
+}
+
+int ReportEnd(RunState state, const wasm::Invocation& invocation, uint64_t used) {
+  if (state == RunState::kTrapped) {
+    fmt::print(stderr, "trap: {}\n", invocation.trap().ToString());
+    return 1;
+  }
+  if (state == RunState::kSuspended) {
+    fmt::print(stderr, "suspended in host call {}: nothing here completes it\n",
+               invocation.suspended_in());
+    return 1;
+  }
+  wasm::Telemetry t = invocation.telemetry();
+  fmt::print(stderr,
+             "budget exhausted after {} instructions (in `{}` at +{}, call depth {}); "
+             "raise --budget\n",
+             used, t.function, t.offset, t.call_depth);
+  return 1;
+}
+
+// ---------------------------------------------------------------------------------------
+// reef wasm run FILE EXPORT [ARG...] [--budget N]
+
+Handler SetupRun(CLI::App& app) {
+  struct Args {
+    std::string file, export_name;
+    std::vector<std::string> args;
+    uint64_t budget = 1'000'000'000;
+  };
+  auto a = std::make_shared<Args>();
+  app.add_option("file", a->file, ".wasm binary or .wat text")->required();
+  app.add_option("export", a->export_name, "exported function to call")->required();
+  app.add_option("args", a->args, "arguments, parsed as the export's parameter types");
+  app.add_option("--budget", a->budget, "instruction budget (engine instructions)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  return [a] {
+    auto module = wasm::Module::FromFile(a->file);
+    if (!module.ok()) return Fail(module.status());
+    const wasm::ExportInfo* e = (*module)->FindExport(a->export_name);
+    if (e == nullptr || e->kind != wasm::ExternKind::kFunc) {
+      return Fail(Status::NotFound(
+          fmt::format("{} has no function export `{}`; see reef wasm inspect", a->file,
+                      a->export_name)));
+    }
+    if (a->args.size() != e->signature.params.size()) {
+      return Fail(Status::InvalidArgument(fmt::format("`{}` takes {} arguments {}; got {}",
+                                                      a->export_name,
+                                                      e->signature.params.size(),
+                                                      e->signature.ToString(), a->args.size())));
+    }
+    std::vector<WasmValue> args;
+    for (size_t i = 0; i < a->args.size(); ++i) {
+      auto value = ParseArg(a->args[i], e->signature.params[i], i);
+      if (!value.ok()) return Fail(value.status());
+      args.push_back(*value);
+    }
+    wasm::Engine engine(actor::AbiV1Registry());
+    auto instance = engine.Instantiate(*module);
+    if (!instance.ok()) return Fail(instance.status());
+    actor::ActorCallContext context{*ActorRef::Parse(kDevSelf)};
+    context.min_log_level = actor::LogLevel::kTrace;
+    auto invocation = (*instance)->Start(a->export_name, args, &context);
+    if (!invocation.ok()) return Fail(invocation.status());
+    uint64_t used = 0;
+    RunState state = Drive(**invocation, a->budget, 1'000'000, &used);
+    PrintEffects(context.effects);
+    std::fflush(stdout);
+    if (state != RunState::kFinished) return ReportEnd(state, **invocation, used);
+    for (const WasmValue& v : (*invocation)->results()) fmt::print("{}\n", wasm::FormatValue(v));
+    return 0;
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// reef wasm inspect FILE
+
+std::string Limits(const wasm::DeclaredLimits& l) {
+  return l.max ? fmt::format("initial {}, max {}", l.initial, *l.max)
+               : fmt::format("initial {}, no max", l.initial);
+}
+
+Handler SetupInspect(CLI::App& app) {
+  auto file = std::make_shared<std::string>();
+  app.add_option("file", *file, ".wasm binary or .wat text")->required();
+  return [file] {
+    auto loaded = wasm::Module::FromFile(*file);
+    if (!loaded.ok()) return Fail(loaded.status());
+    const wasm::Module& m = **loaded;
+    fmt::print("module   {}\nid       {}\nbytes    {}\n", *file, m.id(), m.bytes().size());
+    fmt::print("imports  {}\n", m.imports().size());
+    for (const wasm::ImportInfo& i : m.imports()) {
+      const wasm::HostFunction* host = actor::AbiV1Registry().Find(i.module, i.name);
+      bool matches = host != nullptr && host->signature == i.signature;
+      fmt::print("  {:<6} {}.{} {}{}\n", wasm::ExternKindName(i.kind), i.module, i.name,
+                 i.kind == wasm::ExternKind::kFunc ? i.signature.ToString() : "",
+                 matches ? "" : "   (not provided by ABI reef v1)");
+    }
+    fmt::print("exports  {}\n", m.exports().size());
+    for (const wasm::ExportInfo& e : m.exports()) {
+      fmt::print("  {:<6} {} {}\n", wasm::ExternKindName(e.kind), e.name,
+                 e.kind == wasm::ExternKind::kFunc ? e.signature.ToString() : "");
+    }
+    for (size_t i = 0; i < m.memories().size(); ++i) {
+      fmt::print("memory {} {} (64 KiB pages){}\n", i, Limits(m.memories()[i]),
+                 m.memories()[i].imported ? ", imported" : "");
+    }
+    for (size_t i = 0; i < m.tables().size(); ++i) {
+      fmt::print("table {}  {} (elements){}\n", i, Limits(m.tables()[i]),
+                 m.tables()[i].imported ? ", imported" : "");
+    }
+    Status actor = actor::CheckActorExports(m);
+    fmt::print("actor    {}\n", actor.ok() ? "yes (ABI reef v1)" : "no: " + actor.message());
+    return 0;
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// reef wasm handle FILE STATE MESSAGE [--sender REF] [--self REF] [--budget N] [--slice N]
+
+Handler SetupHandle(CLI::App& app) {
+  struct Args {
+    std::string file, state, message, sender, self = std::string(kDevSelf);
+    uint64_t budget = 100'000'000, slice = 10'000;
+  };
+  auto a = std::make_shared<Args>();
+  app.add_option("file", a->file, "actor module (.wasm or .wat) built against ABI reef v1")
+      ->required();
+  app.add_option("state", a->state, "committed state, as JSON")->required();
+  app.add_option("message", a->message, "the message, as JSON")->required();
+  app.add_option("--sender", a->sender, "sender actor ref (default: the host, null)");
+  app.add_option("--self", a->self, "the actor's own ref")->capture_default_str();
+  app.add_option("--budget", a->budget, "instruction budget for the whole invocation")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--slice", a->slice, "instructions per slice")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  return [a] {
+    ValueLimits limits;
+    auto state = ValueFromJson(a->state, limits);
+    if (!state.ok()) return Fail(state.status().WithContext("state"));
+    auto message = ValueFromJson(a->message, limits);
+    if (!message.ok()) return Fail(message.status().WithContext("message"));
+    Value sender;
+    if (!a->sender.empty()) {
+      auto ref = ActorRef::Parse(a->sender.starts_with('@') ? a->sender.substr(1) : a->sender);
+      if (!ref.ok()) return Fail(ref.status().WithContext("--sender"));
+      sender = Value::Ref(*ref);
+    }
+    auto self = ActorRef::Parse(a->self);
+    if (!self.ok()) return Fail(self.status().WithContext("--self"));
+
+    auto module = wasm::Module::FromFile(a->file);
+    if (!module.ok()) return Fail(module.status());
+    wasm::Engine engine(actor::AbiV1Registry());
+    auto instance = engine.Instantiate(*module);
+    if (!instance.ok()) return Fail(instance.status());
+    actor::ActorCallContext context{*self};
+    context.min_log_level = actor::LogLevel::kTrace;
+    auto invocation = actor::StartHandle(**instance, context, *state, sender, *message);
+    if (!invocation.ok()) return Fail(invocation.status());
+
+    uint64_t used = 0;
+    RunState end = Drive(**invocation, a->budget, a->slice, &used);
+    fmt::print("actor    @{} ({}, module {})\n", self->str(), a->file,
+               (*module)->id().substr(0, 12));
+    fmt::print("handle   state {} <- message {} from {}\n", a->state, a->message,
+               a->sender.empty() ? "the host" : "@" + std::string(sender.as_actor_ref().str()));
+    PrintEffects(context.effects);
+    if (end != RunState::kFinished) {
+      if (context.effects.failure) fmt::print("fail     {}\n", *context.effects.failure);
+      fmt::print("failed   state stays {}; no send is delivered\n", a->state);
+      std::fflush(stdout);
+      return context.effects.failure ? 1 : ReportEnd(end, **invocation, used);
+    }
+    auto next = actor::DecodeNewState(**instance, **invocation, limits);
+    if (!next.ok()) {
+      fmt::print("failed   state stays {}; no send is delivered\n", a->state);
+      return Fail(next.status());
+    }
+    auto text = ValueToJsonText(*next, limits);
+    // Charged instructions count whole chunks of up to 1,024 (see Invocation::Run).
+    fmt::print("commit   new state {} (charged {} instructions in slices of {})\n",
+               text.ok() ? *text : text.status().ToString(), used, a->slice);
+    return 0;
+  };
+}
+
+const Command kWasmCommands[] = {
+    {"wasm", "run", "Call an export of a module with i32/i64/f32/f64 arguments", SetupRun},
+    {"wasm", "inspect", "List a module's imports, exports and declared limits", SetupInspect},
+    {"wasm", "handle", "Run one actor handler invocation and show its transition",
+     SetupHandle},
+};
+
+}  // namespace
+
+std::span<const Command> WasmCommands() { return kWasmCommands; }
+
+}  // namespace reef::cli

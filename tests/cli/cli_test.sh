@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `reef` executable as a guest author uses it.
+# Usage: cli_test.sh REEF_BINARY GUEST_DIR
+set -uo pipefail
+reef=$1
+guests=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+
+# expect NAME WANT_STATUS WANT_SUBSTRING -- COMMAND...
+expect() {
+  local name=$1 want_status=$2 want=$3
+  shift 4
+  local out status
+  out=$("$@" 2>&1)
+  status=$?
+  if [[ $status -eq $want_status && $out == *"$want"* ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s: status %s (want %s), output:\n%s\n(wanted to contain: %s)\n' \
+      "$name" "$status" "$want_status" "$out" "$want"
+  fi
+}
+
+cat >"$work/t.wat" <<'WAT'
+(module
+  (func (export "div") (param i32 i32) (result i32) (i32.div_s (local.get 0) (local.get 1)))
+  (func (export "mix") (param i64 f32 f64) (result f64 f32 i64) (local.get 2) (local.get 1) (local.get 0))
+  (func (export "spin") (loop $l (br $l)))
+  (func $r (export "recurse") (call $r)))
+WAT
+echo '(module (func (i32.add)))' >"$work/bad.wat"
+printf 'not wasm' >"$work/bad.wasm"
+
+expect run-results 0 "i32:3" -- "$reef" wasm run "$work/t.wat" div 7 2
+expect run-types 0 $'f64:0.25\nf32:1.5\ni64:-9' -- "$reef" wasm run "$work/t.wat" mix -9 1.5 0.25
+expect run-trap 1 "trap: integer_divide_by_zero in \`div\`" -- "$reef" wasm run "$work/t.wat" div 1 0
+expect run-recursion 1 "trap: call_stack_exhausted in \`recurse\`" -- "$reef" wasm run "$work/t.wat" recurse
+expect run-budget 1 "budget exhausted after 5000 instructions (in \`spin\`" \
+  -- "$reef" wasm run "$work/t.wat" spin --budget 5000
+expect run-bad-arg 1 "argument 1 ('x') is not a valid i32" -- "$reef" wasm run "$work/t.wat" div x 1
+expect run-arity 1 "takes 2 arguments" -- "$reef" wasm run "$work/t.wat" div 1
+expect run-no-export 1 "has no function export \`nope\`" -- "$reef" wasm run "$work/t.wat" nope
+expect run-invalid-wat 1 "bad.wat:1:16: error: type mismatch" -- "$reef" wasm run "$work/bad.wat" f
+expect run-invalid-wasm 1 "bad.wasm:" -- "$reef" wasm run "$work/bad.wasm" f
+expect run-missing-file 1 "not_found" -- "$reef" wasm run "$work/none.wasm" f
+expect inspect-imports 0 "func   reef.send (i32, i32, i32, i32) -> (i32)" \
+  -- "$reef" wasm inspect "$guests/counter.wasm"
+expect inspect-actor 0 "actor    yes (ABI reef v1)" -- "$reef" wasm inspect "$guests/counter.wasm"
+expect inspect-not-actor 0 "actor    no: not a reef v1 actor module" -- "$reef" wasm inspect "$work/t.wat"
+expect handle-add 0 "commit   new state 5" \
+  -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":"add","value":5}'
+expect handle-send 0 'send to @receiverBBBBBBBBBBBBB: {"op":"add","value":5}' \
+  -- "$reef" wasm handle "$guests/counter.wasm" 0 \
+  '{"op":"send","value":5,"target":{"$actor":"receiverBBBBBBBBBBBBB"}}'
+expect handle-unknown-op 1 "fail     counter: unknown op 'mul'; expected add or send" \
+  -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":"mul"}'
+expect handle-bad-json 1 "message" -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":'
+expect handle-bad-sender 1 "--sender" \
+  -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":"add","value":1}' --sender nope
+expect handle-log 0 "log info: hello, reef!" \
+  -- "$reef" wasm handle "$guests/hello.wasm" 0 '{"name":"reef"}'
+expect no-subcommand 106 "A subcommand is required" -- "$reef"
+expect version 0 "reef 0.1.0" -- "$reef" --version
+
+echo "cli: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
