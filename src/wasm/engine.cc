@@ -279,7 +279,7 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
   ++stats_.instances_created;
   auto result = std::make_unique<InstanceImpl>(state_, compiled, std::move(instance));
   if (compiled->start_function) {
-    constexpr uint64_t kStartBudget = 100'000'000;  // engine instructions
+    const uint64_t kStartBudget = limits_.max_start_instructions;
     REEF_ASSIGN_OR_RETURN(auto start,
                           result->StartFunction(*compiled->start_function, {}, nullptr, false));
     RunState run = start->Run(kStartBudget);

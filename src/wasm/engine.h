@@ -30,6 +30,7 @@ struct EngineLimits {
   uint32_t max_table_elements = 10'000;  // elements per table
   uint32_t max_call_depth = 1'024;       // wasm frames per invocation (host frames count too)
   uint32_t max_value_stack = 1u << 20;   // values (16 bytes each) per invocation: 16 MiB
+  uint64_t max_start_instructions = 100'000'000;  // engine instructions for a start function
 };
 
 struct EngineStats {

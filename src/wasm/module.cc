@@ -11,6 +11,7 @@
 #include "wabt/binary-writer.h"
 #include "wabt/cast.h"
 #include "wabt/error-formatter.h"
+#include "wabt/interp/binary-reader-interp.h"
 #include "wabt/ir.h"
 #include "wabt/resolve-names.h"
 #include "wabt/stream.h"
@@ -132,10 +133,18 @@ Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
   wabt::ReadBinaryOptions options(features, /*log_stream=*/nullptr, /*read_debug_names=*/true,
                                   /*stop_on_first_error=*/true,
                                   /*fail_on_custom_section_error=*/false);
-  wabt::Module ir;
   std::string filename(name);
-  wabt::Result result =
-      wabt::ReadBinaryIr(filename.c_str(), bytes.data(), bytes.size(), options, &errors, &ir);
+  // The interpreter's reader validates while it reads (types, constant expressions, ...).
+  // It goes first: wabt 1.0.32's IR reader asserts on some invalid modules (for example an
+  // `if` inside a global's initializer), so only validated bytes reach it.
+  wabt::interp::ModuleDesc validated;
+  wabt::Result result = wabt::interp::ReadBinaryInterp(filename, bytes.data(), bytes.size(),
+                                                       options, &errors, &validated);
+  wabt::Module ir;
+  if (wabt::Succeeded(result)) {
+    result =
+        wabt::ReadBinaryIr(filename.c_str(), bytes.data(), bytes.size(), options, &errors, &ir);
+  }
   if (wabt::Succeeded(result)) {
     result = wabt::ValidateModule(&ir, &errors, wabt::ValidateOptions(features));
   }
