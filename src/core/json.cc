@@ -205,47 +205,68 @@ bool Walk(const json& j, RawBuilder& b) {
 // Reading, pass 2: raw tree -> Value, interpreting markers top-down. `literal` is true for the
 // object inside a "$record" marker: its own keys are not markers.
 
-Status MarkerError(const std::string& pointer, std::string_view what) {
+// One step of the path from the root to the value being interpreted; a chain of these on the
+// stack becomes a JSON Pointer only when an error needs it.
+struct PathStep {
+  const PathStep* parent;
+  std::string_view key;  // a record key, or empty with `index` set for a list item
+  std::optional<std::size_t> index;
+};
+
+std::string PointerOf(const PathStep* step) {
+  if (step == nullptr) return "";
+  std::string out = PointerOf(step->parent);
+  AppendPointerToken(out, step->index ? std::to_string(*step->index) : std::string(step->key));
+  return out;
+}
+
+Status MarkerError(const PathStep* path, std::string_view what) {
+  const std::string pointer = PointerOf(path);
   return Status::InvalidArgument("invalid JSON value at " + (pointer.empty() ? "/" : pointer) +
                                  ": " + std::string(what));
 }
 
-Result<Value> Interpret(Value raw, bool literal, const std::string& pointer) {
-  if (raw.is_list()) {
-    List& items = raw.as_list();
+// Replaces the markers in `v` (a raw tree) by what they stand for, in place.
+Status Interpret(Value& v, bool literal, const PathStep* path) {
+  if (v.is_list()) {
+    List& items = v.as_list();
     for (std::size_t i = 0; i < items.size(); ++i) {
-      REEF_ASSIGN_OR_RETURN(
-          items[i], Interpret(std::move(items[i]), false, pointer + "/" + std::to_string(i)));
+      const PathStep step{path, {}, i};
+      REEF_RETURN_IF_ERROR(Interpret(items[i], false, &step));
     }
-    return raw;
+    return Status::Ok();
   }
-  if (!raw.is_record()) return raw;
-  Record& fields = raw.as_record();
+  if (!v.is_record()) return Status::Ok();
+  Record& fields = v.as_record();
   if (!literal && fields.size() == 1) {
     auto& [key, inner] = *fields.begin();
     if (key == kActorMarker) {
       if (!inner.is_string()) {
-        return MarkerError(pointer, "\"$actor\" marker needs a NanoID string, got " +
-                                        std::string(inner.kind_name()));
+        return MarkerError(
+            path, "\"$actor\" marker needs a NanoID string, got " + std::string(inner.kind_name()));
       }
       auto ref = ActorRef::Parse(inner.as_string());
-      if (!ref.ok()) return MarkerError(pointer, "\"$actor\" marker: " + ref.status().message());
-      return Value::Ref(*ref);
+      if (!ref.ok()) return MarkerError(path, "\"$actor\" marker: " + ref.status().message());
+      v = Value::Ref(*ref);
+      return Status::Ok();
     }
     if (key == kRecordMarker) {
       if (!inner.is_record()) {
         return MarkerError(
-            pointer, "\"$record\" marker needs an object, got " + std::string(inner.kind_name()));
+            path, "\"$record\" marker needs an object, got " + std::string(inner.kind_name()));
       }
-      return Interpret(std::move(inner), true, pointer + "/$record");
+      const PathStep step{path, kRecordMarker, std::nullopt};
+      REEF_RETURN_IF_ERROR(Interpret(inner, true, &step));
+      Value literal_record = std::move(inner);
+      v = std::move(literal_record);
+      return Status::Ok();
     }
   }
   for (auto& [key, field] : fields) {
-    std::string child = pointer;
-    AppendPointerToken(child, key);
-    REEF_ASSIGN_OR_RETURN(field, Interpret(std::move(field), false, child));
+    const PathStep step{path, key, std::nullopt};
+    REEF_RETURN_IF_ERROR(Interpret(field, false, &step));
   }
-  return raw;
+  return Status::Ok();
 }
 
 Result<Value> Finish(RawBuilder& builder, bool parsed, const ValueLimits& limits) {
@@ -253,7 +274,8 @@ Result<Value> Finish(RawBuilder& builder, bool parsed, const ValueLimits& limits
     if (!builder.error().ok()) return builder.error();
     return Status::InvalidArgument("invalid JSON");
   }
-  REEF_ASSIGN_OR_RETURN(Value v, Interpret(builder.TakeRoot(), false, ""));
+  Value v = builder.TakeRoot();
+  REEF_RETURN_IF_ERROR(Interpret(v, false, nullptr));
   REEF_RETURN_IF_ERROR(CheckLimits(v, limits));
   return v;
 }
