@@ -65,18 +65,20 @@ FuncSignature FromInterpFuncType(const interp::FuncType& type) {
   return sig;
 }
 
-Status CheckArgs(std::string_view what, const interp::FuncType& type,
-                 std::span<const WasmValue> args) {
-  FuncSignature sig = FromInterpFuncType(type);
-  bool ok = args.size() == sig.params.size();
-  for (size_t i = 0; ok && i < args.size(); ++i) ok = TypeOf(args[i]) == sig.params[i];
-  for (ValType t : sig.params) ok = ok && IsNumberType(t);
-  for (ValType t : sig.results) ok = ok && IsNumberType(t);
+// OK when `args` match the parameters of `type` and every parameter and result is a number
+// type. `name` is only called to build the error message.
+template <typename NameFn>
+Status CheckArgs(NameFn name, const interp::FuncType& type, std::span<const WasmValue> args) {
+  bool ok = args.size() == type.params.size();
+  for (size_t i = 0; ok && i < args.size(); ++i) {
+    ok = ToInterpType(TypeOf(args[i])) == type.params[i];
+  }
+  for (auto t : type.results) ok = ok && IsNumberType(FromInterpType(t));
   if (ok) return Status::Ok();
   std::string got;
   for (const WasmValue& a : args) got += (got.empty() ? "" : ", ") + FormatValue(a);
-  return Status::InvalidArgument(fmt::format("{} has signature {}; got ({})", what,
-                                             sig.ToString(), got));
+  return Status::InvalidArgument(fmt::format("`{}` has signature {}; got ({})", name(),
+                                             FromInterpFuncType(type).ToString(), got));
 }
 
 }  // namespace
@@ -349,15 +351,16 @@ Result<std::unique_ptr<Invocation>> InstanceImpl::StartFunction(uint32_t index,
     return Status::FailedPrecondition("another invocation of this instance is active");
   }
   interp::Func::Ptr func(state_->store, instance_->funcs()[index]);
-  std::string name = compiled_->module->FunctionName(index);
+  auto name = [&] { return compiled_->module->FunctionName(index); };
   auto* defined = wabt::dyn_cast<interp::DefinedFunc>(func.get());
   if (defined == nullptr) {
     return Status::InvalidArgument(
-        fmt::format("`{}` is a host import re-exported; call it from wasm instead", name));
+        fmt::format("`{}` is a host import re-exported; call it from wasm instead", name()));
   }
-  REEF_RETURN_IF_ERROR(CheckArgs(fmt::format("`{}`", name), defined->type(), args));
+  REEF_RETURN_IF_ERROR(CheckArgs(name, defined->type(), args));
 
   interp::Values values;
+  values.reserve(args.size());
   for (const WasmValue& a : args) values.push_back(ToInterpValue(a));
   auto thread = state_->AcquireThread();
   detail::PushValues(*thread, defined->type().params, values);

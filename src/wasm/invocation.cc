@@ -29,11 +29,11 @@ std::string_view RunStateName(RunState state) {
 
 InvocationImpl::InvocationImpl(std::shared_ptr<Engine::State> state, InstanceImpl* instance,
                                std::unique_ptr<interp::Thread> thread,
-                               interp::ValueTypes results, void* context, bool host_calls)
+                               const interp::ValueTypes& results, void* context, bool host_calls)
     : engine_(std::move(state)),
       instance_(instance),
       thread_(std::move(thread)),
-      result_types_(std::move(results)),
+      result_types_(&results),
       context_(context),
       host_calls_allowed_(host_calls) {}
 
@@ -82,10 +82,10 @@ RunState InvocationImpl::Run(uint64_t budget) {
 
 void InvocationImpl::Finish() {
   interp::Values values;
-  detail::PopValues(*thread_, result_types_, &values);
+  detail::PopValues(*thread_, *result_types_, &values);
   results_.clear();
   for (size_t i = 0; i < values.size(); ++i) {
-    results_.push_back(FromInterpValue(values[i], result_types_[i]));
+    results_.push_back(FromInterpValue(values[i], (*result_types_)[i]));
   }
   state_ = RunState::kFinished;
   engine_->ReleaseThread(std::move(thread_));

@@ -98,7 +98,8 @@ class InstanceImpl final : public Instance, public GuestMemory {
 class InvocationImpl final : public Invocation {
  public:
   InvocationImpl(std::shared_ptr<Engine::State> state, InstanceImpl* instance,
-                 std::unique_ptr<wabt::interp::Thread> thread, wabt::interp::ValueTypes results,
+                 std::unique_ptr<wabt::interp::Thread> thread,
+                 const wabt::interp::ValueTypes& results,
                  void* context, bool host_calls_allowed);
   ~InvocationImpl() override;
 
@@ -128,7 +129,8 @@ class InvocationImpl final : public Invocation {
   std::shared_ptr<Engine::State> engine_;
   InstanceImpl* instance_;
   std::unique_ptr<wabt::interp::Thread> thread_;
-  wabt::interp::ValueTypes result_types_;
+  // Lifetime: owned by the function object, which the instance keeps alive.
+  const wabt::interp::ValueTypes* result_types_;
   void* context_;
   bool host_calls_allowed_;  // false for start functions
 
