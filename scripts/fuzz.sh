@@ -7,7 +7,8 @@
 # a growing corpus in BUILD_DIR/fuzz-corpus/NAME, seeded from fuzz/seeds/NAME/ and using the
 # dictionary fuzz/NAME.dict when present. Crash reproducers land in
 # BUILD_DIR/fuzz-artifacts/NAME/. Prints one line per target with its executions per second;
-# exits non-zero when any target crashed, leaked, timed out or failed to run.
+# exits non-zero when any target crashed, leaked, timed out or failed to run. FUZZ_SEED
+# fixes the random seed (default 0: a new seed each run).
 set -euo pipefail
 
 if [[ $# -ne 2 ]]; then
@@ -38,6 +39,10 @@ for target in "${targets[@]}"; do
         -artifact_prefix="$artifacts/" "$corpus")
   [[ -f "$root/fuzz/$name.dict" ]] && args=(-dict="$root/fuzz/$name.dict" "${args[@]}")
   [[ -d "$root/fuzz/seeds/$name" ]] && args+=("$root/fuzz/seeds/$name")
+  # Module loading starts from real modules: the guests this build compiled from source.
+  [[ $name == module_fuzz && -d "$build/guests" ]] && args+=("$build/guests")
+  # FUZZ_SEED fixes libFuzzer's random seed (make test's smoke run uses 1); 0 = random.
+  args=(-seed="${FUZZ_SEED:-0}" "${args[@]}")
 
   status=0
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
