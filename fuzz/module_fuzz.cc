@@ -12,8 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace reef;
   wasm::ModuleLimits module_limits;
   module_limits.max_module_bytes = 1 << 20;
-  auto module = wasm::Module::FromBinary(std::span<const uint8_t>(data, size), "fuzz.wasm",
-                                         module_limits);
+  auto module =
+      wasm::Module::FromBinary(std::span<const uint8_t>(data, size), "fuzz.wasm", module_limits);
   if (!module.ok()) return 0;
   wasm::EngineLimits limits;
   limits.max_memory_pages = 16;

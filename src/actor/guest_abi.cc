@@ -137,12 +137,20 @@ wasm::HostRegistry BuildRegistry() {
   wasm::HostRegistry registry(std::string(kAbiName), kAbiVersion);
   const ValType i32 = ValType::kI32;
   const wasm::HostFunction rows[] = {
-      {"reef", "send", {{i32, i32, i32, i32}, {i32}}, [](HostCall& c) { return Send(c, -1); },
+      {"reef",
+       "send",
+       {{i32, i32, i32, i32}, {i32}},
+       [](HostCall& c) { return Send(c, -1); },
        "queue a message to an actor, sent by this actor; delivered if the transition commits"},
-      {"reef", "send_from", {{i32, i32, i32, i32, i32, i32}, {i32}},
+      {"reef",
+       "send_from",
+       {{i32, i32, i32, i32, i32, i32}, {i32}},
        [](HostCall& c) { return Send(c, 0); },
        "queue a message with an explicit sender (an actor ref, or null for the host)"},
-      {"reef", "log", {{i32, i32, i32}, {i32}}, Log,
+      {"reef",
+       "log",
+       {{i32, i32, i32}, {i32}},
+       Log,
        "log a UTF-8 message (at most 512 bytes) at level 0..5 (trace..fatal)"},
       {"reef", "self", {{i32, i32}, {i32}}, Self, "write this actor's ref (CBOR) to a buffer"},
       {"reef", "fail", {{i32, i32}, {}}, Fail, "end the invocation as a failure with a reason"},
@@ -240,11 +248,12 @@ Status CheckActorExports(const wasm::Module& module) {
     std::string want = r.kind == wasm::ExternKind::kFunc ? "function " + r.signature.ToString()
                                                          : std::string("memory");
     if (e == nullptr) {
-      problems += fmt::format("{}missing export `{}` ({})", problems.empty() ? "" : "; ",
-                              r.name, want);
-    } else if (e->kind != r.kind || (r.kind == wasm::ExternKind::kFunc && !(e->signature == r.signature))) {
-      problems += fmt::format("{}export `{}` must be {}", problems.empty() ? "" : "; ", r.name,
-                              want);
+      problems +=
+          fmt::format("{}missing export `{}` ({})", problems.empty() ? "" : "; ", r.name, want);
+    } else if (e->kind != r.kind ||
+               (r.kind == wasm::ExternKind::kFunc && !(e->signature == r.signature))) {
+      problems +=
+          fmt::format("{}export `{}` must be {}", problems.empty() ? "" : "; ", r.name, want);
     }
   }
   if (const wasm::ExportInfo* hook = module.FindExport("reef_on_shutdown");
@@ -261,9 +270,8 @@ bool HasShutdownHook(const wasm::Module& module) {
 }
 
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
-                                                      ActorCallContext& context,
-                                                      const Value& state, const Value& sender,
-                                                      const Value& message) {
+                                                      ActorCallContext& context, const Value& state,
+                                                      const Value& sender, const Value& message) {
   if (!sender.is_null() && !sender.is_actor_ref()) {
     return Status::InvalidArgument(
         fmt::format("sender must be null or an actor ref, not {}", sender.kind_name()));

@@ -76,9 +76,8 @@ inline constexpr uint64_t kAllocBudget = 1'000'000;
 // (inputs over the value limits), FailedPrecondition (`reef_alloc` returned 0 or an
 // out-of-bounds buffer, did not finish within kAllocBudget, or trapped).
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
-                                                      ActorCallContext& context,
-                                                      const Value& state, const Value& sender,
-                                                      const Value& message);
+                                                      ActorCallContext& context, const Value& state,
+                                                      const Value& sender, const Value& message);
 
 // Starts `reef_on_shutdown(state)`. Errors: as StartHandle; NotFound when the module has no
 // shutdown hook (HasShutdownHook() is false).

@@ -72,9 +72,9 @@ Result<WasmValue> ParseArg(const std::string& text, ValType type, size_t index) 
       break;
     }
     default:
-      return Status::InvalidArgument(fmt::format(
-          "argument {} has type {}, which cannot be passed from the command line", index + 1,
-          wasm::ValTypeName(type)));
+      return Status::InvalidArgument(
+          fmt::format("argument {} has type {}, which cannot be passed from the command line",
+                      index + 1, wasm::ValTypeName(type)));
   }
   if (!ok) {
     return Status::InvalidArgument(fmt::format("argument {} ('{}') is not a valid {}", index + 1,
@@ -89,8 +89,7 @@ void PrintEffects(const actor::Effects& effects) {
   }
   for (const actor::SendEffect& send : effects.sends) {
     auto message = ValueToJsonText(send.message, ValueLimits{});
-    fmt::print("send to @{}{}: {}\n", send.target.str(),
-               send.sender ? "" : " (as the host)",
+    fmt::print("send to @{}{}: {}\n", send.target.str(), send.sender ? "" : " (as the host)",
                message.ok() ? *message : message.status().ToString());
   }
 }
@@ -149,14 +148,12 @@ Handler SetupRun(CLI::App& app) {
     if (!module.ok()) return Fail(module.status());
     const wasm::ExportInfo* e = (*module)->FindExport(a->export_name);
     if (e == nullptr || e->kind != wasm::ExternKind::kFunc) {
-      return Fail(Status::NotFound(
-          fmt::format("{} has no function export `{}`; see reef wasm inspect", a->file,
-                      a->export_name)));
+      return Fail(Status::NotFound(fmt::format(
+          "{} has no function export `{}`; see reef wasm inspect", a->file, a->export_name)));
     }
     if (a->args.size() != e->signature.params.size()) {
       return Fail(Status::InvalidArgument(fmt::format("`{}` takes {} arguments {}; got {}",
-                                                      a->export_name,
-                                                      e->signature.params.size(),
+                                                      a->export_name, e->signature.params.size(),
                                                       e->signature.ToString(), a->args.size())));
     }
     std::vector<WasmValue> args;
@@ -300,12 +297,13 @@ Handler SetupHandle(CLI::App& app) {
 const Command kWasmCommands[] = {
     {"wasm", "run", "Call an export of a module with i32/i64/f32/f64 arguments", SetupRun},
     {"wasm", "inspect", "List a module's imports, exports and declared limits", SetupInspect},
-    {"wasm", "handle", "Run one actor handler invocation and show its transition",
-     SetupHandle},
+    {"wasm", "handle", "Run one actor handler invocation and show its transition", SetupHandle},
 };
 
 }  // namespace
 
-std::span<const Command> WasmCommands() { return kWasmCommands; }
+std::span<const Command> WasmCommands() {
+  return kWasmCommands;
+}
 
 }  // namespace reef::cli

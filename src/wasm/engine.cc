@@ -20,26 +20,40 @@ namespace interp = wabt::interp;
 
 interp::ValueType ToInterpType(ValType type) {
   switch (type) {
-    case ValType::kI32: return interp::ValueType::I32;
-    case ValType::kI64: return interp::ValueType::I64;
-    case ValType::kF32: return interp::ValueType::F32;
-    case ValType::kF64: return interp::ValueType::F64;
-    case ValType::kV128: return interp::ValueType::V128;
-    case ValType::kFuncRef: return interp::ValueType::FuncRef;
-    case ValType::kExternRef: return interp::ValueType::ExternRef;
+    case ValType::kI32:
+      return interp::ValueType::I32;
+    case ValType::kI64:
+      return interp::ValueType::I64;
+    case ValType::kF32:
+      return interp::ValueType::F32;
+    case ValType::kF64:
+      return interp::ValueType::F64;
+    case ValType::kV128:
+      return interp::ValueType::V128;
+    case ValType::kFuncRef:
+      return interp::ValueType::FuncRef;
+    case ValType::kExternRef:
+      return interp::ValueType::ExternRef;
   }
   return interp::ValueType::I32;
 }
 
 ValType FromInterpType(interp::ValueType type) {
   switch (type) {
-    case interp::ValueType::I32: return ValType::kI32;
-    case interp::ValueType::I64: return ValType::kI64;
-    case interp::ValueType::F32: return ValType::kF32;
-    case interp::ValueType::F64: return ValType::kF64;
-    case interp::ValueType::V128: return ValType::kV128;
-    case interp::ValueType::FuncRef: return ValType::kFuncRef;
-    default: return ValType::kExternRef;
+    case interp::ValueType::I32:
+      return ValType::kI32;
+    case interp::ValueType::I64:
+      return ValType::kI64;
+    case interp::ValueType::F32:
+      return ValType::kF32;
+    case interp::ValueType::F64:
+      return ValType::kF64;
+    case interp::ValueType::V128:
+      return ValType::kV128;
+    case interp::ValueType::FuncRef:
+      return ValType::kFuncRef;
+    default:
+      return ValType::kExternRef;
   }
 }
 
@@ -49,10 +63,14 @@ interp::Value ToInterpValue(const WasmValue& value) {
 
 WasmValue FromInterpValue(interp::Value value, interp::ValueType type) {
   switch (type) {
-    case interp::ValueType::I64: return value.Get<int64_t>();
-    case interp::ValueType::F32: return value.Get<float>();
-    case interp::ValueType::F64: return value.Get<double>();
-    default: return value.Get<int32_t>();
+    case interp::ValueType::I64:
+      return value.Get<int64_t>();
+    case interp::ValueType::F32:
+      return value.Get<float>();
+    case interp::ValueType::F64:
+      return value.Get<double>();
+    default:
+      return value.Get<int32_t>();
   }
 }
 
@@ -99,7 +117,9 @@ std::string CompiledModule::FunctionAt(uint32_t code_offset, uint32_t* function_
 }
 
 Engine::State::State(const HostRegistry& host_registry, const EngineLimits& engine_limits)
-    : registry(host_registry), limits(engine_limits), host_funcs(host_registry.functions().size()) {}
+    : registry(host_registry),
+      limits(engine_limits),
+      host_funcs(host_registry.functions().size()) {}
 
 Engine::State::~State() {
   // Threads and RefPtrs must go before the store (they unregister from it).
@@ -115,9 +135,9 @@ Result<const CompiledModule*> Engine::State::Compile(const std::shared_ptr<const
   for (size_t i = 0; i < module->memories().size(); ++i) {
     const DeclaredLimits& m = module->memories()[i];
     if (m.initial > limits.max_memory_pages) {
-      return Status::LimitExceeded(fmt::format(
-          "memory {} declares {} initial pages; limit max_memory_pages={} ({} MiB)", i,
-          m.initial, limits.max_memory_pages, limits.max_memory_pages / 16));
+      return Status::LimitExceeded(
+          fmt::format("memory {} declares {} initial pages; limit max_memory_pages={} ({} MiB)", i,
+                      m.initial, limits.max_memory_pages, limits.max_memory_pages / 16));
     }
   }
   for (size_t i = 0; i < module->tables().size(); ++i) {
@@ -136,8 +156,8 @@ Result<const CompiledModule*> Engine::State::Compile(const std::shared_ptr<const
                                   /*fail_on_custom_section_error=*/false);
   interp::ModuleDesc desc;
   auto bytes = module->bytes();
-  if (wabt::Failed(interp::ReadBinaryInterp("module", bytes.data(), bytes.size(), options,
-                                            &errors, &desc))) {
+  if (wabt::Failed(interp::ReadBinaryInterp("module", bytes.data(), bytes.size(), options, &errors,
+                                            &desc))) {
     std::string why = errors.empty() ? "unknown error" : errors.front().message;
     return Status::InvalidArgument(fmt::format("module {}: {}", module->id(), why));
   }
@@ -145,8 +165,8 @@ Result<const CompiledModule*> Engine::State::Compile(const std::shared_ptr<const
   // so the maximum becomes min(declared, configured).
   for (interp::MemoryDesc& m : desc.memories) {
     auto& l = m.type.limits;
-    l.max = l.has_max ? std::min<uint64_t>(l.max, limits.max_memory_pages)
-                      : limits.max_memory_pages;
+    l.max =
+        l.has_max ? std::min<uint64_t>(l.max, limits.max_memory_pages) : limits.max_memory_pages;
     l.has_max = true;
   }
   for (interp::TableDesc& t : desc.tables) {
@@ -255,17 +275,16 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
       continue;
     }
     if (!(f->signature == import.signature)) {
-      problems.push_back(fmt::format("import {} has signature {}; the host provides {}",
-                                     qualified, import.signature.ToString(),
-                                     f->signature.ToString()));
+      problems.push_back(fmt::format("import {} has signature {}; the host provides {}", qualified,
+                                     import.signature.ToString(), f->signature.ToString()));
       continue;
     }
     imports.push_back(state_->HostFuncFor(f - registry_.functions().data()).ref());
   }
   if (!problems.empty()) {
-    std::string message = fmt::format("module {} cannot be instantiated against ABI {}/{}: ",
-                                      module->id().substr(0, 12), registry_.abi_name(),
-                                      registry_.abi_version());
+    std::string message = fmt::format(
+        "module {} cannot be instantiated against ABI {}/{}: ", module->id().substr(0, 12),
+        registry_.abi_name(), registry_.abi_version());
     for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
     return Status::NotFound(std::move(message));
   }
@@ -275,8 +294,8 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
       interp::Instance::Instantiate(state_->store, compiled->code.ref(), imports, &trap);
   if (!instance) {
     state_->NoteGarbage();
-    return Status::Trapped(fmt::format("instantiation trapped: {}",
-                                       trap ? trap->message() : std::string("unknown")));
+    return Status::Trapped(
+        fmt::format("instantiation trapped: {}", trap ? trap->message() : std::string("unknown")));
   }
   ++stats_.instances_created;
   auto result = std::make_unique<InstanceImpl>(state_, compiled, std::move(instance));
@@ -308,9 +327,9 @@ Result<std::vector<WasmValue>> Instance::Call(std::string_view name,
   while (state == RunState::kBudgetExhausted) state = invocation->Run(budget);
   if (state == RunState::kTrapped) return Status::Trapped(invocation->trap().ToString());
   if (state == RunState::kSuspended) {
-    return Status::FailedPrecondition(fmt::format(
-        "`{}` suspended in host call {}; use Start/Run to drive it", name,
-        invocation->suspended_in()));
+    return Status::FailedPrecondition(
+        fmt::format("`{}` suspended in host call {}; use Start/Run to drive it", name,
+                    invocation->suspended_in()));
   }
   return invocation->results();
 }
@@ -367,14 +386,15 @@ Result<std::unique_ptr<Invocation>> InstanceImpl::StartFunction(uint32_t index,
   interp::Trap::Ptr trap;
   interp::RunResult pushed = detail::PushCall(*thread, *defined, &trap);
   busy_ = true;
-  auto invocation = std::make_unique<InvocationImpl>(state_, this, std::move(thread),
-                                                     defined->type().results, context,
-                                                     host_calls_allowed);
+  auto invocation = std::make_unique<InvocationImpl>(
+      state_, this, std::move(thread), defined->type().results, context, host_calls_allowed);
   if (pushed == interp::RunResult::Trap) invocation->TrapBeforeRun(trap);
   return std::unique_ptr<Invocation>(std::move(invocation));
 }
 
-uint64_t InstanceImpl::size() const { return memory_ ? memory_->ByteSize() : 0; }
+uint64_t InstanceImpl::size() const {
+  return memory_ ? memory_->ByteSize() : 0;
+}
 
 Result<uint8_t*> InstanceImpl::Span(uint32_t ptr, uint32_t len) const {
   if (!memory_) return Status::FailedPrecondition("module has no memory");

@@ -26,7 +26,7 @@ namespace reef::wasm {
 // while it runs. Growing past a limit fails the way the wasm spec allows (memory.grow and
 // table.grow return -1); nothing ever exceeds it.
 struct EngineLimits {
-  uint32_t max_memory_pages = 256;      // 64 KiB pages per memory: 256 = 16 MiB
+  uint32_t max_memory_pages = 256;       // 64 KiB pages per memory: 256 = 16 MiB
   uint32_t max_table_elements = 10'000;  // elements per table
   uint32_t max_call_depth = 1'024;       // wasm frames per invocation (host frames count too)
   uint32_t max_value_stack = 1u << 20;   // values (16 bytes each) per invocation: 16 MiB

@@ -23,10 +23,10 @@ Status HostRegistry::Add(HostFunction function) {
   for (const auto* types : {&function.signature.params, &function.signature.results}) {
     for (ValType t : *types) {
       if (!IsNumberType(t)) {
-        return Status::InvalidArgument(fmt::format("host function {}.{}: type {} cannot cross "
-                                                   "the host boundary (use i32/i64/f32/f64)",
-                                                   function.module, function.name,
-                                                   ValTypeName(t)));
+        return Status::InvalidArgument(
+            fmt::format("host function {}.{}: type {} cannot cross "
+                        "the host boundary (use i32/i64/f32/f64)",
+                        function.module, function.name, ValTypeName(t)));
       }
     }
   }

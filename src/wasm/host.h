@@ -67,8 +67,8 @@ using HostHandler = std::function<HostCallOutcome(HostCall&)>;
 
 // One row of the manifest.
 struct HostFunction {
-  std::string module;   // import module name, e.g. "reef"
-  std::string name;     // import name, e.g. "send"
+  std::string module;  // import module name, e.g. "reef"
+  std::string name;    // import name, e.g. "send"
   FuncSignature signature;
   HostHandler handler;
   std::string summary;  // one line for `reef wasm inspect` and docs

@@ -19,10 +19,14 @@ constexpr uint64_t kChunk = 1024;
 
 std::string_view RunStateName(RunState state) {
   switch (state) {
-    case RunState::kFinished: return "finished";
-    case RunState::kBudgetExhausted: return "budget_exhausted";
-    case RunState::kSuspended: return "suspended";
-    case RunState::kTrapped: return "trapped";
+    case RunState::kFinished:
+      return "finished";
+    case RunState::kBudgetExhausted:
+      return "budget_exhausted";
+    case RunState::kSuspended:
+      return "suspended";
+    case RunState::kTrapped:
+      return "trapped";
   }
   return "?";
 }
@@ -54,9 +58,10 @@ RunState InvocationImpl::Run(uint64_t budget) {
     remaining -= chunk;
     if (result == interp::RunResult::Ok && !trap) {
       if (detail::Values(*thread_).size() > engine_->limits.max_value_stack) {
-        TrapWith(TrapFromFrames(fmt::format("value stack exhausted: more than {} values "
-                                            "(limit max_value_stack)",
-                                            engine_->limits.max_value_stack)));
+        TrapWith(
+            TrapFromFrames(fmt::format("value stack exhausted: more than {} values "
+                                       "(limit max_value_stack)",
+                                       engine_->limits.max_value_stack)));
       }
       continue;
     }

@@ -24,13 +24,20 @@ namespace {
 
 ValType FromWabtType(wabt::Type type) {
   switch (type) {
-    case wabt::Type::I32: return ValType::kI32;
-    case wabt::Type::I64: return ValType::kI64;
-    case wabt::Type::F32: return ValType::kF32;
-    case wabt::Type::F64: return ValType::kF64;
-    case wabt::Type::V128: return ValType::kV128;
-    case wabt::Type::FuncRef: return ValType::kFuncRef;
-    default: return ValType::kExternRef;
+    case wabt::Type::I32:
+      return ValType::kI32;
+    case wabt::Type::I64:
+      return ValType::kI64;
+    case wabt::Type::F32:
+      return ValType::kF32;
+    case wabt::Type::F64:
+      return ValType::kF64;
+    case wabt::Type::V128:
+      return ValType::kV128;
+    case wabt::Type::FuncRef:
+      return ValType::kFuncRef;
+    default:
+      return ValType::kExternRef;
   }
 }
 
@@ -59,8 +66,8 @@ std::string FormatErrors(const wabt::Errors& errors, wabt::Location::Type type,
 
 Status CheckSize(uint64_t size, const ModuleLimits& limits) {
   if (size > limits.max_module_bytes) {
-    return Status::LimitExceeded(fmt::format("module is {} bytes; limit max_module_bytes={}",
-                                             size, limits.max_module_bytes));
+    return Status::LimitExceeded(fmt::format("module is {} bytes; limit max_module_bytes={}", size,
+                                             limits.max_module_bytes));
   }
   return Status::Ok();
 }
@@ -78,8 +85,7 @@ Result<std::shared_ptr<const Module>> Module::FromBinary(std::span<const uint8_t
   return Build(std::vector<uint8_t>(bytes.begin(), bytes.end()), name, limits);
 }
 
-Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat,
-                                                       std::string_view name,
+Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat, std::string_view name,
                                                        const ModuleLimits& limits) {
   REEF_RETURN_IF_ERROR(CheckSize(wat.size(), limits));
   wabt::Errors errors;
@@ -95,8 +101,7 @@ Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat,
   }
   if (wabt::Failed(result)) {
     auto finder = lexer->MakeLineFinder();
-    return Status::InvalidArgument(
-        FormatErrors(errors, wabt::Location::Type::Text, finder.get()));
+    return Status::InvalidArgument(FormatErrors(errors, wabt::Location::Type::Text, finder.get()));
   }
   wabt::MemoryStream stream;
   wabt::WriteBinaryOptions write_options;
@@ -116,8 +121,7 @@ Result<std::shared_ptr<const Module>> Module::FromFile(const std::filesystem::pa
   REEF_RETURN_IF_ERROR(CheckSize(size, limits));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(fmt::format("{}: cannot open", path.string()));
-  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)),
-                            std::istreambuf_iterator<char>());
+  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (path.extension() == ".wat") {
     return FromText(std::string_view(reinterpret_cast<const char*>(data.data()), data.size()),
                     path.string(), limits);
@@ -168,13 +172,20 @@ Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
     ImportInfo info{import->module_name, import->field_name, ExternKind::kFunc, {}};
     switch (import->kind()) {
       case wabt::ExternalKind::Func:
-        info.signature =
-            FromWabtSignature(wabt::cast<wabt::FuncImport>(import)->func.decl.sig);
+        info.signature = FromWabtSignature(wabt::cast<wabt::FuncImport>(import)->func.decl.sig);
         break;
-      case wabt::ExternalKind::Table: info.kind = ExternKind::kTable; break;
-      case wabt::ExternalKind::Memory: info.kind = ExternKind::kMemory; break;
-      case wabt::ExternalKind::Global: info.kind = ExternKind::kGlobal; break;
-      case wabt::ExternalKind::Tag: info.kind = ExternKind::kTag; break;
+      case wabt::ExternalKind::Table:
+        info.kind = ExternKind::kTable;
+        break;
+      case wabt::ExternalKind::Memory:
+        info.kind = ExternKind::kMemory;
+        break;
+      case wabt::ExternalKind::Global:
+        info.kind = ExternKind::kGlobal;
+        break;
+      case wabt::ExternalKind::Tag:
+        info.kind = ExternKind::kTag;
+        break;
     }
     module->imports_.push_back(std::move(info));
   }
@@ -183,8 +194,7 @@ Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
         FromWabtLimits(ir.memories[i]->page_limits, i < ir.num_memory_imports));
   }
   for (size_t i = 0; i < ir.tables.size(); ++i) {
-    module->tables_.push_back(
-        FromWabtLimits(ir.tables[i]->elem_limits, i < ir.num_table_imports));
+    module->tables_.push_back(FromWabtLimits(ir.tables[i]->elem_limits, i < ir.num_table_imports));
   }
   for (const wabt::Export* exp : ir.exports) {
     ExportInfo info{exp->name, ExternKind::kFunc, {}};
@@ -196,10 +206,18 @@ Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
         module->function_names_[index] = exp->name;
         break;
       }
-      case wabt::ExternalKind::Table: info.kind = ExternKind::kTable; break;
-      case wabt::ExternalKind::Memory: info.kind = ExternKind::kMemory; break;
-      case wabt::ExternalKind::Global: info.kind = ExternKind::kGlobal; break;
-      case wabt::ExternalKind::Tag: info.kind = ExternKind::kTag; break;
+      case wabt::ExternalKind::Table:
+        info.kind = ExternKind::kTable;
+        break;
+      case wabt::ExternalKind::Memory:
+        info.kind = ExternKind::kMemory;
+        break;
+      case wabt::ExternalKind::Global:
+        info.kind = ExternKind::kGlobal;
+        break;
+      case wabt::ExternalKind::Tag:
+        info.kind = ExternKind::kTag;
+        break;
     }
     module->exports_.push_back(std::move(info));
   }

@@ -10,20 +10,21 @@
 namespace reef::wasm {
 
 // The trap kinds, one row each: enumerator, stable name (CLI, protocol, logs), summary.
-#define REEF_TRAP_KINDS(X)                                                                    \
-  X(kUnreachable, "unreachable", "the guest executed `unreachable`")                          \
-  X(kMemoryOutOfBounds, "memory_out_of_bounds", "a load, store or bulk memory op left memory") \
-  X(kTableOutOfBounds, "table_out_of_bounds", "a table access or call_indirect index left the table") \
-  X(kIndirectCallMismatch, "indirect_call_mismatch",                                          \
-    "call_indirect reached a null entry or a function of another type")                       \
-  X(kIntegerDivideByZero, "integer_divide_by_zero", "integer division or remainder by zero")  \
+#define REEF_TRAP_KINDS(X)                                                                         \
+  X(kUnreachable, "unreachable", "the guest executed `unreachable`")                               \
+  X(kMemoryOutOfBounds, "memory_out_of_bounds", "a load, store or bulk memory op left memory")     \
+  X(kTableOutOfBounds, "table_out_of_bounds",                                                      \
+    "a table access or call_indirect index left the table")                                        \
+  X(kIndirectCallMismatch, "indirect_call_mismatch",                                               \
+    "call_indirect reached a null entry or a function of another type")                            \
+  X(kIntegerDivideByZero, "integer_divide_by_zero", "integer division or remainder by zero")       \
   X(kIntegerOverflow, "integer_overflow", "signed division overflow or float-to-int out of range") \
-  X(kInvalidConversion, "invalid_conversion", "float-to-int conversion of NaN")               \
-  X(kCallStackExhausted, "call_stack_exhausted", "call depth reached the configured limit")   \
-  X(kValueStackExhausted, "value_stack_exhausted", "value stack reached the configured limit") \
-  X(kHostBounds, "host_bounds", "a host import got a buffer outside guest memory")            \
-  X(kHostError, "host_error", "a host import rejected its call")                              \
-  X(kGuestFailure, "guest_failure", "the guest reported a failure through the `fail` import") \
+  X(kInvalidConversion, "invalid_conversion", "float-to-int conversion of NaN")                    \
+  X(kCallStackExhausted, "call_stack_exhausted", "call depth reached the configured limit")        \
+  X(kValueStackExhausted, "value_stack_exhausted", "value stack reached the configured limit")     \
+  X(kHostBounds, "host_bounds", "a host import got a buffer outside guest memory")                 \
+  X(kHostError, "host_error", "a host import rejected its call")                                   \
+  X(kGuestFailure, "guest_failure", "the guest reported a failure through the `fail` import")      \
   X(kOther, "other", "a trap the engine could not classify")
 
 enum class TrapKind : uint8_t {

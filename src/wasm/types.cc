@@ -6,13 +6,20 @@ namespace reef::wasm {
 
 std::string_view ValTypeName(ValType type) {
   switch (type) {
-    case ValType::kI32: return "i32";
-    case ValType::kI64: return "i64";
-    case ValType::kF32: return "f32";
-    case ValType::kF64: return "f64";
-    case ValType::kV128: return "v128";
-    case ValType::kFuncRef: return "funcref";
-    case ValType::kExternRef: return "externref";
+    case ValType::kI32:
+      return "i32";
+    case ValType::kI64:
+      return "i64";
+    case ValType::kF32:
+      return "f32";
+    case ValType::kF64:
+      return "f64";
+    case ValType::kV128:
+      return "v128";
+    case ValType::kFuncRef:
+      return "funcref";
+    case ValType::kExternRef:
+      return "externref";
   }
   return "?";
 }
@@ -23,8 +30,7 @@ bool IsNumberType(ValType type) {
 }
 
 ValType TypeOf(const WasmValue& value) {
-  static constexpr ValType kTypes[] = {ValType::kI32, ValType::kI64, ValType::kF32,
-                                       ValType::kF64};
+  static constexpr ValType kTypes[] = {ValType::kI32, ValType::kI64, ValType::kF32, ValType::kF64};
   return kTypes[value.index()];
 }
 
@@ -50,11 +56,16 @@ std::string FuncSignature::ToString() const {
 
 std::string_view ExternKindName(ExternKind kind) {
   switch (kind) {
-    case ExternKind::kFunc: return "func";
-    case ExternKind::kTable: return "table";
-    case ExternKind::kMemory: return "memory";
-    case ExternKind::kGlobal: return "global";
-    case ExternKind::kTag: return "tag";
+    case ExternKind::kFunc:
+      return "func";
+    case ExternKind::kTable:
+      return "table";
+    case ExternKind::kMemory:
+      return "memory";
+    case ExternKind::kGlobal:
+      return "global";
+    case ExternKind::kTag:
+      return "tag";
   }
   return "?";
 }

@@ -52,7 +52,7 @@ struct Engine::State {
   // Declared first so it is destroyed last: every RefPtr and Thread below refers to it.
   wabt::interp::Store store;
   std::unordered_map<std::string, std::unique_ptr<CompiledModule>> compiled;  // by module id
-  std::vector<wabt::interp::HostFunc::Ptr> host_funcs;                         // by registry row
+  std::vector<wabt::interp::HostFunc::Ptr> host_funcs;                        // by registry row
   std::vector<std::unique_ptr<wabt::interp::Thread>> thread_pool;
   InvocationImpl* running = nullptr;  // the invocation inside Thread::Run, if any
   uint32_t garbage = 0;
@@ -67,13 +67,11 @@ class InstanceImpl final : public Instance, public GuestMemory {
   // Instance
   const Module& module() const override { return *compiled_->module; }
   GuestMemory& memory() override { return *this; }
-  Result<std::unique_ptr<Invocation>> Start(std::string_view name,
-                                            std::span<const WasmValue> args,
+  Result<std::unique_ptr<Invocation>> Start(std::string_view name, std::span<const WasmValue> args,
                                             void* context) override;
   // Starts a call of function `index` (any function, exported or not).
   // `host_calls_allowed` is false for the start function, which has no invocation context.
-  Result<std::unique_ptr<Invocation>> StartFunction(uint32_t index,
-                                                    std::span<const WasmValue> args,
+  Result<std::unique_ptr<Invocation>> StartFunction(uint32_t index, std::span<const WasmValue> args,
                                                     void* context, bool host_calls_allowed);
 
   // GuestMemory
@@ -99,8 +97,7 @@ class InvocationImpl final : public Invocation {
  public:
   InvocationImpl(std::shared_ptr<Engine::State> state, InstanceImpl* instance,
                  std::unique_ptr<wabt::interp::Thread> thread,
-                 const wabt::interp::ValueTypes& results,
-                 void* context, bool host_calls_allowed);
+                 const wabt::interp::ValueTypes& results, void* context, bool host_calls_allowed);
   ~InvocationImpl() override;
 
   RunState Run(uint64_t budget) override;
@@ -138,10 +135,10 @@ class InvocationImpl final : public Invocation {
   uint64_t instructions_ = 0;
   std::vector<WasmValue> results_;
   Trap trap_;
-  std::string suspended_in_;                // "module.name" while suspended
+  std::string suspended_in_;  // "module.name" while suspended
   const HostFunction* suspended_function_ = nullptr;
-  bool suspend_requested_ = false;          // set by OnHostCall during Run
-  std::optional<Trap> host_trap_;           // set by OnHostCall during Run
+  bool suspend_requested_ = false;  // set by OnHostCall during Run
+  std::optional<Trap> host_trap_;   // set by OnHostCall during Run
 };
 
 // Conversions between the engine interface's values and the interpreter's.

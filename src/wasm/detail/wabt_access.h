@@ -49,7 +49,7 @@ struct ThreadPopValues {
 };
 struct ThreadPushDefinedCall {
   using type = interp::RunResult (interp::Thread::*)(const interp::DefinedFunc&,
-                                                      interp::Trap::Ptr*);
+                                                     interp::Trap::Ptr*);
   friend type Get(ThreadPushDefinedCall);
 };
 struct ThreadPopCall {
@@ -66,23 +66,32 @@ template struct Steal<ThreadPopValues, &interp::Thread::PopValues>;
 template struct Steal<ThreadPushDefinedCall, &interp::Thread::PushCall>;
 template struct Steal<ThreadPopCall, &interp::Thread::PopCall>;
 
-inline std::vector<interp::Frame>& Frames(interp::Thread& t) { return t.*Get(ThreadFrames{}); }
-inline std::vector<interp::Value>& Values(interp::Thread& t) { return t.*Get(ThreadValues{}); }
-inline std::vector<interp::u32>& Refs(interp::Thread& t) { return t.*Get(ThreadRefs{}); }
-inline interp::RefVec& Exceptions(interp::Thread& t) { return t.*Get(ThreadExceptions{}); }
+inline std::vector<interp::Frame>& Frames(interp::Thread& t) {
+  return t.*Get(ThreadFrames{});
+}
+inline std::vector<interp::Value>& Values(interp::Thread& t) {
+  return t.*Get(ThreadValues{});
+}
+inline std::vector<interp::u32>& Refs(interp::Thread& t) {
+  return t.*Get(ThreadRefs{});
+}
+inline interp::RefVec& Exceptions(interp::Thread& t) {
+  return t.*Get(ThreadExceptions{});
+}
 
 inline void PushValues(interp::Thread& t, const interp::ValueTypes& types,
                        const interp::Values& values) {
   (t.*Get(ThreadPushValues{}))(types, values);
 }
-inline void PopValues(interp::Thread& t, const interp::ValueTypes& types,
-                      interp::Values* out) {
+inline void PopValues(interp::Thread& t, const interp::ValueTypes& types, interp::Values* out) {
   (t.*Get(ThreadPopValues{}))(types, out);
 }
 inline interp::RunResult PushCall(interp::Thread& t, const interp::DefinedFunc& func,
                                   interp::Trap::Ptr* out_trap) {
   return (t.*Get(ThreadPushDefinedCall{}))(func, out_trap);
 }
-inline interp::RunResult PopCall(interp::Thread& t) { return (t.*Get(ThreadPopCall{}))(); }
+inline interp::RunResult PopCall(interp::Thread& t) {
+  return (t.*Get(ThreadPopCall{}))();
+}
 
 }  // namespace reef::wasm::detail

@@ -18,7 +18,9 @@ Value Json(std::string_view text) {
   return value.ok() ? *value : Value();
 }
 
-ActorRef Ref(std::string_view id) { return *ActorRef::Parse(id); }
+ActorRef Ref(std::string_view id) {
+  return *ActorRef::Parse(id);
+}
 
 class ActorAbiTest : public ::testing::Test {
  protected:
@@ -84,8 +86,7 @@ TEST_F(ActorAbiTest, CounterSendQueuesAnAddAndCountsOne) {
   EXPECT_EQ(send.message, Json(R"({"op":"add","value":5})"));
 
   // The receiver, spawned with 10, handles the send: 15 (spec 001's walk-through).
-  ASSERT_EQ(Handle(Value::Int(10), Value::Ref(*send.sender), send.message),
-            RunState::kFinished);
+  ASSERT_EQ(Handle(Value::Int(10), Value::Ref(*send.sender), send.message), RunState::kFinished);
   EXPECT_EQ(new_state_, Value::Int(15));
 }
 
@@ -108,8 +109,7 @@ TEST_F(ActorAbiTest, CounterRejectsAStringState) {
 
 TEST_F(ActorAbiTest, HelloLogsAGreeting) {
   LoadGuest("hello");
-  ASSERT_EQ(Handle(Value::Int(0), Value::Null(), Json(R"({"name":"reef"})")),
-            RunState::kFinished);
+  ASSERT_EQ(Handle(Value::Int(0), Value::Null(), Json(R"({"name":"reef"})")), RunState::kFinished);
   ASSERT_EQ(context_.effects.logs.size(), 1u);
   EXPECT_EQ(context_.effects.logs[0].level, LogLevel::kInfo);
   EXPECT_EQ(context_.effects.logs[0].message, "hello, reef!");

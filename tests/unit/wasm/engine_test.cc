@@ -23,26 +23,34 @@ std::shared_ptr<const Module> Wat(const std::string& text) {
 HostRegistry TestRegistry() {
   HostRegistry registry("test", 1);
   EXPECT_TRUE(registry
-                  .Add({"test", "recv", {{}, {ValType::kI32}},
-                        [](HostCall&) { return HostCallOutcome::kSuspend; }, "waits"})
+                  .Add({"test",
+                        "recv",
+                        {{}, {ValType::kI32}},
+                        [](HostCall&) { return HostCallOutcome::kSuspend; },
+                        "waits"})
                   .ok());
   EXPECT_TRUE(registry
-                  .Add({"test", "add", {{ValType::kI32, ValType::kI32}, {ValType::kI32}},
+                  .Add({"test",
+                        "add",
+                        {{ValType::kI32, ValType::kI32}, {ValType::kI32}},
                         [](HostCall& call) {
                           call.results()[0] = call.i32(0) + call.i32(1);
                           return HostCallOutcome::kComplete;
                         },
                         "adds"})
                   .ok());
+  EXPECT_TRUE(
+      registry
+          .Add({"test",
+                "boom",
+                {{}, {}},
+                [](HostCall& call) { return call.Fail(TrapKind::kHostError, "boom refused"); },
+                "traps"})
+          .ok());
   EXPECT_TRUE(registry
-                  .Add({"test", "boom", {{}, {}},
-                        [](HostCall& call) {
-                          return call.Fail(TrapKind::kHostError, "boom refused");
-                        },
-                        "traps"})
-                  .ok());
-  EXPECT_TRUE(registry
-                  .Add({"test", "peek", {{ValType::kI32, ValType::kI32}, {ValType::kI32}},
+                  .Add({"test",
+                        "peek",
+                        {{ValType::kI32, ValType::kI32}, {ValType::kI32}},
                         [](HostCall& call) {
                           auto bytes = call.memory().Read(call.i32(0), call.i32(1));
                           if (!bytes.ok()) {
@@ -113,8 +121,8 @@ TEST(ModuleTest, IdIsSha256OfTheBinary) {
 }
 
 TEST(ModuleTest, TextErrorNamesLineAndColumn) {
-  auto module = Module::FromText("(module\n  (func (result i32)\n    (i32.add (i32.const 1))))",
-                                 "bad.wat");
+  auto module =
+      Module::FromText("(module\n  (func (result i32)\n    (i32.add (i32.const 1))))", "bad.wat");
   ASSERT_FALSE(module.ok());
   EXPECT_EQ(module.status().code(), Code::kInvalidArgument);
   EXPECT_NE(module.status().message().find("bad.wat:3:"), std::string::npos)
@@ -140,8 +148,8 @@ TEST(ModuleTest, RejectsNotWasm) {
 TEST(ModuleTest, RejectsTooManyLocals) {
   ModuleLimits limits;
   limits.max_function_locals = 10;
-  auto module = Module::FromText("(module (func (local i32 i32 i32 i32 i32 i32 i32 i32 i32 i32 i32)))",
-                                 "locals.wat", limits);
+  auto module = Module::FromText(
+      "(module (func (local i32 i32 i32 i32 i32 i32 i32 i32 i32 i32 i32)))", "locals.wat", limits);
   ASSERT_FALSE(module.ok());
   EXPECT_EQ(module.status().code(), Code::kLimitExceeded);
   EXPECT_NE(module.status().message().find("max_function_locals=10"), std::string::npos);
