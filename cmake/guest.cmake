@@ -3,6 +3,8 @@
 # reef_add_guest(NAME SOURCES a.c [b.c ...] [INCLUDES dir ...] [CFLAGS flag ...])
 #   Compiles each C source with clang --target=wasm32 (C11, freestanding, no libc), links with
 #   wasm-ld into ${REEF_GUEST_DIR}/NAME.wasm and adds target guest_NAME (built by ALL).
+#   - -mbulk-memory: memcpy/memset become single memory.copy/memory.fill instructions
+#     (bulk memory is part of ABI v1, see docs/abi.md).
 #   - Compile with -O2 -c and link without -O, so clang never runs wasm-opt from PATH
 #     (notes/engine-facts.md).
 #   - Header dependencies come from clang's depfiles; files listed in REEF_GUEST_HEADERS (in
@@ -34,7 +36,7 @@ function(reef_add_guest name)
     set(obj ${REEF_GUEST_DIR}/${name}.${stem}.o)
     add_custom_command(
       OUTPUT ${obj}
-      COMMAND ${REEF_GUEST_CC} --target=wasm32 -O2 -c -std=c11 -ffreestanding -nostdlib
+      COMMAND ${REEF_GUEST_CC} --target=wasm32 -mbulk-memory -O2 -c -std=c11 -ffreestanding -nostdlib
               -Wall -Wextra -Wpedantic -Werror ${include_flags} ${G_CFLAGS}
               -MD -MF ${obj}.d -o ${obj} ${src_abs}
       DEPENDS ${src_abs} ${REEF_GUEST_HEADERS}

@@ -1,7 +1,9 @@
 // `reef wasm run | inspect | handle`: tools for guest authors, on the engine directly.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -91,6 +93,17 @@ void PrintEffects(const actor::Effects& effects) {
     auto message = ValueToJsonText(send.message, ValueLimits{});
     fmt::print("send to @{}{}: {}\n", send.target.str(), send.sender ? "" : " (as the host)",
                message.ok() ? *message : message.status().ToString());
+  }
+}
+
+void PrintProfile(const std::map<std::string, uint64_t>& per_function, uint64_t total) {
+  std::vector<std::pair<uint64_t, std::string>> rows;
+  for (const auto& [function, count] : per_function) rows.emplace_back(count, function);
+  std::sort(rows.rbegin(), rows.rend());
+  fmt::print("profile  {} instructions\n", total);
+  for (const auto& [count, function] : rows) {
+    fmt::print("  {:>8} {:5.1f}%  {}\n", count, 100.0 * count / std::max<uint64_t>(total, 1),
+               function);
   }
 }
 
@@ -229,6 +242,7 @@ Handler SetupHandle(CLI::App& app) {
   struct Args {
     std::string file, state, message, sender, self = std::string(kDevSelf);
     uint64_t budget = 100'000'000, slice = 10'000;
+    bool profile = false;
   };
   auto a = std::make_shared<Args>();
   app.add_option("file", a->file, "actor module (.wasm or .wat) built against ABI reef v1")
@@ -243,6 +257,8 @@ Handler SetupHandle(CLI::App& app) {
   app.add_option("--slice", a->slice, "instructions per slice")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_flag("--profile", a->profile,
+               "count instructions per function exactly (runs in 1-instruction slices)");
   return [a] {
     ValueLimits limits;
     auto state = ValueFromJson(a->state, limits);
@@ -269,12 +285,25 @@ Handler SetupHandle(CLI::App& app) {
     if (!invocation.ok()) return Fail(invocation.status());
 
     uint64_t used = 0;
-    RunState end = Drive(**invocation, a->budget, a->slice, &used);
+    std::map<std::string, uint64_t> per_function;
+    RunState end = RunState::kBudgetExhausted;
+    if (a->profile) {
+      // One instruction per slice: every slice is charged exactly, so the counts are exact.
+      while (end == RunState::kBudgetExhausted && used < a->budget) {
+        std::string function = (*invocation)->telemetry().function;
+        end = (*invocation)->Run(1);
+        ++per_function[function];
+        ++used;
+      }
+    } else {
+      end = Drive(**invocation, a->budget, a->slice, &used);
+    }
     fmt::print("actor    @{} ({}, module {})\n", self->str(), a->file,
                (*module)->id().substr(0, 12));
     fmt::print("handle   state {} <- message {} from {}\n", a->state, a->message,
                a->sender.empty() ? "the host" : "@" + std::string(sender.as_actor_ref().str()));
     PrintEffects(context.effects);
+    if (a->profile) PrintProfile(per_function, used);
     if (end != RunState::kFinished) {
       if (context.effects.failure) fmt::print("fail     {}\n", *context.effects.failure);
       fmt::print("failed   state stays {}; no send is delivered\n", a->state);
@@ -289,7 +318,7 @@ Handler SetupHandle(CLI::App& app) {
     auto text = ValueToJsonText(*next, limits);
     // Charged instructions count whole chunks of up to 1,024 (see Invocation::Run).
     fmt::print("commit   new state {} (charged {} instructions in slices of {})\n",
-               text.ok() ? *text : text.status().ToString(), used, a->slice);
+               text.ok() ? *text : text.status().ToString(), used, a->profile ? 1 : a->slice);
     return 0;
   };
 }
