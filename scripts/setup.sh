@@ -17,6 +17,7 @@ packages=(
   clang-format-16
   # the V8 anchor of the benchmarks
   nodejs
+  erlang-base  # the Erlang/OTP anchor of the actor benchmarks (bench/anchors/)
 )
 
 missing=()

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs the Erlang/OTP anchors of Reef's actor workloads and prints their `bench ...` lines and
+# one table (docs/benchmarks.md, "Actor workloads: Erlang anchors").
+#
+#   bash scripts/bench_anchors.sh [REEF_LINES]
+#
+# The anchors are bench/anchors/actors.escript, run in fresh VMs: pingpong, fanout and spawn
+# with one scheduler thread (+S 1:1, mode=one_thread) and with two (+S 2:2, mode=two_threads);
+# memory alone in a fresh VM per run (REEF_BENCH_ACTOR_REPEATS runs, default 3).
+# REEF_LINES (optional): a file of `bench engine=reef ...` lines of the same workloads; rows
+# are joined on kernel + mode (+ n for the idle_* memory kernels) and get a Reef column and a
+# cost ratio (> 1: Reef is slower or bigger). Sizes: see the header of actors.escript.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+reef_lines=${1:-}
+repeats=${REEF_BENCH_ACTOR_REPEATS:-3}
+escript=$(command -v escript || true)
+if [[ -z $escript ]]; then
+  echo "bench_anchors: escript is missing (Erlang/OTP); run bash scripts/setup.sh" >&2
+  exit 1
+fi
+if [[ -n $reef_lines && ! -r $reef_lines ]]; then
+  echo "bench_anchors: cannot read $reef_lines" >&2
+  exit 1
+fi
+script=$root/bench/anchors/actors.escript
+otp=$(erl -noshell -eval 'io:format("~s ~s", [erlang:system_info(otp_release),
+  erlang:system_info(emu_flavor)]), halt().')
+
+echo "bench_anchors: Erlang/OTP $otp; median of $repeats runs;" \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+lines=$(mktemp)
+trap 'rm -f "$lines"' EXIT
+# ERL_FLAGS is set here, so a caller's ERL_FLAGS cannot change the scheduler count.
+ERL_FLAGS="+S 1:1" "$escript" "$script" pingpong fanout spawn | tee -a "$lines"
+ERL_FLAGS="+S 2:2" "$escript" "$script" pingpong fanout spawn | tee -a "$lines"
+for ((run = 1; run <= repeats; ++run)); do
+  ERL_FLAGS="+S 2:2" "$escript" "$script" memory | tee -a "$lines"
+done
+echo
+
+# Each key's figure is the median over its lines' medians (one line per key, except memory:
+# one line per fresh VM).
+awk '
+  function field(name,   i, kv) {
+    for (i = 2; i <= NF; ++i) {
+      split($i, kv, "=")
+      if (kv[1] == name) return substr($i, length(name) + 2)
+    }
+    return ""
+  }
+  function median(key,   n, i, j, v, tmp) {
+    n = count[key]
+    for (i = 1; i <= n; ++i) v[i] = sample[key, i] + 0
+    for (i = 2; i <= n; ++i) {
+      tmp = v[i]
+      for (j = i - 1; j >= 1 && v[j] > tmp; --j) v[j + 1] = v[j]
+      v[j + 1] = tmp
+    }
+    return v[int(n / 2) + 1]
+  }
+  function num(x) { return (x >= 1000) ? sprintf("%.0f", x) : sprintf("%.1f", x) }
+  $1 == "bench" {
+    engine = field("engine"); kernel = field("kernel"); mode = field("mode"); n = field("n")
+    row = kernel "/" mode (kernel ~ /^idle_/ ? "/" n : "")
+    if (!(row in seen)) { seen[row] = 1; order[++rows] = row; label[row] = kernel " " mode
+                          size[row] = n; unit[row] = field("unit") }
+    key = engine "|" row
+    sample[key, ++count[key]] = field("median")
+  }
+  END {
+    printf "| %-30s | %-8s | %-15s | %12s | %12s | %16s |\n", "workload", "n", "unit", "Reef",
+           "Erlang/OTP", "Reef/Erlang cost"
+    printf "|%s|%s|%s|%s|%s|%s|\n", "--------------------------------", "----------",
+           "-----------------", "--------------", "--------------", "------------------"
+    for (i = 1; i <= rows; ++i) {
+      row = order[i]
+      e = count["erlang|" row] ? median("erlang|" row) : ""
+      r = count["reef|" row] ? median("reef|" row) : ""
+      cost = "-"
+      if (e != "" && r != "" && e > 0 && r > 0)
+        cost = sprintf("%.1fx", (unit[row] ~ /_per_s$/) ? e / r : r / e)
+      printf "| %-30s | %-8s | %-15s | %12s | %12s | %16s |\n", label[row], size[row], unit[row],
+             (r == "") ? "-" : num(r), (e == "") ? "-" : num(e), cost
+    }
+  }
+' "$lines" ${reef_lines:+"$reef_lines"}
