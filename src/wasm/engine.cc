@@ -128,7 +128,7 @@ Engine::State::~State() {
   compiled.clear();
 }
 
-Result<const CompiledModule*> Engine::State::Compile(const std::shared_ptr<const Module>& module) {
+Result<CompiledModule*> Engine::State::Compile(const std::shared_ptr<const Module>& module) {
   auto found = compiled.find(module->id());
   if (found != compiled.end()) return found->second.get();
 
@@ -192,7 +192,7 @@ Result<const CompiledModule*> Engine::State::Compile(const std::shared_ptr<const
   if (!desc.starts.empty()) out->start_function = desc.starts.front().func_index;
   desc.starts.clear();
   out->code = interp::Module::New(store, std::move(desc));
-  const CompiledModule* result = out.get();
+  CompiledModule* result = out.get();
   compiled.emplace(module->id(), std::move(out));
   return result;
 }
@@ -257,7 +257,7 @@ Engine::Engine(const HostRegistry& registry, EngineLimits limits)
 Engine::~Engine() = default;
 
 Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Module> module) {
-  REEF_ASSIGN_OR_RETURN(const CompiledModule* compiled, state_->Compile(module));
+  REEF_ASSIGN_OR_RETURN(CompiledModule * compiled, state_->Compile(module));
 
   std::vector<std::string> problems;
   interp::RefVec imports;
@@ -313,6 +313,7 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
           kStartBudget));
     }
   }
+  result->TakeSnapshot();
   return std::unique_ptr<Instance>(std::move(result));
 }
 
@@ -334,7 +335,7 @@ Result<std::vector<WasmValue>> Instance::Call(std::string_view name,
   return invocation->results();
 }
 
-InstanceImpl::InstanceImpl(std::shared_ptr<Engine::State> state, const CompiledModule* compiled,
+InstanceImpl::InstanceImpl(std::shared_ptr<Engine::State> state, CompiledModule* compiled,
                            interp::Instance::Ptr instance)
     : state_(std::move(state)), compiled_(compiled), instance_(std::move(instance)) {
   if (!instance_->memories().empty()) {
@@ -390,6 +391,36 @@ Result<std::unique_ptr<Invocation>> InstanceImpl::StartFunction(uint32_t index,
       state_, this, std::move(thread), defined->type().results, context, host_calls_allowed);
   if (pushed == interp::RunResult::Trap) invocation->TrapBeforeRun(trap);
   return std::unique_ptr<Invocation>(std::move(invocation));
+}
+
+void InstanceImpl::TakeSnapshot() {
+  if (compiled_->has_snapshot) return;
+  if (memory_) {
+    compiled_->initial_memory.assign(memory_->UnsafeData(),
+                                     memory_->UnsafeData() + memory_->ByteSize());
+  }
+  for (interp::Ref ref : instance_->globals()) {
+    compiled_->initial_globals.push_back(interp::Global::Ptr(state_->store, ref)->Get());
+  }
+  compiled_->has_snapshot = true;
+}
+
+Status InstanceImpl::Reset() {
+  if (busy_) return Status::FailedPrecondition("cannot reset an instance while it runs");
+  if (memory_) {
+    const auto& image = compiled_->initial_memory;
+    uint8_t* data = memory_->UnsafeData();
+    if (!image.empty()) std::memcpy(data, image.data(), image.size());
+    std::memset(data + image.size(), 0, memory_->ByteSize() - image.size());
+  }
+  const interp::RefVec& globals = instance_->globals();
+  for (size_t i = 0; i < globals.size(); ++i) {
+    interp::Global::Ptr global(state_->store, globals[i]);
+    if (global->type().mut == interp::Mutability::Var) {
+      global->UnsafeSet(compiled_->initial_globals[i]);
+    }
+  }
+  return Status::Ok();
 }
 
 uint64_t InstanceImpl::size() const {

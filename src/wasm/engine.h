@@ -104,6 +104,14 @@ class Instance {
                                                     std::span<const WasmValue> args,
                                                     void* context = nullptr) = 0;
 
+  // Restores memory 0 and every mutable global to their values right after instantiation
+  // (data segments applied, start function run), zeroing memory grown since. Memory keeps its
+  // current size (wasm memories never shrink). Tables are not restored. Use it before an
+  // instance serves another actor, so no actor's data is readable by another's invocation.
+  // Cost: one copy of the initial memory image. Errors: FailedPrecondition while an
+  // invocation of this instance is active.
+  virtual Status Reset() = 0;
+
   // Convenience: Start, then Run with `budget` slices until finished or trapped, completing
   // no host suspensions (a suspension is an error here: FailedPrecondition).
   // Returns the results; Trapped with Trap::ToString() as the message on a trap.

@@ -26,6 +26,11 @@ struct CompiledModule {
   std::vector<std::pair<uint32_t, uint32_t>> function_starts;
   // Function index of the start function, if the module declares one.
   std::optional<uint32_t> start_function;
+  // State right after instantiation, taken from the first instance (instantiation is
+  // deterministic: start functions may not call the host). Used by Instance::Reset.
+  bool has_snapshot = false;
+  std::vector<uint8_t> initial_memory;
+  std::vector<wabt::interp::Value> initial_globals;  // one per global; mutable ones restored
 
   // Name of the function whose code contains `code_offset`.
   std::string FunctionAt(uint32_t code_offset, uint32_t* function_start) const;
@@ -36,7 +41,7 @@ struct Engine::State {
   ~State();
 
   // Compiles (or finds in the cache) `module` with limits applied to its declarations.
-  Result<const CompiledModule*> Compile(const std::shared_ptr<const Module>& module);
+  Result<CompiledModule*> Compile(const std::shared_ptr<const Module>& module);
   // The store-side function for registry row `row`, created on first use.
   wabt::interp::HostFunc::Ptr HostFuncFor(size_t row);
 
@@ -60,7 +65,7 @@ struct Engine::State {
 
 class InstanceImpl final : public Instance, public GuestMemory {
  public:
-  InstanceImpl(std::shared_ptr<Engine::State> state, const CompiledModule* compiled,
+  InstanceImpl(std::shared_ptr<Engine::State> state, CompiledModule* compiled,
                wabt::interp::Instance::Ptr instance);
   ~InstanceImpl() override;
 
@@ -80,6 +85,10 @@ class InstanceImpl final : public Instance, public GuestMemory {
   Result<std::span<const uint8_t>> View(uint32_t ptr, uint32_t len) const override;
   Status Write(uint32_t ptr, std::span<const uint8_t> bytes) override;
 
+  Status Reset() override;
+  // Records the post-instantiation state in the compiled module (first instance only).
+  void TakeSnapshot();
+
   void EndInvocation() { busy_ = false; }
   const CompiledModule& compiled() const { return *compiled_; }
 
@@ -87,7 +96,7 @@ class InstanceImpl final : public Instance, public GuestMemory {
   Result<uint8_t*> Span(uint32_t ptr, uint32_t len) const;
 
   std::shared_ptr<Engine::State> state_;  // first: outlives the RefPtrs below
-  const CompiledModule* compiled_;
+  CompiledModule* compiled_;
   wabt::interp::Instance::Ptr instance_;
   wabt::interp::Memory::Ptr memory_;  // null when the module has no memory
   bool busy_ = false;

@@ -523,3 +523,34 @@ TEST_F(EngineTest, InstancesDoNotShareMemory) {
 
 }  // namespace
 }  // namespace reef::wasm
+
+namespace reef::wasm {
+namespace {
+
+TEST_F(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
+  auto instance = Instantiate(R"((module
+    (memory 1)
+    (data (i32.const 8) "\07")
+    (global $g (mut i32) (i32.const 3))
+    (func (export "dirty") (result i32)
+      (i32.store (i32.const 8) (i32.const 99))
+      (i32.store (i32.const 4000) (i32.const 42))
+      (drop (memory.grow (i32.const 1)))
+      (i32.store (i32.const 70000) (i32.const 5))
+      (global.set $g (i32.const 77))
+      (i32.const 0))
+    (func (export "peek") (param i32) (result i32) (i32.load (local.get 0)))
+    (func (export "g") (result i32) (global.get $g))))");
+  ASSERT_TRUE(instance->Call("dirty", {}).ok());
+  ASSERT_TRUE(instance->Reset().ok());
+  auto peek = [&](int32_t at) {
+    return std::get<int32_t>((*instance->Call("peek", std::vector<WasmValue>{at}))[0]);
+  };
+  EXPECT_EQ(peek(8), 7);
+  EXPECT_EQ(peek(4000), 0);
+  EXPECT_EQ(peek(70000), 0) << "grown memory is zeroed, not shrunk";
+  EXPECT_EQ(std::get<int32_t>((*instance->Call("g", {}))[0]), 3);
+}
+
+}  // namespace
+}  // namespace reef::wasm
