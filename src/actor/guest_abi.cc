@@ -105,6 +105,7 @@ HostCallOutcome Log(HostCall& call) {
     code = kLimit;
   } else if (level >= static_cast<int32_t>(ctx.min_log_level)) {
     ctx.effects.logs.push_back({static_cast<LogLevel>(level), std::string(text)});
+    if (ctx.on_log) ctx.on_log(static_cast<LogLevel>(level), ctx.effects.logs.back().message);
   }
   call.results()[0] = code;
   return HostCallOutcome::kComplete;

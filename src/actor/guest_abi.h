@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,9 @@ struct ActorCallContext {
   TransitionLimits transition_limits;
   LogLevel min_log_level = LogLevel::kInfo;  // lower levels are neither stored nor counted
   Effects effects;
+  // Called for every accepted log entry at the moment the guest logs it (logging is
+  // immediate: it does not roll back if the invocation later fails). Optional.
+  std::function<void(LogLevel, const std::string&)> on_log;
 };
 
 // The ABI v1 manifest: send, send_from, log, self, fail (module `reef`), each handler acting

@@ -1,0 +1,89 @@
+// Public data types of the actor runtime: statuses, envelopes, implementations, snapshots.
+//
+// An actor is addressable state plus a bounded mailbox plus an implementation; it runs one
+// invocation at a time (spec 001, "Scheduling and lifecycle"). The runtime (runtime.h) owns
+// actors; these types are copies handed to callers.
+//
+// Thread ownership: plain values; any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "actor/guest_abi.h"
+#include "core/status.h"
+#include "core/value.h"
+#include "wasm/invocation.h"
+#include "wasm/module.h"
+
+namespace reef::actor {
+
+// Actor statuses, one row each: enumerator, stable name (protocol, CLI, docs).
+#define REEF_ACTOR_STATUSES(X)                                              \
+  X(kIdle, "idle")         /* no active invocation; runnable if input waits */ \
+  X(kRunning, "running")   /* an invocation is active between slices */        \
+  X(kAwaiting, "awaiting") /* the invocation waits in a host call */           \
+  X(kPaused, "paused")     /* not scheduled; the prior status is kept */       \
+  X(kStopped, "stopped")   /* takes no input until restarted */                \
+  X(kFailed, "failed")     /* a handler failed; state and input are retained */
+
+enum class ActorStatus : uint8_t {
+#define REEF_X(name, text) name,
+  REEF_ACTOR_STATUSES(REEF_X)
+#undef REEF_X
+};
+
+std::string_view ActorStatusName(ActorStatus status);
+
+// One message with its sender. An empty sender means the host (a client, the REPL, the
+// runtime) sent it; actors see it as null.
+struct Envelope {
+  std::optional<ActorRef> sender;
+  Value message;
+
+  friend bool operator==(const Envelope&, const Envelope&) = default;
+};
+
+// An actor implementation: a module built against ABI reef v1, identified by its
+// implementation id (implementation.h). Immutable; shared by every actor running it.
+struct Implementation {
+  std::string id;  // lowercase hex SHA-256, see ImplementationId
+  std::shared_ptr<const wasm::Module> module;
+  std::string label;  // where it came from, e.g. a source path; for people only
+};
+
+// The identity of `module` compiled under this engine and ABI: SHA-256 over a versioned
+// domain string, the module id, the engine name and version, the host manifest fingerprint
+// and the target. Changes whenever any of them changes.
+std::string ImplementationId(const wasm::Module& module, const wasm::HostRegistry& registry);
+
+// Checks the module exports ABI v1's actor entry points and wraps it.
+// Errors: InvalidArgument naming the missing exports (CheckActorExports).
+Result<std::shared_ptr<const Implementation>> MakeImplementation(
+    std::shared_ptr<const wasm::Module> module, std::string label);
+
+// A copy of one actor's observable state, for inspect and tests.
+struct ActorSnapshot {
+  ActorRef ref;
+  std::string implementation_id;
+  std::string implementation_label;
+  uint32_t incarnation = 0;  // 1 at spawn; +1 per restart
+  ActorStatus status = ActorStatus::kIdle;
+  std::optional<ActorStatus> paused_from;  // set while paused: the status resume restores
+  Value state;                              // committed state
+  std::optional<Envelope> reserved;         // the input of the active or failed invocation
+  std::vector<Envelope> queued;             // FIFO, oldest first
+  uint32_t mailbox_capacity = 0;            // counts queued + reserved messages
+  std::optional<wasm::Telemetry> telemetry; // while an invocation is active
+  bool stopping = false;                    // a graceful stop is in progress
+  std::optional<std::string> pending_install;  // implementation id queued by reload/become
+  std::optional<std::string> failure;          // why the last invocation failed
+  LogLevel log_level = LogLevel::kInfo;
+  uint32_t reactor = 0;
+};
+
+}  // namespace reef::actor

@@ -1,0 +1,176 @@
+// Internals of the actor runtime, shared by runtime.cc (host operations), transition.cc
+// (slices and commits) and reactor.cc (placement, threads). Not a public header.
+//
+// Ownership: an Actor belongs to one Reactor and is touched only by the thread driving that
+// reactor (a reactor thread in free-running mode; the caller holding State::manual_mu in
+// manual mode). ActorCell is the part other threads may read: status and mailbox occupancy,
+// both atomic, used to validate sends from other reactors.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actor/runtime.h"
+
+namespace reef::actor {
+
+// The cross-thread face of an actor.
+struct ActorCell {
+  explicit ActorCell(ActorRef r, uint32_t cap, uint32_t reactor_id)
+      : ref(r), capacity(cap), reactor(reactor_id) {}
+
+  // Reserves `n` mailbox slots; false (nothing reserved) when that would pass capacity.
+  bool Reserve(uint32_t n);
+  void Release(uint32_t n) { used.fetch_sub(n, std::memory_order_acq_rel); }
+  bool Accepting() const {
+    ActorStatus s = status.load(std::memory_order_acquire);
+    return s != ActorStatus::kStopped && s != ActorStatus::kFailed;
+  }
+
+  const ActorRef ref;
+  std::atomic<uint32_t> capacity;
+  std::atomic<uint32_t> reactor;  // owner; changes only when draining moves the actor
+  std::atomic<ActorStatus> status{ActorStatus::kIdle};
+  std::atomic<uint32_t> used{0};  // queued + reserved + slots reserved by senders in flight
+};
+
+// A host call waiting for its reply (Runtime::Call). Its reply address is a fresh ref that
+// is never an actor.
+struct CallSlot {
+  std::promise<Result<Value>> promise;
+  std::atomic<bool> done{false};
+  // Completes once; later completions are ignored.
+  void Complete(Result<Value> result);
+};
+
+// An actor, owned by its reactor.
+struct Actor {
+  std::shared_ptr<ActorCell> cell;
+  std::shared_ptr<const Implementation> implementation;
+  uint32_t incarnation = 1;
+  Value state;
+  std::deque<Envelope> queued;
+  std::optional<Envelope> reserved;
+  ActorStatus status = ActorStatus::kIdle;
+  std::optional<ActorStatus> paused_from;
+  bool stopping = false;
+  std::shared_ptr<const Implementation> pending_install;
+  std::optional<std::string> failure;
+  uint32_t turn_commits = 0;  // free-running: completions in the current turn
+
+  // The active invocation and the instance it borrowed.
+  struct Active {
+    std::unique_ptr<wasm::Instance> instance;
+    std::unique_ptr<wasm::Invocation> invocation;
+    bool shutdown = false;  // running on_shutdown rather than handle
+  };
+  std::optional<Active> active;
+  // Stable address for the invocation's imports; holds the per-actor minimum log level.
+  std::unique_ptr<ActorCallContext> context;
+
+  void SetStatus(ActorStatus s) {
+    status = s;
+    cell->status.store(s, std::memory_order_release);
+  }
+  bool HasInput() const { return !queued.empty() || reserved.has_value(); }
+};
+
+// Idle instances of one implementation on one reactor.
+struct PooledInstance {
+  std::unique_ptr<wasm::Instance> instance;
+  std::optional<ActorRef> last_actor;  // whose data the memory may still hold
+};
+
+class Reactor {
+ public:
+  Reactor(uint32_t reactor_id, const RuntimeOptions& options);
+
+  const uint32_t id;
+  std::atomic<ReactorLiveness> liveness{ReactorLiveness::kUp};
+  std::atomic<uint64_t> actor_count{0};
+
+  // ---- owned by the thread driving this reactor ----
+  wasm::Engine engine;
+  std::map<ActorRef, std::unique_ptr<Actor>> actors;
+  std::map<std::string, std::vector<PooledInstance>> pool;  // by implementation id
+  std::deque<ActorRef> run_queue;                           // free-running
+  std::map<ActorRef, bool> queued_to_run;                   // members of run_queue
+
+  // ---- cross-thread commands (free-running) ----
+  using Command = std::function<void(Reactor&)>;
+  void Post(Command command);
+  // Takes every pending command; waits up to `timeout` when none is pending and `idle`.
+  std::deque<Command> TakeCommands(bool idle, std::chrono::milliseconds timeout);
+
+  std::thread thread;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Command> commands_;  // GUARDED_BY(mu_)
+};
+
+struct Runtime::State {
+  explicit State(RuntimeOptions opts);
+
+  RuntimeOptions options;
+  LogStore logs;
+  LifecycleEvents events;
+  std::vector<std::unique_ptr<Reactor>> reactors;  // constant after Create
+  std::atomic<bool> shutting_down{false};
+  std::atomic<uint32_t> round_robin{0};
+
+  // Manual mode: serializes every operation (the caller thread drives all reactors).
+  std::recursive_mutex manual_mu;
+
+  // ref -> cell, for every actor. Readers: any thread; writers: Spawn.
+  std::shared_mutex directory_mu;
+  std::map<ActorRef, std::shared_ptr<ActorCell>> directory;  // GUARDED_BY(directory_mu)
+
+  std::mutex calls_mu;
+  std::map<ActorRef, std::shared_ptr<CallSlot>> calls;  // GUARDED_BY(calls_mu)
+
+  // ---- helpers (runtime.cc) ----
+  std::shared_ptr<ActorCell> FindCell(const ActorRef& ref);
+  std::shared_ptr<CallSlot> FindCall(const ActorRef& ref);
+  // Runs `fn` on the reactor owning `ref` and returns its result, waiting up to
+  // options.call_timeout. Errors: NotFound, Unavailable (timeout or shutdown).
+  Status OnActor(const ActorRef& ref, const std::function<Status(Reactor&, Actor&)>& fn);
+  // Runs `fn` on `reactor` (inline under manual_mu in manual mode).
+  Status OnReactor(Reactor& reactor, const std::function<Status(Reactor&)>& fn);
+
+  // ---- transitions (transition.cc), on the owning reactor ----
+  // Runs one slice of `actor`; starts the next input first when there is no invocation.
+  // Returns the instructions charged.
+  uint64_t RunSlice(Reactor& reactor, Actor& actor, uint64_t budget, TickReport* report);
+  bool Runnable(const Actor& actor) const;
+  // Delivers an envelope whose mailbox slot is already reserved.
+  void Deliver(Reactor& reactor, Actor& actor, Envelope envelope);
+  // Ends the active invocation without effects and returns its instance to the pool.
+  void DropInvocation(Reactor& reactor, Actor& actor);
+  // Applies a queued reload/become at a handler boundary.
+  void ApplyPendingInstall(Actor& actor);
+  void Publish(LifecycleKind kind, const Actor& actor, std::string detail = {});
+
+  // ---- reactors (reactor.cc) ----
+  Result<Reactor*> Place(const SpawnOptions& options);
+  void StartThreads();
+  void StopThreads();
+  void MarkRunnable(Reactor& reactor, const ActorRef& ref);
+  // Routes an envelope to `cell`'s owner (inline in manual mode).
+  void Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope);
+};
+
+}  // namespace reef::actor

@@ -1,0 +1,39 @@
+#include <fmt/format.h>
+
+#include "actor/actor.h"
+#include "core/ids.h"
+
+namespace reef::actor {
+
+std::string_view ActorStatusName(ActorStatus status) {
+  switch (status) {
+#define REEF_X(name, text) \
+  case ActorStatus::name:  \
+    return text;
+    REEF_ACTOR_STATUSES(REEF_X)
+#undef REEF_X
+  }
+  return "?";
+}
+
+std::string ImplementationId(const wasm::Module& module, const wasm::HostRegistry& registry) {
+  // Versioned domain, then every input of the compile fingerprint, newline-separated.
+  std::string input = fmt::format(
+      "reef-implementation:v1\nmodule {}\nengine wabt-interp 1.0.32\nabi {}\ntarget "
+      "wasm32-interp\n",
+      module.id(), registry.Fingerprint());
+  return Sha256Hex(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(input.data()),
+                                            input.size()));
+}
+
+Result<std::shared_ptr<const Implementation>> MakeImplementation(
+    std::shared_ptr<const wasm::Module> module, std::string label) {
+  REEF_RETURN_IF_ERROR(CheckActorExports(*module));
+  auto implementation = std::make_shared<Implementation>();
+  implementation->id = ImplementationId(*module, AbiV1Registry());
+  implementation->module = std::move(module);
+  implementation->label = std::move(label);
+  return std::shared_ptr<const Implementation>(std::move(implementation));
+}
+
+}  // namespace reef::actor

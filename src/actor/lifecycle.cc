@@ -1,0 +1,292 @@
+// Lifecycle, repair and drain operations (spec 001 "System messages", "Actor repair";
+// spec 003 "Stores" liveness). Each runs on the actor's reactor via State::OnActor.
+#include <fmt/format.h>
+
+#include "actor/detail/runtime_state.h"
+#include "core/limits.h"
+
+namespace reef::actor {
+
+namespace {
+
+Status NotWhile(const Actor& a, std::string_view op) {
+  return Status::FailedPrecondition(fmt::format("cannot {} @{}: it is {}", op,
+                                                a.cell->ref.str(), ActorStatusName(a.status)));
+}
+
+// Puts the reserved input back at the front of the queue (restart and cancel).
+void RequeueReserved(Actor& a) {
+  if (!a.reserved) return;
+  a.queued.push_front(std::move(*a.reserved));
+  a.reserved.reset();
+}
+
+// Repair preconditions (spec 001): paused, stopped or failed, and no active invocation.
+Status CheckRepairable(const Actor& a, std::string_view op) {
+  bool status_ok = a.status == ActorStatus::kPaused || a.status == ActorStatus::kStopped ||
+                   a.status == ActorStatus::kFailed;
+  if (!status_ok) {
+    return Status::FailedPrecondition(fmt::format(
+        "{} needs @{} paused, stopped or failed; it is {} (pause it first)", op,
+        a.cell->ref.str(), ActorStatusName(a.status)));
+  }
+  if (a.active) {
+    return Status::FailedPrecondition(fmt::format(
+        "{} needs @{} without an active invocation (kill or cancel it first)", op,
+        a.cell->ref.str()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Runtime::Stop(const ActorRef& ref) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (a.status == ActorStatus::kStopped) return Status::Ok();
+    if (a.status == ActorStatus::kPaused) {  // stop unpauses so shutdown can progress
+      a.SetStatus(a.paused_from.value_or(ActorStatus::kIdle));
+      a.paused_from.reset();
+    }
+    if (a.status == ActorStatus::kFailed) a.SetStatus(ActorStatus::kIdle);
+    a.stopping = true;
+    if (!a.active && !HasShutdownHook(*a.implementation->module)) {
+      a.stopping = false;
+      a.SetStatus(ActorStatus::kStopped);
+      s.Publish(LifecycleKind::kStopped, a);
+    }
+    s.MarkRunnable(r, ref);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::Kill(const ActorRef& ref) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    s.DropInvocation(r, a);
+    a.stopping = false;
+    a.paused_from.reset();
+    a.SetStatus(ActorStatus::kStopped);
+    s.Publish(LifecycleKind::kStopped, a, "killed");
+    return Status::Ok();
+  });
+}
+
+Status Runtime::Restart(const ActorRef& ref) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (a.incarnation == UINT32_MAX) {
+      return Status::LimitExceeded(
+          fmt::format("@{} reached the last incarnation ({})", ref.str(), a.incarnation));
+    }
+    s.DropInvocation(r, a);
+    RequeueReserved(a);
+    ++a.incarnation;
+    a.stopping = false;
+    a.paused_from.reset();
+    a.failure.reset();
+    a.SetStatus(ActorStatus::kIdle);
+    s.ApplyPendingInstall(a);
+    s.Publish(LifecycleKind::kRestarted, a);
+    s.MarkRunnable(r, ref);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::Pause(const ActorRef& ref) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+    if (a.status == ActorStatus::kPaused) return Status::Ok();
+    if (a.status == ActorStatus::kStopped || a.status == ActorStatus::kFailed) {
+      return NotWhile(a, "pause");
+    }
+    a.paused_from = a.status;
+    a.SetStatus(ActorStatus::kPaused);
+    s.Publish(LifecycleKind::kPaused, a);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::Resume(const ActorRef& ref) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (a.status != ActorStatus::kPaused) return NotWhile(a, "resume");
+    a.SetStatus(a.paused_from.value_or(ActorStatus::kIdle));
+    a.paused_from.reset();
+    s.Publish(LifecycleKind::kResumed, a);
+    s.MarkRunnable(r, ref);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::Cancel(const ActorRef& ref) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (!a.active) {
+      return Status::FailedPrecondition(
+          fmt::format("@{} has no active invocation to cancel", ref.str()));
+    }
+    s.DropInvocation(r, a);
+    RequeueReserved(a);
+    if (a.status == ActorStatus::kPaused) {
+      a.paused_from = ActorStatus::kIdle;
+    } else {
+      a.SetStatus(ActorStatus::kIdle);
+    }
+    s.ApplyPendingInstall(a);
+    s.MarkRunnable(r, ref);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::Install(const ActorRef& ref,
+                        std::shared_ptr<const Implementation> implementation) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+    a.pending_install = implementation;
+    s.ApplyPendingInstall(a);  // at once when no invocation is active
+    return Status::Ok();
+  });
+}
+
+Status Runtime::InstallWithMigration(const ActorRef& ref,
+                                     std::shared_ptr<const Implementation> implementation,
+                                     const Migration& migration) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+    if (a.active || a.reserved) {
+      return Status::FailedPrecondition(fmt::format(
+          "install needs @{} at an idle safe point (no active invocation, no reserved input)",
+          ref.str()));
+    }
+    REEF_ASSIGN_OR_RETURN(Value migrated, migration(a.state));
+    REEF_RETURN_IF_ERROR(
+        CheckLimits(migrated, s.options.value_limits).WithContext("migrated state"));
+    bool changed = !(migrated == a.state);
+    a.state = std::move(migrated);
+    a.implementation = implementation;
+    a.pending_install.reset();
+    s.Publish(LifecycleKind::kInstalled, a, implementation->id);
+    if (changed) s.Publish(LifecycleKind::kMigrated, a);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::SetState(const ActorRef& ref, Value state) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+    REEF_RETURN_IF_ERROR(CheckRepairable(a, "set-state"));
+    REEF_RETURN_IF_ERROR(CheckLimits(state, s.options.value_limits).WithContext("state"));
+    a.state = std::move(state);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::SetMessages(const ActorRef& ref, std::vector<Value> reserved,
+                            std::vector<Value> queued) {
+  State& s = *state_;
+  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    REEF_RETURN_IF_ERROR(CheckRepairable(a, "set-messages"));
+    if (reserved.size() > 1) {
+      return Status::InvalidArgument(
+          fmt::format("reserved holds zero or one message, not {}", reserved.size()));
+    }
+    for (const Value& v : reserved) {
+      REEF_RETURN_IF_ERROR(CheckLimits(v, s.options.value_limits).WithContext("reserved"));
+    }
+    for (size_t i = 0; i < queued.size(); ++i) {
+      REEF_RETURN_IF_ERROR(
+          CheckLimits(queued[i], s.options.value_limits).WithContext(fmt::format("queued[{}]", i)));
+    }
+    uint32_t old_count = static_cast<uint32_t>(a.queued.size() + (a.reserved ? 1 : 0));
+    uint32_t new_count = static_cast<uint32_t>(queued.size() + reserved.size());
+    uint32_t in_flight = a.cell->used.load() - old_count;  // reserved by senders, not here yet
+    if (new_count + in_flight > a.cell->capacity.load()) {
+      return Status::LimitExceeded(fmt::format(
+          "{} messages ({} more on their way) exceed the mailbox capacity of {}", new_count,
+          in_flight, a.cell->capacity.load()));
+    }
+    // Every check passed: apply. A message equal to the one at the same position keeps its
+    // sender; any other is host-originated.
+    auto keep_sender = [](const std::optional<Envelope>& old, Value v) {
+      if (old && old->message == v) return Envelope{old->sender, std::move(v)};
+      return Envelope{std::nullopt, std::move(v)};
+    };
+    std::optional<Envelope> old_reserved = std::move(a.reserved);
+    a.reserved.reset();
+    if (!reserved.empty()) a.reserved = keep_sender(old_reserved, std::move(reserved[0]));
+    std::deque<Envelope> next;
+    for (size_t i = 0; i < queued.size(); ++i) {
+      std::optional<Envelope> old;
+      if (i < a.queued.size()) old = a.queued[i];
+      next.push_back(keep_sender(old, std::move(queued[i])));
+    }
+    a.queued = std::move(next);
+    if (new_count > old_count) a.cell->used.fetch_add(new_count - old_count);
+    if (old_count > new_count) a.cell->Release(old_count - new_count);
+    s.MarkRunnable(r, ref);
+    return Status::Ok();
+  });
+}
+
+Status Runtime::SetLogLevel(const ActorRef& ref, LogLevel level) {
+  return state_->OnActor(ref, [&](Reactor&, Actor& a) {
+    a.context->min_log_level = level;  // read by the log import at every call
+    return Status::Ok();
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Reactors
+
+std::vector<ReactorInfo> Runtime::Reactors() {
+  std::vector<ReactorInfo> out;
+  for (auto& r : state_->reactors) out.push_back({r->id, r->liveness.load(), r->actor_count.load()});
+  return out;
+}
+
+Status Runtime::Drain(uint32_t reactor_id) {
+  State& s = *state_;
+  if (reactor_id >= s.reactors.size()) {
+    return Status::NotFound(fmt::format("no reactor {}", reactor_id));
+  }
+  Reactor& from = *s.reactors[reactor_id];
+  bool other_up = false;
+  for (auto& r : s.reactors) {
+    other_up = other_up || (r.get() != &from && r->liveness.load() == ReactorLiveness::kUp);
+  }
+  if (!other_up) {
+    return Status::FailedPrecondition("drain needs another Up reactor to move actors to");
+  }
+  from.liveness.store(ReactorLiveness::kDraining);
+  return s.OnReactor(from, [&](Reactor& r) {
+    std::vector<ActorRef> movable;
+    for (const auto& [ref, actor] : r.actors) {
+      if (!actor->active) movable.push_back(ref);
+    }
+    for (const ActorRef& ref : movable) {
+      REEF_ASSIGN_OR_RETURN(Reactor * to, s.Place({}));
+      auto owned = std::make_shared<std::unique_ptr<Actor>>(std::move(r.actors.at(ref)));
+      r.actors.erase(ref);
+      r.queued_to_run.erase(ref);
+      r.actor_count.fetch_sub(1);
+      to->actor_count.fetch_add(1);
+      Actor* moved = owned->get();
+      if (s.options.mode == SchedulingMode::kManual) {
+        moved->cell->reactor.store(to->id);
+        to->actors.emplace(ref, std::move(*owned));
+      } else {
+        // Insert on the new owner before routing points there, so later sends find it.
+        to->Post([&s, owned, ref](Reactor& target) {
+          target.actors.emplace(ref, std::move(*owned));
+          if (s.Runnable(*target.actors.at(ref))) s.MarkRunnable(target, ref);
+        });
+        moved->cell->reactor.store(to->id);
+      }
+    }
+    if (r.actors.empty()) r.liveness.store(ReactorLiveness::kDown);
+    return Status::Ok();
+  });
+}
+
+}  // namespace reef::actor

@@ -1,0 +1,164 @@
+// Reactors: placement, routing between reactors, and the free-running loop (spec 003).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "actor/detail/runtime_state.h"
+
+namespace reef::actor {
+
+namespace {
+// The reactor whose thread is running this code, if any (free-running mode).
+thread_local Reactor* tls_reactor = nullptr;
+}  // namespace
+
+Reactor* CurrentReactor() { return tls_reactor; }
+
+bool ActorCell::Reserve(uint32_t n) {
+  uint32_t current = used.load(std::memory_order_acquire);
+  do {
+    if (current + n > capacity.load(std::memory_order_acquire)) return false;
+  } while (!used.compare_exchange_weak(current, current + n, std::memory_order_acq_rel));
+  return true;
+}
+
+void CallSlot::Complete(Result<Value> result) {
+  if (done.exchange(true)) return;
+  promise.set_value(std::move(result));
+}
+
+std::string_view ReactorLivenessName(ReactorLiveness liveness) {
+  switch (liveness) {
+    case ReactorLiveness::kUp: return "up";
+    case ReactorLiveness::kDraining: return "draining";
+    case ReactorLiveness::kDown: return "down";
+  }
+  return "?";
+}
+
+Reactor::Reactor(uint32_t reactor_id, const RuntimeOptions& options)
+    : id(reactor_id), engine(AbiV1Registry(), options.engine_limits) {}
+
+void Reactor::Post(Command command) {
+  {
+    std::lock_guard lock(mu_);
+    commands_.push_back(std::move(command));
+  }
+  cv_.notify_one();
+}
+
+std::deque<Reactor::Command> Reactor::TakeCommands(bool idle, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (idle && commands_.empty()) cv_.wait_for(lock, timeout);
+  std::deque<Command> taken;
+  taken.swap(commands_);
+  return taken;
+}
+
+Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn) {
+  if (spawn.reactor) {
+    if (*spawn.reactor >= reactors.size()) {
+      return Status::NotFound(fmt::format("no reactor {} (there are {})", *spawn.reactor,
+                                          reactors.size()));
+    }
+    Reactor& chosen = *reactors[*spawn.reactor];
+    if (chosen.liveness.load() != ReactorLiveness::kUp) {
+      return Status::FailedPrecondition(fmt::format(
+          "reactor {} is {}; new actors go to Up reactors only", chosen.id,
+          ReactorLivenessName(chosen.liveness.load())));
+    }
+    return &chosen;
+  }
+  PlacementPolicy policy = spawn.placement.value_or(options.placement);
+  Reactor* best = nullptr;
+  size_t n = reactors.size();
+  uint32_t start = policy == PlacementPolicy::kRoundRobin ? round_robin.fetch_add(1) : 0;
+  for (size_t i = 0; i < n; ++i) {
+    Reactor& r = *reactors[(start + i) % n];
+    if (r.liveness.load() != ReactorLiveness::kUp) continue;
+    if (policy == PlacementPolicy::kRoundRobin) return &r;
+    if (best == nullptr || r.actor_count.load() < best->actor_count.load()) best = &r;
+  }
+  if (best == nullptr) return Status::FailedPrecondition("no reactor is Up");
+  return best;
+}
+
+void Runtime::State::MarkRunnable(Reactor& reactor, const ActorRef& ref) {
+  if (options.mode != SchedulingMode::kFreeRunning) return;
+  auto [it, inserted] = reactor.queued_to_run.emplace(ref, true);
+  if (inserted) reactor.run_queue.push_back(ref);
+}
+
+void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope) {
+  Reactor& owner = *reactors[cell->reactor.load(std::memory_order_acquire)];
+  if (options.mode == SchedulingMode::kManual || tls_reactor == &owner) {
+    auto it = owner.actors.find(cell->ref);
+    if (it != owner.actors.end()) {
+      Deliver(owner, *it->second, std::move(envelope));
+      return;
+    }
+  }
+  // Another reactor's actor (or one being moved): deliver on its thread. If it moved away
+  // before the command ran, the command routes again.
+  auto shared = std::make_shared<Envelope>(std::move(envelope));
+  owner.Post([this, cell, shared](Reactor& r) {
+    auto it = r.actors.find(cell->ref);
+    if (it != r.actors.end()) {
+      Deliver(r, *it->second, std::move(*shared));
+    } else {
+      Route(cell, std::move(*shared));
+    }
+  });
+}
+
+namespace {
+
+// One turn of a free-running reactor: commands first, then one turn per runnable actor.
+void Turn(Runtime::State& state, Reactor& reactor) {
+  bool idle = reactor.run_queue.empty();
+  for (auto& command : reactor.TakeCommands(idle, std::chrono::milliseconds(20))) {
+    command(reactor);
+  }
+  size_t n = reactor.run_queue.size();
+  for (size_t i = 0; i < n && !state.shutting_down.load(); ++i) {
+    ActorRef ref = reactor.run_queue.front();
+    reactor.run_queue.pop_front();
+    reactor.queued_to_run.erase(ref);
+    auto it = reactor.actors.find(ref);
+    if (it == reactor.actors.end()) continue;
+    Actor& actor = *it->second;
+    actor.turn_commits = 0;
+    uint64_t spent = 0;
+    while (state.Runnable(actor) && spent < state.options.free_slice &&
+           actor.turn_commits < state.options.messages_per_turn) {
+      uint64_t charged = state.RunSlice(reactor, actor, state.options.free_slice - spent, nullptr);
+      if (charged == 0 && !actor.active) break;
+      spent += charged;
+    }
+    if (state.Runnable(actor)) state.MarkRunnable(reactor, ref);
+  }
+}
+
+}  // namespace
+
+void Runtime::State::StartThreads() {
+  if (options.mode != SchedulingMode::kFreeRunning) return;
+  for (auto& owned : reactors) {
+    Reactor* reactor = owned.get();
+    reactor->thread = std::thread([this, reactor] {
+      tls_reactor = reactor;
+      while (!shutting_down.load(std::memory_order_acquire)) Turn(*this, *reactor);
+      tls_reactor = nullptr;
+    });
+  }
+}
+
+void Runtime::State::StopThreads() {
+  shutting_down.store(true, std::memory_order_release);
+  for (auto& reactor : reactors) {
+    reactor->Post([](Reactor&) {});  // wake it
+    if (reactor->thread.joinable()) reactor->thread.join();
+  }
+}
+
+}  // namespace reef::actor

@@ -1,0 +1,316 @@
+// Host operations of the actor runtime: spawn, sends, ticks, lifecycle, repair, inspect.
+#include "actor/runtime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <future>
+
+#include "actor/detail/runtime_state.h"
+#include "core/limits.h"
+
+namespace reef::actor {
+
+Reactor* CurrentReactor();  // reactor.cc
+
+Runtime::State::State(RuntimeOptions opts)
+    : options(std::move(opts)), logs(options.log_options) {}
+
+std::shared_ptr<ActorCell> Runtime::State::FindCell(const ActorRef& ref) {
+  std::shared_lock lock(directory_mu);
+  auto it = directory.find(ref);
+  return it == directory.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<CallSlot> Runtime::State::FindCall(const ActorRef& ref) {
+  std::lock_guard lock(calls_mu);
+  auto it = calls.find(ref);
+  return it == calls.end() ? nullptr : it->second;
+}
+
+Status Runtime::State::OnReactor(Reactor& reactor, const std::function<Status(Reactor&)>& fn) {
+  if (options.mode == SchedulingMode::kManual) {
+    std::lock_guard lock(manual_mu);
+    return fn(reactor);
+  }
+  if (CurrentReactor() == &reactor) return fn(reactor);
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = done->get_future();
+  reactor.Post([fn, done](Reactor& r) { done->set_value(fn(r)); });
+  if (result.wait_for(options.call_timeout) != std::future_status::ready) {
+    return Status::Unavailable(fmt::format("reactor {} did not answer within {} ms", reactor.id,
+                                           options.call_timeout.count()));
+  }
+  return result.get();
+}
+
+Status Runtime::State::OnActor(const ActorRef& ref,
+                               const std::function<Status(Reactor&, Actor&)>& fn) {
+  auto cell = FindCell(ref);
+  if (!cell) return Status::NotFound(fmt::format("no actor @{}", ref.str()));
+  // The actor may move (drain) between the lookup and the command: follow it a few times.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Reactor& owner = *reactors[cell->reactor.load(std::memory_order_acquire)];
+    bool moved = false;
+    Status status = OnReactor(owner, [&](Reactor& r) {
+      auto it = r.actors.find(ref);
+      if (it == r.actors.end()) {
+        moved = true;
+        return Status::Ok();
+      }
+      return fn(r, *it->second);
+    });
+    if (!moved) return status;
+  }
+  return Status::Unavailable(fmt::format("actor @{} kept moving between reactors", ref.str()));
+}
+
+// ---------------------------------------------------------------------------------------
+// Creation
+
+Runtime::Runtime(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Runtime::~Runtime() { state_->StopThreads(); }
+
+Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options) {
+  if (options.reactors == 0) return Status::InvalidArgument("reactors must be at least 1");
+  if (options.default_mailbox_capacity == 0 || options.manual_slice == 0 ||
+      options.free_slice == 0 || options.messages_per_turn == 0) {
+    return Status::InvalidArgument(
+        "mailbox capacity, slice budgets and messages per turn must be at least 1");
+  }
+  auto state = std::make_unique<State>(std::move(options));
+  for (uint32_t i = 0; i < state->options.reactors; ++i) {
+    state->reactors.push_back(std::make_unique<Reactor>(i, state->options));
+  }
+  state->StartThreads();
+  return std::unique_ptr<Runtime>(new Runtime(std::move(state)));
+}
+
+Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementation,
+                                Value initial, const SpawnOptions& options) {
+  State& s = *state_;
+  REEF_RETURN_IF_ERROR(CheckLimits(initial, s.options.value_limits).WithContext("initial state"));
+  uint32_t capacity = options.mailbox_capacity.value_or(s.options.default_mailbox_capacity);
+  if (capacity == 0) return Status::InvalidArgument("mailbox capacity must be at least 1");
+  REEF_ASSIGN_OR_RETURN(Reactor * reactor, s.Place(options));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ActorRef::Generate());
+
+  auto actor = std::make_unique<Actor>();
+  actor->cell = std::make_shared<ActorCell>(ref, capacity, reactor->id);
+  actor->implementation = std::move(implementation);
+  actor->state = std::move(initial);
+  actor->context = std::make_unique<ActorCallContext>(ActorCallContext{ref});
+  actor->context->value_limits = s.options.value_limits;
+  actor->context->transition_limits = s.options.transition_limits;
+  actor->context->min_log_level = options.log_level;
+  Actor* raw = actor.get();
+  actor->context->on_log = [&s, raw](LogLevel level, const std::string& message) {
+    auto seq = s.logs.Append(raw->cell->ref, raw->incarnation, level, message);
+    if (seq.ok()) {
+      s.Publish(LifecycleKind::kLog, *raw, fmt::format("{}: {}", LogLevelName(level), message));
+    }
+  };
+  {
+    std::unique_lock lock(s.directory_mu);
+    s.directory.emplace(ref, actor->cell);
+  }
+  reactor->actor_count.fetch_add(1);
+  auto owned = std::make_shared<std::unique_ptr<Actor>>(std::move(actor));
+  REEF_RETURN_IF_ERROR(s.OnReactor(*reactor, [&s, owned, ref](Reactor& r) {
+    Actor& a = **owned;
+    r.actors.emplace(ref, std::move(*owned));
+    s.Publish(LifecycleKind::kSpawned, a, a.implementation->id);
+    return Status::Ok();
+  }));
+  return ref;
+}
+
+// ---------------------------------------------------------------------------------------
+// Inspection
+
+namespace {
+
+ActorSnapshot Snapshot(const Reactor& reactor, const Actor& a) {
+  ActorSnapshot snap{a.cell->ref};
+  snap.implementation_id = a.implementation->id;
+  snap.implementation_label = a.implementation->label;
+  snap.incarnation = a.incarnation;
+  snap.status = a.status;
+  snap.paused_from = a.paused_from;
+  snap.state = a.state;
+  snap.reserved = a.reserved;
+  snap.queued.assign(a.queued.begin(), a.queued.end());
+  snap.mailbox_capacity = a.cell->capacity.load();
+  if (a.active) snap.telemetry = a.active->invocation->telemetry();
+  snap.stopping = a.stopping;
+  if (a.pending_install) snap.pending_install = a.pending_install->id;
+  snap.failure = a.failure;
+  snap.log_level = a.context->min_log_level;
+  snap.reactor = reactor.id;
+  return snap;
+}
+
+}  // namespace
+
+std::vector<ActorSnapshot> Runtime::List() {
+  std::vector<ActorSnapshot> all;
+  std::mutex all_mu;
+  for (auto& reactor : state_->reactors) {
+    Status listed = state_->OnReactor(*reactor, [&](Reactor& r) {
+      std::lock_guard lock(all_mu);
+      for (const auto& [ref, actor] : r.actors) all.push_back(Snapshot(r, *actor));
+      return Status::Ok();
+    });
+    (void)listed;  // a reactor that does not answer in time is left out
+  }
+  std::sort(all.begin(), all.end(),
+            [](const ActorSnapshot& a, const ActorSnapshot& b) { return a.ref < b.ref; });
+  return all;
+}
+
+Result<ActorSnapshot> Runtime::Inspect(const ActorRef& ref) {
+  std::optional<ActorSnapshot> snap;
+  REEF_RETURN_IF_ERROR(state_->OnActor(ref, [&](Reactor& r, Actor& a) {
+    snap = Snapshot(r, a);
+    return Status::Ok();
+  }));
+  return std::move(*snap);
+}
+
+// ---------------------------------------------------------------------------------------
+// Host sends
+
+namespace {
+
+Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& target) {
+  if (!cell) return Status::NotFound(fmt::format("no actor @{}", target.str()));
+  if (!cell->Accepting()) {
+    return Status::FailedPrecondition(fmt::format(
+        "@{} is {} and takes no messages", target.str(), ActorStatusName(cell->status.load())));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+static SendOutcome SendAs(Runtime::State& s, const ActorRef& target, Value message,
+                          std::optional<ActorRef> sender) {
+  Status limits = CheckLimits(message, s.options.value_limits).WithContext("message");
+  if (!limits.ok()) return {limits, std::move(message)};
+  auto cell = s.FindCell(target);
+  Status ok = CheckTarget(cell, target);
+  if (!ok.ok()) return {ok, std::move(message)};
+  if (!cell->Reserve(1)) {
+    return {Status::LimitExceeded(fmt::format("mailbox of @{} is full ({} messages)",
+                                              target.str(), cell->capacity.load())),
+            std::move(message)};
+  }
+  s.Route(cell, Envelope{sender, std::move(message)});
+  return {Status::Ok(), std::nullopt};
+}
+
+SendOutcome Runtime::TrySend(const ActorRef& target, Value message) {
+  if (state_->options.mode == SchedulingMode::kManual) {
+    std::lock_guard lock(state_->manual_mu);
+    return SendAs(*state_, target, std::move(message), std::nullopt);
+  }
+  return SendAs(*state_, target, std::move(message), std::nullopt);
+}
+
+SendOutcome Runtime::Send(const ActorRef& target, Value message,
+                          std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    SendOutcome outcome = TrySend(target, std::move(message));
+    if (outcome.status.code() != Code::kLimitExceeded ||
+        state_->options.mode == SchedulingMode::kManual ||
+        std::chrono::steady_clock::now() >= deadline) {
+      if (outcome.status.code() == Code::kLimitExceeded &&
+          state_->options.mode == SchedulingMode::kFreeRunning) {
+        outcome.status = Status::Unavailable(fmt::format(
+            "mailbox of @{} stayed full for {} ms", target.str(), timeout.count()));
+      }
+      return outcome;
+    }
+    message = std::move(*outcome.returned);
+    // Capacity frees as the owner's reactor acknowledges input; poll with backoff.
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2'000));
+  }
+}
+
+Result<Value> Runtime::Call(const ActorRef& target, Value message,
+                            std::chrono::milliseconds timeout) {
+  State& s = *state_;
+  if (s.options.mode == SchedulingMode::kManual) {
+    return Status::FailedPrecondition(
+        "Call waits for the handler, which needs free-running mode; in manual mode use "
+        "TrySend and Tick");
+  }
+  if (Reactor* here = CurrentReactor()) {
+    auto cell = s.FindCell(target);
+    if (cell && cell->reactor.load() == here->id) {
+      return Status::FailedPrecondition(fmt::format(
+          "call cycle: reactor {} would wait for its own actor @{}", here->id, target.str()));
+    }
+  }
+  REEF_ASSIGN_OR_RETURN(ActorRef reply_to, ActorRef::Generate());
+  auto slot = std::make_shared<CallSlot>();
+  std::future<Result<Value>> reply = slot->promise.get_future();
+  {
+    std::lock_guard lock(s.calls_mu);
+    s.calls.emplace(reply_to, slot);
+  }
+  auto forget = [&] {
+    std::lock_guard lock(s.calls_mu);
+    s.calls.erase(reply_to);
+  };
+  SendOutcome sent = SendAs(s, target, std::move(message), reply_to);
+  if (!sent.status.ok()) {
+    forget();
+    return sent.status;
+  }
+  bool ready = reply.wait_for(timeout) == std::future_status::ready;
+  forget();
+  if (!ready) {
+    return Status::Unavailable(
+        fmt::format("no reply from @{} within {} ms", target.str(), timeout.count()));
+  }
+  return reply.get();
+}
+
+// ---------------------------------------------------------------------------------------
+// Manual scheduling
+
+Result<TickReport> Runtime::Tick(uint32_t count, uint64_t budget) {
+  State& s = *state_;
+  if (s.options.mode != SchedulingMode::kManual) {
+    return Status::FailedPrecondition("tick drives manual mode; this runtime is free-running");
+  }
+  if (budget == 0) budget = s.options.manual_slice;
+  std::lock_guard lock(s.manual_mu);
+  TickReport report;
+  for (uint32_t tick = 0; tick < count; ++tick) {
+    // Actor-ref order across every reactor, fixed at the start of the tick.
+    std::vector<std::pair<ActorRef, Reactor*>> order;
+    for (auto& reactor : s.reactors) {
+      for (const auto& [ref, actor] : reactor->actors) order.emplace_back(ref, reactor.get());
+    }
+    std::sort(order.begin(), order.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [ref, reactor] : order) {
+      auto it = reactor->actors.find(ref);
+      if (it == reactor->actors.end() || !s.Runnable(*it->second)) continue;
+      s.RunSlice(*reactor, *it->second, budget, &report);
+    }
+  }
+  return report;
+}
+
+LogStore& Runtime::logs() { return state_->logs; }
+LifecycleEvents& Runtime::events() { return state_->events; }
+const RuntimeOptions& Runtime::options() const { return state_->options; }
+
+}  // namespace reef::actor

@@ -1,0 +1,183 @@
+// Runtime: the actor image. Spawns actors on reactors, delivers messages, runs invocations
+// in budgeted slices, and applies lifecycle and repair operations (spec 001) with
+// placement and backpressure (spec 003).
+//
+// Two ways to drive it:
+// - Manual (RuntimeOptions::mode = kManual): nothing runs until Tick(count, budget), which
+//   gives every runnable actor one slice per tick, in actor-ref order. Deterministic; for the
+//   live image's REPL and for tests.
+// - Free-running (kFreeRunning): each reactor is an OS thread that drives its own actors,
+//   with a slice budget and a per-turn message cap so one busy actor cannot starve others.
+//
+// Thread ownership: every public method may be called from any thread. Actor state is
+// owned by the actor's reactor; calls that touch an actor run on that reactor (free-running)
+// or under the runtime's lock (manual) and wait at most RuntimeOptions::call_timeout.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "actor/actor.h"
+#include "actor/lifecycle_events.h"
+#include "actor/log_store.h"
+#include "core/limits.h"
+#include "core/status.h"
+#include "wasm/engine.h"
+
+namespace reef::actor {
+
+enum class SchedulingMode : uint8_t { kManual, kFreeRunning };
+
+// Where Spawn places an actor when no reactor is named (spec 003).
+enum class PlacementPolicy : uint8_t {
+  kRoundRobin,   // the next Up reactor in turn
+  kLeastLoaded,  // the Up reactor hosting the fewest actors
+};
+
+// Reactor liveness (spec 003): only Up reactors receive new actors.
+enum class ReactorLiveness : uint8_t { kUp, kDraining, kDown };
+std::string_view ReactorLivenessName(ReactorLiveness liveness);
+
+struct RuntimeOptions {
+  SchedulingMode mode = SchedulingMode::kManual;
+  uint32_t reactors = 1;                    // reactor count; free-running default: cores
+  uint64_t manual_slice = 32;               // engine instructions per slice in Tick
+  uint64_t free_slice = 10'000;             // engine instructions per slice, free-running
+  uint32_t messages_per_turn = 16;          // handler completions per actor per turn
+  uint32_t default_mailbox_capacity = 256;  // messages (queued + reserved)
+  PlacementPolicy placement = PlacementPolicy::kRoundRobin;
+  std::chrono::milliseconds call_timeout{10'000};  // longest wait of any blocking call
+  ValueLimits value_limits;
+  TransitionLimits transition_limits;
+  wasm::EngineLimits engine_limits;
+  LogStoreOptions log_options;
+};
+
+struct SpawnOptions {
+  std::optional<uint32_t> mailbox_capacity;  // default: RuntimeOptions'
+  std::optional<uint32_t> reactor;           // pin to this reactor (must be Up)
+  std::optional<PlacementPolicy> placement;  // default: RuntimeOptions'
+  LogLevel log_level = LogLevel::kInfo;
+};
+
+// What a host-side send did. On any failure the message is handed back in `returned`.
+struct SendOutcome {
+  Status status;
+  std::optional<Value> returned;
+};
+
+struct TickReport {
+  uint64_t slices = 0;       // slices run
+  uint64_t instructions = 0; // engine instructions charged
+  uint64_t commits = 0;      // handlers that committed
+  uint64_t failures = 0;     // handlers that failed
+};
+
+struct ReactorInfo {
+  uint32_t id = 0;
+  ReactorLiveness liveness = ReactorLiveness::kUp;
+  uint64_t actors = 0;
+};
+
+// A host-provided state migration for InstallWithMigration: gets a copy of the committed
+// state, returns the replacement or an error (then nothing changes).
+using Migration = std::function<Result<Value>(Value state)>;
+
+class Runtime {
+ public:
+  // Errors: InvalidArgument for zero reactors or zero capacities.
+  static Result<std::unique_ptr<Runtime>> Create(RuntimeOptions options);
+  // Stops reactor threads (free-running) after their current slice.
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // ---- actors -------------------------------------------------------------------------
+
+  // Creates an actor (incarnation 1, status idle) with an explicit initial state.
+  // Errors: LimitExceeded (state over the value limits), InvalidArgument (capacity 0),
+  // FailedPrecondition (the named reactor is not Up, or none is).
+  Result<ActorRef> Spawn(std::shared_ptr<const Implementation> implementation, Value state,
+                         const SpawnOptions& options = {});
+
+  // Every actor's snapshot, in actor-ref order.
+  std::vector<ActorSnapshot> List();
+  // Errors: NotFound.
+  Result<ActorSnapshot> Inspect(const ActorRef& ref);
+
+  // ---- host-side sends (the sender is the host: actors see null) ------------------------
+
+  // Never blocks. Errors (message returned): NotFound, FailedPrecondition (stopped or
+  // failed actor), LimitExceeded (mailbox full), and the value limits.
+  SendOutcome TrySend(const ActorRef& target, Value message);
+  // Waits up to `timeout` for mailbox capacity (free-running; manual mode cannot make
+  // capacity while the caller waits, so a full mailbox fails at once). Errors as TrySend,
+  // Unavailable on timeout.
+  SendOutcome Send(const ActorRef& target, Value message, std::chrono::milliseconds timeout);
+  // Sends and waits for the handler's reply: the first message the target sends to the
+  // reply address (the sender it sees) while handling it. Errors as Send; Unavailable on
+  // timeout; FailedPrecondition if the handler fails or commits without replying.
+  Result<Value> Call(const ActorRef& target, Value message, std::chrono::milliseconds timeout);
+
+  // ---- scheduling -----------------------------------------------------------------------
+
+  // Manual mode only: `count` ticks; each gives every runnable actor one slice of `budget`
+  // engine instructions (0 = RuntimeOptions::manual_slice), in actor-ref order.
+  // Errors: FailedPrecondition in free-running mode.
+  Result<TickReport> Tick(uint32_t count, uint64_t budget = 0);
+
+  // ---- lifecycle (host-only system messages; spec 001) ----------------------------------
+
+  Status Stop(const ActorRef& ref);     // finish the handler, run on_shutdown, no draining
+  Status Kill(const ActorRef& ref);     // drop the invocation now; keep state and input
+  Status Restart(const ActorRef& ref);  // incarnation + 1; reserved input to the front
+  Status Pause(const ActorRef& ref);    // keep the invocation; not scheduled
+  Status Resume(const ActorRef& ref);   // restore the prior status
+  Status Cancel(const ActorRef& ref);   // drop the invocation; reserved input to the front
+  // Queues a switch to `implementation` for the next handler boundary (reload and become
+  // are both this; the caller compiled it). The current one stays if compiling failed.
+  Status Install(const ActorRef& ref, std::shared_ptr<const Implementation> implementation);
+  // Switches implementation at an idle safe point (no active invocation, no reserved input),
+  // replacing the state with migration(state). If the migration fails or its result breaks
+  // the value limits, neither state nor implementation changes.
+  // Errors: FailedPrecondition (not at a safe point), the migration's error.
+  Status InstallWithMigration(const ActorRef& ref,
+                              std::shared_ptr<const Implementation> implementation,
+                              const Migration& migration);
+
+  // ---- repair (spec 001: paused, stopped or failed; no active invocation) ---------------
+
+  Status SetState(const ActorRef& ref, Value state);
+  // `reserved` holds zero or one message. Messages equal to the one at the same position
+  // keep their sender; others become host-originated. Every check runs before any change.
+  Status SetMessages(const ActorRef& ref, std::vector<Value> reserved, std::vector<Value> queued);
+  // Minimum level of accepted log entries; takes effect at once, also mid-invocation.
+  Status SetLogLevel(const ActorRef& ref, LogLevel level);
+
+  // ---- reactors and placement (spec 003) ------------------------------------------------
+
+  std::vector<ReactorInfo> Reactors();
+  // Stops new placement on `reactor` and moves its actors that have no active invocation
+  // (state and mailbox, order kept) to Up reactors; the rest move at their next handler
+  // boundary. The reactor is Down once it hosts no actor. Errors: NotFound,
+  // FailedPrecondition when no other reactor is Up.
+  Status Drain(uint32_t reactor);
+
+  // ---- observation ----------------------------------------------------------------------
+
+  LogStore& logs();
+  LifecycleEvents& events();
+  const RuntimeOptions& options() const;
+
+  struct State;  // internals (detail/runtime_state.h)
+
+ private:
+  explicit Runtime(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace reef::actor

@@ -1,0 +1,267 @@
+// Slices and transitions: starting an input, running a slice, committing or failing
+// (spec 001, "Transition and retry guarantees"). Runs on the thread driving the reactor.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "actor/detail/runtime_state.h"
+#include "core/limits.h"
+
+namespace reef::actor {
+namespace {
+
+constexpr size_t kMaxPooledPerImplementation = 64;
+
+// Borrows an instance of `actor`'s implementation: one this actor used last if there is
+// one, else any pooled instance after a Reset, else a fresh one.
+Result<std::unique_ptr<wasm::Instance>> AcquireInstance(Reactor& reactor, const Actor& actor) {
+  auto& idle = reactor.pool[actor.implementation->id];
+  for (size_t i = idle.size(); i-- > 0;) {
+    if (idle[i].last_actor == actor.cell->ref) {
+      auto instance = std::move(idle[i].instance);
+      idle.erase(idle.begin() + static_cast<std::ptrdiff_t>(i));
+      return instance;
+    }
+  }
+  if (!idle.empty()) {
+    PooledInstance pooled = std::move(idle.back());
+    idle.pop_back();
+    // Another actor's data may be in memory: restore the post-instantiation image.
+    REEF_RETURN_IF_ERROR(pooled.instance->Reset());
+    return std::move(pooled.instance);
+  }
+  return reactor.engine.Instantiate(actor.implementation->module);
+}
+
+void ReleaseInstance(Reactor& reactor, const Actor& actor,
+                     std::unique_ptr<wasm::Instance> instance) {
+  auto& idle = reactor.pool[actor.implementation->id];
+  if (idle.size() < kMaxPooledPerImplementation) {
+    idle.push_back({std::move(instance), actor.cell->ref});
+  }
+}
+
+}  // namespace
+
+bool Runtime::State::Runnable(const Actor& actor) const {
+  switch (actor.status) {
+    case ActorStatus::kPaused:
+    case ActorStatus::kStopped:
+    case ActorStatus::kFailed:
+    case ActorStatus::kAwaiting:
+      return false;
+    case ActorStatus::kIdle:
+    case ActorStatus::kRunning:
+      return actor.active.has_value() || actor.stopping || !actor.queued.empty();
+  }
+  return false;
+}
+
+void Runtime::State::Publish(LifecycleKind kind, const Actor& actor, std::string detail) {
+  events.Publish(kind, actor.cell->ref, actor.incarnation, std::move(detail));
+}
+
+void Runtime::State::DropInvocation(Reactor& reactor, Actor& actor) {
+  (void)reactor;
+  // The instance of an invocation that did not finish is poisoned: its stack pointer and
+  // memory may be mid-update. It is discarded, never pooled.
+  actor.active.reset();
+}
+
+void Runtime::State::ApplyPendingInstall(Actor& actor) {
+  if (!actor.pending_install || actor.active) return;
+  actor.implementation = std::move(actor.pending_install);
+  actor.pending_install.reset();
+  Publish(LifecycleKind::kInstalled, actor, actor.implementation->id);
+}
+
+void Runtime::State::Deliver(Reactor& reactor, Actor& actor, Envelope envelope) {
+  actor.queued.push_back(std::move(envelope));
+  MarkRunnable(reactor, actor.cell->ref);
+}
+
+namespace {
+
+// Completes a pending host call whose reply address is `sender`, if it is one.
+void FailPendingCall(Runtime::State& state, const std::optional<Envelope>& input,
+                     const std::string& why) {
+  if (!input || !input->sender) return;
+  if (auto slot = state.FindCall(*input->sender)) slot->Complete(Status::FailedPrecondition(why));
+}
+
+}  // namespace
+
+// Fails the actor: committed state and the reserved input stay; no effect applies.
+static void FailActor(Runtime::State& state, Reactor& reactor, Actor& actor, std::string why,
+                      TickReport* report) {
+  state.DropInvocation(reactor, actor);
+  actor.stopping = false;
+  actor.failure = why;
+  actor.SetStatus(ActorStatus::kFailed);
+  FailPendingCall(state, actor.reserved, "the handler failed: " + why);
+  if (report) ++report->failures;
+  state.Publish(LifecycleKind::kFailed, actor, std::move(why));
+}
+
+// Validates every send of a finished invocation and reserves mailbox capacity for all of
+// them (aggregate per target), or reserves nothing. On success `reserved` lists the cells
+// reserved and how many slots each.
+static Status ReserveEffects(Runtime::State& state, Actor& actor, const Effects& effects,
+                             std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>>*
+                                 reserved) {
+  std::map<ActorRef, uint32_t> counts;
+  for (const SendEffect& send : effects.sends) ++counts[send.target];
+  auto rollback = [&] {
+    for (auto& [ref, entry] : *reserved) entry.first->Release(entry.second);
+    reserved->clear();
+  };
+  for (const auto& [target, count] : counts) {
+    if (state.FindCall(target)) continue;  // a host call's reply address: no mailbox
+    std::shared_ptr<ActorCell> cell = state.FindCell(target);
+    if (!cell) {
+      rollback();
+      return Status::NotFound(fmt::format("send to unknown actor @{}", target.str()));
+    }
+    if (cell.get() != actor.cell.get() && !cell->Accepting()) {
+      rollback();
+      return Status::FailedPrecondition(fmt::format(
+          "send to @{}, which is {}", target.str(),
+          ActorStatusName(cell->status.load(std::memory_order_acquire))));
+    }
+    // A self-send reuses the slot of the input this transition acknowledges.
+    uint32_t needed = cell.get() == actor.cell.get() && actor.reserved ? count - 1 : count;
+    if (needed > 0 && !cell->Reserve(needed)) {
+      rollback();
+      return Status::LimitExceeded(
+          fmt::format("{} send(s) to @{} exceed its mailbox capacity of {} messages", count,
+                      target.str(), cell->capacity.load()));
+    }
+    reserved->emplace(target, std::make_pair(cell, needed));
+  }
+  return Status::Ok();
+}
+
+// Commits a finished invocation: new state, acknowledged input, then the sends.
+static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickReport* report) {
+  Actor::Active& active = *actor.active;
+  auto next = DecodeNewState(*active.instance, *active.invocation, state.options.value_limits);
+  if (!next.ok()) {
+    FailActor(state, reactor, actor, "invalid new state: " + next.status().message(), report);
+    return;
+  }
+  Effects effects = std::move(actor.context->effects);
+  actor.context->effects = {};
+  std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>> reserved;
+  Status valid = ReserveEffects(state, actor, effects, &reserved);
+  if (!valid.ok()) {
+    FailActor(state, reactor, actor, "invalid transition: " + valid.message(), report);
+    return;
+  }
+
+  bool shutdown = active.shutdown;
+  ReleaseInstance(reactor, actor, std::move(active.instance));
+  actor.active.reset();
+  actor.state = std::move(*next);
+  std::optional<Envelope> input = std::move(actor.reserved);
+  actor.reserved.reset();
+  bool self_send = reserved.count(actor.cell->ref) > 0;
+  if (input && !self_send) actor.cell->Release(1);  // acknowledged
+
+  bool replied = false;
+  for (SendEffect& send : effects.sends) {
+    Envelope envelope{send.sender, std::move(send.message)};
+    if (auto slot = state.FindCall(send.target)) {
+      if (input && input->sender == send.target) replied = true;
+      slot->Complete(std::move(envelope.message));
+    } else if (send.target == actor.cell->ref) {
+      state.Deliver(reactor, actor, std::move(envelope));
+    } else {
+      state.Route(reserved.at(send.target).first, std::move(envelope));
+    }
+  }
+  if (!replied) FailPendingCall(state, input, "the handler committed without replying");
+  if (report) ++report->commits;
+  ++actor.turn_commits;
+  state.Publish(LifecycleKind::kCommitted, actor);
+  if (shutdown) {
+    actor.stopping = false;
+    actor.SetStatus(ActorStatus::kStopped);
+    state.Publish(LifecycleKind::kStopped, actor);
+    return;
+  }
+  actor.SetStatus(ActorStatus::kIdle);
+  state.ApplyPendingInstall(actor);
+}
+
+// Starts the next invocation: on_shutdown when stopping, else the oldest queued input.
+// Returns false when there is nothing to start (or the actor just stopped or failed).
+static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor,
+                      TickReport* report) {
+  state.ApplyPendingInstall(actor);
+  bool shutdown = actor.stopping;
+  if (shutdown && !HasShutdownHook(*actor.implementation->module)) {
+    actor.stopping = false;
+    actor.SetStatus(ActorStatus::kStopped);
+    state.Publish(LifecycleKind::kStopped, actor);
+    return false;
+  }
+  if (!shutdown) {
+    if (actor.queued.empty()) return false;
+    actor.reserved = std::move(actor.queued.front());
+    actor.queued.pop_front();
+  }
+  auto instance = AcquireInstance(reactor, actor);
+  if (!instance.ok()) {
+    FailActor(state, reactor, actor, instance.status().ToString(), report);
+    return false;
+  }
+  actor.context->effects = {};
+  actor.context->self = actor.cell->ref;
+  const Value sender = actor.reserved && actor.reserved->sender
+                           ? Value::Ref(*actor.reserved->sender)
+                           : Value::Null();
+  auto invocation = shutdown ? StartShutdown(**instance, *actor.context, actor.state)
+                             : StartHandle(**instance, *actor.context, actor.state, sender,
+                                           actor.reserved->message);
+  if (!invocation.ok()) {
+    FailActor(state, reactor, actor, invocation.status().ToString(), report);
+    return false;
+  }
+  actor.active = Actor::Active{std::move(*instance), std::move(*invocation), shutdown};
+  actor.SetStatus(ActorStatus::kRunning);
+  return true;
+}
+
+uint64_t Runtime::State::RunSlice(Reactor& reactor, Actor& actor, uint64_t budget,
+                                  TickReport* report) {
+  if (!actor.active && !StartNext(*this, reactor, actor, report)) return 0;
+  wasm::Invocation& invocation = *actor.active->invocation;
+  uint64_t before = invocation.telemetry().instructions;
+  wasm::RunState run = invocation.Run(budget);
+  uint64_t charged = invocation.telemetry().instructions - before;
+  if (report) {
+    ++report->slices;
+    report->instructions += charged;
+  }
+  switch (run) {
+    case wasm::RunState::kBudgetExhausted:
+      break;
+    case wasm::RunState::kSuspended:
+      actor.SetStatus(ActorStatus::kAwaiting);
+      break;
+    case wasm::RunState::kFinished:
+      Commit(*this, reactor, actor, report);
+      break;
+    case wasm::RunState::kTrapped: {
+      const wasm::Trap& trap = invocation.trap();
+      std::string why = trap.kind == wasm::TrapKind::kGuestFailure
+                            ? trap.message
+                            : trap.ToString();
+      FailActor(*this, reactor, actor, std::move(why), report);
+      break;
+    }
+  }
+  return charged;
+}
+
+}  // namespace reef::actor
