@@ -1,8 +1,13 @@
 # Building wasm32 guests (examples, SDK tests, benchmark kernels) with clang.
 #
-# reef_add_guest(NAME SOURCES a.c [b.c ...] [INCLUDES dir ...] [CFLAGS flag ...])
+# reef_add_guest(NAME SOURCES a.c [b.c ...] [INCLUDES dir ...] [CFLAGS flag ...] [LTO])
 #   Compiles each C source with clang --target=wasm32 (C11, freestanding, no libc), links with
 #   wasm-ld into ${REEF_GUEST_DIR}/NAME.wasm and adds target guest_NAME (built by ALL).
+#   - LTO: compile to bitcode (-flto) and optimize across the sources at link time (wasm-ld's
+#     own LTO at its default level, still no -O on the link line). The C SDK's actors use it:
+#     small SDK calls (reads, writes, lookups) are inlined into the handler, which saves about
+#     a quarter of the engine instructions of a typical message (measured on -O2 vs -O3 vs -Os,
+#     with and without LTO: -O2 with LTO is the cheapest).
 #   - -mbulk-memory: memcpy/memset become single memory.copy/memory.fill instructions
 #     (bulk memory is part of ABI v1, see docs/abi.md).
 #   - Compile with -O2 -c and link without -O, so clang never runs wasm-opt from PATH
@@ -23,7 +28,11 @@ set(REEF_GUEST_DIR ${CMAKE_BINARY_DIR}/guests)
 file(MAKE_DIRECTORY ${REEF_GUEST_DIR})
 
 function(reef_add_guest name)
-  cmake_parse_arguments(G "" "" "SOURCES;INCLUDES;CFLAGS" ${ARGN})
+  cmake_parse_arguments(G "LTO" "" "SOURCES;INCLUDES;CFLAGS" ${ARGN})
+  set(lto_flag)
+  if(G_LTO)
+    set(lto_flag -flto)
+  endif()
   set(objects)
   set(include_flags)
   foreach(dir IN LISTS G_INCLUDES)
@@ -36,7 +45,7 @@ function(reef_add_guest name)
     set(obj ${REEF_GUEST_DIR}/${name}.${stem}.o)
     add_custom_command(
       OUTPUT ${obj}
-      COMMAND ${REEF_GUEST_CC} --target=wasm32 -mbulk-memory -O2 -c -std=c11 -ffreestanding -nostdlib
+      COMMAND ${REEF_GUEST_CC} --target=wasm32 -mbulk-memory -O2 ${lto_flag} -c -std=c11 -ffreestanding -nostdlib
               -Wall -Wextra -Wpedantic -Werror ${include_flags} ${G_CFLAGS}
               -MD -MF ${obj}.d -o ${obj} ${src_abs}
       DEPENDS ${src_abs} ${REEF_GUEST_HEADERS}
@@ -48,7 +57,7 @@ function(reef_add_guest name)
   set(out ${REEF_GUEST_DIR}/${name}.wasm)
   add_custom_command(
     OUTPUT ${out}
-    COMMAND ${REEF_GUEST_CC} --target=wasm32 -nostdlib -fuse-ld=lld -Wl,--no-entry
+    COMMAND ${REEF_GUEST_CC} --target=wasm32 -nostdlib -fuse-ld=lld ${lto_flag} -Wl,--no-entry
             -Wl,--export-dynamic -Wl,--stack-first -o ${out} ${objects}
     DEPENDS ${objects}
     COMMENT "wasm32 ld ${name}.wasm"

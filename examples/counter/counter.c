@@ -11,10 +11,16 @@
  * receiver. */
 #include "reef.h"
 
-/* Reads the integer field "value" or fails naming the op that needed it. */
-static int64_t value_of(reef_cbor message, reef_str op) {
+/* The fields the counter reads, found in one pass over the message with reef_fields. */
+enum { FIELD_OP, FIELD_VALUE, FIELD_TARGET, FIELD_COUNT };
+static const reef_str kFieldKeys[FIELD_COUNT] = {REEF_STR("op"), REEF_STR("value"),
+                                                 REEF_STR("target")};
+
+/* Reads the integer field "value" (its cursor from reef_fields; empty when the message has
+ * none) or fails naming the op that needed it. */
+static int64_t value_of(reef_cbor field, reef_str op) {
   int64_t value;
-  int rc = reef_field_int(message, "value", &value);
+  int rc = reef_at_end(&field) ? REEF_E_NOT_FOUND : reef_read_int(&field, &value);
   if (rc != REEF_OK) {
     reef_failf("counter: op '%.*s' needs an integer field 'value' (%s)", (int)op.len, op.ptr,
                reef_strerror(rc));
@@ -48,18 +54,21 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
   if (reef_read_int(&state, &count) != REEF_OK) {
     reef_failf("counter: state must be an integer, got %s", reef_kind_name(reef_peek(&state)));
   }
+  reef_cbor fields[FIELD_COUNT];
+  int rc = reef_fields(message, FIELD_COUNT, kFieldKeys, fields);
   reef_str op;
-  if (reef_field_text(message, "op", &op) != REEF_OK) {
+  if ((rc != REEF_OK && rc != REEF_E_NOT_FOUND) ||
+      reef_read_text(&fields[FIELD_OP], &op) != REEF_OK) {
     reef_fail("counter: message must be a record with a text field 'op' (add or send)");
   }
 
   if (reef_str_eq(op, "add")) {
-    return reef_value_int(add(count, value_of(message, op)));
+    return reef_value_int(add(count, value_of(fields[FIELD_VALUE], op)));
   }
   if (reef_str_eq(op, "send")) {
-    int64_t value = value_of(message, op);
+    int64_t value = value_of(fields[FIELD_VALUE], op);
     reef_actor_ref target;
-    if (reef_field_actor(message, "target", &target) != REEF_OK) {
+    if (reef_read_actor(&fields[FIELD_TARGET], &target) != REEF_OK) {
       reef_fail("counter: op 'send' needs an actor ref field 'target'");
     }
     send_add(&target, value);

@@ -227,25 +227,8 @@ uint32_t reef_format(char* buf, uint32_t cap, const char* fmt, ...) {
 
 /* ---- Entry points -------------------------------------------------------------------------- */
 
-static reef_cbor span(int32_t ptr, int32_t len) {
-  return reef_cbor_of((const void*)(uintptr_t)(uint32_t)ptr, (uint32_t)len);
-}
-
-static int64_t pack(reef_cbor state) {
-  if (state.ptr == NULL || state.len == 0) {
-    reef_fail(
-        "reef: the handler returned no state (a writer failed: out of memory or a "
-        "NaN/infinite float)");
-  }
-  return (int64_t)((uint64_t)(uintptr_t)state.ptr | ((uint64_t)state.len << 32));
-}
-
-int64_t reef__run_handle(reef_handler handler, int32_t state_ptr, int32_t state_len,
-                         int32_t sender_ptr, int32_t sender_len, int32_t msg_ptr, int32_t msg_len) {
-  return pack(
-      handler(span(state_ptr, state_len), span(sender_ptr, sender_len), span(msg_ptr, msg_len)));
-}
-
-int64_t reef__run_shutdown(reef_shutdown_hook hook, int32_t state_ptr, int32_t state_len) {
-  return pack(hook(span(state_ptr, state_len)));
+_Noreturn void reef__fail_no_state(void) {
+  reef_fail(
+      "reef: the handler returned no state (a writer failed: out of memory or a "
+      "NaN/infinite float)");
 }

@@ -107,10 +107,24 @@ uint32_t reef_format(char* buf, uint32_t cap, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 uint32_t reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args);
 
-/* ---- Internals used by the macros above; not part of the API ---------------------------- */
-int64_t reef__run_handle(reef_handler handler, int32_t state_ptr, int32_t state_len,
-                         int32_t sender_ptr, int32_t sender_len, int32_t msg_ptr, int32_t msg_len);
-int64_t reef__run_shutdown(reef_shutdown_hook hook, int32_t state_ptr, int32_t state_len);
+/* ---- Internals used by the macros above; not part of the API ----------------------------
+ * Inline, so the exports expanded in the actor's file can call (and inline) the handler
+ * directly instead of through a function pointer with three spans copied in memory. */
+
+/* Fails the invocation: the handler returned {NULL, 0}. */
+_Noreturn void reef__fail_no_state(void);
+
+/* The span (ptr, len) that the host passed as two i32s. */
+static inline reef_cbor reef__span(int32_t ptr, int32_t len) {
+  reef_cbor c = {(const uint8_t*)(uintptr_t)(uint32_t)ptr, (uint32_t)len};
+  return c;
+}
+
+/* The i64 result of reef_handle / reef_on_shutdown: ptr | len << 32 of the new state. */
+static inline int64_t reef__pack(reef_cbor state) {
+  if (state.ptr == NULL || state.len == 0) reef__fail_no_state();
+  return (int64_t)((uint64_t)(uintptr_t)state.ptr | ((uint64_t)state.len << 32));
+}
 
 #define REEF__EXPORT_COMMON                                                                 \
   __attribute__((export_name("reef_abi_version"))) int32_t reef__export_abi_version(void) { \
@@ -120,16 +134,16 @@ int64_t reef__run_shutdown(reef_shutdown_hook hook, int32_t state_ptr, int32_t s
     return (int32_t)(uintptr_t)reef_arena_reset_and_alloc((uint32_t)len);                   \
   }
 
-#define REEF__EXPORT_HANDLE(handler)                                            \
-  __attribute__((export_name("reef_handle"))) int64_t reef__export_handle(      \
-      int32_t sp, int32_t sl, int32_t fp, int32_t fl, int32_t mp, int32_t ml) { \
-    return reef__run_handle((handler), sp, sl, fp, fl, mp, ml);                 \
+#define REEF__EXPORT_HANDLE(handler)                                                          \
+  __attribute__((export_name("reef_handle"))) int64_t reef__export_handle(                    \
+      int32_t sp, int32_t sl, int32_t fp, int32_t fl, int32_t mp, int32_t ml) {               \
+    return reef__pack((handler)(reef__span(sp, sl), reef__span(fp, fl), reef__span(mp, ml))); \
   }
 
 #define REEF__EXPORT_SHUTDOWN(shutdown)                                                           \
   __attribute__((export_name("reef_on_shutdown"))) int64_t reef__export_on_shutdown(int32_t sp,   \
                                                                                     int32_t sl) { \
-    return reef__run_shutdown((shutdown), sp, sl);                                                \
+    return reef__pack((shutdown)(reef__span(sp, sl)));                                            \
   }
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
 /* Reef C guest SDK: the per-invocation bump arena, the C library memory functions that clang
- * may call even in freestanding code, and the small shared helpers of reef_base.h. */
+ * may call even in freestanding code, and reef_strerror (reef_base.h). */
 #include "reef_base.h"
 
 /* Defined by wasm-ld: the first byte after the data segments and the stack. */
@@ -54,14 +54,6 @@ void* reef_arena_reset_and_alloc(uint32_t size) {
   arena_top = heap_start();
   last_block = 0;
   return reef_arena_alloc(size);
-}
-
-bool reef_str_eq(reef_str s, const char* z) {
-  uint32_t i = 0;
-  for (; i < s.len; i++) {
-    if (z[i] == '\0' || z[i] != s.ptr[i]) return false;
-  }
-  return z[i] == '\0';
 }
 
 const char* reef_strerror(int code) {

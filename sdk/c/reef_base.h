@@ -44,9 +44,24 @@ typedef struct reef_str {
   uint32_t len;
 } reef_str;
 
+/* An initializer for a reef_str holding a string literal (without its NUL), e.g.
+ *   static const reef_str keys[] = {REEF_STR("op"), REEF_STR("value")};
+ *   reef_str name = REEF_STR("world");  */
+#define REEF_STR(literal) \
+  { "" literal, (uint32_t)(sizeof(literal) - 1) }
+
 /* Returns true when `s` holds exactly the bytes of the NUL-terminated string `z`.
- * REQUIRES: z != NULL. */
-bool reef_str_eq(reef_str s, const char* z);
+ * REQUIRES: z != NULL. Never reads z past its NUL. Inline: for a string literal z the length
+ * and bytes fold into a few constant comparisons. */
+static inline bool reef_str_eq(reef_str s, const char* z) {
+  uint32_t n = 0;
+  while (z[n] != '\0') n++;
+  if (n != s.len) return false;
+  for (uint32_t i = 0; i < n; i++) {
+    if (s.ptr[i] != z[i]) return false;
+  }
+  return true;
+}
 
 /* A span of CBOR bytes (RFC 8949): `len` bytes at `ptr`. Used two ways:
  *  - as a value: a span holding exactly one encoded data item (handler inputs, the new state

@@ -87,11 +87,26 @@ int reef_skip(reef_cbor* c, reef_cbor* item);
 
 /* ---- Records ----------------------------------------------------------------------------
  * `record` is a cursor positioned at a record (it is passed by value and not advanced).
- * The field is found by a linear scan of the keys. REEF_E_TYPE when `record` is not a record
+ * Fields are found by a linear scan of the keys. REEF_E_TYPE when `record` is not a record
  * or the field has another kind; REEF_E_NOT_FOUND when no key equals `key`. */
 
 /* Finds field `key` (NUL-terminated) and sets *value to a cursor positioned at its value. */
 int reef_field(reef_cbor record, const char* key, reef_cbor* value);
+
+/* Finds several fields in one pass over the record (cheaper than one reef_field per key).
+ * For each i < n, values[i] becomes a cursor positioned at the value of the field whose key
+ * is exactly keys[i], or the empty cursor {NULL, 0} when the record has no such key: then
+ * reef_at_end(&values[i]) is true and reading it gives REEF_E_END. The keys must be distinct
+ * (a repeated key is only looked up at its first index). The scan stops once every
+ * key is found. Returns REEF_OK when all keys were found, REEF_E_NOT_FOUND when some are
+ * missing (the found ones are set), REEF_E_TYPE when `record` is not a record, or
+ * REEF_E_MALFORMED (the values must then not be used). Example:
+ *   enum { OP, VALUE, N_FIELDS };
+ *   static const reef_str keys[N_FIELDS] = {REEF_STR("op"), REEF_STR("value")};
+ *   reef_cbor field[N_FIELDS];
+ *   int rc = reef_fields(message, N_FIELDS, keys, field);
+ *   ... reef_read_text(&field[OP], &op) ... reef_read_int(&field[VALUE], &value) ... */
+int reef_fields(reef_cbor record, uint32_t n, const reef_str keys[], reef_cbor values[]);
 
 /* reef_field followed by the matching reef_read_*: reads field `key` into *out. */
 int reef_field_bool(reef_cbor record, const char* key, bool* out);

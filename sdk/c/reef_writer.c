@@ -4,10 +4,12 @@
 #define REEF_TAG_ACTOR 1380271430u /* 0x52454546, "REEF" */
 #define REEF_WRITER_MIN_CAP 64u
 
-/* Makes room for `n` more bytes; returns false (and records the error) when it cannot. */
-static bool reserve(reef_writer* w, uint32_t n) {
+#define REEF_ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* The slow path of reserve: grows the buffer (doubling, at least REEF_WRITER_MIN_CAP) so that
+ * `n` more bytes fit, or records REEF_E_NOMEM and returns false. */
+static bool grow(reef_writer* w, uint32_t n) {
   if (w->error != REEF_OK) return false;
-  if ((uint64_t)w->len + n <= w->cap) return true;
   uint64_t cap = w->cap ? (uint64_t)w->cap * 2 : REEF_WRITER_MIN_CAP;
   while (cap < (uint64_t)w->len + n) cap *= 2;
   if (cap > 0xffffffffu) cap = 0xffffffffu;
@@ -25,27 +27,38 @@ static bool reserve(reef_writer* w, uint32_t n) {
   return true;
 }
 
+/* Makes room for `n` more bytes; returns false (and records the error) when it cannot, or
+ * when an earlier write failed. After a failure cap stays as it was and error is set, so the
+ * inlined fast test (room and no error) is all a successful write pays. */
+REEF_ALWAYS_INLINE bool reserve(reef_writer* w, uint32_t n) {
+  if (w->error == REEF_OK && (uint64_t)w->len + n <= w->cap) return true;
+  return grow(w, n);
+}
+
 static void put_bytes(reef_writer* w, const void* src, uint32_t n) {
   if (!reserve(w, n)) return;
   __builtin_memcpy(w->buf + w->len, src, n);
   w->len += n;
 }
 
-/* Writes a head with the shortest argument encoding (RFC 8949 section 4.2.1). */
-static void put_head(reef_writer* w, unsigned major, uint64_t arg) {
+/* Writes a head whose argument needs 1, 2, 4 or 8 more bytes (arg >= 24), shortest form
+ * (RFC 8949 section 4.2.1). */
+__attribute__((noinline)) static void put_long_head(reef_writer* w, unsigned major, uint64_t arg) {
+  unsigned bytes = arg <= 0xff ? 1 : arg <= 0xffff ? 2 : arg <= 0xffffffffu ? 4 : 8;
   uint8_t b[9];
-  uint32_t n;
-  uint8_t mt = (uint8_t)(major << 5);
-  if (arg < 24) {
-    b[0] = mt | (uint8_t)arg;
-    n = 1;
-  } else {
-    unsigned bytes = arg <= 0xff ? 1 : arg <= 0xffff ? 2 : arg <= 0xffffffffu ? 4 : 8;
-    b[0] = mt | (uint8_t)(bytes == 1 ? 24 : bytes == 2 ? 25 : bytes == 4 ? 26 : 27);
-    for (unsigned i = 0; i < bytes; i++) b[1 + i] = (uint8_t)(arg >> (8 * (bytes - 1 - i)));
-    n = 1 + bytes;
+  b[0] = (uint8_t)((major << 5) | (bytes == 1 ? 24 : bytes == 2 ? 25 : bytes == 4 ? 26 : 27));
+  for (unsigned i = 0; i < bytes; i++) b[1 + i] = (uint8_t)(arg >> (8 * (bytes - 1 - i)));
+  put_bytes(w, b, 1 + bytes);
+}
+
+/* Writes a head with the shortest argument encoding; 1-byte heads (arguments below 24) are
+ * stored directly. */
+REEF_ALWAYS_INLINE void put_head(reef_writer* w, unsigned major, uint64_t arg) {
+  if (arg >= 24) {
+    put_long_head(w, major, arg);
+  } else if (reserve(w, 1)) {
+    w->buf[w->len++] = (uint8_t)((major << 5) | (unsigned)arg);
   }
-  put_bytes(w, b, n);
 }
 
 reef_cbor reef_writer_finish(const reef_writer* w) {
@@ -87,14 +100,16 @@ void reef_write_float(reef_writer* w, double value) {
 }
 
 void reef_write_text(reef_writer* w, const char* ptr, uint32_t len) {
+  if (len < 24) { /* fast path: 1-byte head, one reserve for head and bytes */
+    if (!reserve(w, 1 + len)) return;
+    uint8_t* out = w->buf + w->len;
+    out[0] = (uint8_t)(0x60u | len);
+    __builtin_memcpy(out + 1, ptr, len);
+    w->len += 1 + len;
+    return;
+  }
   put_head(w, 3, len);
   put_bytes(w, ptr, len);
-}
-
-void reef_write_cstr(reef_writer* w, const char* z) {
-  uint32_t len = 0;
-  while (z[len] != '\0') len++;
-  reef_write_text(w, z, len);
 }
 
 void reef_write_str(reef_writer* w, reef_str s) {
@@ -133,6 +148,9 @@ reef_cbor reef_value_bool(bool value) {
 
 reef_cbor reef_value_int(int64_t value) {
   reef_writer w = reef_writer_new();
+  w.buf = reef_arena_alloc(9); /* the longest int encoding: no growth */
+  if (w.buf == NULL) return reef_writer_finish(&w);
+  w.cap = 9;
   reef_write_int(&w, value);
   return reef_writer_finish(&w);
 }

@@ -46,8 +46,13 @@ void reef_write_int(reef_writer* w, int64_t value);
 void reef_write_float(reef_writer* w, double value);
 /* Writes `len` bytes at `ptr` as a text string. REQUIRES: the bytes are valid UTF-8. */
 void reef_write_text(reef_writer* w, const char* ptr, uint32_t len);
-/* Writes the NUL-terminated UTF-8 string `z` as a text string (without the NUL). */
-void reef_write_cstr(reef_writer* w, const char* z);
+/* Writes the NUL-terminated UTF-8 string `z` as a text string (without the NUL). Inline, so
+ * the length of a string literal is computed at compile time. */
+static inline void reef_write_cstr(reef_writer* w, const char* z) {
+  uint32_t len = 0;
+  while (z[len] != '\0') len++;
+  reef_write_text(w, z, len);
+}
 /* Writes a text slice. */
 void reef_write_str(reef_writer* w, reef_str s);
 /* Writes a list head; `count` elements must follow. */

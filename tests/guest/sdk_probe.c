@@ -104,6 +104,20 @@ __attribute__((export_name("probe_field_int"))) int32_t probe_field_int(int32_t 
   return reef_field_int(input(ptr, len), (const char*)(uintptr_t)(uint32_t)key_ptr, &last_int);
 }
 
+/* reef_fields with the keys "op", "value" and "x". Returns its code; probe_last_int gets, for
+ * key i, (offset of its value from ptr, or 255 when missing) << 8 * i. */
+__attribute__((export_name("probe_fields"))) int32_t probe_fields(int32_t ptr, int32_t len) {
+  static const reef_str keys[3] = {REEF_STR("op"), REEF_STR("value"), REEF_STR("x")};
+  reef_cbor values[3];
+  int rc = reef_fields(input(ptr, len), 3, keys, values);
+  last_int = 0;
+  for (int i = 0; i < 3; i++) {
+    uint32_t at = reef_at_end(&values[i]) ? 255u : (uint32_t)(values[i].ptr - input(ptr, len).ptr);
+    last_int |= (int64_t)at << (8 * i);
+  }
+  return rc;
+}
+
 /* Reads one int; the value via probe_last_int. */
 __attribute__((export_name("probe_read_int"))) int32_t probe_read_int(int32_t ptr, int32_t len) {
   reef_cbor in = input(ptr, len);

@@ -464,6 +464,38 @@ test('reader: record lookup finds fields anywhere, reports missing keys and non-
   assert.equal(field(hex('a2 61 61 9f'), 'value'), E_MALFORMED);
 });
 
+test('reader: reef_fields finds several fields in one pass, like reef_field', () => {
+  const g = new Guest('sdk_probe');
+  const fields = (bytes) => {
+    const rc = g.probe('probe_fields', bytes);
+    const packed = Number(g.instance.exports.probe_last_int());
+    return [rc, [0, 1, 2].map((i) => (packed >> (8 * i)) & 255)];
+  };
+  // {"a": [1, {"x": 2}], "op": "add", "value": -7}: "x" only nested, so missing.
+  const rec = encode({ a: [1, { x: 2 }], op: 'add', value: -7 });
+  const [rc, at] = fields(rec);
+  assert.equal(rc, E_NOT_FOUND);
+  assert.deepEqual(at, [rec.indexOf(0x63) /* "add" */, rec.length - 1, 255]);
+  const all = encode({ x: null, value: 1, op: 'send' });
+  assert.deepEqual(fields(all), [OK, [all.length - 5, 10, 3]]);
+  assert.deepEqual(fields(encode({})), [E_NOT_FOUND, [255, 255, 255]]);
+  assert.equal(fields(encode([1]))[0], E_TYPE);
+  assert.equal(fields(hex(''))[0], E_TYPE);
+  assert.equal(fields(hex('a2 61 61 9f'))[0], E_MALFORMED);
+  assert.equal(fields(hex('a1 01 02'))[0], E_MALFORMED);
+  // Keys are compared by length and bytes: a prefix or an extension of a key is no match.
+  assert.deepEqual(fields(encode({ o: 1, opp: 2, valu: 3, x: 4 }))[1], [255, 255, 17]);
+  // Random inputs: never a trap, always a known code.
+  let seed = 99;
+  const rand = (n) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+  for (let k = 0; k < 5000; k++) {
+    const bytes = Uint8Array.from(all);
+    for (let m = rand(3) + 1; m > 0; m--) bytes[rand(bytes.length)] = rand(256);
+    const cut = rand(2) ? bytes : bytes.subarray(0, rand(bytes.length));
+    assert.ok([OK, E_NOT_FOUND, E_TYPE, E_MALFORMED].includes(fields(cut)[0]));
+  }
+});
+
 test('reader: 100,000 nested lists are skipped iteratively; typed copy stops at its depth limit', () => {
   const g = new Guest('sdk_probe');
   const deep = new Uint8Array(100001).fill(0x81);
