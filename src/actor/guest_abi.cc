@@ -116,6 +116,9 @@ HostCallOutcome Self(HostCall& call) {
   auto encoded = EncodeCbor(Value::Ref(ctx.self), ctx.value_limits);
   if (!encoded.ok()) return call.Fail(TrapKind::kHostError, encoded.status().message());
   uint32_t cap = static_cast<uint32_t>(call.i32(1));
+  // The whole buffer must lie in memory, even when the ref does not fit and nothing is written.
+  auto buffer = Buffer(call, 0);
+  if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
   if (encoded->size() <= cap) {
     Status written = call.memory().Write(static_cast<uint32_t>(call.i32(0)), *encoded);
     if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
@@ -197,6 +200,12 @@ Result<std::vector<wasm::WasmValue>> PlaceInputs(wasm::Instance& instance,
     return Status::FailedPrecondition(
         fmt::format("reef_alloc({}) returned 0: the guest is out of memory", total));
   }
+  // Check the whole allocation before writing any of it.
+  if (!instance.memory().View(ptr, static_cast<uint32_t>(total)).ok()) {
+    return Status::FailedPrecondition(
+        fmt::format("reef_alloc({}) returned [{}, {}), outside memory of {} bytes", total, ptr,
+                    uint64_t{ptr} + total, instance.memory().size()));
+  }
   std::vector<wasm::WasmValue> pairs;
   for (const auto& bytes : encoded) {
     Status written = instance.memory().Write(ptr, bytes);
@@ -270,6 +279,17 @@ bool HasShutdownHook(const wasm::Module& module) {
   return module.FindExport("reef_on_shutdown") != nullptr;
 }
 
+Status CheckAbiVersion(wasm::Instance& instance, ActorCallContext& context) {
+  REEF_ASSIGN_OR_RETURN(auto version,
+                        CallBounded(instance, "reef_abi_version", {}, context, kAllocBudget));
+  int32_t v = std::get<int32_t>(version.at(0));
+  if (v != static_cast<int32_t>(kAbiVersion)) {
+    return Status::FailedPrecondition(fmt::format(
+        "module speaks ABI reef version {}; this host speaks version {}", v, kAbiVersion));
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
                                                       ActorCallContext& context, const Value& state,
                                                       const Value& sender, const Value& message) {
@@ -278,6 +298,7 @@ Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
         fmt::format("sender must be null or an actor ref, not {}", sender.kind_name()));
   }
   REEF_RETURN_IF_ERROR(CheckActorExports(instance.module()));
+  REEF_RETURN_IF_ERROR(CheckAbiVersion(instance, context));
   REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {&state, &sender, &message}));
   return instance.Start("reef_handle", args, &context);
 }
@@ -289,6 +310,7 @@ Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance
   if (!HasShutdownHook(instance.module())) {
     return Status::NotFound("module has no reef_on_shutdown export");
   }
+  REEF_RETURN_IF_ERROR(CheckAbiVersion(instance, context));
   REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {&state}));
   return instance.Start("reef_on_shutdown", args, &context);
 }

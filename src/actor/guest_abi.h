@@ -94,6 +94,10 @@ bool HasShutdownHook(const wasm::Module& module);
 // reef_alloc, reef_handle with their signatures). Errors: InvalidArgument naming each gap.
 Status CheckActorExports(const wasm::Module& module);
 
+// Calls `reef_abi_version` (within kAllocBudget instructions) and checks it returns 1.
+// StartHandle and StartShutdown call it. Errors: FailedPrecondition naming both versions.
+Status CheckAbiVersion(wasm::Instance& instance, ActorCallContext& context);
+
 // Decodes the new state returned by a finished reef_handle / reef_on_shutdown invocation.
 // REQUIRES: invocation.state() == kFinished.
 // Errors: InvalidArgument (buffer outside memory, not a value), LimitExceeded.

@@ -25,9 +25,23 @@ using wasm::WasmValue;
 constexpr std::string_view kDevSelf = "devActorRef000000000A";
 
 int Fail(const Status& status) {
+  std::fflush(stdout);  // keep stdout and stderr in order when both go to one file
   fmt::print(stderr, "error: {}\n", status.ToString());
   return 1;
 }
+
+// A validator for instruction counts: a whole number from 1 to 2^64 - 1, nothing else.
+const CLI::Validator kInstructionCount(
+    [](std::string& text) -> std::string {
+      uint64_t value = 0;
+      auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || ptr != text.data() + text.size() || value == 0) {
+        return "must be a whole number of instructions from 1 to 18446744073709551615, not '" +
+               text + "'";
+      }
+      return "";
+    },
+    "INSTRUCTIONS");
 
 template <typename T>
 bool ParseNumber(const std::string& text, T* out) {
@@ -123,6 +137,7 @@ RunState Drive(wasm::Invocation& invocation, uint64_t budget, uint64_t slice, ui
 }
 
 int ReportEnd(RunState state, const wasm::Invocation& invocation, uint64_t used) {
+  std::fflush(stdout);
   if (state == RunState::kTrapped) {
     fmt::print(stderr, "trap: {}\n", invocation.trap().ToString());
     return 1;
@@ -155,7 +170,7 @@ Handler SetupRun(CLI::App& app) {
   app.add_option("args", a->args, "arguments, parsed as the export's parameter types");
   app.add_option("--budget", a->budget, "instruction budget (engine instructions)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kInstructionCount);
   return [a] {
     auto module = wasm::Module::FromFile(a->file);
     if (!module.ok()) return Fail(module.status());
@@ -253,10 +268,10 @@ Handler SetupHandle(CLI::App& app) {
   app.add_option("--self", a->self, "the actor's own ref")->capture_default_str();
   app.add_option("--budget", a->budget, "instruction budget for the whole invocation")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kInstructionCount);
   app.add_option("--slice", a->slice, "instructions per slice")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kInstructionCount);
   app.add_flag("--profile", a->profile,
                "count instructions per function exactly (runs in 1-instruction slices)");
   return [a] {
@@ -302,9 +317,17 @@ Handler SetupHandle(CLI::App& app) {
                (*module)->id().substr(0, 12));
     fmt::print("handle   state {} <- message {} from {}\n", a->state, a->message,
                a->sender.empty() ? "the host" : "@" + std::string(sender.as_actor_ref().str()));
-    PrintEffects(context.effects);
+    // Logs are immediate; sends are delivered only if the transition commits.
+    actor::Effects logs_only{{}, context.effects.logs, {}};
+    PrintEffects(logs_only);
     if (a->profile) PrintProfile(per_function, used);
+    auto discarded = [&] {
+      if (!context.effects.sends.empty()) {
+        fmt::print("discard  {} send(s) of the failed invocation\n", context.effects.sends.size());
+      }
+    };
     if (end != RunState::kFinished) {
+      discarded();
       if (context.effects.failure) fmt::print("fail     {}\n", *context.effects.failure);
       fmt::print("failed   state stays {}; no send is delivered\n", a->state);
       std::fflush(stdout);
@@ -312,9 +335,12 @@ Handler SetupHandle(CLI::App& app) {
     }
     auto next = actor::DecodeNewState(**instance, **invocation, limits);
     if (!next.ok()) {
+      discarded();
       fmt::print("failed   state stays {}; no send is delivered\n", a->state);
       return Fail(next.status());
     }
+    actor::Effects sends_only{context.effects.sends, {}, {}};
+    PrintEffects(sends_only);
     auto text = ValueToJsonText(*next, limits);
     // Charged instructions count whole chunks of up to 1,024 (see Invocation::Run).
     fmt::print("commit   new state {} (charged {} instructions in slices of {})\n",

@@ -323,14 +323,18 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
 Result<std::vector<WasmValue>> Instance::Call(std::string_view name,
                                               std::span<const WasmValue> args, void* context,
                                               uint64_t budget) {
+  if (budget == 0) return Status::InvalidArgument("Call needs a budget of at least 1 instruction");
   REEF_ASSIGN_OR_RETURN(auto invocation, Start(name, args, context));
-  RunState state = RunState::kBudgetExhausted;
-  while (state == RunState::kBudgetExhausted) state = invocation->Run(budget);
+  RunState state = invocation->Run(budget);
   if (state == RunState::kTrapped) return Status::Trapped(invocation->trap().ToString());
   if (state == RunState::kSuspended) {
     return Status::FailedPrecondition(
         fmt::format("`{}` suspended in host call {}; use Start/Run to drive it", name,
                     invocation->suspended_in()));
+  }
+  if (state == RunState::kBudgetExhausted) {
+    return Status::LimitExceeded(
+        fmt::format("`{}` did not finish within its budget of {} instructions", name, budget));
   }
   return invocation->results();
 }

@@ -29,7 +29,8 @@ struct EngineLimits {
   uint32_t max_memory_pages = 256;       // 64 KiB pages per memory: 256 = 16 MiB
   uint32_t max_table_elements = 10'000;  // elements per table
   uint32_t max_call_depth = 1'024;       // wasm frames per invocation (host frames count too)
-  uint32_t max_value_stack = 1u << 20;   // values (16 bytes each) per invocation: 16 MiB
+  uint32_t max_value_stack = 1u << 20;   // values (16 bytes each) per invocation: 16 MiB;
+                                         // traps before any instruction could pass it
   uint64_t max_start_instructions = 100'000'000;  // engine instructions for a start function
 };
 
@@ -112,11 +113,12 @@ class Instance {
   // invocation of this instance is active.
   virtual Status Reset() = 0;
 
-  // Convenience: Start, then Run with `budget` slices until finished or trapped, completing
-  // no host suspensions (a suspension is an error here: FailedPrecondition).
-  // Returns the results; Trapped with Trap::ToString() as the message on a trap.
+  // Convenience: Start, then Run once with `budget` (the whole call's budget, engine
+  // instructions). Returns the results. Errors: those of Start; InvalidArgument for a zero
+  // budget; Trapped with Trap::ToString() as the message; LimitExceeded when the budget runs
+  // out; FailedPrecondition when the call suspends in a host import (use Start/Run for that).
   Result<std::vector<WasmValue>> Call(std::string_view name, std::span<const WasmValue> args,
-                                      void* context = nullptr, uint64_t budget = 1'000'000);
+                                      void* context = nullptr, uint64_t budget = 100'000'000);
 };
 
 }  // namespace reef::wasm

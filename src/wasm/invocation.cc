@@ -12,8 +12,9 @@ namespace reef::wasm {
 namespace interp = wabt::interp;
 
 namespace {
-// Slices run in chunks of at most this many instructions; between chunks the engine checks
-// the value stack limit. A chunk that ends early is charged in full.
+// Slices run in chunks of at most this many instructions (fewer near the value stack limit);
+// between chunks the engine checks the value stack. A chunk that ends early (finish, trap,
+// host call) is charged in full.
 constexpr uint64_t kChunk = 1024;
 }  // namespace
 
@@ -50,21 +51,26 @@ RunState InvocationImpl::Run(uint64_t budget) {
   if (state_ != RunState::kBudgetExhausted || budget == 0) return state_;
   engine_->running = this;
   uint64_t remaining = budget;
+  // One instruction adds at most one operand, or a whole frame of locals when it enters a
+  // call; chunks are sized so that even the worst case stays within max_value_stack.
+  const uint64_t growth = uint64_t{instance_->module().max_frame_values()} + 4;
+  const uint64_t limit = engine_->limits.max_value_stack;
   while (remaining > 0 && state_ == RunState::kBudgetExhausted) {
-    uint64_t chunk = std::min(remaining, kChunk);
+    uint64_t used = detail::Values(*thread_).size();
+    uint64_t headroom = used < limit ? limit - used : 0;
+    if (headroom < growth) {
+      TrapWith(TrapFromFrames(fmt::format(
+          "value stack exhausted: {} of {} values in use and the next instruction may need {} "
+          "(limit max_value_stack)",
+          used, limit, growth)));
+      break;
+    }
+    uint64_t chunk = std::min({remaining, kChunk, headroom / growth});
     interp::Trap::Ptr trap;
     interp::RunResult result = thread_->Run(static_cast<int>(chunk), &trap);
     instructions_ += chunk;
     remaining -= chunk;
-    if (result == interp::RunResult::Ok && !trap) {
-      if (detail::Values(*thread_).size() > engine_->limits.max_value_stack) {
-        TrapWith(
-            TrapFromFrames(fmt::format("value stack exhausted: more than {} values "
-                                       "(limit max_value_stack)",
-                                       engine_->limits.max_value_stack)));
-      }
-      continue;
-    }
+    if (result == interp::RunResult::Ok && !trap) continue;
     if (result == interp::RunResult::Return && !trap) {
       Finish();
     } else if (suspend_requested_) {

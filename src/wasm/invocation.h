@@ -43,7 +43,8 @@ class Invocation {
   // Runs at most `budget` engine instructions. REQUIRES: budget > 0 and state() is
   // kBudgetExhausted (a fresh invocation starts so) — not suspended, finished or trapped.
   // Instructions are charged exactly while the budget runs out; a slice that ends early
-  // (finish, trap, host call) is charged up to the next multiple of 1,024 instructions.
+  // (finish, trap, host call) is charged its whole current chunk (at most 1,024, fewer near
+  // the value stack limit).
   virtual RunState Run(uint64_t budget) = 0;
 
   // Resumes a suspended invocation with the host call's results (typed as the import's

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <iterator>
 
@@ -76,6 +78,72 @@ std::string StripDollar(const std::string& name) {
   return !name.empty() && name[0] == '$' ? name.substr(1) : name;
 }
 
+bool IsIdChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '$';
+}
+
+// Scans .wat text for its nesting depth without recursion: parentheses, plus the plain
+// (unfolded) block instructions and their `end`. Skips strings and comments.
+Status CheckTextNesting(std::string_view text, std::string_view name, uint32_t limit) {
+  int64_t depth = 0;
+  uint32_t line = 1;
+  size_t line_start = 0;
+  char previous = ' ';  // last significant character
+  auto too_deep = [&](size_t at) {
+    return Status::LimitExceeded(fmt::format(
+        "{}:{}:{}: nesting deeper than {} levels (limit max_text_nesting)", name, line,
+        at - line_start + 1, limit));
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if (c == ';' && i + 1 < text.size() && text[i + 1] == ';') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      --i;
+    } else if (c == '(' && i + 1 < text.size() && text[i + 1] == ';') {
+      int comment = 1;
+      for (i += 2; i < text.size() && comment > 0; ++i) {
+        if (text[i] == '\n') {
+          ++line;
+          line_start = i + 1;
+        } else if (text[i] == '(' && i + 1 < text.size() && text[i + 1] == ';') {
+          ++comment, ++i;
+        } else if (text[i] == ';' && i + 1 < text.size() && text[i + 1] == ')') {
+          --comment, ++i;
+        }
+      }
+      --i;
+    } else if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+    } else if (c == '(') {
+      if (++depth > limit) return too_deep(i);
+      previous = c;
+    } else if (c == ')') {
+      --depth;
+      previous = c;
+    } else if (IsIdChar(c) && (i == 0 || !IsIdChar(text[i - 1]))) {
+      size_t end = i;
+      while (end < text.size() && IsIdChar(text[end])) ++end;
+      std::string_view word = text.substr(i, end - i);
+      bool opens = word == "block" || word == "loop" || word == "if" || word == "try";
+      if (opens && previous != '(') {
+        if (++depth > limit) return too_deep(i);
+      } else if (word == "end") {
+        --depth;
+      }
+      previous = 'a';
+      i = end - 1;
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      previous = c;
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const Module>> Module::FromBinary(std::span<const uint8_t> bytes,
@@ -88,6 +156,7 @@ Result<std::shared_ptr<const Module>> Module::FromBinary(std::span<const uint8_t
 Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat, std::string_view name,
                                                        const ModuleLimits& limits) {
   REEF_RETURN_IF_ERROR(CheckSize(wat.size(), limits));
+  REEF_RETURN_IF_ERROR(CheckTextNesting(wat, name, limits.max_text_nesting));
   wabt::Errors errors;
   wabt::Features features;
   std::unique_ptr<wabt::WastLexer> lexer =
@@ -166,6 +235,8 @@ Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
                       "max_function_locals={}",
                       name, module->function_names_.size(), locals, limits.max_function_locals));
     }
+    module->max_frame_values_ =
+        std::max(module->max_frame_values_, static_cast<uint32_t>(locals));
     module->function_names_.push_back(StripDollar(func->name));
   }
   for (const wabt::Import* import : ir.imports) {

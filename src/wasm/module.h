@@ -23,6 +23,9 @@ namespace reef::wasm {
 struct ModuleLimits {
   uint64_t max_module_bytes = 64ull << 20;  // bytes of .wasm (or .wat text)
   uint32_t max_function_locals = 50'000;    // params + locals of one function
+  // Deepest nesting of parentheses and block/loop/if/try...end in .wat text (wabt's text
+  // parser recurses per level; tens of thousands of levels overflow the stack).
+  uint32_t max_text_nesting = 1'000;
 };
 
 struct ImportInfo {
@@ -79,6 +82,9 @@ class Module {
   // else "func[index]".
   std::string FunctionName(uint32_t index) const;
   uint32_t function_count() const { return static_cast<uint32_t>(function_names_.size()); }
+  // Largest params + locals of any function: the most values one call can add to the value
+  // stack (the engine uses it to keep the value stack strictly within its limit).
+  uint32_t max_frame_values() const { return max_frame_values_; }
 
  private:
   Module() = default;
@@ -94,6 +100,7 @@ class Module {
   std::vector<DeclaredLimits> memories_;
   std::vector<DeclaredLimits> tables_;
   std::vector<std::string> function_names_;  // "" when unnamed
+  uint32_t max_frame_values_ = 0;
 };
 
 }  // namespace reef::wasm

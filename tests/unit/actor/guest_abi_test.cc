@@ -223,3 +223,43 @@ TEST_F(ImportContractTest, FailEndsTheInvocationWithTheReason) {
 
 }  // namespace
 }  // namespace reef::actor
+
+namespace reef::actor {
+namespace {
+
+TEST(ImportBoundsTest, SelfChecksItsBufferEvenWhenTheRefDoesNotFit) {
+  wasm::Engine engine(AbiV1Registry());
+  auto module = wasm::Module::FromText(R"((module
+    (import "reef" "self" (func $self (param i32 i32) (result i32)))
+    (memory (export "memory") 1)
+    (func (export "f") (result i32) (call $self (i32.const 70000) (i32.const 0)))))");
+  ASSERT_TRUE(module.ok());
+  auto instance = engine.Instantiate(*module);
+  ASSERT_TRUE(instance.ok());
+  ActorCallContext context{*ActorRef::Parse("counterAAAAAAAAAAAAAA")};
+  auto result = (*instance)->Call("f", {}, &context);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("host_bounds"), std::string::npos)
+      << result.status().message();
+}
+
+TEST(AbiVersionTest, AModuleOfAnotherAbiVersionIsNotRun) {
+  wasm::Engine engine(AbiV1Registry());
+  auto module = wasm::Module::FromText(R"((module
+    (memory (export "memory") 1)
+    (func (export "reef_abi_version") (result i32) (i32.const 2))
+    (func (export "reef_alloc") (param i32) (result i32) (i32.const 1024))
+    (func (export "reef_handle") (param i32 i32 i32 i32 i32 i32) (result i64)
+      (i64.or (i64.extend_i32_u (local.get 0)) (i64.shl (i64.extend_i32_u (local.get 1)) (i64.const 32))))))");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto instance = engine.Instantiate(*module);
+  ASSERT_TRUE(instance.ok());
+  ActorCallContext context{*ActorRef::Parse("counterAAAAAAAAAAAAAA")};
+  auto started = StartHandle(**instance, context, Value::Int(0), Value::Null(), Value::Int(1));
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.status().message().find("ABI reef version 2"), std::string::npos)
+      << started.status().message();
+}
+
+}  // namespace
+}  // namespace reef::actor

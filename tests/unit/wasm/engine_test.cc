@@ -554,3 +554,56 @@ TEST_F(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
 
 }  // namespace
 }  // namespace reef::wasm
+
+namespace reef::wasm {
+namespace {
+
+TEST_F(EngineTest, ValueStackNeverExceedsItsLimitEvenWithinOneChunk) {
+  // 20 nested calls of a function with 5,000 locals need 100,000 values: far past a limit
+  // of 10,000, and all of it fits in a single 1,024-instruction chunk.
+  EngineLimits limits;
+  limits.max_value_stack = 10'000;
+  std::string locals;
+  for (int i = 0; i < 5'000; ++i) locals += " i64";
+  auto instance = Instantiate(R"((module
+    (func $f (export "f") (param $n i32) (result i32) (local)" + locals + R"()
+      (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 0))
+        (else (call $f (i32.sub (local.get $n) (i32.const 1))))))))",
+                              limits);
+  Trap trap = RunToTrap(*instance, "f", {int32_t{20}});
+  EXPECT_EQ(trap.kind, TrapKind::kValueStackExhausted) << trap.ToString();
+  EXPECT_EQ(trap.function, "f");
+}
+
+TEST_F(EngineTest, CallRespectsItsTotalBudget) {
+  auto instance = Instantiate(kLoop);
+  EXPECT_EQ(instance->Call("spin", {}, nullptr, 0).status().code(), Code::kInvalidArgument);
+  auto spun = instance->Call("spin", {}, nullptr, 50'000);
+  ASSERT_FALSE(spun.ok());
+  EXPECT_EQ(spun.status().code(), Code::kLimitExceeded);
+}
+
+TEST(ModuleTest, DeeplyNestedTextIsRejectedNotFatal) {
+  std::string deep = "(module (func ";
+  for (int i = 0; i < 20'000; ++i) deep += "(block ";
+  deep += std::string(20'000, ')') + "))";
+  auto folded = Module::FromText(deep, "deep.wat");
+  ASSERT_FALSE(folded.ok());
+  EXPECT_EQ(folded.status().code(), Code::kLimitExceeded);
+  EXPECT_NE(folded.status().message().find("max_text_nesting"), std::string::npos);
+
+  std::string flat = "(module (func ";
+  for (int i = 0; i < 100'000; ++i) flat += "block ";
+  for (int i = 0; i < 100'000; ++i) flat += "end ";
+  EXPECT_EQ(Module::FromText(flat + "))", "flat.wat").status().code(), Code::kLimitExceeded);
+
+  std::string fine = "(module (func ;; a comment with ( ( (\n (; block block ;) ";
+  for (int i = 0; i < 500; ++i) fine += "(block ";
+  fine += std::string(500, ')') + " (drop (i32.const 0)) \"((((\" ))";
+  // The string above is not valid wasm text, but it must fail on syntax, not on depth.
+  auto parsed = Module::FromText(fine, "fine.wat");
+  EXPECT_NE(parsed.status().code(), Code::kLimitExceeded) << parsed.status().ToString();
+}
+
+}  // namespace
+}  // namespace reef::wasm
