@@ -88,6 +88,10 @@ class Module {
 
  private:
   Module() = default;
+  // FromText's work, which may throw from inside wabt.
+  static Result<std::shared_ptr<const Module>> ParseText(std::string_view wat,
+                                                         std::string_view name,
+                                                         const ModuleLimits& limits);
   // Shared tail of the factories: validates `bytes` and fills in the metadata.
   static Result<std::shared_ptr<const Module>> Build(std::vector<uint8_t> bytes,
                                                      std::string_view name,

@@ -55,5 +55,24 @@ TEST(ModuleRegressionTest, IfInAGlobalInitializerIsRejectedNotFatal) {
       << module.status().message();
 }
 
+// Found by fuzz/wat_fuzz.cc: wabt's lexer throws std::length_error on tokens holding bytes
+// outside ASCII, and leaks memory on an `(@` annotation while giving up.
+TEST(ModuleRegressionTest, NonAsciiOutsideStringsIsRejectedNotFatal) {
+  auto module = Module::FromText(
+      "(module (func (param i32) (result i32) (i32.div_s (loc\xeb\xeb\xeb i =\xeb res\xcdLt i32)))",
+      "mutated.wat");
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("mutated.wat:1:"), std::string::npos)
+      << module.status().message();
+  // Non-ASCII text in strings and comments stays fine.
+  EXPECT_TRUE(Module::FromText("(module ;; caf\xc3\xa9\n (data \"caf\xc3\xa9\"))").ok());
+}
+
+TEST(ModuleRegressionTest, AnnotationsAreRejectedNotLeaked) {
+  auto module = Module::FromText("(module\n  (@@@@mory\") 1))", "annotated.wat");
+  ASSERT_FALSE(module.ok());
+  EXPECT_NE(module.status().message().find("annotations"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace reef::wasm

@@ -1,0 +1,10 @@
+(module
+  (import "reef" "log" (func $log (param i32 i32 i32) (result i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "hello")
+  (table 2 funcref)
+  (global $g (mut i32) (i32.const 0))
+  (func (export "reef_abi_version") (result i32) (i32.const 1))
+  (func $f (param i32) (result i32)
+    (block $b (loop $l (br_if $b (i32.eqz (local.get 0))) (br $l)))
+    (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2)))))
