@@ -23,7 +23,7 @@
 namespace reef::actor {
 
 // Actor statuses, one row each: enumerator, stable name (protocol, CLI, docs).
-#define REEF_ACTOR_STATUSES(X)                                              \
+#define REEF_ACTOR_STATUSES(X)                                                 \
   X(kIdle, "idle")         /* no active invocation; runnable if input waits */ \
   X(kRunning, "running")   /* an invocation is active between slices */        \
   X(kAwaiting, "awaiting") /* the invocation waits in a host call */           \
@@ -73,13 +73,13 @@ struct ActorSnapshot {
   std::string implementation_label;
   uint32_t incarnation = 0;  // 1 at spawn; +1 per restart
   ActorStatus status = ActorStatus::kIdle;
-  std::optional<ActorStatus> paused_from;  // set while paused: the status resume restores
-  Value state;                              // committed state
-  std::optional<Envelope> reserved;         // the input of the active or failed invocation
-  std::vector<Envelope> queued;             // FIFO, oldest first
-  uint32_t mailbox_capacity = 0;            // counts queued + reserved messages
-  std::optional<wasm::Telemetry> telemetry; // while an invocation is active
-  bool stopping = false;                    // a graceful stop is in progress
+  std::optional<ActorStatus> paused_from;      // set while paused: the status resume restores
+  Value state;                                 // committed state
+  std::optional<Envelope> reserved;            // the input of the active or failed invocation
+  std::vector<Envelope> queued;                // FIFO, oldest first
+  uint32_t mailbox_capacity = 0;               // counts queued + reserved messages
+  std::optional<wasm::Telemetry> telemetry;    // while an invocation is active
+  bool stopping = false;                       // a graceful stop is in progress
   std::optional<std::string> pending_install;  // implementation id queued by reload/become
   std::optional<std::string> failure;          // why the last invocation failed
   LogLevel log_level = LogLevel::kInfo;

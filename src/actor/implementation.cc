@@ -22,8 +22,8 @@ std::string ImplementationId(const wasm::Module& module, const wasm::HostRegistr
       "reef-implementation:v1\nmodule {}\nengine wabt-interp 1.0.32\nabi {}\ntarget "
       "wasm32-interp\n",
       module.id(), registry.Fingerprint());
-  return Sha256Hex(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(input.data()),
-                                            input.size()));
+  return Sha256Hex(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(input.data()), input.size()));
 }
 
 Result<std::shared_ptr<const Implementation>> MakeImplementation(

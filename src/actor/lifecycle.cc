@@ -10,8 +10,8 @@ namespace reef::actor {
 namespace {
 
 Status NotWhile(const Actor& a, std::string_view op) {
-  return Status::FailedPrecondition(fmt::format("cannot {} @{}: it is {}", op,
-                                                a.cell->ref.str(), ActorStatusName(a.status)));
+  return Status::FailedPrecondition(
+      fmt::format("cannot {} @{}: it is {}", op, a.cell->ref.str(), ActorStatusName(a.status)));
 }
 
 // Puts the reserved input back at the front of the queue (restart and cancel).
@@ -26,14 +26,14 @@ Status CheckRepairable(const Actor& a, std::string_view op) {
   bool status_ok = a.status == ActorStatus::kPaused || a.status == ActorStatus::kStopped ||
                    a.status == ActorStatus::kFailed;
   if (!status_ok) {
-    return Status::FailedPrecondition(fmt::format(
-        "{} needs @{} paused, stopped or failed; it is {} (pause it first)", op,
-        a.cell->ref.str(), ActorStatusName(a.status)));
+    return Status::FailedPrecondition(
+        fmt::format("{} needs @{} paused, stopped or failed; it is {} (pause it first)", op,
+                    a.cell->ref.str(), ActorStatusName(a.status)));
   }
   if (a.active) {
-    return Status::FailedPrecondition(fmt::format(
-        "{} needs @{} without an active invocation (kill or cancel it first)", op,
-        a.cell->ref.str()));
+    return Status::FailedPrecondition(
+        fmt::format("{} needs @{} without an active invocation (kill or cancel it first)", op,
+                    a.cell->ref.str()));
   }
   return Status::Ok();
 }
@@ -139,8 +139,7 @@ Status Runtime::Cancel(const ActorRef& ref) {
   });
 }
 
-Status Runtime::Install(const ActorRef& ref,
-                        std::shared_ptr<const Implementation> implementation) {
+Status Runtime::Install(const ActorRef& ref, std::shared_ptr<const Implementation> implementation) {
   State& s = *state_;
   return s.OnActor(ref, [&](Reactor&, Actor& a) {
     a.pending_install = implementation;
@@ -202,9 +201,9 @@ Status Runtime::SetMessages(const ActorRef& ref, std::vector<Value> reserved,
     uint32_t new_count = static_cast<uint32_t>(queued.size() + reserved.size());
     uint32_t in_flight = a.cell->used.load() - old_count;  // reserved by senders, not here yet
     if (new_count + in_flight > a.cell->capacity.load()) {
-      return Status::LimitExceeded(fmt::format(
-          "{} messages ({} more on their way) exceed the mailbox capacity of {}", new_count,
-          in_flight, a.cell->capacity.load()));
+      return Status::LimitExceeded(
+          fmt::format("{} messages ({} more on their way) exceed the mailbox capacity of {}",
+                      new_count, in_flight, a.cell->capacity.load()));
     }
     // Every check passed: apply. A message equal to the one at the same position keeps its
     // sender; any other is host-originated.
@@ -241,7 +240,8 @@ Status Runtime::SetLogLevel(const ActorRef& ref, LogLevel level) {
 
 std::vector<ReactorInfo> Runtime::Reactors() {
   std::vector<ReactorInfo> out;
-  for (auto& r : state_->reactors) out.push_back({r->id, r->liveness.load(), r->actor_count.load()});
+  for (auto& r : state_->reactors)
+    out.push_back({r->id, r->liveness.load(), r->actor_count.load()});
   return out;
 }
 

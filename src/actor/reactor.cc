@@ -12,7 +12,9 @@ namespace {
 thread_local Reactor* tls_reactor = nullptr;
 }  // namespace
 
-Reactor* CurrentReactor() { return tls_reactor; }
+Reactor* CurrentReactor() {
+  return tls_reactor;
+}
 
 bool ActorCell::Reserve(uint32_t n) {
   uint32_t current = used.load(std::memory_order_acquire);
@@ -29,9 +31,12 @@ void CallSlot::Complete(Result<Value> result) {
 
 std::string_view ReactorLivenessName(ReactorLiveness liveness) {
   switch (liveness) {
-    case ReactorLiveness::kUp: return "up";
-    case ReactorLiveness::kDraining: return "draining";
-    case ReactorLiveness::kDown: return "down";
+    case ReactorLiveness::kUp:
+      return "up";
+    case ReactorLiveness::kDraining:
+      return "draining";
+    case ReactorLiveness::kDown:
+      return "down";
   }
   return "?";
 }
@@ -58,14 +63,14 @@ std::deque<Reactor::Command> Reactor::TakeCommands(bool idle, std::chrono::milli
 Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn) {
   if (spawn.reactor) {
     if (*spawn.reactor >= reactors.size()) {
-      return Status::NotFound(fmt::format("no reactor {} (there are {})", *spawn.reactor,
-                                          reactors.size()));
+      return Status::NotFound(
+          fmt::format("no reactor {} (there are {})", *spawn.reactor, reactors.size()));
     }
     Reactor& chosen = *reactors[*spawn.reactor];
     if (chosen.liveness.load() != ReactorLiveness::kUp) {
-      return Status::FailedPrecondition(fmt::format(
-          "reactor {} is {}; new actors go to Up reactors only", chosen.id,
-          ReactorLivenessName(chosen.liveness.load())));
+      return Status::FailedPrecondition(
+          fmt::format("reactor {} is {}; new actors go to Up reactors only", chosen.id,
+                      ReactorLivenessName(chosen.liveness.load())));
     }
     return &chosen;
   }

@@ -13,8 +13,7 @@ namespace reef::actor {
 
 Reactor* CurrentReactor();  // reactor.cc
 
-Runtime::State::State(RuntimeOptions opts)
-    : options(std::move(opts)), logs(options.log_options) {}
+Runtime::State::State(RuntimeOptions opts) : options(std::move(opts)), logs(options.log_options) {}
 
 std::shared_ptr<ActorCell> Runtime::State::FindCell(const ActorRef& ref) {
   std::shared_lock lock(directory_mu);
@@ -70,7 +69,9 @@ Status Runtime::State::OnActor(const ActorRef& ref,
 
 Runtime::Runtime(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
-Runtime::~Runtime() { state_->StopThreads(); }
+Runtime::~Runtime() {
+  state_->StopThreads();
+}
 
 Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options) {
   if (options.reactors == 0) return Status::InvalidArgument("reactors must be at least 1");
@@ -87,8 +88,8 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options) {
   return std::unique_ptr<Runtime>(new Runtime(std::move(state)));
 }
 
-Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementation,
-                                Value initial, const SpawnOptions& options) {
+Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementation, Value initial,
+                                const SpawnOptions& options) {
   State& s = *state_;
   REEF_RETURN_IF_ERROR(CheckLimits(initial, s.options.value_limits).WithContext("initial state"));
   uint32_t capacity = options.mailbox_capacity.value_or(s.options.default_mailbox_capacity);
@@ -186,8 +187,8 @@ namespace {
 Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& target) {
   if (!cell) return Status::NotFound(fmt::format("no actor @{}", target.str()));
   if (!cell->Accepting()) {
-    return Status::FailedPrecondition(fmt::format(
-        "@{} is {} and takes no messages", target.str(), ActorStatusName(cell->status.load())));
+    return Status::FailedPrecondition(fmt::format("@{} is {} and takes no messages", target.str(),
+                                                  ActorStatusName(cell->status.load())));
   }
   return Status::Ok();
 }
@@ -202,8 +203,8 @@ static SendOutcome SendAs(Runtime::State& s, const ActorRef& target, Value messa
   Status ok = CheckTarget(cell, target);
   if (!ok.ok()) return {ok, std::move(message)};
   if (!cell->Reserve(1)) {
-    return {Status::LimitExceeded(fmt::format("mailbox of @{} is full ({} messages)",
-                                              target.str(), cell->capacity.load())),
+    return {Status::LimitExceeded(fmt::format("mailbox of @{} is full ({} messages)", target.str(),
+                                              cell->capacity.load())),
             std::move(message)};
   }
   s.Route(cell, Envelope{sender, std::move(message)});
@@ -229,8 +230,8 @@ SendOutcome Runtime::Send(const ActorRef& target, Value message,
         std::chrono::steady_clock::now() >= deadline) {
       if (outcome.status.code() == Code::kLimitExceeded &&
           state_->options.mode == SchedulingMode::kFreeRunning) {
-        outcome.status = Status::Unavailable(fmt::format(
-            "mailbox of @{} stayed full for {} ms", target.str(), timeout.count()));
+        outcome.status = Status::Unavailable(
+            fmt::format("mailbox of @{} stayed full for {} ms", target.str(), timeout.count()));
       }
       return outcome;
     }
@@ -309,8 +310,14 @@ Result<TickReport> Runtime::Tick(uint32_t count, uint64_t budget) {
   return report;
 }
 
-LogStore& Runtime::logs() { return state_->logs; }
-LifecycleEvents& Runtime::events() { return state_->events; }
-const RuntimeOptions& Runtime::options() const { return state_->options; }
+LogStore& Runtime::logs() {
+  return state_->logs;
+}
+LifecycleEvents& Runtime::events() {
+  return state_->events;
+}
+const RuntimeOptions& Runtime::options() const {
+  return state_->options;
+}
 
 }  // namespace reef::actor

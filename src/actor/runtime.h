@@ -71,10 +71,10 @@ struct SendOutcome {
 };
 
 struct TickReport {
-  uint64_t slices = 0;       // slices run
-  uint64_t instructions = 0; // engine instructions charged
-  uint64_t commits = 0;      // handlers that committed
-  uint64_t failures = 0;     // handlers that failed
+  uint64_t slices = 0;        // slices run
+  uint64_t instructions = 0;  // engine instructions charged
+  uint64_t commits = 0;       // handlers that committed
+  uint64_t failures = 0;      // handlers that failed
 };
 
 struct ReactorInfo {

@@ -106,9 +106,9 @@ static void FailActor(Runtime::State& state, Reactor& reactor, Actor& actor, std
 // Validates every send of a finished invocation and reserves mailbox capacity for all of
 // them (aggregate per target), or reserves nothing. On success `reserved` lists the cells
 // reserved and how many slots each.
-static Status ReserveEffects(Runtime::State& state, Actor& actor, const Effects& effects,
-                             std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>>*
-                                 reserved) {
+static Status ReserveEffects(
+    Runtime::State& state, Actor& actor, const Effects& effects,
+    std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>>* reserved) {
   std::map<ActorRef, uint32_t> counts;
   for (const SendEffect& send : effects.sends) ++counts[send.target];
   auto rollback = [&] {
@@ -124,9 +124,9 @@ static Status ReserveEffects(Runtime::State& state, Actor& actor, const Effects&
     }
     if (cell.get() != actor.cell.get() && !cell->Accepting()) {
       rollback();
-      return Status::FailedPrecondition(fmt::format(
-          "send to @{}, which is {}", target.str(),
-          ActorStatusName(cell->status.load(std::memory_order_acquire))));
+      return Status::FailedPrecondition(
+          fmt::format("send to @{}, which is {}", target.str(),
+                      ActorStatusName(cell->status.load(std::memory_order_acquire))));
     }
     // A self-send reuses the slot of the input this transition acknowledges.
     uint32_t needed = cell.get() == actor.cell.get() && actor.reserved ? count - 1 : count;
@@ -195,8 +195,7 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
 
 // Starts the next invocation: on_shutdown when stopping, else the oldest queued input.
 // Returns false when there is nothing to start (or the actor just stopped or failed).
-static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor,
-                      TickReport* report) {
+static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, TickReport* report) {
   state.ApplyPendingInstall(actor);
   bool shutdown = actor.stopping;
   if (shutdown && !HasShutdownHook(*actor.implementation->module)) {
@@ -254,9 +253,7 @@ uint64_t Runtime::State::RunSlice(Reactor& reactor, Actor& actor, uint64_t budge
       break;
     case wasm::RunState::kTrapped: {
       const wasm::Trap& trap = invocation.trap();
-      std::string why = trap.kind == wasm::TrapKind::kGuestFailure
-                            ? trap.message
-                            : trap.ToString();
+      std::string why = trap.kind == wasm::TrapKind::kGuestFailure ? trap.message : trap.ToString();
       FailActor(*this, reactor, actor, std::move(why), report);
       break;
     }

@@ -1,0 +1,73 @@
+/* A test actor for the runtime's lifecycle tests. State: an integer.
+ *   {"op":"add","value":N}            state + N
+ *   {"op":"spin"}                     loops forever (for kill, cancel, pause)
+ *   {"op":"fail"}                     fails with reason "asked to fail"
+ *   {"op":"log","level":L,"text":T}   logs T at level L, state + 1
+ *   {"op":"log_then_fail","text":T}   logs T at info, then fails
+ *   {"op":"send","target":@A,"count":N}   sends N x {"op":"add","value":1} to A, state + 1
+ *   {"op":"reply"}                    sends the state to the sender, state unchanged
+ * on_shutdown: state + 1000. */
+#include "reef.h"
+
+enum { F_OP, F_VALUE, F_LEVEL, F_TEXT, F_TARGET, F_COUNT, F_N };
+static const reef_str kKeys[F_N] = {REEF_STR("op"),   REEF_STR("value"),  REEF_STR("level"),
+                                    REEF_STR("text"), REEF_STR("target"), REEF_STR("count")};
+
+static int64_t int_field(reef_cbor field, int64_t fallback) {
+  int64_t v;
+  return reef_read_int(&field, &v) == REEF_OK ? v : fallback;
+}
+
+static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
+  int64_t count = 0;
+  if (reef_read_int(&state, &count) != REEF_OK) reef_fail("probe: state must be an integer");
+  reef_cbor f[F_N];
+  reef_str op;
+  int rc = reef_fields(message, F_N, kKeys, f);
+  if ((rc != REEF_OK && rc != REEF_E_NOT_FOUND) || reef_read_text(&f[F_OP], &op) != REEF_OK) {
+    reef_fail("probe: message must be a record with a text field 'op'");
+  }
+  if (reef_str_eq(op, "add")) return reef_value_int(count + int_field(f[F_VALUE], 0));
+  if (reef_str_eq(op, "spin")) {
+    for (volatile int i = 0;; i++) {
+    }
+  }
+  if (reef_str_eq(op, "fail")) reef_fail("asked to fail");
+  if (reef_str_eq(op, "log") || reef_str_eq(op, "log_then_fail")) {
+    reef_str text = {"", 0};
+    reef_read_text(&f[F_TEXT], &text);
+    reef_log((int)int_field(f[F_LEVEL], REEF_INFO), text.ptr, text.len);
+    if (reef_str_eq(op, "log_then_fail")) reef_fail("failed after logging");
+    return reef_value_int(count + 1);
+  }
+  if (reef_str_eq(op, "send")) {
+    reef_actor_ref target;
+    if (reef_read_actor(&f[F_TARGET], &target) != REEF_OK) reef_fail("probe: send needs target");
+    int64_t n = int_field(f[F_COUNT], 1);
+    for (int64_t i = 0; i < n; i++) {
+      reef_writer w = reef_writer_new();
+      reef_write_record(&w, 2);
+      reef_write_cstr(&w, "op");
+      reef_write_cstr(&w, "add");
+      reef_write_cstr(&w, "value");
+      reef_write_int(&w, 1);
+      if (reef_send(&target, reef_writer_finish(&w)) != REEF_OK) reef_fail("probe: send refused");
+    }
+    return reef_value_int(count + 1);
+  }
+  if (reef_str_eq(op, "reply")) {
+    reef_actor_ref to;
+    if (reef_read_actor(&sender, &to) != REEF_OK) reef_fail("probe: reply needs an actor sender");
+    if (reef_send(&to, reef_value_int(count)) != REEF_OK) reef_fail("probe: reply refused");
+    return reef_value_int(count);
+  }
+  reef_failf("probe: unknown op '%.*s'", (int)op.len, op.ptr);
+}
+
+static reef_cbor shutdown(reef_cbor state) {
+  int64_t count = 0;
+  reef_read_int(&state, &count);
+  return reef_value_int(count + 1000);
+}
+
+REEF_ACTOR_WITH_SHUTDOWN(handle, shutdown);

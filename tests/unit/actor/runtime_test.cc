@@ -1,0 +1,371 @@
+// The actor runtime in manual mode: spec 001's walk-through, every row of the transition
+// table, lifecycle ordering, repair preconditions and logs.
+#include "actor/runtime.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/json.h"
+
+namespace reef::actor {
+namespace {
+
+Value Json(std::string_view text) {
+  auto value = ValueFromJson(text, ValueLimits{});
+  EXPECT_TRUE(value.ok()) << value.status().ToString();
+  return value.ok() ? *value : Value();
+}
+
+std::shared_ptr<const Implementation> Load(const std::string& guest) {
+  auto module = wasm::Module::FromFile(std::string(REEF_GUEST_DIR) + "/" + guest + ".wasm");
+  EXPECT_TRUE(module.ok()) << module.status().ToString();
+  auto implementation = MakeImplementation(*module, guest);
+  EXPECT_TRUE(implementation.ok()) << implementation.status().ToString();
+  return *implementation;
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RuntimeOptions options;
+    options.reactors = 2;  // manual mode still spreads actors over reactors
+    auto runtime = Runtime::Create(options);
+    ASSERT_TRUE(runtime.ok());
+    runtime_ = std::move(*runtime);
+  }
+
+  ActorRef Spawn(const std::shared_ptr<const Implementation>& impl, int64_t state,
+                 uint32_t capacity = 256) {
+    SpawnOptions options;
+    options.mailbox_capacity = capacity;
+    auto ref = runtime_->Spawn(impl, Value::Int(state), options);
+    EXPECT_TRUE(ref.ok()) << ref.status().ToString();
+    return *ref;
+  }
+  void Send(const ActorRef& to, std::string_view json) {
+    SendOutcome sent = runtime_->TrySend(to, Json(json));
+    ASSERT_TRUE(sent.status.ok()) << sent.status.ToString();
+  }
+  ActorSnapshot Inspect(const ActorRef& ref) {
+    auto snap = runtime_->Inspect(ref);
+    EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+    return *snap;
+  }
+  // Ticks with a large budget until nothing is runnable (at most `ticks`).
+  void Settle(uint32_t ticks = 50) { ASSERT_TRUE(runtime_->Tick(ticks, 1'000'000).ok()); }
+  std::string SendJson(const ActorRef& target, int count) {
+    return fmt::format(R"({{"op":"send","count":{},"target":{{"$actor":"{}"}}}})", count,
+                       target.str());
+  }
+
+  std::unique_ptr<Runtime> runtime_;
+  std::shared_ptr<const Implementation> counter_ = Load("counter");
+  std::shared_ptr<const Implementation> probe_ = Load("probe");
+};
+
+// --- spec 001's walk-through --------------------------------------------------------------
+
+TEST_F(RuntimeTest, SenderCommitsOneAndReceiverFifteenAfterTicks) {
+  ActorRef sender = Spawn(counter_, 0);
+  ActorRef receiver = Spawn(counter_, 10);
+  Send(sender,
+       fmt::format(R"({{"op":"send","value":5,"target":{{"$actor":"{}"}}}})", receiver.str()));
+  auto report = runtime_->Tick(100);  // default slice: 32 instructions
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(Inspect(sender).state, Value::Int(1));
+  EXPECT_EQ(Inspect(receiver).state, Value::Int(15));
+  EXPECT_EQ(report->commits, 2u);
+  EXPECT_EQ(Inspect(receiver).status, ActorStatus::kIdle);
+}
+
+// --- transition table rows ----------------------------------------------------------------
+
+TEST_F(RuntimeTest, ValidTransitionCommitsAcknowledgesAndEnqueuesSends) {
+  ActorRef a = Spawn(probe_, 0);
+  ActorRef b = Spawn(probe_, 0);
+  ASSERT_TRUE(runtime_->Pause(b).ok());  // so b's mailbox can be seen as delivered
+  Send(a, SendJson(b, 3));
+  ASSERT_TRUE(runtime_->Tick(1, 1'000'000).ok());
+  ActorSnapshot after = Inspect(a);
+  EXPECT_EQ(after.state, Value::Int(1));
+  EXPECT_FALSE(after.reserved.has_value());
+  EXPECT_EQ(after.status, ActorStatus::kIdle);
+  ActorSnapshot target = Inspect(b);
+  ASSERT_EQ(target.queued.size(), 3u) << "all three sends arrived";
+  EXPECT_EQ(target.queued.front().sender, a) << "the actor is the sender";
+  ASSERT_TRUE(runtime_->Resume(b).ok());
+  Settle();
+  EXPECT_EQ(Inspect(b).state, Value::Int(3));
+}
+
+TEST_F(RuntimeTest, FailedHandlerRetainsStateAndReservedInput) {
+  ActorRef a = Spawn(probe_, 7);
+  Send(a, R"({"op":"fail"})");
+  Send(a, R"({"op":"add","value":1})");
+  Settle();
+  ActorSnapshot s = Inspect(a);
+  EXPECT_EQ(s.status, ActorStatus::kFailed);
+  EXPECT_EQ(s.state, Value::Int(7));
+  ASSERT_TRUE(s.reserved.has_value());
+  EXPECT_EQ(s.reserved->message, Json(R"({"op":"fail"})"));
+  EXPECT_EQ(s.queued.size(), 1u) << "later input waits";
+  EXPECT_EQ(s.failure, "asked to fail");
+  EXPECT_EQ(runtime_->TrySend(a, Value::Int(1)).status.code(), Code::kFailedPrecondition)
+      << "a failed actor takes no messages";
+}
+
+TEST_F(RuntimeTest, SendToAnUnknownTargetFailsTheTransitionWithoutPartialSends) {
+  ActorRef a = Spawn(probe_, 0);
+  ActorRef b = Spawn(probe_, 0);
+  // Two targets: b is fine, the other does not exist; nothing may reach b.
+  Send(a, R"({"op":"send","count":1,"target":{"$actor":"nobodyNNNNNNNNNNNNNNN"}})");
+  Settle();
+  EXPECT_EQ(Inspect(a).status, ActorStatus::kFailed);
+  EXPECT_EQ(Inspect(a).state, Value::Int(0));
+  EXPECT_NE(Inspect(a).failure->find("unknown actor"), std::string::npos);
+  EXPECT_TRUE(Inspect(b).queued.empty());
+}
+
+TEST_F(RuntimeTest, OverCapacityIsCheckedOnTheAggregateOfSendsToOneTarget) {
+  ActorRef a = Spawn(probe_, 0);
+  ActorRef b = Spawn(probe_, 0, /*capacity=*/2);
+  ASSERT_TRUE(runtime_->Pause(b).ok());  // b keeps its mailbox as it is
+  Send(a, SendJson(b, 3));               // 3 > capacity 2
+  Settle();
+  EXPECT_EQ(Inspect(a).status, ActorStatus::kFailed);
+  EXPECT_NE(Inspect(a).failure->find("capacity"), std::string::npos) << *Inspect(a).failure;
+  EXPECT_TRUE(Inspect(b).queued.empty()) << "no partial sends";
+  // Repair the failed actor's input to two sends, then restart it.
+  ASSERT_TRUE(runtime_->SetMessages(a, {}, {Json(SendJson(b, 2))}).ok());
+  ASSERT_TRUE(runtime_->Restart(a).ok());
+  Settle();
+  EXPECT_EQ(Inspect(b).queued.size(), 2u) << "exactly at capacity is fine";
+}
+
+TEST_F(RuntimeTest, SelfSendAcknowledgesTheInputFirst) {
+  ActorRef a = Spawn(probe_, 0, /*capacity=*/1);
+  Send(a, SendJson(a, 1));  // the mailbox is full while this input is reserved
+  ASSERT_TRUE(runtime_->Tick(1, 1'000'000).ok());
+  ActorSnapshot s = Inspect(a);
+  EXPECT_EQ(s.status, ActorStatus::kIdle) << s.failure.value_or("");
+  EXPECT_EQ(s.queued.size(), 1u);
+  Settle();
+  EXPECT_EQ(Inspect(a).state, Value::Int(2));
+}
+
+TEST_F(RuntimeTest, GracefulStopFinishesTheHandlerRunsShutdownAndDoesNotDrain) {
+  ActorRef a = Spawn(probe_, 1);
+  Send(a, R"({"op":"add","value":1})");
+  Send(a, R"({"op":"add","value":100})");
+  ASSERT_TRUE(runtime_->Tick(1, 50).ok());  // the first handler is mid-way
+  ASSERT_TRUE(Inspect(a).telemetry.has_value());
+  ASSERT_TRUE(runtime_->Stop(a).ok());
+  Settle();
+  ActorSnapshot s = Inspect(a);
+  EXPECT_EQ(s.status, ActorStatus::kStopped);
+  EXPECT_EQ(s.state, Value::Int(1002)) << "1 + 1, then on_shutdown adds 1000";
+  EXPECT_EQ(s.queued.size(), 1u) << "stop does not drain";
+}
+
+TEST_F(RuntimeTest, KillDuringAnInvocationKeepsStateAndReservedInput) {
+  ActorRef a = Spawn(probe_, 5);
+  Send(a, R"({"op":"spin"})");
+  ASSERT_TRUE(runtime_->Tick(3).ok());
+  ASSERT_EQ(Inspect(a).status, ActorStatus::kRunning);
+  ASSERT_TRUE(runtime_->Kill(a).ok());
+  ActorSnapshot s = Inspect(a);
+  EXPECT_EQ(s.status, ActorStatus::kStopped);
+  EXPECT_EQ(s.state, Value::Int(5));
+  ASSERT_TRUE(s.reserved.has_value());
+  EXPECT_FALSE(s.telemetry.has_value());
+}
+
+TEST_F(RuntimeTest, RestartAfterFailurePutsTheReservedInputFirstWithANewIncarnation) {
+  ActorRef a = Spawn(probe_, 0);
+  Send(a, R"({"op":"fail"})");
+  Send(a, R"({"op":"add","value":1})");
+  Send(a, R"({"op":"add","value":2})");
+  Settle();
+  ASSERT_EQ(Inspect(a).status, ActorStatus::kFailed);
+  ASSERT_TRUE(runtime_->Restart(a).ok());
+  ActorSnapshot s = Inspect(a);
+  EXPECT_EQ(s.incarnation, 2u);
+  EXPECT_EQ(s.status, ActorStatus::kIdle);
+  ASSERT_EQ(s.queued.size(), 3u);
+  EXPECT_EQ(s.queued[0].message, Json(R"({"op":"fail"})")) << "reserved input first";
+  EXPECT_EQ(s.queued[1].message, Json(R"({"op":"add","value":1})"));
+  EXPECT_EQ(s.queued[2].message, Json(R"({"op":"add","value":2})"));
+}
+
+TEST_F(RuntimeTest, PauseKeepsTheInvocationAndResumeRestoresThePriorStatus) {
+  ActorRef a = Spawn(probe_, 0);
+  Send(a, R"({"op":"add","value":4})");
+  ASSERT_TRUE(runtime_->Tick(1, 40).ok());
+  ASSERT_EQ(Inspect(a).status, ActorStatus::kRunning);
+  uint64_t done = Inspect(a).telemetry->instructions;
+  ASSERT_TRUE(runtime_->Pause(a).ok());
+  ASSERT_TRUE(runtime_->Tick(10, 1'000'000).ok());
+  ActorSnapshot paused = Inspect(a);
+  EXPECT_EQ(paused.status, ActorStatus::kPaused);
+  EXPECT_EQ(paused.paused_from, ActorStatus::kRunning);
+  EXPECT_EQ(paused.telemetry->instructions, done) << "not scheduled while paused";
+  ASSERT_TRUE(runtime_->Resume(a).ok());
+  EXPECT_EQ(Inspect(a).status, ActorStatus::kRunning);
+  Settle();
+  EXPECT_EQ(Inspect(a).state, Value::Int(4));
+}
+
+TEST_F(RuntimeTest, CancelMovesTheReservedInputToTheFrontAndReturnsToIdle) {
+  ActorRef a = Spawn(probe_, 0);
+  Send(a, R"({"op":"spin"})");
+  Send(a, R"({"op":"add","value":1})");
+  ASSERT_TRUE(runtime_->Tick(2).ok());
+  ASSERT_TRUE(runtime_->Cancel(a).ok());
+  ActorSnapshot s = Inspect(a);
+  EXPECT_EQ(s.status, ActorStatus::kIdle);
+  EXPECT_FALSE(s.reserved.has_value());
+  ASSERT_EQ(s.queued.size(), 2u);
+  EXPECT_EQ(s.queued[0].message, Json(R"({"op":"spin"})"));
+  EXPECT_EQ(runtime_->Cancel(a).code(), Code::kFailedPrecondition) << "nothing to cancel now";
+}
+
+TEST_F(RuntimeTest, CancelThenInstallRetriesQueuedInputInOrderWithTheNewImplementation) {
+  ActorRef a = Spawn(probe_, 0);
+  Send(a, R"({"op":"add","value":2})");
+  ASSERT_TRUE(runtime_->Tick(1, 40).ok());
+  ASSERT_TRUE(runtime_->Install(a, counter_).ok());
+  EXPECT_EQ(Inspect(a).pending_install, counter_->id) << "queued for the handler boundary";
+  ASSERT_TRUE(runtime_->Cancel(a).ok());
+  EXPECT_EQ(Inspect(a).implementation_id, counter_->id);
+  Settle();
+  EXPECT_EQ(Inspect(a).state, Value::Int(2));
+}
+
+TEST_F(RuntimeTest, InstallWithAFailingMigrationChangesNothing) {
+  ActorRef a = Spawn(probe_, 3);
+  Status failed = runtime_->InstallWithMigration(
+      a, counter_, [](Value) -> Result<Value> { return Status::InvalidArgument("nope"); });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(Inspect(a).implementation_id, probe_->id);
+  EXPECT_EQ(Inspect(a).state, Value::Int(3));
+  ASSERT_TRUE(
+      runtime_
+          ->InstallWithMigration(
+              a, counter_, [](Value v) -> Result<Value> { return Value::Int(v.as_int() * 10); })
+          .ok());
+  EXPECT_EQ(Inspect(a).implementation_id, counter_->id);
+  EXPECT_EQ(Inspect(a).state, Value::Int(30));
+}
+
+// --- repair -------------------------------------------------------------------------------
+
+TEST_F(RuntimeTest, SetStateRequiresPausedStoppedOrFailedWithoutAnInvocation) {
+  ActorRef a = Spawn(probe_, 1);
+  EXPECT_EQ(runtime_->SetState(a, Value::Int(9)).code(), Code::kFailedPrecondition);
+  Send(a, R"({"op":"spin"})");
+  ASSERT_TRUE(runtime_->Tick(1).ok());
+  ASSERT_TRUE(runtime_->Pause(a).ok());
+  EXPECT_EQ(runtime_->SetState(a, Value::Int(9)).code(), Code::kFailedPrecondition)
+      << "a paused active invocation must be killed first";
+  ASSERT_TRUE(runtime_->Kill(a).ok());
+  ASSERT_TRUE(runtime_->SetState(a, Value::Int(9)).ok());
+  EXPECT_EQ(Inspect(a).state, Value::Int(9));
+  EXPECT_EQ(Inspect(a).incarnation, 1u) << "repair does not restart";
+}
+
+TEST_F(RuntimeTest, SetMessagesKeepsSendersOfUnchangedMessagesAndChecksEverythingFirst) {
+  ActorRef a = Spawn(probe_, 0);
+  ActorRef b = Spawn(probe_, 0, /*capacity=*/3);
+  ASSERT_TRUE(runtime_->Pause(b).ok());
+  Send(a, SendJson(b, 2));
+  Settle();
+  ASSERT_EQ(Inspect(b).queued.size(), 2u);
+  Value add = Json(R"({"op":"add","value":1})");
+  // Over capacity: nothing changes.
+  EXPECT_EQ(runtime_->SetMessages(b, {}, {add, add, add, add}).code(), Code::kLimitExceeded);
+  EXPECT_EQ(Inspect(b).queued.size(), 2u);
+  EXPECT_EQ(runtime_->SetMessages(b, {add, add}, {}).code(), Code::kInvalidArgument);
+  // Position 0 unchanged keeps sender a; position 1 replaced becomes host-originated.
+  ASSERT_TRUE(runtime_->SetMessages(b, {}, {add, Value::Int(5), add}).ok());
+  ActorSnapshot s = Inspect(b);
+  ASSERT_EQ(s.queued.size(), 3u);
+  EXPECT_EQ(s.queued[0].sender, a);
+  EXPECT_FALSE(s.queued[1].sender.has_value());
+  EXPECT_FALSE(s.queued[2].sender.has_value());
+}
+
+// --- logs ---------------------------------------------------------------------------------
+
+TEST_F(RuntimeTest, LogsAreImmediateAndSurviveAFailedHandler) {
+  ActorRef a = Spawn(probe_, 0);
+  auto follow = runtime_->logs().Follow({});
+  Send(a, R"({"op":"log_then_fail","text":"before the failure"})");
+  Settle();
+  EXPECT_EQ(Inspect(a).status, ActorStatus::kFailed);
+  auto page = runtime_->logs().History({}, 0, 100);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->entries.size(), 1u);
+  EXPECT_EQ(page->entries[0].message, "before the failure");
+  EXPECT_EQ(page->entries[0].actor, a);
+  auto live = follow->Poll(10);
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ(live->size(), 1u);
+}
+
+TEST_F(RuntimeTest, LogLevelDropsEntriesBelowTheMinimum) {
+  ActorRef a = Spawn(probe_, 0);
+  ASSERT_TRUE(runtime_->SetLogLevel(a, LogLevel::kWarn).ok());
+  Send(a, R"({"op":"log","level":2,"text":"info, dropped"})");
+  Send(a, R"({"op":"log","level":4,"text":"error, kept"})");
+  Settle();
+  auto page = runtime_->logs().History({}, 0, 100);
+  ASSERT_EQ(page->entries.size(), 1u);
+  EXPECT_EQ(page->entries[0].message, "error, kept");
+  EXPECT_EQ(Inspect(a).state, Value::Int(2)) << "both handlers committed";
+}
+
+TEST_F(RuntimeTest, LifecycleEventsNameEachStep) {
+  ActorRef a = Spawn(probe_, 0);
+  Send(a, R"({"op":"add","value":1})");
+  Settle();
+  ASSERT_TRUE(runtime_->Pause(a).ok());
+  ASSERT_TRUE(runtime_->Resume(a).ok());
+  ASSERT_TRUE(runtime_->Stop(a).ok());
+  Settle();
+  ASSERT_TRUE(runtime_->Restart(a).ok());
+  auto page = runtime_->events().Recent(0, 100, {{}, {a}});
+  ASSERT_TRUE(page.ok());
+  std::string kinds;
+  for (const auto& e : page->events) kinds += std::string(LifecycleKindName(e.kind)) + " ";
+  EXPECT_EQ(kinds, "spawned committed paused resumed committed stopped restarted ");
+}
+
+TEST_F(RuntimeTest, HostSendsFailClearlyAndGiveTheMessageBack) {
+  ActorRef a = Spawn(probe_, 0, /*capacity=*/1);
+  Send(a, R"({"op":"add","value":1})");
+  SendOutcome full = runtime_->TrySend(a, Value::Int(42));
+  EXPECT_EQ(full.status.code(), Code::kLimitExceeded);
+  ASSERT_TRUE(full.returned.has_value());
+  EXPECT_EQ(*full.returned, Value::Int(42));
+  SendOutcome nobody = runtime_->TrySend(*ActorRef::Parse("nobodyNNNNNNNNNNNNNNN"), Value::Int(1));
+  EXPECT_EQ(nobody.status.code(), Code::kNotFound);
+  EXPECT_EQ(runtime_->Call(a, Value::Int(1), std::chrono::milliseconds(10)).status().code(),
+            Code::kFailedPrecondition)
+      << "Call needs free-running mode";
+}
+
+TEST_F(RuntimeTest, ActorsAreIsolatedAcrossPooledInstances) {
+  // Many actors of one implementation share pooled instances; each sees only its own state.
+  std::vector<ActorRef> refs;
+  for (int i = 0; i < 100; ++i) refs.push_back(Spawn(probe_, i));
+  for (int round = 0; round < 3; ++round) {
+    for (const ActorRef& r : refs) Send(r, R"({"op":"add","value":1})");
+    Settle();
+  }
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(Inspect(refs[i]).state, Value::Int(i + 3));
+}
+
+}  // namespace
+}  // namespace reef::actor
