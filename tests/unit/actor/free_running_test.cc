@@ -1,0 +1,156 @@
+// The actor runtime with reactor threads: delivery under concurrency, calls, placement and
+// drain. Run under ThreadSanitizer by `make test` (test-tsan).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "actor/runtime.h"
+#include "core/json.h"
+
+namespace reef::actor {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::shared_ptr<const Implementation> Load(const std::string& guest) {
+  auto module = wasm::Module::FromFile(std::string(REEF_GUEST_DIR) + "/" + guest + ".wasm");
+  EXPECT_TRUE(module.ok()) << module.status().ToString();
+  auto implementation = MakeImplementation(*module, guest);
+  EXPECT_TRUE(implementation.ok()) << implementation.status().ToString();
+  return *implementation;
+}
+
+Value SendAdd(const ActorRef& target) {
+  Record fields;
+  fields.emplace("op", Value::String("send"));
+  fields.emplace("value", Value::Int(1));
+  fields.emplace("target", Value::Ref(target));
+  return Value::RecordOf(std::move(fields));
+}
+
+std::unique_ptr<Runtime> FreeRunning(uint32_t reactors) {
+  RuntimeOptions options;
+  options.mode = SchedulingMode::kFreeRunning;
+  options.reactors = reactors;
+  options.call_timeout = milliseconds(30'000);
+  auto runtime = Runtime::Create(options);
+  EXPECT_TRUE(runtime.ok());
+  return std::move(*runtime);
+}
+
+// Sum of all counters, once every actor is idle with an empty mailbox (or the deadline).
+int64_t SettledSum(Runtime& runtime, std::chrono::seconds deadline) {
+  auto until = std::chrono::steady_clock::now() + deadline;
+  for (;;) {
+    int64_t sum = 0;
+    bool busy = false;
+    for (const ActorSnapshot& s : runtime.List()) {
+      sum += s.state.as_int();
+      busy = busy || s.status != ActorStatus::kIdle || !s.queued.empty() || s.reserved;
+    }
+    if (!busy || std::chrono::steady_clock::now() > until) return sum;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+}
+
+TEST(FreeRunningTest, TenThousandActorsExchangeAMillionMessagesNoneLostNoneDuplicated) {
+  // Each actor gets 50 "send" messages from the host and so sends 50 adds to its neighbour:
+  // 500,000 + 500,000 = 1,000,000 messages handled. Every counter must end at exactly 100.
+  constexpr int kActors = 10'000;
+  constexpr int kRounds = 50;
+  auto runtime = FreeRunning(2);
+  auto counter = Load("counter");
+  std::vector<ActorRef> refs;
+  for (int i = 0; i < kActors; ++i) {
+    auto ref = runtime->Spawn(counter, Value::Int(0));
+    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    refs.push_back(*ref);
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kActors; ++i) {
+      SendOutcome sent = runtime->Send(refs[i], SendAdd(refs[(i + 1) % kActors]), milliseconds(30'000));
+      ASSERT_TRUE(sent.status.ok()) << sent.status.ToString();
+    }
+  }
+  EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(300)), int64_t{2} * kActors * kRounds);
+  for (const ActorSnapshot& s : runtime->List()) {
+    ASSERT_EQ(s.state, Value::Int(2 * kRounds)) << "@" << s.ref.str();
+    ASSERT_EQ(s.status, ActorStatus::kIdle);
+  }
+  uint64_t placed = 0;
+  for (const ReactorInfo& r : runtime->Reactors()) {
+    EXPECT_GT(r.actors, 0u) << "round-robin uses every reactor";
+    placed += r.actors;
+  }
+  EXPECT_EQ(placed, static_cast<uint64_t>(kActors));
+}
+
+TEST(FreeRunningTest, CallWaitsForTheHandlersReply) {
+  auto runtime = FreeRunning(2);
+  auto probe = Load("probe");
+  auto a = runtime->Spawn(probe, Value::Int(41));
+  ASSERT_TRUE(a.ok());
+  auto reply = runtime->Call(*a, *ValueFromJson(R"({"op":"reply"})", {}), milliseconds(10'000));
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(*reply, Value::Int(41));
+  // A handler that commits without replying fails the call explicitly.
+  auto silent = runtime->Call(*a, *ValueFromJson(R"({"op":"add","value":1})", {}),
+                              milliseconds(10'000));
+  EXPECT_EQ(silent.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(silent.status().message().find("without replying"), std::string::npos);
+}
+
+TEST(FreeRunningTest, SendWaitsForCapacityAndTrySendNeverBlocks) {
+  auto runtime = FreeRunning(1);
+  auto probe = Load("probe");
+  SpawnOptions options;
+  options.mailbox_capacity = 1;
+  auto a = runtime->Spawn(probe, Value::Int(0), options);
+  ASSERT_TRUE(a.ok());
+  Value add = *ValueFromJson(R"({"op":"add","value":1})", {});
+  for (int i = 0; i < 200; ++i) {
+    SendOutcome sent = runtime->Send(*a, add, milliseconds(10'000));
+    ASSERT_TRUE(sent.status.ok()) << sent.status.ToString();
+  }
+  EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(30)), 200);
+}
+
+TEST(FreeRunningTest, PlacementFollowsThePolicyAndDrainMovesIdleActors) {
+  auto runtime = FreeRunning(3);
+  auto probe = Load("probe");
+  SpawnOptions pinned;
+  pinned.reactor = 2;
+  std::vector<ActorRef> refs;
+  for (int i = 0; i < 6; ++i) {
+    auto ref = runtime->Spawn(probe, Value::Int(i), pinned);
+    ASSERT_TRUE(ref.ok());
+    refs.push_back(*ref);
+  }
+  SpawnOptions least;
+  least.placement = PlacementPolicy::kLeastLoaded;
+  auto light = runtime->Spawn(probe, Value::Int(0), least);
+  ASSERT_TRUE(light.ok());
+  EXPECT_NE(runtime->Inspect(*light)->reactor, 2u);
+
+  ASSERT_TRUE(runtime->Drain(2).ok());
+  auto reactors = runtime->Reactors();
+  EXPECT_EQ(reactors[2].liveness, ReactorLiveness::kDown);
+  EXPECT_EQ(reactors[2].actors, 0u);
+  EXPECT_EQ(runtime->Spawn(probe, Value::Int(0), pinned).status().code(),
+            Code::kFailedPrecondition);
+  // Moved actors keep their state and keep working.
+  for (int i = 0; i < 6; ++i) {
+    ActorSnapshot s = *runtime->Inspect(refs[i]);
+    EXPECT_NE(s.reactor, 2u);
+    EXPECT_EQ(s.state, Value::Int(i));
+    ASSERT_TRUE(runtime->TrySend(refs[i], *ValueFromJson(R"({"op":"add","value":10})", {}))
+                    .status.ok());
+  }
+  EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(30)), 0 + 1 + 2 + 3 + 4 + 5 + 60);
+}
+
+}  // namespace
+}  // namespace reef::actor
