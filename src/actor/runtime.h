@@ -162,8 +162,8 @@ class Runtime {
 
   std::vector<ReactorInfo> Reactors();
   // Stops new placement on `reactor` and moves its actors that have no active invocation
-  // (state and mailbox, order kept) to Up reactors; the rest move at their next handler
-  // boundary. The reactor is Down once it hosts no actor. Errors: NotFound,
+  // (state and mailbox, order kept) to Up reactors. The reactor is Down once it hosts no
+  // actor; actors busy at the time stay (call Drain again later). Errors: NotFound,
   // FailedPrecondition when no other reactor is Up.
   Status Drain(uint32_t reactor);
 
