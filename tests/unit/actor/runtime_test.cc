@@ -128,6 +128,27 @@ TEST_F(RuntimeTest, SendToAnUnknownTargetFailsTheTransitionWithoutPartialSends) 
   EXPECT_TRUE(Inspect(b).queued.empty());
 }
 
+TEST_F(RuntimeTest, SendToAStoppedOrFailedTargetFailsTheTransition) {
+  ActorRef a = Spawn(probe_, 0);
+  ActorRef stopped = Spawn(probe_, 0);
+  ActorRef failed = Spawn(probe_, 0);
+  ASSERT_TRUE(runtime_->Kill(stopped).ok());
+  Send(failed, R"({"op":"fail"})");
+  Settle();
+  ASSERT_EQ(Inspect(failed).status, ActorStatus::kFailed);
+  for (const ActorRef& target : {stopped, failed}) {
+    Send(a, SendJson(target, 1));
+    Settle();
+    EXPECT_EQ(Inspect(a).status, ActorStatus::kFailed);
+    EXPECT_EQ(Inspect(a).state, Value::Int(0));
+    ASSERT_TRUE(runtime_->Restart(a).ok());
+    ASSERT_TRUE(runtime_->Pause(a).ok());
+    ASSERT_TRUE(runtime_->SetMessages(a, {}, {}).ok());  // drop the failed input
+    ASSERT_TRUE(runtime_->Resume(a).ok());
+  }
+  EXPECT_TRUE(Inspect(stopped).queued.empty());
+}
+
 TEST_F(RuntimeTest, OverCapacityIsCheckedOnTheAggregateOfSendsToOneTarget) {
   ActorRef a = Spawn(probe_, 0);
   ActorRef b = Spawn(probe_, 0, /*capacity=*/2);
