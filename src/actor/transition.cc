@@ -159,6 +159,7 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   }
 
   bool shutdown = active.shutdown;
+  active.invocation.reset();  // an invocation must end before its instance can go
   ReleaseInstance(reactor, actor, std::move(active.instance));
   actor.active.reset();
   actor.state = std::move(*next);

@@ -390,3 +390,21 @@ TEST_F(RuntimeTest, ActorsAreIsolatedAcrossPooledInstances) {
 
 }  // namespace
 }  // namespace reef::actor
+
+namespace reef::actor {
+namespace {
+
+// Regression (found by the TSan run): when more invocations finish than the instance pool
+// keeps (64), the extra instances are destroyed; each invocation must end first.
+TEST_F(RuntimeTest, MoreFinishingInvocationsThanThePoolKeepsIsSafe) {
+  std::vector<ActorRef> refs;
+  for (int i = 0; i < 100; ++i) refs.push_back(Spawn(probe_, 0));
+  for (const ActorRef& r : refs) Send(r, R"({"op":"add","value":1})");
+  ASSERT_TRUE(runtime_->Tick(1, 20).ok());  // every actor now holds an instance mid-invocation
+  for (const ActorRef& r : refs) ASSERT_EQ(Inspect(r).status, ActorStatus::kRunning);
+  Settle();
+  for (const ActorRef& r : refs) EXPECT_EQ(Inspect(r).state, Value::Int(1));
+}
+
+}  // namespace
+}  // namespace reef::actor
