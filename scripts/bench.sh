@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs Reef's benchmarks against an existing build and prints one table (docs/benchmarks.md).
+# Runs Reef's benchmarks against an existing build and prints two tables (docs/benchmarks.md):
+# the engine kernels against V8 and native code, then the actor workloads against Erlang/OTP.
 #
 #   bash scripts/bench.sh BUILD_DIR          (what `make bench` runs after building)
+#   REEF_BENCH_ACTORS=0 bash scripts/bench.sh BUILD_DIR    (the engine table only)
 #
-# In one run, the same kernels (bench/kernels/kernels.c) go through three runners:
+# Engine table. In one run, the same kernels (bench/kernels/kernels.c) go through three runners:
 #   Reef interp  BUILD_DIR/bench/reef_bench on BUILD_DIR/guests/bench_kernels.wasm
 #   V8           node bench/v8_anchor.mjs on that same .wasm file (the anchor)
 #   native       BUILD_DIR/bench/bench_native, the C compiled with -O2 (the limit)
@@ -14,6 +16,12 @@
 # Sizes (environment): REEF_BENCH_FIB_N (30), REEF_BENCH_LOOP_N (10000000 iterations),
 # REEF_BENCH_CALLS (2000000 calls per run of the call-overhead loop), REEF_BENCH_REPEATS (3
 # rounds of all three runners; the median is reported).
+#
+# Actor table. BUILD_DIR/bench/actor_bench runs ping-pong, fan-out/fan-in and spawn on wasm
+# actors with one reactor thread (mode=one_thread) and with two (two_threads), then idle memory
+# per actor in REEF_BENCH_ACTOR_REPEATS (3) fresh processes; its `bench engine=reef` lines go to
+# scripts/bench_anchors.sh, which runs the same workloads on Erlang/OTP and prints both side by
+# side with the cost ratio. Sizes: see bench/actor_bench.cc and bench/anchors/actors.escript.
 set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
@@ -24,7 +32,14 @@ calls=${REEF_BENCH_CALLS:-2000000}
 repeats=${REEF_BENCH_REPEATS:-3}
 
 wasm=$build/guests/bench_kernels.wasm
-for f in "$wasm" "$build/bench/reef_bench" "$build/bench/bench_native"; do
+actors=${REEF_BENCH_ACTORS:-1}
+actor_bench=$build/bench/actor_bench
+needed=("$wasm" "$build/bench/reef_bench" "$build/bench/bench_native")
+if [[ $actors != 0 ]]; then
+  needed+=("$actor_bench" "$build/guests/pingpong.wasm" "$build/guests/fanout.wasm"
+    "$build/guests/counter.wasm")
+fi
+for f in "${needed[@]}"; do
   if [[ ! -e $f ]]; then
     echo "bench: $f is missing; build first (make bench, or cmake --build $build)" >&2
     exit 1
@@ -39,7 +54,8 @@ fi
 echo "bench: fib($fib_n), loop($loop_n), $calls nop calls; median of $repeats rounds;" \
   "node $("$node" --version); load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 lines=$(mktemp)
-trap 'rm -f "$lines"' EXIT
+reef_actor_lines=$(mktemp)
+trap 'rm -f "$lines" "$reef_actor_lines"' EXIT
 # Rounds interleave the three runners (one sample each per round), so load from anything else
 # on the machine falls on all columns alike rather than on whichever runner happens to be last.
 sizes=("$fib_n" "$loop_n" "$calls" 1)
@@ -120,3 +136,20 @@ awk -v fib_n="$fib_n" -v loop_n="$loop_n" '
            " function pointer\n"
   }
 ' "$lines"
+
+if [[ $actors == 0 ]]; then
+  exit 0
+fi
+
+# ---- actor workloads: Reef here, then Erlang/OTP and the joined table in bench_anchors.sh ----
+echo
+echo "bench: actor workloads, Reef (wasm actors in a free-running runtime); median of" \
+  "${REEF_BENCH_ACTOR_REPEATS:-3} runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+"$actor_bench" "$build/guests" 1 pingpong fanout spawn | tee -a "$reef_actor_lines"
+"$actor_bench" "$build/guests" 2 pingpong fanout spawn | tee -a "$reef_actor_lines"
+# Memory per idle actor: one fresh process per run, like the Erlang side's fresh VMs.
+for ((run = 1; run <= ${REEF_BENCH_ACTOR_REPEATS:-3}; ++run)); do
+  "$actor_bench" "$build/guests" 2 memory | tee -a "$reef_actor_lines"
+done
+echo
+bash "$root/scripts/bench_anchors.sh" "$reef_actor_lines"

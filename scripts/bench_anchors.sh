@@ -10,6 +10,7 @@
 # REEF_LINES (optional): a file of `bench engine=reef ...` lines of the same workloads; rows
 # are joined on kernel + mode (+ n for the idle_* memory kernels) and get a Reef column and a
 # cost ratio (> 1: Reef is slower or bigger). Sizes: see the header of actors.escript.
+# `make bench` (scripts/bench.sh) runs bench/actor_bench for REEF_LINES and then this script.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,24 +66,33 @@ awk '
     engine = field("engine"); kernel = field("kernel"); mode = field("mode"); n = field("n")
     row = kernel "/" mode (kernel ~ /^idle_/ ? "/" n : "")
     if (!(row in seen)) { seen[row] = 1; order[++rows] = row; label[row] = kernel " " mode
-                          size[row] = n; unit[row] = field("unit") }
+                          unit[row] = field("unit") }
     key = engine "|" row
+    size[key] = n
     sample[key, ++count[key]] = field("median")
   }
+  # n of each engine: one figure when they agree, else "Reef / Erlang" (rates need not use
+  # equal sizes; the idle_* rows are joined on n, so theirs always agree).
+  function sizes(row,   r, e) {
+    r = size["reef|" row]; e = size["erlang|" row]
+    if (r == "" || e == "" || r == e) return (r == "") ? e : r
+    return r " / " e
+  }
+  function cost(x) { return (x >= 10) ? sprintf("%.0fx", x) : (x >= 1) ? sprintf("%.1fx", x) \
+                                                                       : sprintf("%.2fx", x) }
   END {
-    printf "| %-30s | %-8s | %-15s | %12s | %12s | %16s |\n", "workload", "n", "unit", "Reef",
-           "Erlang/OTP", "Reef/Erlang cost"
-    printf "|%s|%s|%s|%s|%s|%s|\n", "--------------------------------", "----------",
+    printf "| %-30s | %-17s | %-15s | %12s | %12s | %16s |\n", "workload", "n (Reef / Erlang)",
+           "unit", "Reef", "Erlang/OTP", "Reef/Erlang cost"
+    printf "|%s|%s|%s|%s|%s|%s|\n", "--------------------------------", "-------------------",
            "-----------------", "--------------", "--------------", "------------------"
     for (i = 1; i <= rows; ++i) {
       row = order[i]
       e = count["erlang|" row] ? median("erlang|" row) : ""
       r = count["reef|" row] ? median("reef|" row) : ""
-      cost = "-"
-      if (e != "" && r != "" && e > 0 && r > 0)
-        cost = sprintf("%.1fx", (unit[row] ~ /_per_s$/) ? e / r : r / e)
-      printf "| %-30s | %-8s | %-15s | %12s | %12s | %16s |\n", label[row], size[row], unit[row],
-             (r == "") ? "-" : num(r), (e == "") ? "-" : num(e), cost
+      c = "-"
+      if (e != "" && r != "" && e > 0 && r > 0) c = cost((unit[row] ~ /_per_s$/) ? e / r : r / e)
+      printf "| %-30s | %-17s | %-15s | %12s | %12s | %16s |\n", label[row], sizes(row), unit[row],
+             (r == "") ? "-" : num(r), (e == "") ? "-" : num(e), c
     }
   }
 ' "$lines" ${reef_lines:+"$reef_lines"}
