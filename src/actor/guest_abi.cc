@@ -99,11 +99,15 @@ HostCallOutcome Log(HostCall& call) {
   if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
   std::string_view text(reinterpret_cast<const char*>(buffer->data()), buffer->size());
   int32_t code = kOk;
-  if (level < 0 || level >= static_cast<int32_t>(kLevelNames.size()) || !IsValidUtf8(text)) {
+  if (level < 0 || level >= static_cast<int32_t>(kLevelNames.size())) {
+    code = kInvalid;
+  } else if (level < static_cast<int32_t>(ctx.min_log_level)) {
+    // Below the actor's minimum level: neither stored nor checked further (spec 001).
+  } else if (!IsValidUtf8(text)) {
     code = kInvalid;
   } else if (text.size() > ctx.transition_limits.max_log_message_bytes) {
     code = kLimit;
-  } else if (level >= static_cast<int32_t>(ctx.min_log_level)) {
+  } else {
     ctx.effects.logs.push_back({static_cast<LogLevel>(level), std::string(text)});
     if (ctx.on_log) ctx.on_log(static_cast<LogLevel>(level), ctx.effects.logs.back().message);
   }

@@ -67,6 +67,11 @@ Status Runtime::Kill(const ActorRef& ref) {
     a.stopping = false;
     a.paused_from.reset();
     a.SetStatus(ActorStatus::kStopped);
+    if (a.reserved && a.reserved->sender) {
+      if (auto slot = s.FindCall(*a.reserved->sender)) {
+        slot->Complete(Status::FailedPrecondition("the actor was killed"));
+      }
+    }
     s.Publish(LifecycleKind::kStopped, a, "killed");
     return Status::Ok();
   });
@@ -141,6 +146,7 @@ Status Runtime::Cancel(const ActorRef& ref) {
 
 Status Runtime::Install(const ActorRef& ref, std::shared_ptr<const Implementation> implementation) {
   State& s = *state_;
+  if (!implementation) return Status::InvalidArgument("install needs an implementation");
   return s.OnActor(ref, [&](Reactor&, Actor& a) {
     a.pending_install = implementation;
     s.ApplyPendingInstall(a);  // at once when no invocation is active
@@ -152,6 +158,7 @@ Status Runtime::InstallWithMigration(const ActorRef& ref,
                                      std::shared_ptr<const Implementation> implementation,
                                      const Migration& migration) {
   State& s = *state_;
+  if (!implementation) return Status::InvalidArgument("install needs an implementation");
   return s.OnActor(ref, [&](Reactor&, Actor& a) {
     if (a.active || a.reserved) {
       return Status::FailedPrecondition(fmt::format(

@@ -27,6 +27,23 @@ std::shared_ptr<CallSlot> Runtime::State::FindCall(const ActorRef& ref) {
   return it == calls.end() ? nullptr : it->second;
 }
 
+bool Runtime::State::IsReplyAddress(const ActorRef& ref) {
+  std::lock_guard lock(calls_mu);
+  return calls.count(ref) > 0 || retired_index.count(ref) > 0;
+}
+
+void Runtime::State::RetireCall(const ActorRef& ref) {
+  constexpr size_t kRetiredCalls = 65'536;
+  std::lock_guard lock(calls_mu);
+  calls.erase(ref);
+  retired_calls.push_back(ref);
+  retired_index.emplace(ref, true);
+  if (retired_calls.size() > kRetiredCalls) {
+    retired_index.erase(retired_calls.front());
+    retired_calls.pop_front();
+  }
+}
+
 Status Runtime::State::OnReactor(Reactor& reactor, const std::function<Status(Reactor&)>& fn) {
   if (options.mode == SchedulingMode::kManual) {
     std::lock_guard lock(manual_mu);
@@ -91,6 +108,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options) {
 Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementation, Value initial,
                                 const SpawnOptions& options) {
   State& s = *state_;
+  if (!implementation) return Status::InvalidArgument("spawn needs an implementation");
   REEF_RETURN_IF_ERROR(CheckLimits(initial, s.options.value_limits).WithContext("initial state"));
   uint32_t capacity = options.mailbox_capacity.value_or(s.options.default_mailbox_capacity);
   if (capacity == 0) return Status::InvalidArgument("mailbox capacity must be at least 1");
@@ -264,10 +282,7 @@ Result<Value> Runtime::Call(const ActorRef& target, Value message,
     std::lock_guard lock(s.calls_mu);
     s.calls.emplace(reply_to, slot);
   }
-  auto forget = [&] {
-    std::lock_guard lock(s.calls_mu);
-    s.calls.erase(reply_to);
-  };
+  auto forget = [&] { s.RetireCall(reply_to); };
   SendOutcome sent = SendAs(s, target, std::move(message), reply_to);
   if (!sent.status.ok()) {
     forget();

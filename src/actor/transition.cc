@@ -12,23 +12,17 @@ namespace {
 
 constexpr size_t kMaxPooledPerImplementation = 64;
 
-// Borrows an instance of `actor`'s implementation: one this actor used last if there is
-// one, else any pooled instance after a Reset, else a fresh one.
+// Borrows an instance of `actor`'s implementation: a pooled one, reset to its
+// post-instantiation memory and globals, or a fresh one. Every invocation starts from that
+// clean image, so a handler sees only its committed state and inputs: nothing another actor
+// (or an earlier invocation, a killed one included) left in memory or globals.
 Result<std::unique_ptr<wasm::Instance>> AcquireInstance(Reactor& reactor, const Actor& actor) {
   auto& idle = reactor.pool[actor.implementation->id];
-  for (size_t i = idle.size(); i-- > 0;) {
-    if (idle[i].last_actor == actor.cell->ref) {
-      auto instance = std::move(idle[i].instance);
-      idle.erase(idle.begin() + static_cast<std::ptrdiff_t>(i));
-      return instance;
-    }
-  }
   if (!idle.empty()) {
-    PooledInstance pooled = std::move(idle.back());
+    std::unique_ptr<wasm::Instance> instance = std::move(idle.back().instance);
     idle.pop_back();
-    // Another actor's data may be in memory: restore the post-instantiation image.
-    REEF_RETURN_IF_ERROR(pooled.instance->Reset());
-    return std::move(pooled.instance);
+    REEF_RETURN_IF_ERROR(instance->Reset());
+    return instance;
   }
   return reactor.engine.Instantiate(actor.implementation->module);
 }
@@ -52,7 +46,8 @@ bool Runtime::State::Runnable(const Actor& actor) const {
       return false;
     case ActorStatus::kIdle:
     case ActorStatus::kRunning:
-      return actor.active.has_value() || actor.stopping || !actor.queued.empty();
+      return actor.active.has_value() || actor.stopping || actor.reserved.has_value() ||
+             !actor.queued.empty();
   }
   return false;
 }
@@ -105,9 +100,10 @@ static void FailActor(Runtime::State& state, Reactor& reactor, Actor& actor, std
 
 // Validates every send of a finished invocation and reserves mailbox capacity for all of
 // them (aggregate per target), or reserves nothing. On success `reserved` lists the cells
-// reserved and how many slots each.
+// reserved and how many slots each. `acknowledges`: the transition frees the actor's
+// reserved slot, which a self-send may reuse.
 static Status ReserveEffects(
-    Runtime::State& state, Actor& actor, const Effects& effects,
+    Runtime::State& state, Actor& actor, bool acknowledges, const Effects& effects,
     std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>>* reserved) {
   std::map<ActorRef, uint32_t> counts;
   for (const SendEffect& send : effects.sends) ++counts[send.target];
@@ -116,7 +112,7 @@ static Status ReserveEffects(
     reserved->clear();
   };
   for (const auto& [target, count] : counts) {
-    if (state.FindCall(target)) continue;  // a host call's reply address: no mailbox
+    if (state.IsReplyAddress(target)) continue;  // a host call's reply address: no mailbox
     std::shared_ptr<ActorCell> cell = state.FindCell(target);
     if (!cell) {
       rollback();
@@ -129,7 +125,7 @@ static Status ReserveEffects(
                       ActorStatusName(cell->status.load(std::memory_order_acquire))));
     }
     // A self-send reuses the slot of the input this transition acknowledges.
-    uint32_t needed = cell.get() == actor.cell.get() && actor.reserved ? count - 1 : count;
+    uint32_t needed = cell.get() == actor.cell.get() && acknowledges ? count - 1 : count;
     if (needed > 0 && !cell->Reserve(needed)) {
       rollback();
       return Status::LimitExceeded(
@@ -152,7 +148,10 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   Effects effects = std::move(actor.context->effects);
   actor.context->effects = {};
   std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>> reserved;
-  Status valid = ReserveEffects(state, actor, effects, &reserved);
+  // A handler acknowledges its reserved input; on_shutdown has none of its own (a failed
+  // input stays reserved through a graceful stop).
+  bool acknowledges = !active.shutdown && actor.reserved.has_value();
+  Status valid = ReserveEffects(state, actor, acknowledges, effects, &reserved);
   if (!valid.ok()) {
     FailActor(state, reactor, actor, "invalid transition: " + valid.message(), report);
     return;
@@ -163,21 +162,25 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   ReleaseInstance(reactor, actor, std::move(active.instance));
   actor.active.reset();
   actor.state = std::move(*next);
-  std::optional<Envelope> input = std::move(actor.reserved);
-  actor.reserved.reset();
-  bool self_send = reserved.count(actor.cell->ref) > 0;
-  if (input && !self_send) actor.cell->Release(1);  // acknowledged
+  std::optional<Envelope> input;
+  if (acknowledges) {
+    input = std::move(actor.reserved);
+    actor.reserved.reset();
+    if (reserved.count(actor.cell->ref) == 0) actor.cell->Release(1);  // acknowledged
+  }
 
   bool replied = false;
   for (SendEffect& send : effects.sends) {
     Envelope envelope{send.sender, std::move(send.message)};
-    if (auto slot = state.FindCall(send.target)) {
+    auto target = reserved.find(send.target);
+    if (target == reserved.end()) {  // a reply address (ReserveEffects let it through)
       if (input && input->sender == send.target) replied = true;
-      slot->Complete(std::move(envelope.message));
+      if (auto slot = state.FindCall(send.target)) slot->Complete(std::move(envelope.message));
+      // else: the call already timed out; its late reply has nowhere to go.
     } else if (send.target == actor.cell->ref) {
       state.Deliver(reactor, actor, std::move(envelope));
     } else {
-      state.Route(reserved.at(send.target).first, std::move(envelope));
+      state.Route(target->second.first, std::move(envelope));
     }
   }
   if (!replied) FailPendingCall(state, input, "the handler committed without replying");
@@ -205,7 +208,7 @@ static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, Tic
     state.Publish(LifecycleKind::kStopped, actor);
     return false;
   }
-  if (!shutdown) {
+  if (!shutdown && !actor.reserved) {  // a reservation set by repair runs first
     if (actor.queued.empty()) return false;
     actor.reserved = std::move(actor.queued.front());
     actor.queued.pop_front();

@@ -90,7 +90,7 @@ struct Actor {
 // Idle instances of one implementation on one reactor.
 struct PooledInstance {
   std::unique_ptr<wasm::Instance> instance;
-  std::optional<ActorRef> last_actor;  // whose data the memory may still hold
+  std::optional<ActorRef> last_actor;  // who used it last (diagnostics; it is reset anyway)
 };
 
 class Reactor {
@@ -141,10 +141,18 @@ struct Runtime::State {
 
   std::mutex calls_mu;
   std::map<ActorRef, std::shared_ptr<CallSlot>> calls;  // GUARDED_BY(calls_mu)
+  // Reply addresses of calls that ended (timed out or answered), newest last, so a late
+  // reply is dropped instead of failing its sender. Bounded. GUARDED_BY(calls_mu)
+  std::deque<ActorRef> retired_calls;
+  std::map<ActorRef, bool> retired_index;  // GUARDED_BY(calls_mu)
 
   // ---- helpers (runtime.cc) ----
   std::shared_ptr<ActorCell> FindCell(const ActorRef& ref);
   std::shared_ptr<CallSlot> FindCall(const ActorRef& ref);
+  // True for the reply address of a pending or recently ended call.
+  bool IsReplyAddress(const ActorRef& ref);
+  // Ends a call's registration; its address stays a reply address for a while.
+  void RetireCall(const ActorRef& ref);
   // Runs `fn` on the reactor owning `ref` and returns its result, waiting up to
   // options.call_timeout. Errors: NotFound, Unavailable (timeout or shutdown).
   Status OnActor(const ActorRef& ref, const std::function<Status(Reactor&, Actor&)>& fn);

@@ -1,11 +1,10 @@
 // The actor runtime with reactor threads: delivery under concurrency, calls, placement and
 // drain. Run under ThreadSanitizer by `make test` (test-tsan).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "actor/runtime.h"
 #include "core/json.h"
@@ -71,7 +70,8 @@ TEST(FreeRunningTest, TenThousandActorsExchangeAMillionMessagesNoneLostNoneDupli
   }
   for (int round = 0; round < kRounds; ++round) {
     for (int i = 0; i < kActors; ++i) {
-      SendOutcome sent = runtime->Send(refs[i], SendAdd(refs[(i + 1) % kActors]), milliseconds(30'000));
+      SendOutcome sent =
+          runtime->Send(refs[i], SendAdd(refs[(i + 1) % kActors]), milliseconds(30'000));
       ASSERT_TRUE(sent.status.ok()) << sent.status.ToString();
     }
   }
@@ -97,8 +97,8 @@ TEST(FreeRunningTest, CallWaitsForTheHandlersReply) {
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(*reply, Value::Int(41));
   // A handler that commits without replying fails the call explicitly.
-  auto silent = runtime->Call(*a, *ValueFromJson(R"({"op":"add","value":1})", {}),
-                              milliseconds(10'000));
+  auto silent =
+      runtime->Call(*a, *ValueFromJson(R"({"op":"add","value":1})", {}), milliseconds(10'000));
   EXPECT_EQ(silent.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(silent.status().message().find("without replying"), std::string::npos);
 }
@@ -146,10 +146,44 @@ TEST(FreeRunningTest, PlacementFollowsThePolicyAndDrainMovesIdleActors) {
     ActorSnapshot s = *runtime->Inspect(refs[i]);
     EXPECT_NE(s.reactor, 2u);
     EXPECT_EQ(s.state, Value::Int(i));
-    ASSERT_TRUE(runtime->TrySend(refs[i], *ValueFromJson(R"({"op":"add","value":10})", {}))
-                    .status.ok());
+    ASSERT_TRUE(
+        runtime->TrySend(refs[i], *ValueFromJson(R"({"op":"add","value":10})", {})).status.ok());
   }
   EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(30)), 0 + 1 + 2 + 3 + 4 + 5 + 60);
+}
+
+}  // namespace
+}  // namespace reef::actor
+
+namespace reef::actor {
+namespace {
+
+TEST(FreeRunningTest, ALateReplyToATimedOutCallIsDroppedNotFatal) {
+  auto runtime = FreeRunning(1);
+  auto a = runtime->Spawn(Load("probe"), Value::Int(3));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(runtime->Pause(*a).ok());
+  auto call = runtime->Call(*a, *ValueFromJson(R"({"op":"reply"})", {}), milliseconds(100));
+  EXPECT_EQ(call.status().code(), Code::kUnavailable);
+  ASSERT_TRUE(runtime->Resume(*a).ok());
+  SettledSum(*runtime, std::chrono::seconds(10));
+  ActorSnapshot s = *runtime->Inspect(*a);
+  EXPECT_EQ(s.status, ActorStatus::kIdle) << s.failure.value_or("");
+}
+
+TEST(FreeRunningTest, KillingTheActorFailsAPendingCallPromptly) {
+  auto runtime = FreeRunning(2);
+  auto a = runtime->Spawn(Load("probe"), Value::Int(0));
+  ASSERT_TRUE(a.ok());
+  auto started = std::chrono::steady_clock::now();
+  std::thread killer([&] {
+    std::this_thread::sleep_for(milliseconds(200));
+    EXPECT_TRUE(runtime->Kill(*a).ok());
+  });
+  auto call = runtime->Call(*a, *ValueFromJson(R"({"op":"spin"})", {}), milliseconds(20'000));
+  killer.join();
+  EXPECT_EQ(call.status().code(), Code::kFailedPrecondition) << call.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
 }
 
 }  // namespace

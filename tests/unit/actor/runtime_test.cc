@@ -408,3 +408,70 @@ TEST_F(RuntimeTest, MoreFinishingInvocationsThanThePoolKeepsIsSafe) {
 
 }  // namespace
 }  // namespace reef::actor
+
+namespace reef::actor {
+namespace {
+
+// --- regressions from the runtime review --------------------------------------------------
+
+TEST_F(RuntimeTest, StopOnAFailedActorKeepsTheFailedInput) {
+  ActorRef a = Spawn(probe_, 0);
+  Send(a, R"({"op":"fail"})");
+  Settle();
+  ASSERT_TRUE(runtime_->Stop(a).ok());
+  Settle();
+  ActorSnapshot stopped = Inspect(a);
+  EXPECT_EQ(stopped.status, ActorStatus::kStopped);
+  EXPECT_EQ(stopped.state, Value::Int(1000)) << "on_shutdown ran";
+  ASSERT_TRUE(stopped.reserved.has_value()) << "the failed input is not acknowledged";
+  ASSERT_TRUE(runtime_->Restart(a).ok());
+  EXPECT_EQ(Inspect(a).queued.front().message, Json(R"({"op":"fail"})"));
+}
+
+TEST_F(RuntimeTest, AReservationSetByRepairRunsFirstAfterResume) {
+  ActorRef a = Spawn(probe_, 0, /*capacity=*/2);
+  ASSERT_TRUE(runtime_->Pause(a).ok());
+  ASSERT_TRUE(runtime_
+                  ->SetMessages(a, {Json(R"({"op":"add","value":1})")},
+                                {Json(R"({"op":"add","value":10})")})
+                  .ok());
+  ASSERT_TRUE(runtime_->Resume(a).ok());
+  Settle();
+  EXPECT_EQ(Inspect(a).state, Value::Int(11));
+  EXPECT_FALSE(Inspect(a).reserved.has_value());
+  // Both slots are free again.
+  Send(a, R"({"op":"add","value":100})");
+  Send(a, R"({"op":"add","value":100})");
+}
+
+TEST_F(RuntimeTest, NoHiddenGuestStateSurvivesBetweenInvocations) {
+  // A guest that counts its calls in a global and returns that count as its new state.
+  auto module = wasm::Module::FromText(R"((module
+    (memory (export "memory") 1)
+    (global $calls (mut i32) (i32.const 0))
+    (func (export "reef_abi_version") (result i32) (i32.const 1))
+    (func (export "reef_alloc") (param i32) (result i32) (i32.const 1024))
+    (func (export "reef_handle") (param i32 i32 i32 i32 i32 i32) (result i64)
+      (global.set $calls (i32.add (global.get $calls) (i32.const 1)))
+      (i32.store8 (i32.const 512) (global.get $calls))
+      (i64.or (i64.const 512) (i64.shl (i64.const 1) (i64.const 32))))))");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto hidden = MakeImplementation(*module, "hidden");
+  ASSERT_TRUE(hidden.ok());
+  ActorRef a = Spawn(*hidden, 0);
+  for (int i = 0; i < 3; ++i) Send(a, "null");
+  Settle();
+  EXPECT_EQ(Inspect(a).state, Value::Int(1)) << "every invocation starts from a clean instance";
+}
+
+TEST_F(RuntimeTest, OperationsWithoutAnImplementationAreRejected) {
+  EXPECT_EQ(runtime_->Spawn(nullptr, Value::Int(0)).status().code(), Code::kInvalidArgument);
+  ActorRef a = Spawn(probe_, 0);
+  EXPECT_EQ(runtime_->Install(a, nullptr).code(), Code::kInvalidArgument);
+  EXPECT_EQ(
+      runtime_->InstallWithMigration(a, nullptr, [](Value v) -> Result<Value> { return v; }).code(),
+      Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reef::actor
