@@ -283,12 +283,28 @@ Status Runtime::Drain(uint32_t reactor_id) {
         moved->cell->reactor.store(to->id);
         to->actors.emplace(ref, std::move(*owned));
       } else {
-        // Insert on the new owner before routing points there, so later sends find it.
+        // 1. Senders now wait, and this reactor forwards what it still holds for the actor.
+        // 2. The new owner inserts the actor before anything forwarded reaches it.
+        // 3. A fence behind every queued delivery switches the route and releases senders.
+        {
+          std::lock_guard lock(moved->cell->route_mu);
+          moved->cell->moving = true;
+          moved->cell->moving_to = to->id;
+        }
         to->Post([&s, owned, ref](Reactor& target) {
           target.actors.emplace(ref, std::move(*owned));
           if (s.Runnable(*target.actors.at(ref))) s.MarkRunnable(target, ref);
         });
-        moved->cell->reactor.store(to->id);
+        std::shared_ptr<ActorCell> cell = moved->cell;
+        uint32_t to_id = to->id;
+        r.Post([cell, to_id](Reactor&) {
+          {
+            std::lock_guard lock(cell->route_mu);
+            cell->reactor.store(to_id, std::memory_order_release);
+            cell->moving = false;
+          }
+          cell->route_cv.notify_all();
+        });
       }
     }
     if (r.actors.empty()) r.liveness.store(ReactorLiveness::kDown);

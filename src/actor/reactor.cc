@@ -95,23 +95,36 @@ void Runtime::State::MarkRunnable(Reactor& reactor, const ActorRef& ref) {
 }
 
 void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope) {
-  Reactor& owner = *reactors[cell->reactor.load(std::memory_order_acquire)];
-  if (options.mode == SchedulingMode::kManual || tls_reactor == &owner) {
+  if (options.mode == SchedulingMode::kManual) {  // one thread drives every reactor
+    Reactor& owner = *reactors[cell->reactor.load(std::memory_order_acquire)];
     auto it = owner.actors.find(cell->ref);
-    if (it != owner.actors.end()) {
-      Deliver(owner, *it->second, std::move(envelope));
+    if (it != owner.actors.end()) Deliver(owner, *it->second, std::move(envelope));
+    return;
+  }
+  // Choosing the reactor and posting happen under route_mu, so a move (Drain) is ordered
+  // against every send: before it (delivered or forwarded by the old owner), or after it.
+  std::unique_lock lock(cell->route_mu);
+  Reactor* owner = reactors[cell->reactor.load(std::memory_order_acquire)].get();
+  while (cell->moving && tls_reactor != owner) {
+    cell->route_cv.wait_for(lock, std::chrono::milliseconds(5));
+    owner = reactors[cell->reactor.load(std::memory_order_acquire)].get();
+  }
+  // The old owner itself forwards straight to the new one while the move is in progress.
+  Reactor* target = cell->moving ? reactors[cell->moving_to].get() : owner;
+  if (target == tls_reactor) {
+    auto it = target->actors.find(cell->ref);
+    if (it != target->actors.end()) {
+      Deliver(*target, *it->second, std::move(envelope));
       return;
     }
   }
-  // Another reactor's actor (or one being moved): deliver on its thread. If it moved away
-  // before the command ran, the command routes again.
   auto shared = std::make_shared<Envelope>(std::move(envelope));
-  owner.Post([this, cell, shared](Reactor& r) {
+  target->Post([this, cell, shared](Reactor& r) {
     auto it = r.actors.find(cell->ref);
     if (it != r.actors.end()) {
       Deliver(r, *it->second, std::move(*shared));
     } else {
-      Route(cell, std::move(*shared));
+      Route(cell, std::move(*shared));  // it moved away: the old owner forwards it
     }
   });
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <future>
+#include <thread>
 
 #include "actor/detail/runtime_state.h"
 #include "core/limits.h"
@@ -64,8 +65,9 @@ Status Runtime::State::OnActor(const ActorRef& ref,
                                const std::function<Status(Reactor&, Actor&)>& fn) {
   auto cell = FindCell(ref);
   if (!cell) return Status::NotFound(fmt::format("no actor @{}", ref.str()));
-  // The actor may move (drain) between the lookup and the command: follow it a few times.
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  // The actor may move (drain) between the lookup and the command: follow it.
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     Reactor& owner = *reactors[cell->reactor.load(std::memory_order_acquire)];
     bool moved = false;
     Status status = OnReactor(owner, [&](Reactor& r) {

@@ -42,6 +42,14 @@ struct ActorCell {
   const ActorRef ref;
   std::atomic<uint32_t> capacity;
   std::atomic<uint32_t> reactor;  // owner; changes only when draining moves the actor
+
+  // Moving between reactors (free-running Drain) without reordering messages: while
+  // `moving`, other threads wait to route here, and the old owner forwards what it still
+  // holds to `moving_to`; a fence command on the old owner then switches `reactor`.
+  std::mutex route_mu;
+  std::condition_variable route_cv;
+  bool moving = false;     // GUARDED_BY(route_mu)
+  uint32_t moving_to = 0;  // GUARDED_BY(route_mu)
   std::atomic<ActorStatus> status{ActorStatus::kIdle};
   std::atomic<uint32_t> used{0};  // queued + reserved + slots reserved by senders in flight
 };

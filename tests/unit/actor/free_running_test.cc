@@ -188,3 +188,36 @@ TEST(FreeRunningTest, KillingTheActorFailsAPendingCallPromptly) {
 
 }  // namespace
 }  // namespace reef::actor
+
+namespace reef::actor {
+namespace {
+
+TEST(FreeRunningTest, DrainKeepsMessagesFromOneSenderInOrder) {
+  auto runtime = FreeRunning(2);
+  SpawnOptions on_one;
+  on_one.reactor = 1;
+  on_one.mailbox_capacity = 100'000;
+  auto b = runtime->Spawn(Load("ordered"), Value::Int(0), on_one);
+  ASSERT_TRUE(b.ok());
+  std::vector<ActorRef> others;
+  auto probe = Load("probe");
+  for (int i = 0; i < 200; ++i) others.push_back(*runtime->Spawn(probe, Value::Int(0), on_one));
+  constexpr int kMessages = 20'000;
+  std::thread sender([&] {
+    for (int n = 1; n <= kMessages; ++n) {
+      SendOutcome sent = runtime->Send(*b, Value::Int(n), milliseconds(30'000));
+      ASSERT_TRUE(sent.status.ok()) << sent.status.ToString();
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(runtime->Drain(1).ok());  // moves b (and the others) mid-stream
+  sender.join();
+  SettledSum(*runtime, std::chrono::seconds(60));
+  ActorSnapshot s = *runtime->Inspect(*b);
+  EXPECT_EQ(s.status, ActorStatus::kIdle) << s.failure.value_or("");
+  EXPECT_EQ(s.state, Value::Int(kMessages));
+  EXPECT_EQ(s.reactor, 0u);
+}
+
+}  // namespace
+}  // namespace reef::actor
