@@ -29,6 +29,10 @@ Result<std::unique_ptr<wasm::Instance>> AcquireInstance(Reactor& reactor, const 
 
 void ReleaseInstance(Reactor& reactor, const Actor& actor,
                      std::unique_ptr<wasm::Instance> instance) {
+  // A memory that grew cannot shrink back: such an instance is dropped, so its size (and
+  // its pages) never carry over to another invocation.
+  const auto& memories = instance->module().memories();
+  if (!memories.empty() && instance->memory().size() > memories[0].initial * 65'536) return;
   auto& idle = reactor.pool[actor.implementation->id];
   if (idle.size() < kMaxPooledPerImplementation) {
     idle.push_back({std::move(instance), actor.cell->ref});
