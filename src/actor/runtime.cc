@@ -270,13 +270,34 @@ Result<Value> Runtime::Call(const ActorRef& target, Value message,
         "Call waits for the handler, which needs free-running mode; in manual mode use "
         "TrySend and Tick");
   }
-  if (Reactor* here = CurrentReactor()) {
+  // A reactor thread that waits cannot run its own actors. Record the wait first, then
+  // follow the wait-for edges: if they lead back here, this call closes a cycle (A calls B
+  // calls A) and fails now instead of hanging until the timeout.
+  Reactor* here = CurrentReactor();
+  if (here != nullptr) {
     auto cell = s.FindCell(target);
-    if (cell && cell->reactor.load() == here->id) {
-      return Status::FailedPrecondition(fmt::format(
-          "call cycle: reactor {} would wait for its own actor @{}", here->id, target.str()));
+    if (cell) {
+      int32_t next = static_cast<int32_t>(cell->reactor.load());
+      here->waiting_for.store(next);
+      std::string path = fmt::format("reactor {}", here->id);
+      for (size_t hops = 0; next >= 0 && hops <= s.reactors.size(); ++hops) {
+        path += fmt::format(" -> reactor {}", next);
+        if (next == static_cast<int32_t>(here->id)) {
+          here->waiting_for.store(-1);
+          return Status::FailedPrecondition(fmt::format(
+              "call cycle: {} (calling @{} would wait for a reactor that waits for this one)", path,
+              target.str()));
+        }
+        next = s.reactors[static_cast<size_t>(next)]->waiting_for.load();
+      }
     }
   }
+  struct ClearWait {
+    Reactor* reactor;
+    ~ClearWait() {
+      if (reactor) reactor->waiting_for.store(-1);
+    }
+  } clear_wait{here};
   REEF_ASSIGN_OR_RETURN(ActorRef reply_to, ActorRef::Generate());
   auto slot = std::make_shared<CallSlot>();
   std::future<Result<Value>> reply = slot->promise.get_future();

@@ -108,6 +108,9 @@ class Reactor {
   const uint32_t id;
   std::atomic<ReactorLiveness> liveness{ReactorLiveness::kUp};
   std::atomic<uint64_t> actor_count{0};
+  // The reactor this reactor's thread is blocked on in Runtime::Call, or -1: the edges of
+  // the wait-for graph used to refuse call cycles.
+  std::atomic<int32_t> waiting_for{-1};
 
   // ---- owned by the thread driving this reactor ----
   wasm::Engine engine;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <latch>
+#include <mutex>
 #include <thread>
 
 #include "actor/runtime.h"
@@ -217,6 +219,53 @@ TEST(FreeRunningTest, DrainKeepsMessagesFromOneSenderInOrder) {
   EXPECT_EQ(s.status, ActorStatus::kIdle) << s.failure.value_or("");
   EXPECT_EQ(s.state, Value::Int(kMessages));
   EXPECT_EQ(s.reactor, 0u);
+}
+
+}  // namespace
+}  // namespace reef::actor
+
+namespace reef::actor {
+namespace {
+
+TEST(FreeRunningTest, ACallCycleFailsClearlyInsteadOfHanging) {
+  // Host code on reactor 0 (a migration closure) calls B on reactor 1 while host code on
+  // reactor 1 calls A on reactor 0: each reactor would wait for the other.
+  auto runtime = FreeRunning(2);
+  auto probe = Load("probe");
+  SpawnOptions on0, on1;
+  on0.reactor = 0;
+  on1.reactor = 1;
+  ActorRef a = *runtime->Spawn(probe, Value::Int(1), on0);
+  ActorRef b = *runtime->Spawn(probe, Value::Int(2), on1);
+  Value reply = *ValueFromJson(R"({"op":"reply"})", {});
+  std::latch both_inside(2);
+  std::mutex mu;
+  std::vector<Status> outcomes;
+  auto calling = [&](ActorRef callee) {
+    return [&, callee](Value state) -> Result<Value> {
+      both_inside.arrive_and_wait();
+      auto result = runtime->Call(callee, reply, milliseconds(20'000));
+      std::lock_guard lock(mu);
+      outcomes.push_back(result.status());
+      return state;
+    };
+  };
+  auto started = std::chrono::steady_clock::now();
+  std::thread t1([&] { EXPECT_TRUE(runtime->InstallWithMigration(a, probe, calling(b)).ok()); });
+  std::thread t2([&] { EXPECT_TRUE(runtime->InstallWithMigration(b, probe, calling(a)).ok()); });
+  t1.join();
+  t2.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  ASSERT_EQ(outcomes.size(), 2u);
+  int cycles = 0;
+  for (const Status& s : outcomes) {
+    if (!s.ok()) {
+      EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+      EXPECT_NE(s.message().find("call cycle"), std::string::npos) << s.message();
+      ++cycles;
+    }
+  }
+  EXPECT_GE(cycles, 1);
 }
 
 }  // namespace
