@@ -50,6 +50,22 @@ FuncSignature FromWabtSignature(const wabt::FuncSignature& sig) {
   return out;
 }
 
+ExternKind FromWabtKind(wabt::ExternalKind kind) {
+  switch (kind) {
+    case wabt::ExternalKind::Func:
+      return ExternKind::kFunc;
+    case wabt::ExternalKind::Table:
+      return ExternKind::kTable;
+    case wabt::ExternalKind::Memory:
+      return ExternKind::kMemory;
+    case wabt::ExternalKind::Global:
+      return ExternKind::kGlobal;
+    case wabt::ExternalKind::Tag:
+      return ExternKind::kTag;
+  }
+  return ExternKind::kFunc;
+}
+
 DeclaredLimits FromWabtLimits(const wabt::Limits& limits, bool imported) {
   DeclaredLimits out;
   out.initial = limits.initial;
@@ -93,9 +109,9 @@ Status CheckTextShape(std::string_view text, std::string_view name, uint32_t lim
   size_t line_start = 0;
   char previous = ' ';  // last significant character
   auto too_deep = [&](size_t at) {
-    return Status::LimitExceeded(fmt::format(
-        "{}:{}:{}: nesting deeper than {} levels (limit max_text_nesting)", name, line,
-        at - line_start + 1, limit));
+    return Status::LimitExceeded(
+        fmt::format("{}:{}:{}: nesting deeper than {} levels (limit max_text_nesting)", name, line,
+                    at - line_start + 1, limit));
   };
   auto invalid = [&](size_t at, std::string_view what) {
     return Status::InvalidArgument(
@@ -178,8 +194,7 @@ Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat, std
   }
 }
 
-Result<std::shared_ptr<const Module>> Module::ParseText(std::string_view wat,
-                                                        std::string_view name,
+Result<std::shared_ptr<const Module>> Module::ParseText(std::string_view wat, std::string_view name,
                                                         const ModuleLimits& limits) {
   wabt::Errors errors;
   wabt::Features features;
@@ -259,28 +274,13 @@ Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
                       "max_function_locals={}",
                       name, module->function_names_.size(), locals, limits.max_function_locals));
     }
-    module->max_frame_values_ =
-        std::max(module->max_frame_values_, static_cast<uint32_t>(locals));
+    module->max_frame_values_ = std::max(module->max_frame_values_, static_cast<uint32_t>(locals));
     module->function_names_.push_back(StripDollar(func->name));
   }
   for (const wabt::Import* import : ir.imports) {
-    ImportInfo info{import->module_name, import->field_name, ExternKind::kFunc, {}};
-    switch (import->kind()) {
-      case wabt::ExternalKind::Func:
-        info.signature = FromWabtSignature(wabt::cast<wabt::FuncImport>(import)->func.decl.sig);
-        break;
-      case wabt::ExternalKind::Table:
-        info.kind = ExternKind::kTable;
-        break;
-      case wabt::ExternalKind::Memory:
-        info.kind = ExternKind::kMemory;
-        break;
-      case wabt::ExternalKind::Global:
-        info.kind = ExternKind::kGlobal;
-        break;
-      case wabt::ExternalKind::Tag:
-        info.kind = ExternKind::kTag;
-        break;
+    ImportInfo info{import->module_name, import->field_name, FromWabtKind(import->kind()), {}};
+    if (info.kind == ExternKind::kFunc) {
+      info.signature = FromWabtSignature(wabt::cast<wabt::FuncImport>(import)->func.decl.sig);
     }
     module->imports_.push_back(std::move(info));
   }
@@ -292,27 +292,12 @@ Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
     module->tables_.push_back(FromWabtLimits(ir.tables[i]->elem_limits, i < ir.num_table_imports));
   }
   for (const wabt::Export* exp : ir.exports) {
-    ExportInfo info{exp->name, ExternKind::kFunc, {}};
-    switch (exp->kind) {
-      case wabt::ExternalKind::Func: {
-        wabt::Index index = exp->var.index();
-        info.signature = FromWabtSignature(ir.funcs[index]->decl.sig);
-        // An export name beats a name-section name in reports.
-        module->function_names_[index] = exp->name;
-        break;
-      }
-      case wabt::ExternalKind::Table:
-        info.kind = ExternKind::kTable;
-        break;
-      case wabt::ExternalKind::Memory:
-        info.kind = ExternKind::kMemory;
-        break;
-      case wabt::ExternalKind::Global:
-        info.kind = ExternKind::kGlobal;
-        break;
-      case wabt::ExternalKind::Tag:
-        info.kind = ExternKind::kTag;
-        break;
+    ExportInfo info{exp->name, FromWabtKind(exp->kind), {}};
+    if (info.kind == ExternKind::kFunc) {
+      wabt::Index index = exp->var.index();
+      info.signature = FromWabtSignature(ir.funcs[index]->decl.sig);
+      // An export name beats a name-section name in reports.
+      module->function_names_[index] = exp->name;
     }
     module->exports_.push_back(std::move(info));
   }
