@@ -233,8 +233,9 @@ Handler SetupInspect(CLI::App& app) {
     }
     fmt::print("exports  {}\n", m.exports().size());
     for (const wasm::ExportInfo& e : m.exports()) {
-      fmt::print("  {:<6} {} {}\n", wasm::ExternKindName(e.kind), e.name,
-                 e.kind == wasm::ExternKind::kFunc ? e.signature.ToString() : "");
+      std::string signature =
+          e.kind == wasm::ExternKind::kFunc ? " " + e.signature.ToString() : std::string();
+      fmt::print("  {:<6} {}{}\n", wasm::ExternKindName(e.kind), e.name, signature);
     }
     for (size_t i = 0; i < m.memories().size(); ++i) {
       fmt::print("memory {} {} (64 KiB pages){}\n", i, Limits(m.memories()[i]),
