@@ -1,0 +1,76 @@
+// CompileCache: compiled actor implementations, keyed so an unchanged source never recompiles.
+//
+// Two in-memory maps (nothing is persisted; spec 001, "The cache is in-memory only"):
+//   (SourceId, Compiler::Fingerprint(kind)) -> implementation id, or the compile error
+//   implementation id -> shared_ptr<const actor::Implementation>
+// The implementation id is actor::ImplementationId of the compiled module (the module's
+// SHA-256 plus the engine, ABI/host manifest and target), so two sources that compile to the
+// same module share one implementation. Deterministic failures (compile errors, missing actor
+// exports: InvalidArgument) are cached too; transient ones (timeouts, no temporary directory)
+// are not.
+//
+// Thread ownership: any thread; the maps are protected by an internal mutex, which is not
+// held while compiling. Two threads missing on the same key at once may both compile; the
+// first result stored wins and both get it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "actor/actor.h"
+#include "code/compiler.h"
+#include "code/source.h"
+#include "code/source_store.h"
+#include "core/status.h"
+
+namespace reef::code {
+
+class CompileCache {
+ public:
+  // REQUIRES: compiler != nullptr.
+  explicit CompileCache(std::shared_ptr<const Compiler> compiler)
+      : compiler_(std::move(compiler)) {}
+
+  // The implementation of `bytes` of kind `kind`: from the cache, else compiled with
+  // Compiler::Compile(kind, bytes, label) and wrapped by actor::MakeImplementation. The
+  // implementation's label is the `label` of the compile that created it.
+  // Errors: those of Compiler::Compile and actor::MakeImplementation (InvalidArgument
+  // "compile error:\n..." for a source that does not compile).
+  Result<std::shared_ptr<const actor::Implementation>> Get(SourceKind kind, std::string_view bytes,
+                                                           std::string_view label);
+
+  // Get(file.kind, file.text, file.path): the implementation of a working source or revision.
+  Result<std::shared_ptr<const actor::Implementation>> Get(const SourceFile& file) {
+    return Get(file.kind, file.text, file.path);
+  }
+
+  // The cached implementation with id `implementation_id`, or nullptr.
+  std::shared_ptr<const actor::Implementation> Find(std::string_view implementation_id) const;
+
+  // How many compiles ran (cache misses); hits do not count.
+  uint64_t compile_count() const;
+  // How many implementations are cached.
+  std::size_t size() const;
+
+  const Compiler& compiler() const { return *compiler_; }
+
+ private:
+  using Entry = std::variant<std::string, Status>;  // implementation id, or the error
+
+  // Constant after construction.
+  const std::shared_ptr<const Compiler> compiler_;
+
+  // Protected by mu_.
+  mutable std::mutex mu_;
+  std::map<std::string, Entry, std::less<>> by_source_;  // SourceId + '\n' + fingerprint
+  std::map<std::string, std::shared_ptr<const actor::Implementation>, std::less<>> implementations_;
+  uint64_t compile_count_ = 0;
+};
+
+}  // namespace reef::code

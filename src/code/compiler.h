@@ -1,0 +1,82 @@
+// Compiler: turns one source text into a validated WebAssembly module.
+//
+// `.wat` compiles in-process (wasm::Module::FromText). `.c` compiles with clang for wasm32
+// (C11, freestanding, no libc) together with the C SDK (sdk/c), using the flags of
+// cmake/guest.cmake: each file is compiled with -O2 -c -mbulk-memory -flto, then linked by
+// wasm-ld through clang without -O (so clang never runs a wasm-opt found on PATH) with
+// --no-entry --export-dynamic --stack-first. Clang runs as a child process in its own process
+// group, inside a fresh temporary directory, with a wall-clock timeout; its stderr is captured
+// and returned verbatim. Compile never throws and never stores anything: invalid source gives
+// an error and no module (spec 001, "Invalid source is retained ... but does not produce a
+// compiled artifact").
+//
+// Thread ownership: immutable after Create; Compile may run on any thread concurrently (each
+// call has its own temporary directory). Compile blocks for up to the timeout: never call it
+// on a reactor thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "code/source.h"
+#include "core/status.h"
+#include "wasm/module.h"
+
+namespace reef::code {
+
+struct CompilerOptions {
+  // The clang driver for wasm32; empty = the one the build found (clang-16), if any.
+  std::string clang;
+  // The C SDK directory (reef.h and the reef_*.c sources); empty = the source tree's sdk/c.
+  std::string sdk_dir;
+  // Wall-clock limit of one clang run (compile or link); the process group is killed after it.
+  std::chrono::milliseconds timeout{30'000};
+  // Largest diagnostics text kept, in bytes; longer output is cut and says so.
+  std::size_t max_diagnostics_bytes = 64u << 10;
+};
+
+// What a successful compile produced.
+struct CompileOutput {
+  std::shared_ptr<const wasm::Module> module;
+  std::string diagnostics;  // compiler warnings, verbatim; empty when there were none
+};
+
+class Compiler {
+ public:
+  // Resolves the options' defaults and computes the toolchain fingerprints (runs
+  // `clang --version` once when clang is present). Never fails: without clang, .wat still
+  // compiles and .c compiles fail with FailedPrecondition.
+  static std::shared_ptr<const Compiler> Create(CompilerOptions options = {});
+
+  // Compiles `bytes` of kind `kind`. `label` names the source in diagnostics: when it is a
+  // valid source path, clang reports "<label>.c:LINE:COL: error: ..." and wabt
+  // "<label>.wat:LINE:COL: ..."; otherwise "source.c" / "source.wat".
+  // Errors: InvalidArgument "compile error:\n<diagnostics>" when the source does not compile
+  // (diagnostics verbatim: clang's stderr, or wabt's message); LimitExceeded for the size
+  // (ValidateSourceSize) or when clang exceeds the timeout; FailedPrecondition when .c is
+  // asked for but no clang is configured; Unavailable when the temporary directory or the
+  // child process cannot be created.
+  Result<CompileOutput> Compile(SourceKind kind, std::string_view bytes,
+                                std::string_view label) const;
+
+  // A string that changes whenever the output for the same source of kind `kind` may change:
+  // for `wat` the in-process engine; for `c` the clang path and `--version` output, the flags
+  // and the SHA-256 of the SDK files. Part of the compile cache key (compile_cache.h).
+  const std::string& Fingerprint(SourceKind kind) const;
+
+  const CompilerOptions& options() const { return options_; }
+
+ private:
+  explicit Compiler(CompilerOptions options) : options_(std::move(options)) {}
+
+  Result<CompileOutput> CompileC(std::string_view bytes, std::string_view file_stem) const;
+
+  // Constant after Create.
+  CompilerOptions options_;
+  std::string wat_fingerprint_;
+  std::string c_fingerprint_;
+};
+
+}  // namespace reef::code
