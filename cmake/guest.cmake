@@ -14,8 +14,9 @@
 #     (notes/engine-facts.md).
 #   - Header dependencies come from clang's depfiles; files listed in REEF_GUEST_HEADERS (in
 #     the caller's scope) are explicit dependencies as well.
-#   - The stack is placed first in memory (--stack-first), so a stack overflow traps instead of
-#     overwriting data. Only symbols marked export_name (or default visibility) are exported;
+#   - The stack (16 KiB, -z stack-size) is placed first in memory (--stack-first), so a stack
+#     overflow traps instead of overwriting data; a small memory also keeps the per-invocation
+#     instance reset cheap. Only symbols marked export_name (or default visibility) are exported;
 #     clang's wasm32 default visibility is hidden.
 #   For actors written with the C SDK, use reef_add_c_actor (sdk/c/CMakeLists.txt), which adds
 #   the SDK sources and include directory.
@@ -58,7 +59,7 @@ function(reef_add_guest name)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${REEF_GUEST_CC} --target=wasm32 -nostdlib -fuse-ld=lld ${lto_flag} -Wl,--no-entry
-            -Wl,--export-dynamic -Wl,--stack-first -o ${out} ${objects}
+            -Wl,--export-dynamic -Wl,--stack-first -Wl,-z,stack-size=16384 -o ${out} ${objects}
     DEPENDS ${objects}
     COMMENT "wasm32 ld ${name}.wasm"
     VERBATIM)

@@ -400,8 +400,20 @@ Result<std::unique_ptr<Invocation>> InstanceImpl::StartFunction(uint32_t index,
 void InstanceImpl::TakeSnapshot() {
   if (compiled_->has_snapshot) return;
   if (memory_) {
-    compiled_->initial_memory.assign(memory_->UnsafeData(),
-                                     memory_->UnsafeData() + memory_->ByteSize());
+    // Keep only the non-zero runs (data segments, mostly): a reset then zeroes memory and
+    // copies these back, instead of copying a mostly-zero image. Gaps under 64 bytes merge.
+    const uint8_t* data = memory_->UnsafeData();
+    const uint64_t size = memory_->ByteSize();
+    uint64_t i = 0;
+    while (i < size) {
+      while (i < size && data[i] == 0) ++i;
+      if (i == size) break;
+      uint64_t start = i, zeros = 0;
+      for (; i < size && zeros < 64; ++i) zeros = data[i] == 0 ? zeros + 1 : 0;
+      uint64_t end = i - zeros;
+      compiled_->initial_memory.emplace_back(static_cast<uint32_t>(start),
+                                             std::vector<uint8_t>(data + start, data + end));
+    }
   }
   for (interp::Ref ref : instance_->globals()) {
     compiled_->initial_globals.push_back(interp::Global::Ptr(state_->store, ref)->Get());
@@ -412,10 +424,11 @@ void InstanceImpl::TakeSnapshot() {
 Status InstanceImpl::Reset() {
   if (busy_) return Status::FailedPrecondition("cannot reset an instance while it runs");
   if (memory_) {
-    const auto& image = compiled_->initial_memory;
     uint8_t* data = memory_->UnsafeData();
-    if (!image.empty()) std::memcpy(data, image.data(), image.size());
-    std::memset(data + image.size(), 0, memory_->ByteSize() - image.size());
+    std::memset(data, 0, memory_->ByteSize());
+    for (const auto& [offset, bytes] : compiled_->initial_memory) {
+      std::memcpy(data + offset, bytes.data(), bytes.size());
+    }
   }
   const interp::RefVec& globals = instance_->globals();
   for (size_t i = 0; i < globals.size(); ++i) {

@@ -29,7 +29,8 @@ struct CompiledModule {
   // State right after instantiation, taken from the first instance (instantiation is
   // deterministic: start functions may not call the host). Used by Instance::Reset.
   bool has_snapshot = false;
-  std::vector<uint8_t> initial_memory;
+  // The initial memory image as its non-zero runs (offset, bytes); everything else is zero.
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> initial_memory;
   std::vector<wabt::interp::Value> initial_globals;  // one per global; mutable ones restored
 
   // Name of the function whose code contains `code_offset`.

@@ -77,7 +77,7 @@ TEST(FreeRunningTest, TenThousandActorsExchangeAMillionMessagesNoneLostNoneDupli
       ASSERT_TRUE(sent.status.ok()) << sent.status.ToString();
     }
   }
-  EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(300)), int64_t{2} * kActors * kRounds);
+  EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(1200)), int64_t{2} * kActors * kRounds);
   for (const ActorSnapshot& s : runtime->List()) {
     ASSERT_EQ(s.state, Value::Int(2 * kRounds)) << "@" << s.ref.str();
     ASSERT_EQ(s.status, ActorStatus::kIdle);
