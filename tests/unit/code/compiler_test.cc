@@ -78,8 +78,11 @@ TEST_F(CompilerTest, CompileCProducesAnActorImplementation) {
   {
     auto store = SourceStore::Open(pattern);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    std::string counter =
-        ReadText(std::string(REEF_FIXTURES_DIR) + "/../../examples/counter/counter.c");
+    // The repository's example, found from this file (tests/unit/code/).
+    std::string counter = ReadText(
+        (std::filesystem::path(__FILE__).parent_path() / "../../../examples/counter/counter.c")
+            .lexically_normal()
+            .string());
     ASSERT_TRUE((*store)->Write("actors/counter", SourceKind::kC, counter, std::nullopt).ok());
     auto file = (*store)->Read("actors/counter");
     ASSERT_TRUE(file.ok());
