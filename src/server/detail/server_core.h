@@ -1,0 +1,87 @@
+// ServerCore: the state a running Server shares with its connection sessions (internal to
+// src/server). Sessions hold a reference to it; it outlives them because the io_context that
+// owns every pending session handler is destroyed before the registry it reports to.
+//
+// Thread ownership: options, dispatcher and routes are constant after Start; the session
+// registry is protected by mu; the io_context runs on the Asio threads; `handlers` is the
+// pool that runs route handlers and protocol ops.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/status.h"
+#include "server/server.h"
+
+namespace reef::server::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+using HttpMessage = http::request<http::string_body>;
+using HttpReply = http::response<http::string_body>;
+
+// A live connection the server can ask to close.
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Starts closing (WebSocket: close code 1001 "server shutting down"). Any thread.
+  virtual void Shutdown() = 0;
+};
+
+struct ServerCore {
+  explicit ServerCore(ServerOptions opts, uint32_t handler_threads)
+      : options(std::move(opts)), handlers(handler_threads) {}
+
+  // Records a session so Stop can close it. Any thread.
+  // Errors: Unavailable when the server is stopping or at max_connections (the caller then
+  // refuses the connection).
+  Status Track(uint64_t id, std::weak_ptr<Session> session);
+  // Forgets a session (its destructor calls this). Any thread.
+  void Untrack(uint64_t id);
+  uint64_t NextId() { return next_id.fetch_add(1) + 1; }
+
+  // ---- Protected by mu --------------------------------------------------------------------
+  std::mutex mu;
+  std::condition_variable drained;  // signalled when sessions becomes empty
+  std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions;
+  bool stopping = false;
+
+  // ---- Constant after Start ---------------------------------------------------------------
+  ServerOptions options;  // options.dispatcher holds the op table
+  std::vector<HttpRoute> routes;
+  std::atomic<uint64_t> next_id{0};
+
+  // ---- Threads (declared last: destroyed first, with the handlers that own sessions) ------
+  asio::io_context ioc;
+  asio::thread_pool handlers;
+};
+
+// True when `request` may pass: no token configured, or `Authorization: Bearer <token>`.
+bool Authorized(const ServerCore& core, const HttpMessage& request);
+
+// A reply with a JSON body (and Content-Type application/json).
+HttpReply JsonReply(const HttpMessage& request, http::status status, const nlohmann::json& body);
+// {"error":{"code":"<code>","message":"..."}} with the HTTP status for `status`'s code.
+HttpReply ErrorReply(const HttpMessage& request, const Status& status);
+// 401 with WWW-Authenticate: Bearer and an "unauthenticated" error body.
+HttpReply UnauthorizedReply(const HttpMessage& request);
+
+// Serves HTTP on `socket` (and hands WebSocket upgrades to StartWebSocketSession).
+void StartHttpSession(ServerCore& core, tcp::socket socket);
+// Takes over `stream` after an HTTP upgrade request was read and authorized.
+void StartWebSocketSession(ServerCore& core, beast::tcp_stream stream, HttpMessage upgrade);
+
+}  // namespace reef::server::detail

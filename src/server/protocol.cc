@@ -1,0 +1,197 @@
+#include "server/protocol.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <utility>
+
+namespace reef::server {
+namespace {
+
+using json = nlohmann::json;
+
+// The deepest array/object nesting in `text`, stopping early once it passes `limit`. Strings
+// are skipped so brackets inside them do not count. Runs before the parser so a hostile frame
+// cannot build a tree deep enough to strain the stack.
+int NestingDepth(std::string_view text, int limit) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest) deepest = depth;
+      if (deepest > limit) return deepest;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// The top-level fields a request may carry.
+constexpr std::string_view kRequestFields[] = {"v", "id", "op", "args"};
+
+bool IsRequestField(std::string_view key) {
+  for (std::string_view field : kRequestFields) {
+    if (key == field) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<Request> ParseRequest(std::string_view frame, json* id) {
+  *id = nullptr;
+  if (NestingDepth(frame, kMaxRequestDepth) > kMaxRequestDepth) {
+    return Status::InvalidArgument(
+        fmt::format("request nests arrays/objects deeper than {} levels", kMaxRequestDepth));
+  }
+  json doc;
+  try {
+    doc = json::parse(frame.begin(), frame.end());
+  } catch (const json::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()));
+  }
+  if (!doc.is_object()) {
+    return Status::InvalidArgument(
+        fmt::format("a request must be a JSON object, got {}", doc.type_name()));
+  }
+  // The id first, so every later error can be correlated.
+  auto id_it = doc.find("id");
+  if (id_it == doc.end()) {
+    return Status::InvalidArgument("request has no \"id\" (a string or number)");
+  }
+  if (!id_it->is_string() && !id_it->is_number()) {
+    return Status::InvalidArgument(
+        fmt::format("request \"id\" must be a string or number, got {}", id_it->type_name()));
+  }
+  *id = *id_it;
+  for (const auto& [key, value] : doc.items()) {
+    if (!IsRequestField(key)) {
+      return Status::InvalidArgument(
+          fmt::format("unknown request field \"{}\" (allowed: v, id, op, args)", key));
+    }
+  }
+  auto v_it = doc.find("v");
+  if (v_it == doc.end()) {
+    return Status::InvalidArgument(fmt::format(
+        "request has no \"v\" (protocol version; this server speaks {})", kProtocolVersion));
+  }
+  if (!v_it->is_number_integer() || v_it->get<int64_t>() != kProtocolVersion) {
+    return Status::InvalidArgument(
+        fmt::format("unsupported protocol version {}; this server speaks \"v\":{}", ToText(*v_it),
+                    kProtocolVersion));
+  }
+  auto op_it = doc.find("op");
+  if (op_it == doc.end() || !op_it->is_string() || op_it->get_ref<const std::string&>().empty()) {
+    return Status::InvalidArgument("request \"op\" must be a non-empty string");
+  }
+  Request request;
+  request.id = *id;
+  request.op = op_it->get<std::string>();
+  auto args_it = doc.find("args");
+  if (args_it == doc.end() || args_it->is_null()) {
+    request.args = json::object();
+  } else if (args_it->is_object()) {
+    request.args = std::move(*args_it);
+  } else {
+    return Status::InvalidArgument(
+        fmt::format("request \"args\" must be an object, got {}", args_it->type_name()));
+  }
+  return request;
+}
+
+json OkResponse(const json& id, json result) {
+  return json{{"v", kProtocolVersion}, {"id", id}, {"ok", true}, {"result", std::move(result)}};
+}
+
+json ErrorResponse(const json& id, const Status& status) {
+  return json{{"v", kProtocolVersion},
+              {"id", id},
+              {"ok", false},
+              {"error", {{"code", CodeName(status.code())}, {"message", status.message()}}}};
+}
+
+json Event(std::string_view kind, json data) {
+  return json{{"v", kProtocolVersion}, {"event", kind}, {"data", std::move(data)}};
+}
+
+std::string ToText(const json& message) {
+  return message.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Status ProtocolDispatcher::Register(std::string name, std::string summary, OpHandler handler) {
+  if (name.empty()) return Status::InvalidArgument("an op needs a name");
+  if (!handler) return Status::InvalidArgument(fmt::format("op \"{}\" has no handler", name));
+  if (rows_.contains(name)) {
+    return Status::AlreadyExists(fmt::format("op \"{}\" is registered already", name));
+  }
+  OpRow row{name, std::move(summary), std::move(handler)};
+  rows_.emplace(std::move(name), std::move(row));
+  return Status::Ok();
+}
+
+std::string ProtocolDispatcher::HandleFrame(std::string_view frame, Connection& connection) const {
+  json id;
+  Result<Request> request = ParseRequest(frame, &id);
+  if (!request.ok()) return ToText(ErrorResponse(id, request.status()));
+  auto row = rows_.find(request->op);
+  if (row == rows_.end()) {
+    std::string known;
+    for (const auto& [name, unused] : rows_) {
+      known += known.empty() ? name : ", " + name;
+    }
+    return ToText(ErrorResponse(
+        id, Status::NotFound(fmt::format("unknown op \"{}\"; known ops: {}", request->op, known))));
+  }
+  try {
+    Result<json> result = row->second.handler(request->args, connection);
+    if (!result.ok()) return ToText(ErrorResponse(id, result.status()));
+    return ToText(OkResponse(id, std::move(result).value()));
+  } catch (const std::exception& e) {
+    return ToText(ErrorResponse(
+        id, Status::Internal(fmt::format("op \"{}\" failed: {}", request->op, e.what()))));
+  }
+}
+
+std::vector<const OpRow*> ProtocolDispatcher::ops() const {
+  std::vector<const OpRow*> out;
+  out.reserve(rows_.size());
+  for (const auto& [name, row] : rows_) out.push_back(&row);
+  return out;
+}
+
+bool ProtocolDispatcher::Has(std::string_view name) const {
+  return rows_.contains(name);
+}
+
+Status RegisterBuiltinOps(ProtocolDispatcher& dispatcher) {
+  REEF_RETURN_IF_ERROR(
+      dispatcher.Register("ping", "Answers {\"pong\":true}; checks the connection and the envelope",
+                          [](const json&, Connection&) -> Result<json> {
+                            return json{{"pong", true}};
+                          }));
+  return dispatcher.Register("ops", "Lists every operation with its summary",
+                             [&dispatcher](const json&, Connection&) -> Result<json> {
+                               json list = json::array();
+                               for (const OpRow* row : dispatcher.ops()) {
+                                 list.push_back({{"name", row->name}, {"summary", row->summary}});
+                               }
+                               return json{{"ops", std::move(list)}};
+                             });
+}
+
+}  // namespace reef::server

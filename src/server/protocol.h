@@ -1,0 +1,120 @@
+// Protocol: the versioned JSON envelope spoken over WebSocket (subprotocol "reef.v1"), and
+// the table-driven dispatcher that maps an operation name to its handler (STYLE.md habit 6;
+// docs/protocol.md describes the wire format for clients).
+//
+//   request   {"v":1,"id":<string or number>,"op":"<name>","args":{...}}
+//   response  {"v":1,"id":<same id>,"ok":true,"result":<any JSON>}
+//             {"v":1,"id":<same id or
+//             null>,"ok":false,"error":{"code":"<CodeName>","message":"..."}}
+//   event     {"v":1,"event":"<kind>","data":<any JSON>}   (pushed by the server, no id)
+//
+// Every malformed, unknown or oversized request gets an error response; nothing a client
+// sends makes the dispatcher fail or closes the connection.
+//
+// Thread ownership: ProtocolDispatcher is built by one thread (Register), then read-only:
+// HandleFrame may run on any number of threads at once. Connection is implemented by the
+// server; its methods may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace reef::server {
+
+// The envelope version this server speaks ("v" in every message).
+inline constexpr int kProtocolVersion = 1;
+// The WebSocket subprotocol a client must offer (Sec-WebSocket-Protocol, RFC 6455 4.1).
+inline constexpr std::string_view kSubprotocol = "reef.v1";
+// Deepest nesting of arrays and objects accepted in a request frame.
+inline constexpr int kMaxRequestDepth = 128;
+
+// One client connection as seen by operation handlers.
+class Connection {
+ public:
+  virtual ~Connection() = default;
+
+  // Server-assigned id, unique for the server's lifetime (starts at 1).
+  virtual uint64_t id() const = 0;
+
+  // Queues the event {"v":1,"event":kind,"data":data} for this client. Any thread.
+  // The outgoing queue is bounded (ServerOptions::max_outgoing_messages, responses included):
+  // a client that does not read is closed with a close reason naming the limit instead of
+  // being buffered without bound.
+  // Errors: Unavailable when the connection is closed or closing; LimitExceeded when the
+  // queue is full (the connection is then being closed).
+  virtual Status Push(std::string_view kind, nlohmann::json data) = 0;
+};
+
+// Handles one operation. `args` is the request's "args" object ({} when absent); it is only
+// valid during the call. Returns the "result" of the response, or the error to answer with.
+// Runs on a server handler thread, never on a network I/O thread.
+using OpHandler = std::function<Result<nlohmann::json>(const nlohmann::json& args, Connection&)>;
+
+// One row of the operation table.
+struct OpRow {
+  std::string name;     // "ping"; lowercase words joined by '-'
+  std::string summary;  // one line for `ops`, help output and docs
+  OpHandler handler;
+};
+
+// A request whose envelope has been validated.
+struct Request {
+  nlohmann::json id;  // string or number
+  std::string op;
+  nlohmann::json args;  // always an object
+};
+
+// Parses and validates one request frame (UTF-8 JSON text).
+// On failure `*id` holds the request's id when the frame got far enough to have a valid one,
+// else null, so the error response can still be correlated. REQUIRES: id != nullptr.
+// Errors: InvalidArgument naming what is wrong: malformed JSON (with the parser's position),
+// nesting deeper than kMaxRequestDepth, not an object, a missing or ill-typed "v", "id", "op"
+// or "args", a "v" other than kProtocolVersion, or an unknown top-level field.
+Result<Request> ParseRequest(std::string_view frame, nlohmann::json* id);
+
+// Envelope builders (see the table at the top of this file).
+nlohmann::json OkResponse(const nlohmann::json& id, nlohmann::json result);
+nlohmann::json ErrorResponse(const nlohmann::json& id, const Status& status);
+nlohmann::json Event(std::string_view kind, nlohmann::json data);
+
+// Compact JSON text of `message`; ill-formed UTF-8 in strings is replaced with U+FFFD.
+std::string ToText(const nlohmann::json& message);
+
+// The operation table.
+class ProtocolDispatcher {
+ public:
+  // Adds a row. REQUIRES: called before the dispatcher is shared with a running server.
+  // Errors: InvalidArgument for an empty name or a null handler; AlreadyExists when `name`
+  // is registered already.
+  Status Register(std::string name, std::string summary, OpHandler handler);
+
+  // Answers one request frame with the response text (never fails: every problem becomes an
+  // error response). Errors reported: the ParseRequest errors; NotFound for an unknown op,
+  // naming it and listing the known ops; whatever the handler returns; Internal when the
+  // handler throws (the exception does not escape). Any thread, concurrently.
+  std::string HandleFrame(std::string_view frame, Connection& connection) const;
+
+  // The rows, sorted by name.
+  std::vector<const OpRow*> ops() const;
+  // True when `name` is registered.
+  bool Has(std::string_view name) const;
+
+ private:
+  std::map<std::string, OpRow, std::less<>> rows_;
+};
+
+// Registers the built-in operations: "ping" -> {"pong":true}, and "ops" -> {"ops":[{"name",
+// "summary"}...]} listing every row of `dispatcher` at call time.
+// REQUIRES: `dispatcher` outlives every call of the registered handlers.
+// Errors: AlreadyExists when either name is taken.
+Status RegisterBuiltinOps(ProtocolDispatcher& dispatcher);
+
+}  // namespace reef::server

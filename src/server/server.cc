@@ -1,0 +1,267 @@
+#include "server/server.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <charconv>
+#include <thread>
+
+#include "server/detail/server_core.h"
+
+namespace reef::server {
+
+using detail::ServerCore;
+namespace asio = detail::asio;
+namespace http = detail::http;
+using detail::tcp;
+
+// ---- ServerCore and shared HTTP helpers -------------------------------------------------------
+
+namespace detail {
+
+Status ServerCore::Track(uint64_t id, std::weak_ptr<Session> session) {
+  std::lock_guard lock(mu);
+  if (stopping) return Status::Unavailable("server is shutting down");
+  if (sessions.size() >= options.max_connections) {
+    return Status::Unavailable(
+        fmt::format("server is at max_connections ({})", options.max_connections));
+  }
+  sessions.emplace(id, std::move(session));
+  return Status::Ok();
+}
+
+void ServerCore::Untrack(uint64_t id) {
+  std::lock_guard lock(mu);
+  if (sessions.erase(id) > 0 && sessions.empty()) drained.notify_all();
+}
+
+bool Authorized(const ServerCore& core, const HttpMessage& request) {
+  if (!core.options.auth_token) return true;
+  const std::string& token = *core.options.auth_token;
+  std::string_view header = request[http::field::authorization];
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() < kScheme.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return false;
+  }
+  std::string_view presented = header.substr(kScheme.size());
+  if (presented.size() != token.size()) return false;
+  unsigned char diff = 0;  // constant time in the token's length
+  for (size_t i = 0; i < token.size(); ++i) {
+    diff |= static_cast<unsigned char>(presented[i] ^ token[i]);
+  }
+  return diff == 0;
+}
+
+HttpReply JsonReply(const HttpMessage& request, http::status status, const nlohmann::json& body) {
+  HttpReply reply(status, request.version());
+  reply.set(http::field::server, "reef");
+  reply.set(http::field::content_type, "application/json");
+  reply.body() = ToText(body) + "\n";
+  reply.prepare_payload();
+  return reply;
+}
+
+HttpReply ErrorReply(const HttpMessage& request, const Status& status) {
+  nlohmann::json body = {
+      {"error", {{"code", CodeName(status.code())}, {"message", status.message()}}}};
+  return JsonReply(request, static_cast<http::status>(CodeHttpStatus(status.code())), body);
+}
+
+HttpReply UnauthorizedReply(const HttpMessage& request) {
+  nlohmann::json body = {
+      {"error",
+       {{"code", "unauthenticated"},
+        {"message", "this server requires its auth token: send Authorization: Bearer <token>"}}}};
+  HttpReply reply = JsonReply(request, http::status::unauthorized, body);
+  reply.set(http::field::www_authenticate, "Bearer realm=\"reef\"");
+  return reply;
+}
+
+}  // namespace detail
+
+// ---- Listen address ---------------------------------------------------------------------------
+
+Result<std::pair<std::string, uint16_t>> ParseListenAddress(std::string_view listen) {
+  std::string_view host;
+  std::string_view port;
+  if (listen.starts_with('[')) {
+    size_t close = listen.find(']');
+    if (close == std::string_view::npos || listen.substr(close + 1, 1) != ":") {
+      return Status::InvalidArgument(
+          fmt::format("listen address \"{}\" is not [IPV6]:PORT", listen));
+    }
+    host = listen.substr(1, close - 1);
+    port = listen.substr(close + 2);
+  } else {
+    size_t colon = listen.rfind(':');
+    if (colon == std::string_view::npos) {
+      return Status::InvalidArgument(fmt::format("listen address \"{}\" has no :PORT", listen));
+    }
+    host = listen.substr(0, colon);
+    port = listen.substr(colon + 1);
+  }
+  uint16_t number = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size()) {
+    return Status::InvalidArgument(fmt::format(
+        "listen address \"{}\": port \"{}\" is not a number in 0..65535", listen, port));
+  }
+  std::string ip = host == "localhost" ? "127.0.0.1" : std::string(host);
+  boost::system::error_code parse_error;
+  asio::ip::make_address(ip, parse_error);
+  if (parse_error) {
+    return Status::InvalidArgument(fmt::format(
+        "listen address \"{}\": host \"{}\" is not an IP address or localhost", listen, host));
+  }
+  return std::pair{ip, number};
+}
+
+// ---- Server -----------------------------------------------------------------------------------
+
+class Server::Impl {
+ public:
+  explicit Impl(std::unique_ptr<ServerCore> core)
+      : core_(std::move(core)),
+        acceptor_(asio::make_strand(core_->ioc)),
+        work_(asio::make_work_guard(core_->ioc)) {}
+
+  Status Listen(const tcp::endpoint& endpoint, std::string_view listen) {
+    boost::system::error_code ec;
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) bound_ = acceptor_.local_endpoint(ec);
+    if (ec)
+      return Status::Unavailable(fmt::format("cannot listen on {}: {}", listen, ec.message()));
+    return Status::Ok();
+  }
+
+  void Run() {
+    Accept();
+    for (uint32_t i = 0; i < core_->options.io_threads; ++i) {
+      io_threads_.emplace_back([this] { core_->ioc.run(); });
+    }
+  }
+
+  void Stop() {
+    std::vector<std::shared_ptr<detail::Session>> live;
+    {
+      std::lock_guard lock(core_->mu);
+      if (core_->stopping) return;
+      core_->stopping = true;
+      for (auto& [id, weak] : core_->sessions) {
+        if (auto session = weak.lock()) live.push_back(std::move(session));
+      }
+    }
+    asio::post(acceptor_.get_executor(), [this] {
+      boost::system::error_code ignored;
+      acceptor_.close(ignored);
+    });
+    for (auto& session : live) session->Shutdown();
+    live.clear();
+    {
+      std::unique_lock lock(core_->mu);
+      core_->drained.wait_for(lock, core_->options.stop_timeout,
+                              [this] { return core_->sessions.empty(); });
+    }
+    work_.reset();
+    core_->ioc.stop();
+    for (auto& thread : io_threads_) thread.join();
+    io_threads_.clear();
+    core_->handlers.stop();
+    core_->handlers.join();
+  }
+
+  uint16_t port() const { return bound_.port(); }
+  std::string address() const {
+    return bound_.address().is_v6() ? fmt::format("[{}]:{}", bound_.address().to_string(), port())
+                                    : fmt::format("{}:{}", bound_.address().to_string(), port());
+  }
+  const std::vector<HttpRoute>& routes() const { return core_->routes; }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept(asio::make_strand(core_->ioc),
+                           [this](boost::system::error_code ec, tcp::socket socket) {
+                             if (ec == asio::error::operation_aborted || !acceptor_.is_open()) {
+                               return;
+                             }
+                             if (!ec) detail::StartHttpSession(*core_, std::move(socket));
+                             Accept();
+                           });
+  }
+
+  std::unique_ptr<ServerCore> core_;  // declared first: outlives the acceptor and threads
+  tcp::acceptor acceptor_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  tcp::endpoint bound_;
+  std::vector<std::thread> io_threads_;
+};
+
+Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  REEF_ASSIGN_OR_RETURN(auto host_port, ParseListenAddress(options.listen));
+  asio::ip::address ip = asio::ip::make_address(host_port.first);
+  if (options.auth_token && options.auth_token->empty()) {
+    return Status::InvalidArgument("auth token is set but empty");
+  }
+  if (!ip.is_loopback() && !options.auth_token) {
+    return Status::FailedPrecondition(fmt::format(
+        "refusing to listen on non-loopback address {} without an auth token (set one, or "
+        "listen on 127.0.0.1 / [::1])",
+        options.listen));
+  }
+  if (options.io_threads == 0 || options.handler_threads == 0 || options.max_connections == 0 ||
+      options.max_request_bytes == 0 || options.max_outgoing_messages == 0) {
+    return Status::InvalidArgument(
+        "io_threads, handler_threads, max_connections, max_request_bytes and "
+        "max_outgoing_messages must all be at least 1");
+  }
+  std::string listen = options.listen;
+  std::vector<HttpRoute> extra = std::move(options.routes);
+  uint32_t handler_threads = options.handler_threads;
+  auto core = std::make_unique<ServerCore>(std::move(options), handler_threads);
+  // Registered in place: the "ops" op refers to the dispatcher it was registered in.
+  REEF_RETURN_IF_ERROR(RegisterBuiltinOps(core->options.dispatcher));
+  core->routes.push_back({"GET", "/health",
+                          [](const HttpRequest&) -> Result<nlohmann::json> {
+                            return nlohmann::json{{"status", "ok"}};
+                          },
+                          "Liveness check: 200 {\"status\":\"ok\"}"});
+  for (HttpRoute& route : extra) {
+    for (const HttpRoute& existing : core->routes) {
+      if (existing.method == route.method && existing.path == route.path) {
+        return Status::AlreadyExists(
+            fmt::format("HTTP route {} {} is registered twice", route.method, route.path));
+      }
+    }
+    core->routes.push_back(std::move(route));
+  }
+  auto impl = std::make_unique<Impl>(std::move(core));
+  REEF_RETURN_IF_ERROR(impl->Listen(tcp::endpoint(ip, host_port.second), listen));
+  impl->Run();
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() {
+  Stop();
+}
+void Server::Stop() {
+  impl_->Stop();
+}
+uint16_t Server::port() const {
+  return impl_->port();
+}
+std::string Server::address() const {
+  return impl_->address();
+}
+const std::vector<HttpRoute>& Server::routes() const {
+  return impl_->routes();
+}
+
+}  // namespace reef::server

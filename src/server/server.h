@@ -1,0 +1,109 @@
+// Server: the image's one network listener. A single TCP port serves plain HTTP (a table of
+// routes; GET /health now) and WebSocket upgrades speaking the reef.v1 protocol
+// (server/protocol.h). Loopback only unless an auth token is set; with a token, every HTTP
+// request and every WebSocket upgrade must carry `Authorization: Bearer <token>` or gets 401.
+//
+// Thread ownership: Start and Stop from any thread (Stop is idempotent; the destructor calls
+// it). Inside, `io_threads` Asio threads do network I/O only; requests are handed to
+// `handler_threads` handler threads, which run HTTP route handlers and protocol ops. Requests
+// of one connection are handled in arrival order; different connections run in parallel.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "server/protocol.h"
+
+namespace reef::server {
+
+// An HTTP request as a route handler sees it.
+struct HttpRequest {
+  std::string method;  // "GET"
+  std::string target;  // "/health?x=1", as sent
+  std::string path;    // "/health", the target without its query
+  std::string body;    // at most ServerOptions::max_request_bytes bytes
+};
+
+// Answers an HTTP request: a value is sent as 200 with a JSON body; a Status as its
+// CodeHttpStatus with {"error":{"code":"<CodeName>","message":"..."}}. Runs on a handler
+// thread.
+using HttpHandler = std::function<Result<nlohmann::json>(const HttpRequest&)>;
+
+// One row of the HTTP route table.
+struct HttpRoute {
+  std::string method;  // "GET", exactly as on the wire
+  std::string path;    // "/health"; matched exactly, without the query
+  HttpHandler handler;
+  std::string summary;  // one line for docs and listings
+};
+
+struct ServerOptions {
+  // "HOST:PORT" with HOST an IPv4 literal, "[IPv6 literal]" or "localhost". Port 0 picks an
+  // ephemeral port (see Server::port()).
+  std::string listen = "127.0.0.1:7433";
+  // When set (non-empty), every connection must present it; required for a non-loopback
+  // listen address.
+  std::optional<std::string> auth_token;
+  size_t max_request_bytes = 1 << 20;  // bytes per HTTP request body or WebSocket message
+  uint32_t max_connections = 256;      // open connections (HTTP and WebSocket together)
+  // Messages (responses and events) queued for one WebSocket client; past it the client is
+  // closed with close code 1008 and a reason naming this limit.
+  uint32_t max_outgoing_messages = 1024;
+  uint32_t io_threads = 1;       // Asio threads doing network I/O
+  uint32_t handler_threads = 2;  // threads running route handlers and protocol ops
+  // Longest wait for an HTTP request head or body, a WebSocket handshake or close handshake.
+  std::chrono::milliseconds io_timeout{10'000};
+  // Longest wait in Stop() for connections to finish their close handshakes.
+  std::chrono::milliseconds stop_timeout{2'000};
+  // Protocol operations. Start adds the built-ins ("ping", "ops"); register the rest first.
+  ProtocolDispatcher dispatcher;
+  // HTTP routes in addition to the built-in GET /health.
+  std::vector<HttpRoute> routes;
+};
+
+class Server {
+ public:
+  // Binds, listens and starts the threads.
+  // Errors: InvalidArgument for an unparsable listen address or zero threads/limits;
+  // FailedPrecondition for a non-loopback address without an auth token; AlreadyExists when
+  // a built-in op or route is registered already; Unavailable when the address cannot be
+  // bound (in use, not local).
+  static Result<std::unique_ptr<Server>> Start(ServerOptions options);
+
+  // Stops: closes the listener, closes WebSocket clients (close code 1001 "server shutting
+  // down") and HTTP connections, waits at most stop_timeout for them, joins every thread.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Idempotent; any thread except a server thread (a handler must not stop its own server).
+  void Stop();
+
+  // The bound TCP port (the ephemeral one when listen asked for port 0).
+  uint16_t port() const;
+  // The bound address, "127.0.0.1:40123".
+  std::string address() const;
+  // The route table: built-ins first, then ServerOptions::routes.
+  const std::vector<HttpRoute>& routes() const;
+
+  class Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Splits "HOST:PORT" as ServerOptions::listen describes and checks that HOST is an IP literal
+// or "localhost" and PORT a number in 0..65535. Returns the IP text and the port.
+// Errors: InvalidArgument naming what is wrong.
+Result<std::pair<std::string, uint16_t>> ParseListenAddress(std::string_view listen);
+
+}  // namespace reef::server
