@@ -10,6 +10,7 @@
 
 #include "actor/runtime.h"
 #include "core/json.h"
+#include "unit/actor/test_guests.h"
 
 namespace reef::actor {
 namespace {
@@ -17,11 +18,7 @@ namespace {
 using std::chrono::milliseconds;
 
 std::shared_ptr<const Implementation> Load(const std::string& guest) {
-  auto module = wasm::Module::FromFile(std::string(REEF_GUEST_DIR) + "/" + guest + ".wasm");
-  EXPECT_TRUE(module.ok()) << module.status().ToString();
-  auto implementation = MakeImplementation(*module, guest);
-  EXPECT_TRUE(implementation.ok()) << implementation.status().ToString();
-  return *implementation;
+  return test_support::LoadGuest(guest);
 }
 
 Value SendAdd(const ActorRef& target) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/json.h"
+#include "unit/actor/test_guests.h"
 
 namespace reef::actor {
 namespace {
@@ -19,11 +20,7 @@ Value Json(std::string_view text) {
 }
 
 std::shared_ptr<const Implementation> Load(const std::string& guest) {
-  auto module = wasm::Module::FromFile(std::string(REEF_GUEST_DIR) + "/" + guest + ".wasm");
-  EXPECT_TRUE(module.ok()) << module.status().ToString();
-  auto implementation = MakeImplementation(*module, guest);
-  EXPECT_TRUE(implementation.ok()) << implementation.status().ToString();
-  return *implementation;
+  return test_support::LoadGuest(guest);
 }
 
 class RuntimeTest : public ::testing::Test {
