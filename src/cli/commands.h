@@ -28,5 +28,10 @@ struct Command {
 
 // Rows of `reef wasm ...`: run, inspect, handle (wasm_commands.cc).
 std::span<const Command> WasmCommands();
+// The row of `reef serve`: starts the image and its server (serve_command.cc).
+std::span<const Command> ServeCommands();
+// Rows of the client commands: `reef repl` and one row per image operation (`reef ps`,
+// `reef spawn`, ...), all talking to a running server (client_commands.cc, repl.cc).
+std::span<const Command> ClientCommands();
 
 }  // namespace reef::cli

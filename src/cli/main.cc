@@ -24,10 +24,14 @@ int main(int argc, char** argv) {
 
   reef::cli::Handler chosen;
   std::vector<std::pair<CLI::App*, reef::cli::Handler>> handlers;
-  for (const reef::cli::Command& command : reef::cli::WasmCommands()) {
-    CLI::App* parent = command.group.empty() ? &app : groups.at(std::string(command.group));
-    CLI::App* sub = parent->add_subcommand(std::string(command.name), std::string(command.summary));
-    handlers.emplace_back(sub, command.setup(*sub));
+  for (auto table : {reef::cli::ServeCommands(), reef::cli::ClientCommands(),
+                     reef::cli::WasmCommands()}) {
+    for (const reef::cli::Command& command : table) {
+      CLI::App* parent = command.group.empty() ? &app : groups.at(std::string(command.group));
+      CLI::App* sub =
+          parent->add_subcommand(std::string(command.name), std::string(command.summary));
+      handlers.emplace_back(sub, command.setup(*sub));
+    }
   }
 
   try {

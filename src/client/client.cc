@@ -1,0 +1,2 @@
+// Placeholder until the client lands (issue 4).
+namespace reef::client {}

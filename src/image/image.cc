@@ -1,0 +1,2 @@
+// Placeholder until the image lands (issue 4).
+namespace reef::image {}
