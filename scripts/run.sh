@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# `make run`: until the server exists, runs the bundled counter actor (examples/counter,
-# built from C by the project's build) through the engine and shows each transition.
+# `make run`: starts the live image (`reef serve`) in the foreground on 127.0.0.1:7433 with
+# the data directory ./reef-data; the bundled counter example is in its working source at
+# actors/counter. Stop it with Ctrl+C. Override with REEF_LISTEN / REEF_DATA_DIR.
 set -euo pipefail
 build=${1:-build}
 reef="$build/reef"
-counter="$build/guests/counter.wasm"
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+cat >&2 <<MSG
+Reef $("$reef" --version | cut -d' ' -f2): starting the live image. In another terminal:
 
-echo "Reef $("$reef" --version | cut -d' ' -f2): the counter actor of examples/counter/counter.c"
-step "$reef" wasm inspect "$counter"
-step "$reef" wasm handle "$counter" 0 '{"op":"add","value":5}'
-step "$reef" wasm handle "$counter" 0 \
-  '{"op":"send","value":5,"target":{"$actor":"receiverBBBBBBBBBBBBB"}}' --self senderAAAAAAAAAAAAAAA
-step "$reef" wasm handle "$counter" 10 '{"op":"add","value":5}' \
-  --sender senderAAAAAAAAAAAAAAA --self receiverBBBBBBBBBBBBB
-# An unknown op fails explicitly: the state stays, nothing is sent, the exit status is 1.
-step "$reef" wasm handle "$counter" 0 '{"op":"mul","value":5}' || echo "(exit status $?)"
+  $reef repl                                    # interactive; type 'help'
+  $reef spawn actors/counter 0                  # one-shot commands; see '$reef --help'
+  curl -s http://${REEF_LISTEN:-127.0.0.1:7433}/health
+
+Ctrl+C stops the server.
+MSG
+exec "$reef" serve

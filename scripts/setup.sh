@@ -15,6 +15,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   clang-16 lld-16 libclang-rt-16-dev libclang-rt-16-dev-wasm32 wasi-libc
   clang-format-16
+  tmux curl  # the REPL end-to-end test drives `reef repl` in tmux; HTTP checks use curl
   # the V8 anchor of the benchmarks
   nodejs
   erlang-base  # the Erlang/OTP anchor of the actor benchmarks (bench/anchors/)
