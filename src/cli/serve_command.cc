@@ -1,6 +1,119 @@
-// `reef serve`: placeholder until the image lands (issue 4).
+// `reef serve`: opens the live image (image/image.h) in a data directory and serves it on one
+// listener (server/server.h) until SIGINT or SIGTERM (docs/operations.md).
+//
+//   reef serve [--listen ADDR] [--data-dir DIR] [--auth-token TOKEN]
+//
+// Flags beat the environment (REEF_LISTEN, REEF_DATA_DIR, REEF_AUTH_TOKEN); REEF_LOG sets
+// Reef's own log filter (spdlog syntax: "debug", "actor=trace,info"). Reef's log goes to
+// stderr; one line "reef: serving on ws://HOST:PORT (data dir DIR)" says it is ready (with
+// the bound port when the listen address asked for port 0).
+//
+// Thread ownership: main thread. SIGINT and SIGTERM are blocked before any thread starts, so
+// every thread inherits the mask and only the main thread's sigwait receives them.
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/cfg/helpers.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "cli/commands.h"
+#include "image/image.h"
+#include "server/server.h"
 
 namespace reef::cli {
-std::span<const Command> ServeCommands() { return {}; }
+namespace {
+
+constexpr std::string_view kDefaultListen = "127.0.0.1:7433";
+constexpr std::string_view kDefaultDataDir = "./reef-data";
+
+struct ServeArgs {
+  std::string listen = std::string(kDefaultListen);
+  std::string data_dir = std::string(kDefaultDataDir);
+  std::string auth_token;  // empty = none
+};
+
+// Reef's own log: stderr, filter from REEF_LOG (default info).
+void SetUpLogging() {
+  auto logger = spdlog::stderr_color_mt("reef");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  if (const char* filter = std::getenv("REEF_LOG"); filter != nullptr && *filter != '\0') {
+    spdlog::cfg::helpers::load_levels(filter);
+  }
+}
+
+int Serve(const ServeArgs& args) {
+  SetUpLogging();
+  // Block before any thread starts (the image and server threads inherit the mask).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  image::ImageOptions image_options;
+  image_options.data_dir = args.data_dir;
+  auto image = image::Image::Open(std::move(image_options));
+  if (!image.ok()) {
+    fmt::print(stderr, "reef serve: cannot open the image in data dir {}: {}\n", args.data_dir,
+               image.status().ToString());
+    return 1;
+  }
+
+  server::ServerOptions server_options;
+  server_options.listen = args.listen;
+  if (!args.auth_token.empty()) server_options.auth_token = args.auth_token;
+  if (Status attached = (*image)->Attach(server_options); !attached.ok()) {
+    fmt::print(stderr, "reef serve: {}\n", attached.ToString());
+    return 1;
+  }
+  auto server = server::Server::Start(std::move(server_options));
+  if (!server.ok()) {
+    fmt::print(stderr, "reef serve: cannot listen on {}: {}\n", args.listen,
+               server.status().ToString());
+    return 1;
+  }
+  fmt::print(stderr, "reef: serving on ws://{} (data dir {}){}\n", (*server)->address(),
+             args.data_dir, args.auth_token.empty() ? "" : " with bearer token auth");
+  std::fflush(stderr);
+
+  int received = 0;
+  while (sigwait(&signals, &received) != 0) {
+  }
+  spdlog::info("received {}; shutting down", received == SIGINT ? "SIGINT" : "SIGTERM");
+  (*server)->Stop();
+  server->reset();  // the server goes before the image its ops refer to
+  image->reset();
+  spdlog::info("stopped");
+  return 0;
+}
+
+const Command kServeCommands[] = {
+    {"", "serve", "Start the live image and serve it (WebSocket reef.v1 and HTTP)",
+     [](CLI::App& app) -> Handler {
+       auto args = std::make_shared<ServeArgs>();
+       app.add_option("--listen", args->listen,
+                      "HOST:PORT to listen on (loopback unless --auth-token is set; port 0 "
+                      "picks one)")
+           ->envname("REEF_LISTEN")
+           ->capture_default_str();
+       app.add_option("--data-dir", args->data_dir,
+                      "Data directory (source store reef.sqlite); created when missing")
+           ->envname("REEF_DATA_DIR")
+           ->capture_default_str();
+       app.add_option("--auth-token", args->auth_token,
+                      "Bearer token every connection must present; required for a "
+                      "non-loopback address")
+           ->envname("REEF_AUTH_TOKEN");
+       return [args] { return Serve(*args); };
+     }},
+};
+
+}  // namespace
+
+std::span<const Command> ServeCommands() { return kServeCommands; }
+
 }  // namespace reef::cli

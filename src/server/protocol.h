@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -51,6 +52,16 @@ class Connection {
   // Errors: Unavailable when the connection is closed or closing; LimitExceeded when the
   // queue is full (the connection is then being closed).
   virtual Status Push(std::string_view kind, nlohmann::json data) = 0;
+
+  // A handle that outlives the op call, for pushing events later (log follow, change
+  // notifications): lock() it before each Push; it expires when the server releases the
+  // connection. Empty when the implementation has no shared ownership (test fakes).
+  virtual std::weak_ptr<Connection> Handle() { return {}; }
+
+  // Messages Push may still queue before the outgoing queue is full (max_outgoing_messages
+  // minus what is queued). Producers of event streams wait while it is low instead of
+  // overflowing the queue, which closes the connection. Any thread; a snapshot.
+  virtual uint64_t OutgoingRoom() const { return UINT64_MAX; }
 };
 
 // Handles one operation. `args` is the request's "args" object ({} when absent); it is only

@@ -50,9 +50,26 @@ class WsSession : public Session,
         ws_(std::move(stream)),
         close_timer_(ws_.get_executor()),
         handler_strand_(asio::make_strand(core.handlers)) {}
-  ~WsSession() override { core_.Untrack(id_); }
+  ~WsSession() override {
+    core_.Untrack(id_);
+    // Normally reported from the handler strand when reading ended (ReportDisconnect); this
+    // covers a server that stopped before that task ran.
+    if (accepted_ && !disconnect_reported_.exchange(true) && core_.options.on_disconnect) {
+      core_.options.on_disconnect(id_);
+    }
+  }
 
   uint64_t id() const override { return id_; }
+
+  uint64_t OutgoingRoom() const override {
+    uint64_t queued = queued_.load();
+    uint64_t max = core_.options.max_outgoing_messages;
+    return queued >= max ? 0 : max - queued;
+  }
+
+  std::weak_ptr<Connection> Handle() override {
+    return std::static_pointer_cast<Connection>(shared_from_this());
+  }
 
   Status Push(std::string_view kind, nlohmann::json data) override {
     return Enqueue(ToText(Event(kind, std::move(data))));
@@ -98,6 +115,7 @@ class WsSession : public Session,
         self->closed_ = true;
         return;
       }
+      self->accepted_ = true;
       self->ReadSome();
     });
   }
@@ -128,6 +146,7 @@ class WsSession : public Session,
     if (ec) {
       closed_ = true;  // the client closed, the connection broke, or Close() finished
       close_timer_.cancel();
+      ReportDisconnect();
       return;
     }
     if (!oversized_) {
@@ -158,6 +177,15 @@ class WsSession : public Session,
   void Dispatch(std::string frame) {
     asio::post(handler_strand_, [self = shared_from_this(), frame = std::move(frame)] {
       (void)self->Enqueue(self->core_.options.dispatcher.HandleFrame(frame, *self));
+    });
+  }
+
+  // Calls ServerOptions::on_disconnect on the handler strand, after the requests already
+  // queued for this connection.
+  void ReportDisconnect() {
+    if (!core_.options.on_disconnect) return;
+    asio::post(handler_strand_, [self = shared_from_this()] {
+      if (!self->disconnect_reported_.exchange(true)) self->core_.options.on_disconnect(self->id_);
     });
   }
 
@@ -251,6 +279,8 @@ class WsSession : public Session,
   // ---- Any thread ---------------------------------------------------------------------------
   std::atomic<bool> closed_{false};
   std::atomic<uint64_t> queued_{0};  // messages accepted by Enqueue, not yet written or dropped
+  std::atomic<bool> accepted_{false};  // the handshake completed: ops may have run
+  std::atomic<bool> disconnect_reported_{false};  // on_disconnect was called
   asio::strand<asio::thread_pool::executor_type> handler_strand_;
 };
 

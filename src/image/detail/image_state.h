@@ -1,0 +1,75 @@
+// Image::State: what the image ops share (internal to src/image). The op handlers live in
+// ops.cc; connection bookkeeping, log-follow pumps and change notifications in image.cc.
+//
+// Thread ownership: components are constant after Open and thread-safe themselves; the
+// per-connection map is protected by mu.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "actor/log_store.h"
+#include "image/image.h"
+
+namespace reef::image {
+
+// One live log follow: its subscription and the thread that pumps it to the connection.
+struct LogFollow {
+  std::shared_ptr<actor::Subscription<actor::LogEntry>> subscription;
+  std::thread pump;
+};
+
+// What the image keeps for one connection.
+struct ConnectionState {
+  std::weak_ptr<server::Connection> handle;  // for pushes after the op returned
+  uint64_t events_cursor = 0;                // lifecycle seq the next `events` starts after
+  bool changes = false;                      // subscribed to "changes"
+  std::unique_ptr<LogFollow> follow;         // subscribed to "logs"
+};
+
+// What a mutating op changed, for the "changed" notification.
+struct Change {
+  std::optional<std::vector<std::string>> actors;  // nullopt = any (tick)
+  std::vector<std::string> paths;
+};
+
+struct Image::State {
+  // ---- Constant after Open ------------------------------------------------------------------
+  ImageOptions options;
+  std::unique_ptr<code::SourceStore> store;
+  std::unique_ptr<code::CompileCache> cache;
+  std::unique_ptr<actor::Runtime> runtime;
+
+  // ---- Protected by mu ----------------------------------------------------------------------
+  std::mutex mu;
+  std::unordered_map<uint64_t, ConnectionState> connections;
+  // Label of the implementation last queued by reload/become per actor (the snapshot's
+  // pending_install holds only its id).
+  std::map<ActorRef, std::string> pending_labels;
+
+  // The connection's state, created on first use (records its handle). REQUIRES: mu held.
+  ConnectionState& ConnectionLocked(server::Connection& connection);
+
+  // Replaces the connection's log follow with one for `filter`; returns the log seq at the
+  // time of subscribing. Errors: LimitExceeded past ImageLimits::max_log_followers.
+  Result<uint64_t> FollowLogs(server::Connection& connection, actor::LogFilter filter);
+  // Ends the connection's log follow, if any (closes it and joins its pump).
+  void UnfollowLogs(uint64_t connection_id);
+  // Sets or clears the connection's "changes" subscription.
+  void SetChanges(server::Connection& connection, bool subscribed);
+  // Pushes {"op", "actors", "paths"} as a "changed" event to every connection subscribed to
+  // "changes". Never blocks on a client (Push is bounded).
+  void NotifyChanged(std::string_view op, const Change& change);
+  // Drops a connection's state (OnDisconnect).
+  void Forget(uint64_t connection_id);
+};
+
+}  // namespace reef::image

@@ -1,0 +1,444 @@
+// The image's protocol operations: one table row per op (name, accepted args, whether it
+// changes the image, handler, summary), registered by Image::RegisterOps. The wire shapes
+// are in docs/protocol.md "Image operations"; the JSON builders in wire.cc.
+#include <fmt/format.h>
+
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "code/source.h"
+#include "image/detail/args.h"
+#include "image/detail/image_state.h"
+#include "image/detail/wire.h"
+
+namespace reef::image {
+namespace {
+
+using json = nlohmann::json;
+using detail::Args;
+
+// What a handler gets: the image, its args, the calling connection, and the change record
+// it fills in when it mutates the image.
+struct Ctx {
+  Image::State& s;
+  const Args& args;
+  server::Connection& connection;
+  Change& change;
+};
+
+using Handler = std::function<Result<json>(Ctx&)>;
+
+struct OpSpec {
+  std::string_view name;
+  std::vector<std::string_view> args;  // accepted argument names; anything else is an error
+  bool mutates;                        // success sends a "changed" notification
+  Handler handler;
+  std::string_view summary;
+};
+
+std::string RefText(const ActorRef& ref) { return std::string(ref.str()); }
+
+const ValueLimits& Limits(Ctx& c) { return c.s.options.runtime.value_limits; }
+
+// The implementation of a working source or revision, labelled with its source path (the
+// label is what reload recompiles).
+Result<std::shared_ptr<const actor::Implementation>> Build(Image::State& s,
+                                                           const code::SourceFile& file) {
+  REEF_ASSIGN_OR_RETURN(auto implementation, s.cache->Get(file));
+  if (implementation->label == file.path) return implementation;
+  auto relabelled = std::make_shared<actor::Implementation>(*implementation);
+  relabelled->label = file.path;
+  return std::shared_ptr<const actor::Implementation>(std::move(relabelled));
+}
+
+// ---- actors -------------------------------------------------------------------------------------
+
+Result<json> Spawn(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
+  REEF_ASSIGN_OR_RETURN(Value state, c.args.RequiredValue("state", Limits(c)));
+  REEF_ASSIGN_OR_RETURN(auto capacity, c.args.OptionalUint("mailbox_capacity", 1,
+                                                           c.s.options.limits.max_mailbox_capacity));
+  REEF_ASSIGN_OR_RETURN(code::SourceFile file, c.s.store->Read(path));
+  REEF_ASSIGN_OR_RETURN(auto implementation, Build(c.s, file));
+  actor::SpawnOptions options;
+  if (capacity) options.mailbox_capacity = static_cast<uint32_t>(*capacity);
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.s.runtime->Spawn(implementation, std::move(state), options));
+  c.change.actors = std::vector<std::string>{RefText(ref)};
+  c.change.paths = {path};
+  return json{{"actor", RefText(ref)},
+              {"implementation", detail::ImplementationJson(implementation->id, implementation->label)},
+              {"source_id", file.id}};
+}
+
+Result<json> Send(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(Value message, c.args.RequiredValue("message", Limits(c)));
+  actor::SendOutcome outcome = c.s.runtime->TrySend(ref, std::move(message));
+  REEF_RETURN_IF_ERROR(outcome.status);
+  c.change.actors = std::vector<std::string>{RefText(ref)};
+  return json{{"queued", true}};
+}
+
+Result<json> Tick(Ctx& c) {
+  const ImageLimits& limits = c.s.options.limits;
+  REEF_ASSIGN_OR_RETURN(auto count, c.args.OptionalUint("count", 1, limits.max_tick_count));
+  REEF_ASSIGN_OR_RETURN(auto budget, c.args.OptionalUint("budget", 0, limits.max_tick_budget));
+  uint64_t ticks = count.value_or(1);
+  uint64_t slice = budget.value_or(0);
+  uint64_t effective = slice == 0 ? c.s.options.runtime.manual_slice : slice;
+  if (ticks * effective > limits.max_tick_instructions) {
+    return Status::LimitExceeded(fmt::format(
+        "tick: count {} x budget {} = {} instructions per actor is over "
+        "max_tick_instructions ({}); ask for fewer ticks or a smaller budget",
+        ticks, effective, ticks * effective, limits.max_tick_instructions));
+  }
+  REEF_ASSIGN_OR_RETURN(actor::TickReport report,
+                        c.s.runtime->Tick(static_cast<uint32_t>(ticks), slice));
+  c.change.actors = std::nullopt;
+  return json{{"slices", report.slices},
+              {"instructions", report.instructions},
+              {"commits", report.commits},
+              {"failures", report.failures}};
+}
+
+std::string PendingLabel(Image::State& s, const ActorRef& ref) {
+  std::lock_guard lock(s.mu);
+  auto it = s.pending_labels.find(ref);
+  return it == s.pending_labels.end() ? std::string() : it->second;
+}
+
+Result<json> Inspect(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
+  return detail::SnapshotJson(snapshot, PendingLabel(c.s, ref));
+}
+
+Result<json> Ps(Ctx& c) {
+  json actors = json::array();
+  for (const actor::ActorSnapshot& snapshot : c.s.runtime->List()) {
+    actors.push_back(detail::PsRowJson(snapshot));
+  }
+  return json{{"actors", std::move(actors)}};
+}
+
+Result<json> Events(Ctx& c) {
+  const ImageLimits& limits = c.s.options.limits;
+  REEF_ASSIGN_OR_RETURN(auto after, c.args.OptionalUint("after", 0, UINT64_MAX));
+  REEF_ASSIGN_OR_RETURN(auto limit, c.args.OptionalUint("limit", 1, limits.max_page));
+  actor::LifecycleFilter filter;
+  REEF_ASSIGN_OR_RETURN(filter.kinds, c.args.KindList("kinds", limits.max_filter_entries));
+  REEF_ASSIGN_OR_RETURN(filter.actors, c.args.ActorList("actors", limits.max_filter_entries));
+  uint64_t start = 0;
+  if (after) {
+    start = *after;
+  } else {
+    std::lock_guard lock(c.s.mu);
+    start = c.s.ConnectionLocked(c.connection).events_cursor;
+  }
+  REEF_ASSIGN_OR_RETURN(actor::LifecyclePage page,
+                        c.s.runtime->events().Recent(start, limit.value_or(limits.default_page),
+                                                     filter));
+  if (!after) {
+    // Requests of one connection are handled in order, so nothing moved the cursor since.
+    std::lock_guard lock(c.s.mu);
+    c.s.ConnectionLocked(c.connection).events_cursor = page.next_after;
+  }
+  json events = json::array();
+  for (const actor::LifecycleEvent& event : page.events) events.push_back(detail::EventJson(event));
+  return json{{"events", std::move(events)},
+              {"next_after", page.next_after},
+              {"more", page.more},
+              {"missed", start + 1 < page.first_retained}};
+}
+
+// stop, kill, restart, pause, resume: one runtime call, then the actor's new status.
+Handler Lifecycle(Status (actor::Runtime::*call)(const ActorRef&)) {
+  return [call](Ctx& c) -> Result<json> {
+    REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+    REEF_RETURN_IF_ERROR((c.s.runtime.get()->*call)(ref));
+    c.change.actors = std::vector<std::string>{RefText(ref)};
+    REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
+    return json{{"actor", RefText(ref)},
+                {"status", std::string(actor::ActorStatusName(snapshot.status))},
+                {"incarnation", snapshot.incarnation}};
+  };
+}
+
+// Compiles the working source at `path` and queues it for `ref`'s next handler boundary.
+Result<json> InstallFrom(Ctx& c, const ActorRef& ref, const std::string& path) {
+  REEF_ASSIGN_OR_RETURN(code::SourceFile file, c.s.store->Read(path));
+  REEF_ASSIGN_OR_RETURN(auto implementation, Build(c.s, file));
+  {
+    std::lock_guard lock(c.s.mu);
+    c.s.pending_labels[ref] = implementation->label;
+  }
+  REEF_RETURN_IF_ERROR(c.s.runtime->Install(ref, implementation));
+  REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
+  c.change.actors = std::vector<std::string>{RefText(ref)};
+  c.change.paths = {path};
+  return json{{"actor", RefText(ref)},
+              {"pending_install",
+               detail::ImplementationJson(implementation->id, implementation->label)},
+              {"installed", !snapshot.pending_install.has_value() &&
+                                snapshot.implementation_id == implementation->id},
+              {"source_id", file.id}};
+}
+
+Result<json> Reload(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
+  const std::string& path = snapshot.implementation_label;
+  if (!code::ValidateSourcePath(path).ok()) {
+    return Status::FailedPrecondition(fmt::format(
+        "reload: the implementation of @{} is labelled '{}', which is not a source path; use "
+        "become with a path",
+        ref.str(), path));
+  }
+  return InstallFrom(c, ref, path);
+}
+
+Result<json> Become(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
+  REEF_RETURN_IF_ERROR(c.s.runtime->Inspect(ref).status());
+  return InstallFrom(c, ref, path);
+}
+
+// ---- repair -------------------------------------------------------------------------------------
+
+Result<json> SetState(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(Value state, c.args.RequiredValue("state", Limits(c)));
+  REEF_RETURN_IF_ERROR(c.s.runtime->SetState(ref, std::move(state)));
+  c.change.actors = std::vector<std::string>{RefText(ref)};
+  return json{{"actor", RefText(ref)}};
+}
+
+Result<json> SetMessages(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  if (const json* raw = c.args.Find("reserved"); raw != nullptr && raw->is_array() && raw->size() > 1) {
+    return c.args.Invalid("reserved", "holds zero or one message (the reserved input)");
+  }
+  REEF_ASSIGN_OR_RETURN(auto reserved, c.args.ValueList("reserved", 1, Limits(c)));
+  REEF_ASSIGN_OR_RETURN(auto queued,
+                        c.args.ValueList("queued", c.s.options.limits.max_queued_messages,
+                                         Limits(c)));
+  REEF_RETURN_IF_ERROR(c.s.runtime->SetMessages(ref, std::move(reserved), std::move(queued)));
+  c.change.actors = std::vector<std::string>{RefText(ref)};
+  return json{{"actor", RefText(ref)}};
+}
+
+Result<json> LogLevelOp(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(auto level, c.args.OptionalLevel("level"));
+  if (!level) return c.args.Invalid("level", "is required (trace, debug, info, warn, error, fatal)");
+  REEF_RETURN_IF_ERROR(c.s.runtime->SetLogLevel(ref, *level));
+  c.change.actors = std::vector<std::string>{RefText(ref)};
+  return json{{"actor", RefText(ref)}, {"level", std::string(actor::LogLevelName(*level))}};
+}
+
+// ---- sources ------------------------------------------------------------------------------------
+
+Result<json> Sources(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(auto entries, c.s.store->List());
+  json sources = json::array();
+  for (const code::SourceEntry& entry : entries) {
+    sources.push_back({{"path", entry.path},
+                       {"kind", std::string(code::SourceKindName(entry.kind))},
+                       {"source_id", entry.id}});
+  }
+  return json{{"sources", std::move(sources)}};
+}
+
+Result<json> Read(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
+  REEF_ASSIGN_OR_RETURN(auto revision, c.args.OptionalString("revision"));
+  REEF_ASSIGN_OR_RETURN(code::SourceFile file, revision ? c.s.store->ReadRevision(path, *revision)
+                                                        : c.s.store->Read(path));
+  return json{{"path", file.path},
+              {"kind", std::string(code::SourceKindName(file.kind))},
+              {"text", file.text},
+              {"source_id", file.id}};
+}
+
+Result<json> Write(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
+  REEF_ASSIGN_OR_RETURN(std::string kind_name, c.args.String("kind"));
+  auto kind = code::ParseSourceKind(kind_name);
+  if (!kind.ok()) return c.args.Invalid("kind", kind.status().message());
+  const json* text = c.args.Find("text");
+  if (text == nullptr || !text->is_string()) return c.args.Invalid("text", "must be a string");
+  if (c.args.Find("expected") == nullptr) {
+    return c.args.Invalid("expected",
+                          "is required: the source_id last read, or null to create the path");
+  }
+  REEF_ASSIGN_OR_RETURN(auto expected, c.args.OptionalString("expected"));
+  REEF_ASSIGN_OR_RETURN(std::string id,
+                        c.s.store->Write(path, *kind, text->get_ref<const std::string&>(), expected));
+  c.change.actors = std::vector<std::string>{};
+  c.change.paths = {path};
+  return json{{"path", path}, {"source_id", id}};
+}
+
+Result<json> Commit(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
+  REEF_ASSIGN_OR_RETURN(auto message, c.args.OptionalString("message"));
+  REEF_ASSIGN_OR_RETURN(std::string revision,
+                        c.s.store->Commit(path, message ? std::optional<std::string_view>(*message)
+                                                        : std::nullopt));
+  c.change.actors = std::vector<std::string>{};
+  c.change.paths = {path};
+  return json{{"path", path}, {"revision", revision}};
+}
+
+Result<json> History(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
+  REEF_ASSIGN_OR_RETURN(auto revisions, c.s.store->History(path));
+  json rows = json::array();
+  for (const code::Revision& r : revisions) {
+    rows.push_back({{"revision", r.revision},
+                    {"source_id", r.source_id},
+                    {"kind", std::string(code::SourceKindName(r.kind))},
+                    {"unix_ms", r.time_ms},
+                    {"message", r.message ? json(*r.message) : json(nullptr)}});
+  }
+  return json{{"path", path}, {"revisions", std::move(rows)}};
+}
+
+Result<json> Rollback(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
+  REEF_ASSIGN_OR_RETURN(std::string revision, c.args.String("revision"));
+  REEF_ASSIGN_OR_RETURN(std::string id, c.s.store->Rollback(path, revision));
+  c.change.actors = std::vector<std::string>{};
+  c.change.paths = {path};
+  return json{{"path", path}, {"source_id", id}};
+}
+
+// ---- logs and subscriptions ---------------------------------------------------------------------
+
+Result<actor::LogFilter> LogFilterArgs(Ctx& c) {
+  actor::LogFilter filter;
+  REEF_ASSIGN_OR_RETURN(filter.actors,
+                        c.args.ActorList("actors", c.s.options.limits.max_filter_entries));
+  REEF_ASSIGN_OR_RETURN(auto level, c.args.OptionalLevel("min_level"));
+  filter.min_level = level.value_or(actor::LogLevel::kTrace);
+  return filter;
+}
+
+Result<json> Logs(Ctx& c) {
+  const ImageLimits& limits = c.s.options.limits;
+  REEF_ASSIGN_OR_RETURN(actor::LogFilter filter, LogFilterArgs(c));
+  REEF_ASSIGN_OR_RETURN(auto after, c.args.OptionalUint("after", 0, UINT64_MAX));
+  REEF_ASSIGN_OR_RETURN(auto limit, c.args.OptionalUint("limit", 1, limits.max_page));
+  REEF_ASSIGN_OR_RETURN(actor::LogPage page,
+                        c.s.runtime->logs().History(filter, after.value_or(0),
+                                                    limit.value_or(limits.default_page)));
+  json entries = json::array();
+  for (const actor::LogEntry& entry : page.entries) entries.push_back(detail::LogEntryJson(entry));
+  return json{{"entries", std::move(entries)}, {"next_after", page.next_after}, {"more", page.more}};
+}
+
+Result<std::string> Topic(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string topic, c.args.String("topic"));
+  if (topic != "logs" && topic != "changes") {
+    return c.args.Invalid("topic", fmt::format("is \"{}\"; topics are \"logs\" and \"changes\"", topic));
+  }
+  return topic;
+}
+
+Result<json> Subscribe(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string topic, Topic(c));
+  if (topic == "changes") {
+    for (std::string_view name : {"actors", "min_level"}) {
+      if (c.args.Find(name) != nullptr) {
+        return c.args.Invalid(name, "applies to topic \"logs\" only");
+      }
+    }
+    c.s.SetChanges(c.connection, true);
+    return json{{"topic", topic}, {"after", c.s.runtime->events().last_seq()}};
+  }
+  REEF_ASSIGN_OR_RETURN(actor::LogFilter filter, LogFilterArgs(c));
+  REEF_ASSIGN_OR_RETURN(uint64_t after, c.s.FollowLogs(c.connection, std::move(filter)));
+  return json{{"topic", topic}, {"after", after}};
+}
+
+Result<json> Unsubscribe(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(std::string topic, Topic(c));
+  if (topic == "changes") {
+    c.s.SetChanges(c.connection, false);
+  } else {
+    c.s.UnfollowLogs(c.connection.id());
+  }
+  return json{{"topic", topic}, {"subscribed", false}};
+}
+
+// ---- the table ----------------------------------------------------------------------------------
+
+const std::vector<OpSpec>& OpTable() {
+  using R = actor::Runtime;
+  static const std::vector<OpSpec> table = {
+      {"spawn", {"path", "state", "mailbox_capacity"}, true, Spawn,
+       "Compile the working source at path and spawn an actor with an explicit initial state"},
+      {"send", {"actor", "message"}, true, Send, "Queue a message (sender: the host)"},
+      {"tick", {"count", "budget"}, true, Tick,
+       "Advance the scheduler count ticks, one slice of budget instructions per runnable actor"},
+      {"inspect", {"actor"}, false, Inspect, "One actor's snapshot"},
+      {"ps", {}, false, Ps, "Every actor, in actor order"},
+      {"events", {"after", "limit", "kinds", "actors"}, false, Events,
+       "Lifecycle events; without after, drains this connection's queue"},
+      {"stop", {"actor"}, true, Lifecycle(&R::Stop),
+       "Graceful stop: finish the handler, run on_shutdown"},
+      {"kill", {"actor"}, true, Lifecycle(&R::Kill), "Drop the invocation now; keep state and input"},
+      {"restart", {"actor"}, true, Lifecycle(&R::Restart),
+       "New incarnation; the reserved input goes to the front"},
+      {"pause", {"actor"}, true, Lifecycle(&R::Pause), "Stop scheduling the actor"},
+      {"resume", {"actor"}, true, Lifecycle(&R::Resume), "Schedule a paused actor again"},
+      {"reload", {"actor"}, true, Reload,
+       "Recompile the actor's source path and switch at the next handler boundary"},
+      {"become", {"actor", "path"}, true, Become,
+       "Compile the source at path and switch the actor to it at the next handler boundary"},
+      {"sources", {}, false, Sources, "Every working source, ordered by path"},
+      {"read", {"path", "revision"}, false, Read, "The text of a working source or a revision"},
+      {"write", {"path", "kind", "text", "expected"}, true, Write,
+       "Save working source; expected is the source_id last seen (null creates)"},
+      {"commit", {"path", "message"}, true, Commit, "Snapshot the working source as a revision"},
+      {"history", {"path"}, false, History, "The revisions of a path, newest first"},
+      {"rollback", {"path", "revision"}, true, Rollback,
+       "Restore a revision as working source (no commit)"},
+      {"logs", {"actors", "after", "limit", "min_level"}, false, Logs,
+       "Read retained log entries in pages (non-destructive)"},
+      {"subscribe", {"topic", "actors", "min_level"}, false, Subscribe,
+       "Receive \"log\" events (topic logs) or \"changed\" events (topic changes)"},
+      {"unsubscribe", {"topic"}, false, Unsubscribe, "End a subscription of this connection"},
+      {"set-state", {"actor", "state"}, true, SetState,
+       "Replace the committed state of a paused, stopped or failed actor"},
+      {"set-messages", {"actor", "reserved", "queued"}, true, SetMessages,
+       "Replace the reserved and queued messages of a paused, stopped or failed actor"},
+      {"log-level", {"actor", "level"}, true, LogLevelOp, "Set an actor's minimum log level"},
+  };
+  return table;
+}
+
+}  // namespace
+
+Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
+  State* state = state_.get();
+  for (const OpSpec& spec : OpTable()) {
+    auto handler = [state, &spec](const json& raw, server::Connection& connection) -> Result<json> {
+      Args args(spec.name, raw);
+      REEF_RETURN_IF_ERROR(args.OnlyKnown(spec.args));
+      Change change;
+      Ctx ctx{*state, args, connection, change};
+      Result<json> result = spec.handler(ctx);
+      if (result.ok() && spec.mutates) state->NotifyChanged(spec.name, change);
+      return result;
+    };
+    REEF_RETURN_IF_ERROR(
+        dispatcher.Register(std::string(spec.name), std::string(spec.summary), handler));
+  }
+  return Status::Ok();
+}
+
+}  // namespace reef::image
