@@ -56,15 +56,25 @@ struct Implementation {
   std::string label;  // where it came from, e.g. a source path; for people only
 };
 
-// The identity of `module` compiled under this engine and ABI: SHA-256 over a versioned
-// domain string, the module id, the engine name and version, the host manifest fingerprint
-// and the target. Changes whenever any of them changes.
-std::string ImplementationId(const wasm::Module& module, const wasm::HostRegistry& registry);
+// Where an implementation came from, the first input of its identity:
+//   - a source: "source <SourceId>\ncompiler <fingerprint>" (code/compile_cache.h), so the
+//     identity covers the exact source text and the compiler that turned it into a module;
+//   - a module handed over directly (tests, `reef wasm`): "module <module id>".
+// REQUIRES: no trailing newline.
+std::string ModuleOrigin(const wasm::Module& module);
 
-// Checks the module exports ABI v1's actor entry points and wraps it.
+// The implementation identity (spec 001 "implementation identity"): lowercase hex SHA-256
+// over the versioned domain "reef-implementation:v1", `origin`, the engine name and version,
+// the ABI version with the host manifest fingerprint, and the target. Changes whenever any of
+// them changes.
+std::string ImplementationId(std::string_view origin, const wasm::HostRegistry& registry);
+
+// Checks the module exports ABI v1's actor entry points and wraps it. `origin` defaults to
+// ModuleOrigin(*module).
 // Errors: InvalidArgument naming the missing exports (CheckActorExports).
 Result<std::shared_ptr<const Implementation>> MakeImplementation(
-    std::shared_ptr<const wasm::Module> module, std::string label);
+    std::shared_ptr<const wasm::Module> module, std::string label,
+    std::optional<std::string> origin = std::nullopt);
 
 // A copy of one actor's observable state, for inspect and tests.
 struct ActorSnapshot {

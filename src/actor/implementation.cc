@@ -16,21 +16,24 @@ std::string_view ActorStatusName(ActorStatus status) {
   return "?";
 }
 
-std::string ImplementationId(const wasm::Module& module, const wasm::HostRegistry& registry) {
-  // Versioned domain, then every input of the compile fingerprint, newline-separated.
+std::string ModuleOrigin(const wasm::Module& module) { return "module " + module.id(); }
+
+std::string ImplementationId(std::string_view origin, const wasm::HostRegistry& registry) {
+  // Versioned domain, then every input of the identity, newline-separated.
   std::string input = fmt::format(
-      "reef-implementation:v1\nmodule {}\nengine wabt-interp 1.0.32\nabi {}\ntarget "
-      "wasm32-interp\n",
-      module.id(), registry.Fingerprint());
+      "reef-implementation:v1\n{}\nengine wabt-interp 1.0.32\nabi {}\ntarget wasm32-interp\n",
+      origin, registry.Fingerprint());
   return Sha256Hex(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(input.data()), input.size()));
 }
 
 Result<std::shared_ptr<const Implementation>> MakeImplementation(
-    std::shared_ptr<const wasm::Module> module, std::string label) {
+    std::shared_ptr<const wasm::Module> module, std::string label,
+    std::optional<std::string> origin) {
   REEF_RETURN_IF_ERROR(CheckActorExports(*module));
   auto implementation = std::make_shared<Implementation>();
-  implementation->id = ImplementationId(*module, AbiV1Registry());
+  implementation->id =
+      ImplementationId(origin ? *origin : ModuleOrigin(*module), AbiV1Registry());
   implementation->module = std::move(module);
   implementation->label = std::move(label);
   return std::shared_ptr<const Implementation>(std::move(implementation));

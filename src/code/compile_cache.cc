@@ -1,11 +1,23 @@
 #include "code/compile_cache.h"
 
+#include <span>
+
+#include "core/ids.h"
+
 namespace reef::code {
+
+std::string SourceOrigin(std::string_view source_id, std::string_view fingerprint) {
+  // The fingerprint may span lines (clang --version); its hash keeps the origin one line each.
+  return "source " + std::string(source_id) + "\ncompiler " +
+         Sha256Hex(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(fingerprint.data()),
+                                            fingerprint.size()));
+}
 
 Result<std::shared_ptr<const actor::Implementation>> CompileCache::Get(SourceKind kind,
                                                                        std::string_view bytes,
                                                                        std::string_view label) {
-  std::string key = SourceId(kind, bytes) + "\n" + compiler_->Fingerprint(kind);
+  const std::string source_id = SourceId(kind, bytes);
+  std::string key = source_id + "\n" + compiler_->Fingerprint(kind);
   {
     std::lock_guard lock(mu_);
     auto found = by_source_.find(key);
@@ -19,7 +31,8 @@ Result<std::shared_ptr<const actor::Implementation>> CompileCache::Get(SourceKin
 
   auto compiled = compiler_->Compile(kind, bytes, label);
   Result<std::shared_ptr<const actor::Implementation>> made =
-      compiled.ok() ? actor::MakeImplementation(compiled->module, std::string(label))
+      compiled.ok() ? actor::MakeImplementation(compiled->module, std::string(label),
+                                          SourceOrigin(source_id, compiler_->Fingerprint(kind)))
                     : Result<std::shared_ptr<const actor::Implementation>>(compiled.status());
 
   std::lock_guard lock(mu_);

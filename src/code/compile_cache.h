@@ -3,9 +3,10 @@
 // Two in-memory maps (nothing is persisted; spec 001, "The cache is in-memory only"):
 //   (SourceId, Compiler::Fingerprint(kind)) -> implementation id, or the compile error
 //   implementation id -> shared_ptr<const actor::Implementation>
-// The implementation id is actor::ImplementationId of the compiled module (the module's
-// SHA-256 plus the engine, ABI/host manifest and target), so two sources that compile to the
-// same module share one implementation. Deterministic failures (compile errors, missing actor
+// The implementation id is actor::ImplementationId with the origin SourceOrigin(SourceId,
+// fingerprint): the exact source text and the compiler, plus the engine, ABI/host manifest
+// and target (spec 001 "implementation identity"). Textually different sources are different
+// implementations even when they compile to the same module. Deterministic failures (compile errors, missing actor
 // exports: InvalidArgument) are cached too; transient ones (timeouts, no temporary directory)
 // are not.
 //
@@ -30,6 +31,10 @@
 #include "core/status.h"
 
 namespace reef::code {
+
+// The implementation origin (actor::ImplementationId) of a source compiled by a compiler with
+// `fingerprint` (Compiler::Fingerprint): "source <source_id>\ncompiler <SHA-256 of fingerprint>".
+std::string SourceOrigin(std::string_view source_id, std::string_view fingerprint);
 
 class CompileCache {
  public:

@@ -92,8 +92,13 @@ TEST_F(CompilerTest, CompileCProducesAnActorImplementation) {
     // then it is an ABI v1 actor implementation that instantiates
     ASSERT_TRUE(implementation.ok()) << implementation.status().ToString();
     EXPECT_EQ((*implementation)->label, "actors/counter");
+    // whose identity is the source's, under this compiler, engine and ABI
     EXPECT_EQ((*implementation)->id,
-              actor::ImplementationId(*(*implementation)->module, actor::AbiV1Registry()));
+              actor::ImplementationId(SourceOrigin(file->id, compiler_->Fingerprint(SourceKind::kC)),
+                                      actor::AbiV1Registry()));
+    EXPECT_NE((*implementation)->id, actor::ImplementationId(actor::ModuleOrigin(
+                                                               *(*implementation)->module),
+                                                           actor::AbiV1Registry()));
     wasm::Engine engine(actor::AbiV1Registry());
     auto instance = engine.Instantiate((*implementation)->module);
     EXPECT_TRUE(instance.ok()) << instance.status().ToString();
@@ -119,9 +124,10 @@ TEST_F(CompilerTest, CacheHitDoesNotRecompile) {
   auto changed = cache.Get(SourceKind::kWat, std::string(kWatActor) + " ", "actors/echo");
   ASSERT_TRUE(changed.ok());
   EXPECT_EQ(cache.compile_count(), 2u);
-  // to the same module, hence the same implementation
-  EXPECT_EQ((*changed)->id, (*first)->id);
-  EXPECT_EQ(cache.size(), 1u);
+  // to the same module, but a different source: a different implementation identity
+  EXPECT_EQ((*changed)->module->id(), (*first)->module->id());
+  EXPECT_NE((*changed)->id, (*first)->id);
+  EXPECT_EQ(cache.size(), 2u);
 }
 
 TEST_F(CompilerTest, InvalidSourceProducesNoImplementationAndIsNotRecompiled) {
