@@ -117,14 +117,10 @@ Result<std::string> ResolveRef(std::string_view text, const Bindings& bindings) 
   if (IsValidNanoId(text) || (text.starts_with('@') && IsValidNanoId(text.substr(1)))) {
     return ParseActorRef(text);
   }
-  if (bindings.empty()) {
-    return Status::InvalidArgument(fmt::format(
-        "'{}' is not an actor ref; expected @ and a 21-character NanoID (names bound with "
-        "`let` exist only inside `reef repl`)",
-        text));
-  }
   return Status::InvalidArgument(fmt::format(
-      "'{}' is neither a bound name nor an actor ref (@ and a 21-character NanoID)", text));
+      "'{}' is neither a bound name nor an actor ref (@ and a 21-character NanoID); names "
+      "bound with `let` exist only inside `reef repl`",
+      text));
 }
 
 bool IsBindableName(std::string_view name) {

@@ -1,0 +1,38 @@
+// Human output of the image commands: compact text for the results of docs/protocol.md's
+// operations (tables for lists, `key: value` lines for a snapshot). Every function takes the
+// operation's "result" JSON, tolerates missing or ill-typed fields (printed as "?"), and
+// returns the text without a trailing newline. `--json` bypasses all of this.
+//
+// Thread ownership: pure functions; any thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace reef::cli {
+
+// The first 12 characters of a source or implementation id (64 hex characters).
+std::string ShortId(std::string_view id);
+
+// `ps`: an aligned table ACTOR STATUS INC QUEUED IMPLEMENTATION STATE, or "no actors".
+std::string FormatPs(const nlohmann::json& result);
+// `tick`: "100 ticks: 3 slices, 250 instructions, 2 commits, 0 failures".
+std::string FormatTick(const nlohmann::json& result);
+// `inspect`: one "key: value" line per snapshot field; values as compact JSON.
+std::string FormatSnapshot(const nlohmann::json& snapshot);
+// `events`: one line per event: "#seq kind @actor (incarnation N) detail".
+std::string FormatEvents(const nlohmann::json& result);
+// `stop`, `kill`, ...: "@ref: stopped (incarnation 0)".
+std::string FormatLifecycle(const nlohmann::json& result);
+// `reload`, `become`: "@ref: switches to LABEL (id) at its next handler boundary", or
+// "@ref: now runs LABEL (id)" when the server says it was installed at once.
+std::string FormatPendingInstall(const nlohmann::json& result);
+// `sources`: an aligned table PATH KIND SOURCE, or "no sources".
+std::string FormatSources(const nlohmann::json& result);
+// `history`: an aligned table REVISION WHEN KIND SOURCE MESSAGE, or "no revisions".
+std::string FormatHistory(const nlohmann::json& result);
+// One log entry: "#seq HH:MM:SS.mmm level @ref message" (UTC time).
+std::string FormatLogEntry(const nlohmann::json& entry);
+
+}  // namespace reef::cli
