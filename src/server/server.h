@@ -69,9 +69,10 @@ struct ServerOptions {
   std::vector<HttpRoute> routes;
   // Called exactly once for every WebSocket connection that completed its handshake, after
   // its last request was handled, with Connection::id(): lets op handlers drop per-connection
-  // state (subscriptions, cursors). Runs on a server handler thread (or, when the server
-  // stops with requests still queued, on the thread that releases the connection last); it
-  // must not block on the server and must not call Stop. Empty = not called.
+  // state (subscriptions, cursors). Normally runs on a server handler thread soon after the
+  // connection closed; for a connection still open when the server stops, it runs at the
+  // latest while the Server is destroyed, on the thread that releases the connection last.
+  // It must not block on the server and must not call Stop. Empty = not called.
   std::function<void(uint64_t connection_id)> on_disconnect;
 };
 

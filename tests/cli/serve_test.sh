@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Checks of `reef serve` as an operator runs it (docs/operations.md): start on an ephemeral
+# loopback port with a temporary data dir, GET /health, SIGTERM exits 0; a non-loopback
+# address without a token is refused; flags beat the environment.
+# Usage: serve_test.sh REEF_BINARY
+set -uo pipefail
+reef=$1
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+
+check() {  # check NAME CONDITION-STATUS DETAIL
+  if [[ $2 -eq 0 ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s\n%s\n' "$1" "$3"
+  fi
+}
+
+# start NAME LOG ARGS...: runs `reef serve ARGS` in the background; sets $pid and $port once
+# the "serving on" line appears (10 s at most).
+start() {
+  local name=$1 log=$2
+  shift 2
+  "$reef" serve "$@" 2>"$log" &
+  pid=$!
+  pids+=("$pid")
+  port=""
+  for _ in $(seq 100); do
+    if grep -q "serving on" "$log"; then
+      port=$(grep -o 'serving on ws://[^ ]*' "$log" | sed 's/.*://')
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  check "$name: ready line" 1 "$(cat "$log")"
+  return 1
+}
+
+# stop: SIGTERM and the exit status (at most 10 s).
+stop() {
+  kill -TERM "$pid"
+  for _ in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  wait "$pid"
+}
+
+# 1. Serve on an ephemeral port with a fresh data dir; /health answers; SIGTERM exits 0.
+if start "serve" "$work/serve.log" --listen 127.0.0.1:0 --data-dir "$work/data"; then
+  health=$(curl -s --max-time 5 "http://127.0.0.1:$port/health")
+  check "health" "$([[ $health == '{"status":"ok"}' ]]; echo $?)" "got: $health"
+  check "data dir created" "$([[ -f $work/data/reef.sqlite ]]; echo $?)" "$(ls -la "$work/data" 2>&1)"
+  check "ready line names the data dir" "$(grep -q "(data dir $work/data)" "$work/serve.log"; echo $?)" \
+    "$(cat "$work/serve.log")"
+  stop
+  status=$?
+  check "SIGTERM exits 0" "$([[ $status -eq 0 ]]; echo $?)" "status $status; $(cat "$work/serve.log")"
+fi
+
+# 2. SIGINT is graceful too.
+if start "sigint" "$work/int.log" --listen 127.0.0.1:0 --data-dir "$work/data"; then
+  kill -INT "$pid"
+  wait "$pid"
+  status=$?
+  check "SIGINT exits 0" "$([[ $status -eq 0 ]]; echo $?)" "status $status"
+fi
+
+# 3. A non-loopback address without a token is refused with a message and a non-zero exit.
+out=$(timeout 10 "$reef" serve --listen 0.0.0.0:0 --data-dir "$work/data" 2>&1)
+status=$?
+check "non-loopback without token refused" \
+  "$([[ $status -ne 0 && $status -ne 124 && $out == *"auth token"* ]]; echo $?)" "status $status: $out"
+out=$(REEF_LISTEN=0.0.0.0:0 timeout 10 "$reef" serve --data-dir "$work/data" 2>&1)
+status=$?
+check "REEF_LISTEN non-loopback without token refused" \
+  "$([[ $status -ne 0 && $status -ne 124 && $out == *"auth token"* ]]; echo $?)" "status $status: $out"
+
+# 4. With a token, non-loopback is accepted and /health wants the token.
+if start "token" "$work/token.log" --listen 0.0.0.0:0 --auth-token s3cret --data-dir "$work/data"; then
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$port/health")
+  check "no token is 401" "$([[ $code == 401 ]]; echo $?)" "got $code"
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H 'Authorization: Bearer s3cret' \
+    "http://127.0.0.1:$port/health")
+  check "token is 200" "$([[ $code == 200 ]]; echo $?)" "got $code"
+  stop
+fi
+
+# 5. Flags beat the environment; the environment beats the defaults.
+if REEF_LISTEN=127.0.0.1:1 REEF_DATA_DIR="$work/env-data" \
+  start "flag beats env" "$work/flag.log" --listen 127.0.0.1:0 --data-dir "$work/flag-data"; then
+  check "flag --listen beats REEF_LISTEN" "$([[ $port != 1 && -n $port ]]; echo $?)" "port $port"
+  check "flag --data-dir beats REEF_DATA_DIR" \
+    "$([[ -f $work/flag-data/reef.sqlite && ! -e $work/env-data ]]; echo $?)" "$(ls "$work")"
+  stop
+fi
+if REEF_LISTEN=127.0.0.1:0 REEF_DATA_DIR="$work/env-data" start "env" "$work/env.log"; then
+  check "REEF_DATA_DIR used without a flag" "$([[ -f $work/env-data/reef.sqlite ]]; echo $?)" \
+    "$(ls "$work")"
+  stop
+fi
+
+# 6. REEF_LOG filters Reef's own log (debug shows more than the default).
+if REEF_LOG=warn start "log filter" "$work/warn.log" --listen 127.0.0.1:0 --data-dir "$work/logdata"; then
+  stop
+  check "REEF_LOG=warn hides info lines" "$(! grep -q '\[info\]' "$work/warn.log"; echo $?)" \
+    "$(cat "$work/warn.log")"
+fi
+
+# 7. Bad flags are errors.
+out=$("$reef" serve --listen nonsense 2>&1)
+status=$?
+check "bad listen address" "$([[ $status -ne 0 && $out == *"nonsense"* ]]; echo $?)" "status $status: $out"
+
+printf 'serve_test: %d passed, %d failed\n' "$passed" "$failed"
+[[ $failed -eq 0 ]]

@@ -1,0 +1,357 @@
+// The image's operations over the real protocol (docs/protocol.md "Image operations"):
+// spec 001's counter walk-through, the source store ops, reload/become at the handler
+// boundary, compile errors, argument validation, and bad frames next to a working client.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "image/detail/args.h"
+#include "image_test_support.h"
+
+namespace reef::image {
+namespace {
+
+using test_support::Client;
+using test_support::ConstantActorWat;
+using test_support::json;
+
+class ImageOpsTest : public test_support::ImageFixture {
+ protected:
+  // Writes a new working source and returns its source_id.
+  std::string Create(Client& client, const std::string& path, const std::string& kind,
+                     const std::string& text) {
+    json result = client.Ok(
+        "write", {{"path", path}, {"kind", kind}, {"text", text}, {"expected", nullptr}});
+    return result.value("source_id", "");
+  }
+  std::string SpawnActor(Client& client, const std::string& path, json state) {
+    return client.Ok("spawn", {{"path", path}, {"state", std::move(state)}}).value("actor", "");
+  }
+};
+
+TEST_F(ImageOpsTest, BundledCounterIsInWorkingSource) {
+  auto client = Connect();
+  json sources = client->Ok("sources")["sources"];
+  bool found = false;
+  for (const json& row : sources) {
+    if (row["path"] == "actors/counter") {
+      found = true;
+      EXPECT_EQ(row["kind"], "c");
+    }
+  }
+  EXPECT_TRUE(found) << sources.dump();
+  json counter = client->Ok("read", {{"path", "actors/counter"}});
+  EXPECT_EQ(counter["text"], test_support::SourceTreeFile("examples/counter/counter.c"));
+}
+
+TEST_F(ImageOpsTest, BundledCounterDoesNotOverwriteAnEditedSource) {
+  auto client = Connect();
+  json before = client->Ok("read", {{"path", "actors/counter"}});
+  client->Ok("write", {{"path", "actors/counter"},
+                       {"kind", "c"},
+                       {"text", "/* mine */"},
+                       {"expected", before["source_id"]}});
+  client.reset();
+  StopImage();
+  StartImage();
+  auto again = Connect();
+  EXPECT_EQ(again->Ok("read", {{"path", "actors/counter"}})["text"], "/* mine */");
+}
+
+TEST_F(ImageOpsTest, Spec001CounterWalkThrough) {
+  if (!HaveClang()) GTEST_SKIP() << "no clang for wasm32 configured";
+  auto client = Connect();
+  // Given two counters spawned from the bundled working source with states 0 and 10
+  std::string sender = SpawnActor(*client, "actors/counter", 0);
+  std::string receiver = SpawnActor(*client, "actors/counter", 10);
+  // when the sender is told to send 5 to the receiver and the image ticks 100 times
+  EXPECT_EQ(client->Ok("send", {{"actor", "@" + sender},
+                                {"message",
+                                 {{"op", "send"}, {"value", 5}, {"target", {{"$actor", receiver}}}}}}),
+            (json{{"queued", true}}));
+  json report = client->Ok("tick", {{"count", 100}});
+  // then the sender committed 1 and the receiver 15
+  EXPECT_EQ(client->Ok("inspect", {{"actor", sender}})["state"], 1);
+  EXPECT_EQ(client->Ok("inspect", {{"actor", receiver}})["state"], 15);
+  EXPECT_EQ(report["commits"], 2) << report.dump();
+  EXPECT_EQ(report["failures"], 0) << report.dump();
+  json ps = client->Ok("ps")["actors"];
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_EQ(ps[0]["implementation"]["label"], "actors/counter");
+}
+
+TEST_F(ImageOpsTest, SpawnResultAndSnapshotShapes) {
+  auto client = Connect();
+  std::string id = Create(*client, "actors/seven", "wat", ConstantActorWat(7));
+  json spawned = client->Ok("spawn", {{"path", "actors/seven"}, {"state", {{"k", {1, 2}}}}});
+  EXPECT_EQ(spawned["source_id"], id);
+  EXPECT_EQ(spawned["implementation"]["label"], "actors/seven");
+  EXPECT_EQ(spawned["actor"].get<std::string>().size(), 21u);
+  json snapshot = client->Ok("inspect", {{"actor", spawned["actor"]}});
+  for (const char* field : {"actor", "implementation", "incarnation", "status", "paused_from", "state",
+                            "reserved", "queued", "mailbox_capacity", "telemetry", "stopping",
+                            "pending_install", "failure", "log_level", "reactor"}) {
+    EXPECT_TRUE(snapshot.contains(field)) << field << " missing in " << snapshot.dump();
+  }
+  EXPECT_EQ(snapshot["state"], (json{{"k", {1, 2}}}));
+  EXPECT_EQ(snapshot["status"], "idle");
+  EXPECT_EQ(snapshot["incarnation"], 1);
+}
+
+TEST_F(ImageOpsTest, WriteConflictLeavesTheStoredTextUnchanged) {
+  auto alice = Connect();
+  auto bob = Connect();
+  // Given a source both clients read
+  std::string original = Create(*alice, "notes/shared", "wat", "(module)");
+  // when Alice saves first and Bob saves with the identity he read
+  json saved = alice->Ok("write", {{"path", "notes/shared"},
+                                   {"kind", "wat"},
+                                   {"text", "(module) ;; alice"},
+                                   {"expected", original}});
+  json conflict = bob->Error("write", {{"path", "notes/shared"},
+                                       {"kind", "wat"},
+                                       {"text", "(module) ;; bob"},
+                                       {"expected", original}});
+  // then Bob gets a conflict and Alice's text stays
+  EXPECT_EQ(conflict["code"], "conflict") << conflict.dump();
+  json stored = bob->Ok("read", {{"path", "notes/shared"}});
+  EXPECT_EQ(stored["text"], "(module) ;; alice");
+  EXPECT_EQ(stored["source_id"], saved["source_id"]);
+  // and creating an existing path or updating a missing one are errors too
+  EXPECT_EQ(bob->Error("write", {{"path", "notes/shared"},
+                                 {"kind", "wat"},
+                                 {"text", ""},
+                                 {"expected", nullptr}})["code"],
+            "already_exists");
+  EXPECT_EQ(bob->Error("write", {{"path", "notes/missing"},
+                                 {"kind", "wat"},
+                                 {"text", ""},
+                                 {"expected", original}})["code"],
+            "not_found");
+  EXPECT_EQ(bob->Error("write", {{"path", "notes/x"}, {"kind", "wat"}, {"text", ""}})["code"],
+            "invalid_argument");
+}
+
+TEST_F(ImageOpsTest, CommitHistoryRollbackRoundTripTextExactly) {
+  auto client = Connect();
+  const std::string first = "line one\r\n\ttab \"quoted\" \\ ünïcode ✓\n\n  trailing  ";
+  const std::string second = "(module)";
+  std::string first_id = Create(*client, "docs/readme", "wat", first);
+  json commit1 = client->Ok("commit", {{"path", "docs/readme"}, {"message", "first"}});
+  ASSERT_EQ(commit1["revision"].get<std::string>().size(), 12u);
+  json written = client->Ok("write", {{"path", "docs/readme"},
+                                      {"kind", "c"},
+                                      {"text", second},
+                                      {"expected", first_id}});
+  json commit2 = client->Ok("commit", {{"path", "docs/readme"}});
+
+  json history = client->Ok("history", {{"path", "docs/readme"}})["revisions"];
+  ASSERT_EQ(history.size(), 2u);
+  EXPECT_EQ(history[0]["revision"], commit2["revision"]);  // newest first
+  EXPECT_EQ(history[0]["message"], nullptr);
+  EXPECT_EQ(history[0]["kind"], "c");
+  EXPECT_EQ(history[1]["revision"], commit1["revision"]);
+  EXPECT_EQ(history[1]["message"], "first");
+  EXPECT_EQ(history[1]["source_id"], first_id);
+  EXPECT_GT(history[1]["unix_ms"].get<int64_t>(), 0);
+
+  json old = client->Ok("read", {{"path", "docs/readme"}, {"revision", commit1["revision"]}});
+  EXPECT_EQ(old["text"], first);
+  json rolled = client->Ok("rollback", {{"path", "docs/readme"}, {"revision", commit1["revision"]}});
+  EXPECT_EQ(rolled["source_id"], first_id);
+  json now = client->Ok("read", {{"path", "docs/readme"}});
+  EXPECT_EQ(now["text"], first);
+  EXPECT_EQ(now["kind"], "wat");
+  EXPECT_EQ(client->Ok("history", {{"path", "docs/readme"}})["revisions"].size(), 2u)
+      << "rollback does not commit";
+  EXPECT_EQ(client->Error("rollback", {{"path", "docs/readme"}, {"revision", "zzzzzzzzzzzz"}})["code"],
+            "not_found");
+}
+
+TEST_F(ImageOpsTest, ReloadSwitchesAtTheNextHandlerBoundary) {
+  auto client = Connect();
+  // Given an actor whose handler spans many slices, mid-invocation
+  std::string v1 = Create(*client, "actors/slow", "wat", ConstantActorWat(1, 200));
+  std::string actor = SpawnActor(*client, "actors/slow", 0);
+  client->Ok("send", {{"actor", actor}, {"message", nullptr}});
+  client->Ok("tick");
+  ASSERT_EQ(client->Ok("inspect", {{"actor", actor}})["status"], "running");
+  // when its source changes and it is reloaded
+  client->Ok("write", {{"path", "actors/slow"},
+                       {"kind", "wat"},
+                       {"text", ConstantActorWat(2, 200)},
+                       {"expected", v1}});
+  json reloaded = client->Ok("reload", {{"actor", actor}});
+  // then the switch waits for the boundary: the active handler finishes on the old code
+  EXPECT_EQ(reloaded["pending_install"]["label"], "actors/slow");
+  EXPECT_EQ(reloaded["installed"], false);
+  json during = client->Ok("inspect", {{"actor", actor}});
+  EXPECT_EQ(during["pending_install"]["id"], reloaded["pending_install"]["id"]);
+  EXPECT_EQ(during["pending_install"]["label"], "actors/slow");
+  EXPECT_NE(during["implementation"]["id"], reloaded["pending_install"]["id"]);
+  client->Ok("tick", {{"count", 1000}});
+  json after = client->Ok("inspect", {{"actor", actor}});
+  EXPECT_EQ(after["state"], 1) << "the old handler committed";
+  EXPECT_EQ(after["pending_install"], nullptr);
+  EXPECT_EQ(after["implementation"]["id"], reloaded["pending_install"]["id"]);
+  // and the next message runs the new code
+  client->Ok("send", {{"actor", actor}, {"message", nullptr}});
+  client->Ok("tick", {{"count", 1000}});
+  EXPECT_EQ(client->Ok("inspect", {{"actor", actor}})["state"], 2);
+}
+
+TEST_F(ImageOpsTest, BecomeSwitchesToAnotherPathAtTheBoundary) {
+  auto client = Connect();
+  Create(*client, "actors/slow", "wat", ConstantActorWat(1, 200));
+  Create(*client, "actors/nine", "wat", ConstantActorWat(9));
+  std::string actor = SpawnActor(*client, "actors/slow", 0);
+  client->Ok("send", {{"actor", actor}, {"message", nullptr}});
+  client->Ok("send", {{"actor", actor}, {"message", nullptr}});
+  client->Ok("tick");
+  json became = client->Ok("become", {{"actor", actor}, {"path", "actors/nine"}});
+  EXPECT_EQ(became["pending_install"]["label"], "actors/nine");
+  EXPECT_EQ(client->Ok("inspect", {{"actor", actor}})["pending_install"]["label"], "actors/nine");
+  client->Ok("tick", {{"count", 1000}});
+  json after = client->Ok("inspect", {{"actor", actor}});
+  EXPECT_EQ(after["state"], 9) << "first message on the old code, second on the new";
+  EXPECT_EQ(after["implementation"]["label"], "actors/nine");
+  // and reload now recompiles the new path
+  EXPECT_EQ(client->Ok("reload", {{"actor", actor}})["pending_install"]["label"], "actors/nine");
+}
+
+TEST_F(ImageOpsTest, IdleActorInstallsAtOnce) {
+  auto client = Connect();
+  Create(*client, "actors/one", "wat", ConstantActorWat(1));
+  Create(*client, "actors/two", "wat", ConstantActorWat(2));
+  std::string actor = SpawnActor(*client, "actors/one", 0);
+  json became = client->Ok("become", {{"actor", actor}, {"path", "actors/two"}});
+  EXPECT_EQ(became["installed"], true);
+  EXPECT_EQ(client->Ok("inspect", {{"actor", actor}})["implementation"]["label"], "actors/two");
+}
+
+TEST_F(ImageOpsTest, CompileErrorReturnsDiagnosticsAndChangesNothing) {
+  if (!HaveClang()) GTEST_SKIP() << "no clang for wasm32 configured";
+  auto client = Connect();
+  Create(*client, "actors/broken", "c", "#include \"reef.h\"\nint f(void) {\n  return 1 +;\n}\n");
+  json error = client->Error("spawn", {{"path", "actors/broken"}, {"state", 0}});
+  EXPECT_EQ(error["code"], "invalid_argument");
+  std::string message = error["message"];
+  EXPECT_TRUE(message.starts_with("compile error:\n")) << message;
+  EXPECT_NE(message.find("actors/broken.c:3:"), std::string::npos) << message;
+  EXPECT_TRUE(client->Ok("ps")["actors"].empty());
+
+  // become with the broken source keeps the actor's implementation
+  Create(*client, "actors/fine", "wat", ConstantActorWat(3));
+  std::string actor = SpawnActor(*client, "actors/fine", 0);
+  json become = client->Error("become", {{"actor", actor}, {"path", "actors/broken"}});
+  EXPECT_TRUE(become["message"].get<std::string>().starts_with("compile error:\n"));
+  json snapshot = client->Ok("inspect", {{"actor", actor}});
+  EXPECT_EQ(snapshot["implementation"]["label"], "actors/fine");
+  EXPECT_EQ(snapshot["pending_install"], nullptr);
+}
+
+TEST_F(ImageOpsTest, WatCompileErrorNamesTheLine) {
+  auto client = Connect();
+  Create(*client, "actors/badwat", "wat", "(module\n  (func (foo)))");
+  json error = client->Error("spawn", {{"path", "actors/badwat"}, {"state", 0}});
+  EXPECT_TRUE(error["message"].get<std::string>().starts_with("compile error:\nactors/badwat.wat:2:"))
+      << error.dump();
+}
+
+TEST_F(ImageOpsTest, ArgumentsAreValidatedStrictly) {
+  auto client = Connect();
+  Create(*client, "actors/one", "wat", ConstantActorWat(1));
+  std::string actor = SpawnActor(*client, "actors/one", 0);
+  struct Case {
+    std::string op;
+    json args;
+    std::string code;
+    std::string fragment;
+  };
+  const Case cases[] = {
+      {"spawn", {{"path", "actors/one"}, {"state", 0}, {"colour", 1}}, "invalid_argument", "'colour'"},
+      {"spawn", {{"path", "actors/one"}}, "invalid_argument", "'state'"},
+      {"spawn", {{"path", "actors/none"}, {"state", 0}}, "not_found", ""},
+      {"spawn", {{"path", "../etc"}, {"state", 0}}, "invalid_argument", ""},
+      {"spawn", {{"path", "actors/one"}, {"state", 0}, {"mailbox_capacity", 0}}, "invalid_argument",
+       "mailbox_capacity"},
+      {"send", {{"actor", "nope"}, {"message", 1}}, "invalid_argument", "'actor'"},
+      {"send", {{"actor", 42}, {"message", 1}}, "invalid_argument", "'actor'"},
+      {"send", {{"actor", "V1StGXR8_Z5jdHi6B-myT"}, {"message", 1}}, "not_found", ""},
+      {"send", {{"actor", actor}, {"message", {{"$actor", "short"}}}}, "invalid_argument", ""},
+      {"tick", {{"count", 0}}, "invalid_argument", "1..100000"},
+      {"tick", {{"count", 100001}}, "invalid_argument", "1..100000"},
+      {"tick", {{"count", -1}}, "invalid_argument", "count"},
+      {"tick", {{"count", 1.5}}, "invalid_argument", "count"},
+      {"tick", {{"budget", 10000001}}, "invalid_argument", "budget"},
+      {"tick", {{"count", 100000}, {"budget", 10000000}}, "limit_exceeded", "max_tick_instructions"},
+      {"events", {{"limit", 0}}, "invalid_argument", "limit"},
+      {"events", {{"kinds", {"exploded"}}}, "invalid_argument", "kinds"},
+      {"logs", {{"min_level", "loud"}}, "invalid_argument", "min_level"},
+      {"log-level", {{"actor", actor}, {"level", "verbose"}}, "invalid_argument", "level"},
+      {"subscribe", {{"topic", "weather"}}, "invalid_argument", "topic"},
+      {"subscribe", {{"topic", "changes"}, {"min_level", "info"}}, "invalid_argument", "min_level"},
+      {"write", {{"path", "a/b"}, {"kind", "rust"}, {"text", ""}, {"expected", nullptr}},
+       "invalid_argument", "kind"},
+      {"set-state", {{"actor", actor}, {"state", 1}}, "failed_precondition", ""},
+      {"set-messages", {{"actor", actor}, {"reserved", {1, 2}}, {"queued", json::array()}},
+       "invalid_argument", "reserved"},
+      {"ps", {{"all", true}}, "invalid_argument", "'all'"},
+  };
+  for (const Case& c : cases) {
+    json error = client->Error(c.op, c.args);
+    EXPECT_EQ(error["code"], c.code) << c.op << " " << c.args.dump() << " -> " << error.dump();
+    EXPECT_NE(error.value("message", "").find(c.fragment), std::string::npos)
+        << c.op << " " << c.args.dump() << " -> " << error.dump();
+  }
+  // and the image still works
+  EXPECT_EQ(client->Ok("inspect", {{"actor", "@" + actor}})["state"], 0);
+}
+
+TEST_F(ImageOpsTest, LifecycleAndRepairOps) {
+  auto client = Connect();
+  Create(*client, "actors/one", "wat", ConstantActorWat(1));
+  std::string actor = SpawnActor(*client, "actors/one", 0);
+  json paused = client->Ok("pause", {{"actor", actor}});
+  EXPECT_EQ(paused, (json{{"actor", actor}, {"status", "paused"}, {"incarnation", 1}}));
+  client->Ok("set-state", {{"actor", actor}, {"state", {{"repaired", true}}}});
+  client->Ok("set-messages", {{"actor", actor}, {"reserved", json::array()}, {"queued", {1, 2}}});
+  json snapshot = client->Ok("inspect", {{"actor", actor}});
+  EXPECT_EQ(snapshot["state"], (json{{"repaired", true}}));
+  EXPECT_EQ(snapshot["queued"], (json{{{"sender", nullptr}, {"message", 1}},
+                                      {{"sender", nullptr}, {"message", 2}}}));
+  EXPECT_EQ(client->Ok("resume", {{"actor", actor}})["status"], "idle");
+  EXPECT_EQ(client->Ok("log-level", {{"actor", actor}, {"level", "debug"}}),
+            (json{{"actor", actor}, {"level", "debug"}}));
+  client->Ok("tick", {{"count", 10}});
+  EXPECT_EQ(client->Ok("inspect", {{"actor", actor}})["state"], 1);
+  EXPECT_EQ(client->Ok("stop", {{"actor", actor}})["status"], "stopped");
+  EXPECT_EQ(client->Error("send", {{"actor", actor}, {"message", 1}})["code"], "failed_precondition");
+  EXPECT_EQ(client->Ok("restart", {{"actor", actor}})["incarnation"], 2);
+  EXPECT_EQ(client->Ok("kill", {{"actor", actor}})["status"], "stopped");
+}
+
+TEST_F(ImageOpsTest, MalformedAndOversizedFramesGetErrorsWhileAnotherClientWorks) {
+  auto bad = Connect();
+  auto good = Connect();
+  Create(*good, "actors/one", "wat", ConstantActorWat(1));
+  std::string actor = SpawnActor(*good, "actors/one", 0);
+
+  ASSERT_FALSE(bad->SendText("{\"v\":1,\"id\":"));
+  json malformed = bad->Receive();
+  EXPECT_EQ(malformed["ok"], false);
+  EXPECT_EQ(malformed["id"], nullptr);
+  EXPECT_EQ(malformed["error"]["code"], "invalid_argument");
+
+  std::string frame = R"({"v":1,"id":1,"op":"send","args":{"actor":")" + actor +
+                      R"(","message":")" + std::string((1 << 20) + 1, 'x') + "\"}}";
+  ASSERT_FALSE(bad->SendText(frame));
+  json oversized = bad->Receive();
+  EXPECT_EQ(oversized["error"]["code"], "limit_exceeded");
+
+  EXPECT_EQ(good->Ok("inspect", {{"actor", actor}})["queued"], json::array());
+  EXPECT_EQ(bad->Ok("ps")["actors"].size(), 1u);
+}
+
+}  // namespace
+}  // namespace reef::image
