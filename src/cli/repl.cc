@@ -308,6 +308,7 @@ int RunRepl(const ReplOptions& options) {
     g_interrupted = 0;
     LineOutcome outcome = LineOutcome::kContinue;
     Status status = RunLine(session, *line, &outcome);
+    if (g_interrupted) std::fputc('\n', stdout);  // after the ^C the terminal echoed
     if (!status.ok()) PrintError(status);
     if (outcome == LineOutcome::kQuit) break;
     if (!session.client->connected()) {
