@@ -114,6 +114,8 @@ const Command kServeCommands[] = {
 
 }  // namespace
 
-std::span<const Command> ServeCommands() { return kServeCommands; }
+std::span<const Command> ServeCommands() {
+  return kServeCommands;
+}
 
 }  // namespace reef::cli

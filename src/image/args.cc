@@ -30,8 +30,8 @@ Status Args::OnlyKnown(std::span<const std::string_view> allowed) const {
     if (known) continue;
     std::string list;
     for (std::string_view name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
-    return Status::InvalidArgument(fmt::format("{}: unknown argument '{}' (accepted: {})", op_,
-                                               key, list.empty() ? "none" : list));
+    return Status::InvalidArgument(fmt::format("{}: unknown argument '{}' (accepted: {})", op_, key,
+                                               list.empty() ? "none" : list));
   }
   return Status::Ok();
 }
@@ -92,8 +92,8 @@ Result<std::vector<ActorRef>> Args::ActorList(std::string_view name, std::size_t
   if (value == nullptr || value->is_null()) return refs;
   if (!value->is_array()) return Invalid(name, "must be an array of actor refs");
   if (value->size() > max) {
-    return Status::LimitExceeded(fmt::format("{}: argument '{}' has {} entries (max {})", op_,
-                                             name, value->size(), max));
+    return Status::LimitExceeded(
+        fmt::format("{}: argument '{}' has {} entries (max {})", op_, name, value->size(), max));
   }
   for (const json& item : *value) {
     if (!item.is_string()) return Invalid(name, "must be an array of actor ref strings");
@@ -111,8 +111,8 @@ Result<std::vector<actor::LifecycleKind>> Args::KindList(std::string_view name,
   if (value == nullptr || value->is_null()) return kinds;
   if (!value->is_array()) return Invalid(name, "must be an array of event kind names");
   if (value->size() > max) {
-    return Status::LimitExceeded(fmt::format("{}: argument '{}' has {} entries (max {})", op_,
-                                             name, value->size(), max));
+    return Status::LimitExceeded(
+        fmt::format("{}: argument '{}' has {} entries (max {})", op_, name, value->size(), max));
   }
   for (const json& item : *value) {
     if (!item.is_string()) return Invalid(name, "must be an array of event kind names");
@@ -146,8 +146,8 @@ Result<std::vector<Value>> Args::ValueList(std::string_view name, std::size_t ma
   if (value == nullptr || value->is_null()) return Invalid(name, "is required (an array)");
   if (!value->is_array()) return Invalid(name, "must be an array of values");
   if (value->size() > max) {
-    return Status::LimitExceeded(fmt::format("{}: argument '{}' has {} entries (max {})", op_,
-                                             name, value->size(), max));
+    return Status::LimitExceeded(
+        fmt::format("{}: argument '{}' has {} entries (max {})", op_, name, value->size(), max));
   }
   std::vector<Value> values;
   values.reserve(value->size());

@@ -26,7 +26,8 @@ Result<std::unique_ptr<Image>> Image::Open(ImageOptions options) {
     if (existing.ok()) continue;
     if (existing.status().code() != Code::kNotFound) return existing.status();
     auto written = state->store->Write(bundled.path, bundled.kind, bundled.text, std::nullopt);
-    if (!written.ok()) return written.status().WithContext("bundled source " + std::string(bundled.path));
+    if (!written.ok())
+      return written.status().WithContext("bundled source " + std::string(bundled.path));
     spdlog::info("image: bundled example written to working source {}", bundled.path);
   }
   state->options = std::move(options);
@@ -50,12 +51,22 @@ Status Image::Attach(server::ServerOptions& options) {
   return Status::Ok();
 }
 
-void Image::OnDisconnect(uint64_t connection_id) { state_->Forget(connection_id); }
+void Image::OnDisconnect(uint64_t connection_id) {
+  state_->Forget(connection_id);
+}
 
-actor::Runtime& Image::runtime() { return *state_->runtime; }
-code::SourceStore& Image::sources() { return *state_->store; }
-code::CompileCache& Image::cache() { return *state_->cache; }
-const ImageOptions& Image::options() const { return state_->options; }
+actor::Runtime& Image::runtime() {
+  return *state_->runtime;
+}
+code::SourceStore& Image::sources() {
+  return *state_->store;
+}
+code::CompileCache& Image::cache() {
+  return *state_->cache;
+}
+const ImageOptions& Image::options() const {
+  return state_->options;
+}
 
 // ---- Connections --------------------------------------------------------------------------------
 

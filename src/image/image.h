@@ -41,12 +41,12 @@ struct ImageLimits {
   uint64_t max_tick_budget = 10'000'000;
   // count * budget of one `tick` request, in engine instructions per actor.
   uint64_t max_tick_instructions = 1'000'000'000;
-  uint32_t max_page = 10'000;                  // `limit` of events and logs (1..this)
-  uint32_t default_page = 1'000;               // `limit` when absent
-  uint32_t max_mailbox_capacity = 1'000'000;   // `mailbox_capacity` of spawn (1..this)
-  std::size_t max_filter_entries = 1'024;      // entries of an `actors` or `kinds` array
-  std::size_t max_queued_messages = 100'000;   // `queued` array of set-messages
-  std::size_t max_log_followers = 64;          // live log follows across all connections
+  uint32_t max_page = 10'000;                 // `limit` of events and logs (1..this)
+  uint32_t default_page = 1'000;              // `limit` when absent
+  uint32_t max_mailbox_capacity = 1'000'000;  // `mailbox_capacity` of spawn (1..this)
+  std::size_t max_filter_entries = 1'024;     // entries of an `actors` or `kinds` array
+  std::size_t max_queued_messages = 100'000;  // `queued` array of set-messages
+  std::size_t max_log_followers = 64;         // live log follows across all connections
 };
 
 struct ImageOptions {

@@ -38,9 +38,13 @@ struct OpSpec {
   std::string_view summary;
 };
 
-std::string RefText(const ActorRef& ref) { return std::string(ref.str()); }
+std::string RefText(const ActorRef& ref) {
+  return std::string(ref.str());
+}
 
-const ValueLimits& Limits(Ctx& c) { return c.s.options.runtime.value_limits; }
+const ValueLimits& Limits(Ctx& c) {
+  return c.s.options.runtime.value_limits;
+}
 
 // The implementation of a working source or revision, labelled with its source path (the
 // label is what reload recompiles).
@@ -58,18 +62,21 @@ Result<std::shared_ptr<const actor::Implementation>> Build(Image::State& s,
 Result<json> Spawn(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
   REEF_ASSIGN_OR_RETURN(Value state, c.args.RequiredValue("state", Limits(c)));
-  REEF_ASSIGN_OR_RETURN(auto capacity, c.args.OptionalUint("mailbox_capacity", 1,
-                                                           c.s.options.limits.max_mailbox_capacity));
+  REEF_ASSIGN_OR_RETURN(
+      auto capacity,
+      c.args.OptionalUint("mailbox_capacity", 1, c.s.options.limits.max_mailbox_capacity));
   REEF_ASSIGN_OR_RETURN(code::SourceFile file, c.s.store->Read(path));
   REEF_ASSIGN_OR_RETURN(auto implementation, Build(c.s, file));
   actor::SpawnOptions options;
   if (capacity) options.mailbox_capacity = static_cast<uint32_t>(*capacity);
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.s.runtime->Spawn(implementation, std::move(state), options));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref,
+                        c.s.runtime->Spawn(implementation, std::move(state), options));
   c.change.actors = std::vector<std::string>{RefText(ref)};
   c.change.paths = {path};
-  return json{{"actor", RefText(ref)},
-              {"implementation", detail::ImplementationJson(implementation->id, implementation->label)},
-              {"source_id", file.id}};
+  return json{
+      {"actor", RefText(ref)},
+      {"implementation", detail::ImplementationJson(implementation->id, implementation->label)},
+      {"source_id", file.id}};
 }
 
 Result<json> Send(Ctx& c) {
@@ -89,10 +96,10 @@ Result<json> Tick(Ctx& c) {
   uint64_t slice = budget.value_or(0);
   uint64_t effective = slice == 0 ? c.s.options.runtime.manual_slice : slice;
   if (ticks * effective > limits.max_tick_instructions) {
-    return Status::LimitExceeded(fmt::format(
-        "tick: count {} x budget {} = {} instructions per actor is over "
-        "max_tick_instructions ({}); ask for fewer ticks or a smaller budget",
-        ticks, effective, ticks * effective, limits.max_tick_instructions));
+    return Status::LimitExceeded(
+        fmt::format("tick: count {} x budget {} = {} instructions per actor is over "
+                    "max_tick_instructions ({}); ask for fewer ticks or a smaller budget",
+                    ticks, effective, ticks * effective, limits.max_tick_instructions));
   }
   REEF_ASSIGN_OR_RETURN(actor::TickReport report,
                         c.s.runtime->Tick(static_cast<uint32_t>(ticks), slice));
@@ -137,9 +144,9 @@ Result<json> Events(Ctx& c) {
     std::lock_guard lock(c.s.mu);
     start = c.s.ConnectionLocked(c.connection).events_cursor;
   }
-  REEF_ASSIGN_OR_RETURN(actor::LifecyclePage page,
-                        c.s.runtime->events().Recent(start, limit.value_or(limits.default_page),
-                                                     filter));
+  REEF_ASSIGN_OR_RETURN(
+      actor::LifecyclePage page,
+      c.s.runtime->events().Recent(start, limit.value_or(limits.default_page), filter));
   if (!after) {
     // Requests of one connection are handled in order, so nothing moved the cursor since.
     std::lock_guard lock(c.s.mu);
@@ -178,12 +185,12 @@ Result<json> InstallFrom(Ctx& c, const ActorRef& ref, const std::string& path) {
   REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
   c.change.actors = std::vector<std::string>{RefText(ref)};
   c.change.paths = {path};
-  return json{{"actor", RefText(ref)},
-              {"pending_install",
-               detail::ImplementationJson(implementation->id, implementation->label)},
-              {"installed", !snapshot.pending_install.has_value() &&
-                                snapshot.implementation_id == implementation->id},
-              {"source_id", file.id}};
+  return json{
+      {"actor", RefText(ref)},
+      {"pending_install", detail::ImplementationJson(implementation->id, implementation->label)},
+      {"installed",
+       !snapshot.pending_install.has_value() && snapshot.implementation_id == implementation->id},
+      {"source_id", file.id}};
 }
 
 Result<json> Reload(Ctx& c) {
@@ -218,13 +225,13 @@ Result<json> SetState(Ctx& c) {
 
 Result<json> SetMessages(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
-  if (const json* raw = c.args.Find("reserved"); raw != nullptr && raw->is_array() && raw->size() > 1) {
+  if (const json* raw = c.args.Find("reserved");
+      raw != nullptr && raw->is_array() && raw->size() > 1) {
     return c.args.Invalid("reserved", "holds zero or one message (the reserved input)");
   }
   REEF_ASSIGN_OR_RETURN(auto reserved, c.args.ValueList("reserved", 1, Limits(c)));
-  REEF_ASSIGN_OR_RETURN(auto queued,
-                        c.args.ValueList("queued", c.s.options.limits.max_queued_messages,
-                                         Limits(c)));
+  REEF_ASSIGN_OR_RETURN(
+      auto queued, c.args.ValueList("queued", c.s.options.limits.max_queued_messages, Limits(c)));
   REEF_RETURN_IF_ERROR(c.s.runtime->SetMessages(ref, std::move(reserved), std::move(queued)));
   c.change.actors = std::vector<std::string>{RefText(ref)};
   return json{{"actor", RefText(ref)}};
@@ -233,7 +240,8 @@ Result<json> SetMessages(Ctx& c) {
 Result<json> LogLevelOp(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
   REEF_ASSIGN_OR_RETURN(auto level, c.args.OptionalLevel("level"));
-  if (!level) return c.args.Invalid("level", "is required (trace, debug, info, warn, error, fatal)");
+  if (!level)
+    return c.args.Invalid("level", "is required (trace, debug, info, warn, error, fatal)");
   REEF_RETURN_IF_ERROR(c.s.runtime->SetLogLevel(ref, *level));
   c.change.actors = std::vector<std::string>{RefText(ref)};
   return json{{"actor", RefText(ref)}, {"level", std::string(actor::LogLevelName(*level))}};
@@ -275,8 +283,8 @@ Result<json> Write(Ctx& c) {
                           "is required: the source_id last read, or null to create the path");
   }
   REEF_ASSIGN_OR_RETURN(auto expected, c.args.OptionalString("expected"));
-  REEF_ASSIGN_OR_RETURN(std::string id,
-                        c.s.store->Write(path, *kind, text->get_ref<const std::string&>(), expected));
+  REEF_ASSIGN_OR_RETURN(
+      std::string id, c.s.store->Write(path, *kind, text->get_ref<const std::string&>(), expected));
   c.change.actors = std::vector<std::string>{};
   c.change.paths = {path};
   return json{{"path", path}, {"source_id", id}};
@@ -285,9 +293,9 @@ Result<json> Write(Ctx& c) {
 Result<json> Commit(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
   REEF_ASSIGN_OR_RETURN(auto message, c.args.OptionalString("message"));
-  REEF_ASSIGN_OR_RETURN(std::string revision,
-                        c.s.store->Commit(path, message ? std::optional<std::string_view>(*message)
-                                                        : std::nullopt));
+  REEF_ASSIGN_OR_RETURN(
+      std::string revision,
+      c.s.store->Commit(path, message ? std::optional<std::string_view>(*message) : std::nullopt));
   c.change.actors = std::vector<std::string>{};
   c.change.paths = {path};
   return json{{"path", path}, {"revision", revision}};
@@ -332,18 +340,20 @@ Result<json> Logs(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(actor::LogFilter filter, LogFilterArgs(c));
   REEF_ASSIGN_OR_RETURN(auto after, c.args.OptionalUint("after", 0, UINT64_MAX));
   REEF_ASSIGN_OR_RETURN(auto limit, c.args.OptionalUint("limit", 1, limits.max_page));
-  REEF_ASSIGN_OR_RETURN(actor::LogPage page,
-                        c.s.runtime->logs().History(filter, after.value_or(0),
-                                                    limit.value_or(limits.default_page)));
+  REEF_ASSIGN_OR_RETURN(
+      actor::LogPage page,
+      c.s.runtime->logs().History(filter, after.value_or(0), limit.value_or(limits.default_page)));
   json entries = json::array();
   for (const actor::LogEntry& entry : page.entries) entries.push_back(detail::LogEntryJson(entry));
-  return json{{"entries", std::move(entries)}, {"next_after", page.next_after}, {"more", page.more}};
+  return json{
+      {"entries", std::move(entries)}, {"next_after", page.next_after}, {"more", page.more}};
 }
 
 Result<std::string> Topic(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(std::string topic, c.args.String("topic"));
   if (topic != "logs" && topic != "changes") {
-    return c.args.Invalid("topic", fmt::format("is \"{}\"; topics are \"logs\" and \"changes\"", topic));
+    return c.args.Invalid("topic",
+                          fmt::format("is \"{}\"; topics are \"logs\" and \"changes\"", topic));
   }
   return topic;
 }
@@ -379,42 +389,85 @@ Result<json> Unsubscribe(Ctx& c) {
 const std::vector<OpSpec>& OpTable() {
   using R = actor::Runtime;
   static const std::vector<OpSpec> table = {
-      {"spawn", {"path", "state", "mailbox_capacity"}, true, Spawn,
+      {"spawn",
+       {"path", "state", "mailbox_capacity"},
+       true,
+       Spawn,
        "Compile the working source at path and spawn an actor with an explicit initial state"},
       {"send", {"actor", "message"}, true, Send, "Queue a message (sender: the host)"},
-      {"tick", {"count", "budget"}, true, Tick,
+      {"tick",
+       {"count", "budget"},
+       true,
+       Tick,
        "Advance the scheduler count ticks, one slice of budget instructions per runnable actor"},
       {"inspect", {"actor"}, false, Inspect, "One actor's snapshot"},
       {"ps", {}, false, Ps, "Every actor, in actor order"},
-      {"events", {"after", "limit", "kinds", "actors"}, false, Events,
+      {"events",
+       {"after", "limit", "kinds", "actors"},
+       false,
+       Events,
        "Lifecycle events; without after, drains this connection's queue"},
-      {"stop", {"actor"}, true, Lifecycle(&R::Stop),
+      {"stop",
+       {"actor"},
+       true,
+       Lifecycle(&R::Stop),
        "Graceful stop: finish the handler, run on_shutdown"},
-      {"kill", {"actor"}, true, Lifecycle(&R::Kill), "Drop the invocation now; keep state and input"},
-      {"restart", {"actor"}, true, Lifecycle(&R::Restart),
+      {"kill",
+       {"actor"},
+       true,
+       Lifecycle(&R::Kill),
+       "Drop the invocation now; keep state and input"},
+      {"restart",
+       {"actor"},
+       true,
+       Lifecycle(&R::Restart),
        "New incarnation; the reserved input goes to the front"},
       {"pause", {"actor"}, true, Lifecycle(&R::Pause), "Stop scheduling the actor"},
       {"resume", {"actor"}, true, Lifecycle(&R::Resume), "Schedule a paused actor again"},
-      {"reload", {"actor"}, true, Reload,
+      {"reload",
+       {"actor"},
+       true,
+       Reload,
        "Recompile the actor's source path and switch at the next handler boundary"},
-      {"become", {"actor", "path"}, true, Become,
+      {"become",
+       {"actor", "path"},
+       true,
+       Become,
        "Compile the source at path and switch the actor to it at the next handler boundary"},
       {"sources", {}, false, Sources, "Every working source, ordered by path"},
       {"read", {"path", "revision"}, false, Read, "The text of a working source or a revision"},
-      {"write", {"path", "kind", "text", "expected"}, true, Write,
+      {"write",
+       {"path", "kind", "text", "expected"},
+       true,
+       Write,
        "Save working source; expected is the source_id last seen (null creates)"},
       {"commit", {"path", "message"}, true, Commit, "Snapshot the working source as a revision"},
       {"history", {"path"}, false, History, "The revisions of a path, newest first"},
-      {"rollback", {"path", "revision"}, true, Rollback,
+      {"rollback",
+       {"path", "revision"},
+       true,
+       Rollback,
        "Restore a revision as working source (no commit)"},
-      {"logs", {"actors", "after", "limit", "min_level"}, false, Logs,
+      {"logs",
+       {"actors", "after", "limit", "min_level"},
+       false,
+       Logs,
        "Read retained log entries in pages (non-destructive)"},
-      {"subscribe", {"topic", "actors", "min_level"}, false, Subscribe,
+      {"subscribe",
+       {"topic", "actors", "min_level"},
+       false,
+       Subscribe,
        "Receive \"log\" events (topic logs) or \"changed\" events (topic changes)"},
       {"unsubscribe", {"topic"}, false, Unsubscribe, "End a subscription of this connection"},
-      {"set-state", {"actor", "state"}, true, SetState,
+      {"set-state",
+       {"actor", "state"},
+       true,
+       SetState,
        "Replace the committed state of a paused, stopped or failed actor"},
-      {"set-messages", {"actor", "reserved", "queued"}, true, SetMessages,
+      {"set-messages",
+       {"actor", "reserved", "queued"},
+       true,
+       SetMessages,
        "Replace the reserved and queued messages of a paused, stopped or failed actor"},
       {"log-level", {"actor", "level"}, true, LogLevelOp, "Set an actor's minimum log level"},
   };

@@ -65,9 +65,8 @@ json SnapshotJson(const actor::ActorSnapshot& s, const std::string& pending_labe
       {"mailbox_capacity", s.mailbox_capacity},
       {"telemetry", std::move(telemetry)},
       {"stopping", s.stopping},
-      {"pending_install", s.pending_install
-                              ? ImplementationJson(*s.pending_install, pending_label)
-                              : json(nullptr)},
+      {"pending_install",
+       s.pending_install ? ImplementationJson(*s.pending_install, pending_label) : json(nullptr)},
       {"failure", s.failure ? json(*s.failure) : json(nullptr)},
       {"log_level", std::string(actor::LogLevelName(s.log_level))},
       {"reactor", s.reactor},

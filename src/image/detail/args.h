@@ -45,8 +45,7 @@ class Args {
   // An optional array of actor refs (absent or null = empty), at most `max` entries.
   Result<std::vector<ActorRef>> ActorList(std::string_view name, std::size_t max) const;
   // An optional array of lifecycle kind names (absent or null = empty), at most `max`.
-  Result<std::vector<actor::LifecycleKind>> KindList(std::string_view name,
-                                                      std::size_t max) const;
+  Result<std::vector<actor::LifecycleKind>> KindList(std::string_view name, std::size_t max) const;
   // An optional log level name, or nullopt.
   Result<std::optional<actor::LogLevel>> OptionalLevel(std::string_view name) const;
   // A required value (null is a value: the key must be present), in its JSON form.

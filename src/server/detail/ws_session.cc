@@ -278,7 +278,7 @@ class WsSession : public Session,
 
   // ---- Any thread ---------------------------------------------------------------------------
   std::atomic<bool> closed_{false};
-  std::atomic<uint64_t> queued_{0};  // messages accepted by Enqueue, not yet written or dropped
+  std::atomic<uint64_t> queued_{0};    // messages accepted by Enqueue, not yet written or dropped
   std::atomic<bool> accepted_{false};  // the handshake completed: ops may have run
   std::atomic<bool> disconnect_reported_{false};  // on_disconnect was called
   asio::strand<asio::thread_pool::executor_type> handler_strand_;

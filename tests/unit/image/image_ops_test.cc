@@ -20,8 +20,8 @@ class ImageOpsTest : public test_support::ImageFixture {
   // Writes a new working source and returns its source_id.
   std::string Create(Client& client, const std::string& path, const std::string& kind,
                      const std::string& text) {
-    json result = client.Ok(
-        "write", {{"path", path}, {"kind", kind}, {"text", text}, {"expected", nullptr}});
+    json result =
+        client.Ok("write", {{"path", path}, {"kind", kind}, {"text", text}, {"expected", nullptr}});
     return result.value("source_id", "");
   }
   std::string SpawnActor(Client& client, const std::string& path, json state) {
@@ -65,10 +65,11 @@ TEST_F(ImageOpsTest, Spec001CounterWalkThrough) {
   std::string sender = SpawnActor(*client, "actors/counter", 0);
   std::string receiver = SpawnActor(*client, "actors/counter", 10);
   // when the sender is told to send 5 to the receiver and the image ticks 100 times
-  EXPECT_EQ(client->Ok("send", {{"actor", "@" + sender},
-                                {"message",
-                                 {{"op", "send"}, {"value", 5}, {"target", {{"$actor", receiver}}}}}}),
-            (json{{"queued", true}}));
+  EXPECT_EQ(
+      client->Ok("send",
+                 {{"actor", "@" + sender},
+                  {"message", {{"op", "send"}, {"value", 5}, {"target", {{"$actor", receiver}}}}}}),
+      (json{{"queued", true}}));
   json report = client->Ok("tick", {{"count", 100}});
   // then the sender committed 1 and the receiver 15
   EXPECT_EQ(client->Ok("inspect", {{"actor", sender}})["state"], 1);
@@ -88,9 +89,9 @@ TEST_F(ImageOpsTest, SpawnResultAndSnapshotShapes) {
   EXPECT_EQ(spawned["implementation"]["label"], "actors/seven");
   EXPECT_EQ(spawned["actor"].get<std::string>().size(), 21u);
   json snapshot = client->Ok("inspect", {{"actor", spawned["actor"]}});
-  for (const char* field : {"actor", "implementation", "incarnation", "status", "paused_from", "state",
-                            "reserved", "queued", "mailbox_capacity", "telemetry", "stopping",
-                            "pending_install", "failure", "log_level", "reactor"}) {
+  for (const char* field : {"actor", "implementation", "incarnation", "status", "paused_from",
+                            "state", "reserved", "queued", "mailbox_capacity", "telemetry",
+                            "stopping", "pending_install", "failure", "log_level", "reactor"}) {
     EXPECT_TRUE(snapshot.contains(field)) << field << " missing in " << snapshot.dump();
   }
   EXPECT_EQ(snapshot["state"], (json{{"k", {1, 2}}}));
@@ -118,11 +119,11 @@ TEST_F(ImageOpsTest, WriteConflictLeavesTheStoredTextUnchanged) {
   EXPECT_EQ(stored["text"], "(module) ;; alice");
   EXPECT_EQ(stored["source_id"], saved["source_id"]);
   // and creating an existing path or updating a missing one are errors too
-  EXPECT_EQ(bob->Error("write", {{"path", "notes/shared"},
-                                 {"kind", "wat"},
-                                 {"text", ""},
-                                 {"expected", nullptr}})["code"],
-            "already_exists");
+  EXPECT_EQ(
+      bob->Error(
+          "write",
+          {{"path", "notes/shared"}, {"kind", "wat"}, {"text", ""}, {"expected", nullptr}})["code"],
+      "already_exists");
   EXPECT_EQ(bob->Error("write", {{"path", "notes/missing"},
                                  {"kind", "wat"},
                                  {"text", ""},
@@ -139,10 +140,8 @@ TEST_F(ImageOpsTest, CommitHistoryRollbackRoundTripTextExactly) {
   std::string first_id = Create(*client, "docs/readme", "wat", first);
   json commit1 = client->Ok("commit", {{"path", "docs/readme"}, {"message", "first"}});
   ASSERT_EQ(commit1["revision"].get<std::string>().size(), 12u);
-  json written = client->Ok("write", {{"path", "docs/readme"},
-                                      {"kind", "c"},
-                                      {"text", second},
-                                      {"expected", first_id}});
+  json written = client->Ok(
+      "write", {{"path", "docs/readme"}, {"kind", "c"}, {"text", second}, {"expected", first_id}});
   json commit2 = client->Ok("commit", {{"path", "docs/readme"}});
 
   json history = client->Ok("history", {{"path", "docs/readme"}})["revisions"];
@@ -157,15 +156,17 @@ TEST_F(ImageOpsTest, CommitHistoryRollbackRoundTripTextExactly) {
 
   json old = client->Ok("read", {{"path", "docs/readme"}, {"revision", commit1["revision"]}});
   EXPECT_EQ(old["text"], first);
-  json rolled = client->Ok("rollback", {{"path", "docs/readme"}, {"revision", commit1["revision"]}});
+  json rolled =
+      client->Ok("rollback", {{"path", "docs/readme"}, {"revision", commit1["revision"]}});
   EXPECT_EQ(rolled["source_id"], first_id);
   json now = client->Ok("read", {{"path", "docs/readme"}});
   EXPECT_EQ(now["text"], first);
   EXPECT_EQ(now["kind"], "wat");
   EXPECT_EQ(client->Ok("history", {{"path", "docs/readme"}})["revisions"].size(), 2u)
       << "rollback does not commit";
-  EXPECT_EQ(client->Error("rollback", {{"path", "docs/readme"}, {"revision", "zzzzzzzzzzzz"}})["code"],
-            "not_found");
+  EXPECT_EQ(
+      client->Error("rollback", {{"path", "docs/readme"}, {"revision", "zzzzzzzzzzzz"}})["code"],
+      "not_found");
 }
 
 TEST_F(ImageOpsTest, ReloadSwitchesAtTheNextHandlerBoundary) {
@@ -254,7 +255,8 @@ TEST_F(ImageOpsTest, WatCompileErrorNamesTheLine) {
   auto client = Connect();
   Create(*client, "actors/badwat", "wat", "(module\n  (func (foo)))");
   json error = client->Error("spawn", {{"path", "actors/badwat"}, {"state", 0}});
-  EXPECT_TRUE(error["message"].get<std::string>().starts_with("compile error:\nactors/badwat.wat:2:"))
+  EXPECT_TRUE(
+      error["message"].get<std::string>().starts_with("compile error:\nactors/badwat.wat:2:"))
       << error.dump();
 }
 
@@ -269,11 +271,16 @@ TEST_F(ImageOpsTest, ArgumentsAreValidatedStrictly) {
     std::string fragment;
   };
   const Case cases[] = {
-      {"spawn", {{"path", "actors/one"}, {"state", 0}, {"colour", 1}}, "invalid_argument", "'colour'"},
+      {"spawn",
+       {{"path", "actors/one"}, {"state", 0}, {"colour", 1}},
+       "invalid_argument",
+       "'colour'"},
       {"spawn", {{"path", "actors/one"}}, "invalid_argument", "'state'"},
       {"spawn", {{"path", "actors/none"}, {"state", 0}}, "not_found", ""},
       {"spawn", {{"path", "../etc"}, {"state", 0}}, "invalid_argument", ""},
-      {"spawn", {{"path", "actors/one"}, {"state", 0}, {"mailbox_capacity", 0}}, "invalid_argument",
+      {"spawn",
+       {{"path", "actors/one"}, {"state", 0}, {"mailbox_capacity", 0}},
+       "invalid_argument",
        "mailbox_capacity"},
       {"send", {{"actor", "nope"}, {"message", 1}}, "invalid_argument", "'actor'"},
       {"send", {{"actor", 42}, {"message", 1}}, "invalid_argument", "'actor'"},
@@ -284,18 +291,25 @@ TEST_F(ImageOpsTest, ArgumentsAreValidatedStrictly) {
       {"tick", {{"count", -1}}, "invalid_argument", "count"},
       {"tick", {{"count", 1.5}}, "invalid_argument", "count"},
       {"tick", {{"budget", 10000001}}, "invalid_argument", "budget"},
-      {"tick", {{"count", 100000}, {"budget", 10000000}}, "limit_exceeded", "max_tick_instructions"},
+      {"tick",
+       {{"count", 100000}, {"budget", 10000000}},
+       "limit_exceeded",
+       "max_tick_instructions"},
       {"events", {{"limit", 0}}, "invalid_argument", "limit"},
       {"events", {{"kinds", {"exploded"}}}, "invalid_argument", "kinds"},
       {"logs", {{"min_level", "loud"}}, "invalid_argument", "min_level"},
       {"log-level", {{"actor", actor}, {"level", "verbose"}}, "invalid_argument", "level"},
       {"subscribe", {{"topic", "weather"}}, "invalid_argument", "topic"},
       {"subscribe", {{"topic", "changes"}, {"min_level", "info"}}, "invalid_argument", "min_level"},
-      {"write", {{"path", "a/b"}, {"kind", "rust"}, {"text", ""}, {"expected", nullptr}},
-       "invalid_argument", "kind"},
+      {"write",
+       {{"path", "a/b"}, {"kind", "rust"}, {"text", ""}, {"expected", nullptr}},
+       "invalid_argument",
+       "kind"},
       {"set-state", {{"actor", actor}, {"state", 1}}, "failed_precondition", ""},
-      {"set-messages", {{"actor", actor}, {"reserved", {1, 2}}, {"queued", json::array()}},
-       "invalid_argument", "reserved"},
+      {"set-messages",
+       {{"actor", actor}, {"reserved", {1, 2}}, {"queued", json::array()}},
+       "invalid_argument",
+       "reserved"},
       {"ps", {{"all", true}}, "invalid_argument", "'all'"},
   };
   for (const Case& c : cases) {
@@ -318,15 +332,16 @@ TEST_F(ImageOpsTest, LifecycleAndRepairOps) {
   client->Ok("set-messages", {{"actor", actor}, {"reserved", json::array()}, {"queued", {1, 2}}});
   json snapshot = client->Ok("inspect", {{"actor", actor}});
   EXPECT_EQ(snapshot["state"], (json{{"repaired", true}}));
-  EXPECT_EQ(snapshot["queued"], (json{{{"sender", nullptr}, {"message", 1}},
-                                      {{"sender", nullptr}, {"message", 2}}}));
+  EXPECT_EQ(snapshot["queued"],
+            (json{{{"sender", nullptr}, {"message", 1}}, {{"sender", nullptr}, {"message", 2}}}));
   EXPECT_EQ(client->Ok("resume", {{"actor", actor}})["status"], "idle");
   EXPECT_EQ(client->Ok("log-level", {{"actor", actor}, {"level", "debug"}}),
             (json{{"actor", actor}, {"level", "debug"}}));
   client->Ok("tick", {{"count", 10}});
   EXPECT_EQ(client->Ok("inspect", {{"actor", actor}})["state"], 1);
   EXPECT_EQ(client->Ok("stop", {{"actor", actor}})["status"], "stopped");
-  EXPECT_EQ(client->Error("send", {{"actor", actor}, {"message", 1}})["code"], "failed_precondition");
+  EXPECT_EQ(client->Error("send", {{"actor", actor}, {"message", 1}})["code"],
+            "failed_precondition");
   EXPECT_EQ(client->Ok("restart", {{"actor", actor}})["incarnation"], 2);
   EXPECT_EQ(client->Ok("kill", {{"actor", actor}})["status"], "stopped");
 }

@@ -141,7 +141,8 @@ TEST_F(ImageSubscriptionsTest, LaggingLogFollowerFailsExplicitly) {
 TEST_F(ImageSubscriptionsTest, FollowerThatDoesNotReadGetsSubscriptionFailed) {
   auto follower = Connect();
   auto driver = Connect();
-  Create(*driver, "actors/chatty", LoggingActorWat("a log line long enough to fill buffers", 2, 500));
+  Create(*driver, "actors/chatty",
+         LoggingActorWat("a log line long enough to fill buffers", 2, 500));
   std::vector<std::string> actors;
   for (int i = 0; i < 20; ++i) actors.push_back(SpawnActor(*driver, "actors/chatty"));
   // Given a follower that stops reading
@@ -194,9 +195,10 @@ TEST_F(ImageSubscriptionsTest, ChangesAreNotifiedWithoutTickingOrMovingCursors) 
                        {"expected", read["source_id"]}});
   // then the watcher gets one "changed" per mutating op, in order, and no event for reads
   json send = watcher->NextEvent();
-  EXPECT_EQ(send, (json{{"v", 1},
-                        {"event", "changed"},
-                        {"data", {{"op", "send"}, {"actors", {actor}}, {"paths", json::array()}}}}));
+  EXPECT_EQ(send,
+            (json{{"v", 1},
+                  {"event", "changed"},
+                  {"data", {{"op", "send"}, {"actors", {actor}}, {"paths", json::array()}}}}));
   json tick = watcher->NextEvent();
   EXPECT_EQ(tick["data"]["op"], "tick");
   EXPECT_EQ(tick["data"]["actors"], nullptr);

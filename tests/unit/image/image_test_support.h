@@ -77,7 +77,8 @@ class Client {
   // Sends op with args and returns the whole response.
   json Request(const std::string& op, json args = json::object()) {
     json id = next_id_++;
-    EXPECT_FALSE(SendText(json{{"v", 1}, {"id", id}, {"op", op}, {"args", std::move(args)}}.dump()));
+    EXPECT_FALSE(
+        SendText(json{{"v", 1}, {"id", id}, {"op", op}, {"args", std::move(args)}}.dump()));
     json response = NextResponse();
     EXPECT_EQ(response.value("id", json()), id) << response.dump();
     return response;
@@ -86,14 +87,16 @@ class Client {
   // The result of a request that must succeed.
   json Ok(const std::string& op, json args = json::object()) {
     json response = Request(op, args);
-    EXPECT_EQ(response.value("ok", false), true) << op << " " << args.dump() << " -> " << response.dump();
+    EXPECT_EQ(response.value("ok", false), true)
+        << op << " " << args.dump() << " -> " << response.dump();
     return response.value("result", json());
   }
 
   // The error object of a request that must fail.
   json Error(const std::string& op, json args = json::object()) {
     json response = Request(op, args);
-    EXPECT_EQ(response.value("ok", true), false) << op << " " << args.dump() << " -> " << response.dump();
+    EXPECT_EQ(response.value("ok", true), false)
+        << op << " " << args.dump() << " -> " << response.dump();
     return response.value("error", json::object());
   }
 
@@ -230,8 +233,8 @@ inline std::string LoggingActorWat(const std::string& text, int level, int repea
         (br_if $done (i32.ge_u (local.get $i) (i32.const )" +
          std::to_string(repeat) + R"()))
         (drop (call $log (i32.const )" +
-         std::to_string(level) + R"() (i32.const 256) (i32.const )" +
-         std::to_string(text.size()) + R"()))
+         std::to_string(level) + R"() (i32.const 256) (i32.const )" + std::to_string(text.size()) +
+         R"()))
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $again)))
     (i64.or (i64.extend_i32_u (local.get $sp))
