@@ -52,6 +52,7 @@ Status Image::Attach(server::ServerOptions& options) {
 }
 
 void Image::OnDisconnect(uint64_t connection_id) {
+  spdlog::debug("connection {}: closed; its cursor and subscriptions are dropped", connection_id);
   state_->Forget(connection_id);
 }
 

@@ -2,6 +2,7 @@
 // changes the image, handler, summary), registered by Image::RegisterOps. The wire shapes
 // are in docs/protocol.md "Image operations"; the JSON builders in wire.cc.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <array>
 #include <functional>
@@ -485,6 +486,8 @@ Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
       Change change;
       Ctx ctx{*state, args, connection, change};
       Result<json> result = spec.handler(ctx);
+      spdlog::debug("connection {}: {} -> {}", connection.id(), spec.name,
+                    result.ok() ? "ok" : result.status().ToString());
       if (result.ok() && spec.mutates) state->NotifyChanged(spec.name, change);
       return result;
     };
