@@ -16,12 +16,14 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_requested = 0;
 
-extern "C" void OnStopSignal(int) { g_stop_requested = 1; }
+extern "C" void OnStopSignal(int) {
+  g_stop_requested = 1;
+}
 
 // SIGINT and SIGTERM set g_stop_requested instead of ending the process, so `logs -f` can
 // unsubscribe and close the connection cleanly.
 void CatchStopSignals() {
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = OnStopSignal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = 0;
@@ -50,10 +52,10 @@ void AddCommonOptions(CLI::App& app, CommonOptions& common) {
 Handler SetupImageCommand(const ImageCommand& command, CLI::App& app) {
   struct State {
     CommonOptions common;
-    std::vector<std::string> values;                   // one per non-variadic param
-    std::vector<std::string> variadic;                 // the variadic param's values
-    std::vector<std::string> option_values;            // one per option with a value
-    std::vector<bool> flags;                           // one per option without a value
+    std::vector<std::string> values;         // one per non-variadic param
+    std::vector<std::string> variadic;       // the variadic param's values
+    std::vector<std::string> option_values;  // one per option with a value
+    std::vector<bool> flags;                 // one per option without a value
   };
   auto state = std::make_shared<State>();
   state->values.resize(command.params.size());
@@ -65,12 +67,24 @@ Handler SetupImageCommand(const ImageCommand& command, CLI::App& app) {
     const Param& param = command.params[i];
     std::string help;
     switch (param.kind) {
-      case ParamKind::kRef: help = "actor ref: @NanoID or NanoID"; break;
-      case ParamKind::kPath: help = "source path, e.g. actors/counter"; break;
-      case ParamKind::kJson: help = "a JSON value as one argument (quote it for the shell)"; break;
-      case ParamKind::kCount: help = "a whole number"; break;
-      case ParamKind::kWord: help = std::string(param.name); break;
-      case ParamKind::kFile: help = "a local file"; break;
+      case ParamKind::kRef:
+        help = "actor ref: @NanoID or NanoID";
+        break;
+      case ParamKind::kPath:
+        help = "source path, e.g. actors/counter";
+        break;
+      case ParamKind::kJson:
+        help = "a JSON value as one argument (quote it for the shell)";
+        break;
+      case ParamKind::kCount:
+        help = "a whole number";
+        break;
+      case ParamKind::kWord:
+        help = std::string(param.name);
+        break;
+      case ParamKind::kFile:
+        help = "a local file";
+        break;
     }
     if (param.arity == Arity::kVariadic) {
       app.add_option(std::string(param.name), state->variadic, help);
@@ -85,8 +99,8 @@ Handler SetupImageCommand(const ImageCommand& command, CLI::App& app) {
                             ? fmt::format("-{},--{}", option.short_name, option.name)
                             : fmt::format("--{}", option.name);
     if (option.value_name.empty()) {
-      app.add_flag_callback(names, [state, i] { state->flags[i] = true; },
-                            std::string(option.help));
+      app.add_flag_callback(
+          names, [state, i] { state->flags[i] = true; }, std::string(option.help));
     } else {
       app.add_option(names, state->option_values[i], std::string(option.help))
           ->type_name(std::string(option.value_name));
@@ -131,8 +145,8 @@ Handler SetupImageCommand(const ImageCommand& command, CLI::App& app) {
     Session session;
     session.client = client->get();
     session.json_output = state->common.json;
-    session.timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(state->common.timeout_seconds * 1000));
+    session.timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(state->common.timeout_seconds * 1000));
     session.interrupted = &g_stop_requested;
     Status status = command.run(session, invocation);
     Status closed = (*client)->Close();
@@ -156,8 +170,8 @@ std::vector<Command> BuildRows() {
            ReplOptions options;
            options.address = ConnectAddress(common->connect);
            options.json_output = common->json;
-           options.timeout = std::chrono::milliseconds(
-               static_cast<int64_t>(common->timeout_seconds * 1000));
+           options.timeout =
+               std::chrono::milliseconds(static_cast<int64_t>(common->timeout_seconds * 1000));
            return RunRepl(options);
          };
        }});

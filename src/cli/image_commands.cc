@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -54,8 +54,7 @@ Result<std::string> Ref(const Session& session, const std::string& text) {
   return client::ResolveRef(text, session.bindings);
 }
 
-Result<uint64_t> Count(const std::string& text, std::string_view what, uint64_t min,
-                       uint64_t max) {
+Result<uint64_t> Count(const std::string& text, std::string_view what, uint64_t min, uint64_t max) {
   uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size() || value < min || value > max) {
@@ -81,13 +80,12 @@ Status RunPs(Session& session, const Invocation&) {
 }
 
 Status RunSpawn(Session& session, const Invocation& invocation) {
-  REEF_ASSIGN_OR_RETURN(json state, client::ParseJsonArgument(invocation.args.at(1), "STATE",
-                                                               session.bindings));
+  REEF_ASSIGN_OR_RETURN(
+      json state, client::ParseJsonArgument(invocation.args.at(1), "STATE", session.bindings));
   json args = {{"path", invocation.args.at(0)}, {"state", std::move(state)}};
   if (invocation.Has("mailbox-capacity")) {
-    REEF_ASSIGN_OR_RETURN(uint64_t capacity,
-                          Count(invocation.options.at("mailbox-capacity"), "--mailbox-capacity",
-                                1, 1u << 30));
+    REEF_ASSIGN_OR_RETURN(uint64_t capacity, Count(invocation.options.at("mailbox-capacity"),
+                                                   "--mailbox-capacity", 1, 1u << 30));
     args["mailbox_capacity"] = capacity;
   }
   REEF_ASSIGN_OR_RETURN(json result, Call(session, "spawn", std::move(args)));
@@ -104,10 +102,10 @@ Status RunSpawn(Session& session, const Invocation& invocation) {
 
 Status RunSend(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(std::string actor, Ref(session, invocation.args.at(0)));
-  REEF_ASSIGN_OR_RETURN(json message, client::ParseJsonArgument(invocation.args.at(1), "MESSAGE",
-                                                                 session.bindings));
-  REEF_ASSIGN_OR_RETURN(json result, Call(session, "send", {{"actor", actor},
-                                                            {"message", std::move(message)}}));
+  REEF_ASSIGN_OR_RETURN(
+      json message, client::ParseJsonArgument(invocation.args.at(1), "MESSAGE", session.bindings));
+  REEF_ASSIGN_OR_RETURN(json result,
+                        Call(session, "send", {{"actor", actor}, {"message", std::move(message)}}));
   PrintResult(session, result, "message queued");
   return Status::Ok();
 }
@@ -118,8 +116,8 @@ Status RunTick(Session& session, const Invocation& invocation) {
     REEF_ASSIGN_OR_RETURN(args["count"], Count(invocation.args[0], "N (ticks)", 1, 100'000));
   }
   if (invocation.args.size() > 1) {
-    REEF_ASSIGN_OR_RETURN(args["budget"], Count(invocation.args[1], "BUDGET (instructions)", 0,
-                                                UINT32_MAX));
+    REEF_ASSIGN_OR_RETURN(args["budget"],
+                          Count(invocation.args[1], "BUDGET (instructions)", 0, UINT32_MAX));
   }
   REEF_ASSIGN_OR_RETURN(json result, Call(session, "tick", std::move(args)));
   PrintResult(session, result, FormatTick(result));
@@ -136,12 +134,12 @@ Status RunInspect(Session& session, const Invocation& invocation) {
 Status RunEvents(Session& session, const Invocation& invocation) {
   json args = json::object();
   if (invocation.Has("after")) {
-    REEF_ASSIGN_OR_RETURN(args["after"], Count(invocation.options.at("after"), "--after", 0,
-                                               UINT64_MAX));
+    REEF_ASSIGN_OR_RETURN(args["after"],
+                          Count(invocation.options.at("after"), "--after", 0, UINT64_MAX));
   }
   if (invocation.Has("limit")) {
-    REEF_ASSIGN_OR_RETURN(args["limit"], Count(invocation.options.at("limit"), "--limit", 1,
-                                               10'000));
+    REEF_ASSIGN_OR_RETURN(args["limit"],
+                          Count(invocation.options.at("limit"), "--limit", 1, 10'000));
   }
   if (!invocation.args.empty()) {
     json actors = json::array();
@@ -178,26 +176,26 @@ Status RunReload(Session& session, const Invocation& invocation) {
 
 Status RunBecome(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(std::string actor, Ref(session, invocation.args.at(0)));
-  REEF_ASSIGN_OR_RETURN(json result, Call(session, "become", {{"actor", actor},
-                                                              {"path", invocation.args.at(1)}}));
+  REEF_ASSIGN_OR_RETURN(
+      json result, Call(session, "become", {{"actor", actor}, {"path", invocation.args.at(1)}}));
   PrintResult(session, result, FormatPendingInstall(result));
   return Status::Ok();
 }
 
 Status RunSetState(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(std::string actor, Ref(session, invocation.args.at(0)));
-  REEF_ASSIGN_OR_RETURN(json state, client::ParseJsonArgument(invocation.args.at(1), "STATE",
-                                                               session.bindings));
-  REEF_ASSIGN_OR_RETURN(json result, Call(session, "set-state", {{"actor", actor},
-                                                                 {"state", std::move(state)}}));
+  REEF_ASSIGN_OR_RETURN(
+      json state, client::ParseJsonArgument(invocation.args.at(1), "STATE", session.bindings));
+  REEF_ASSIGN_OR_RETURN(
+      json result, Call(session, "set-state", {{"actor", actor}, {"state", std::move(state)}}));
   PrintResult(session, result, fmt::format("@{}: state replaced", actor));
   return Status::Ok();
 }
 
 Status RunSetMessages(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(std::string actor, Ref(session, invocation.args.at(0)));
-  REEF_ASSIGN_OR_RETURN(json messages, client::ParseJsonArgument(invocation.args.at(1),
-                                                                  "MESSAGES", session.bindings));
+  REEF_ASSIGN_OR_RETURN(json messages, client::ParseJsonArgument(invocation.args.at(1), "MESSAGES",
+                                                                 session.bindings));
   const auto shape_error = Status::InvalidArgument(
       "MESSAGES must be {\"reserved\": [at most one message], \"queued\": [messages...]}");
   if (!messages.is_object()) return shape_error;
@@ -209,13 +207,13 @@ Status RunSetMessages(Session& session, const Invocation& invocation) {
   if (reserved.size() > 1) return shape_error;
   size_t reserved_count = reserved.size();
   size_t queued_count = queued.size();
-  REEF_ASSIGN_OR_RETURN(json result,
-                        Call(session, "set-messages", {{"actor", actor},
-                                                       {"reserved", std::move(reserved)},
-                                                       {"queued", std::move(queued)}}));
+  REEF_ASSIGN_OR_RETURN(
+      json result,
+      Call(session, "set-messages",
+           {{"actor", actor}, {"reserved", std::move(reserved)}, {"queued", std::move(queued)}}));
   PrintResult(session, result,
-              fmt::format("@{}: messages replaced ({} reserved, {} queued)", actor,
-                          reserved_count, queued_count));
+              fmt::format("@{}: messages replaced ({} reserved, {} queued)", actor, reserved_count,
+                          queued_count));
   return Status::Ok();
 }
 
@@ -225,11 +223,11 @@ Status RunLogLevel(Session& session, const Invocation& invocation) {
   static constexpr std::string_view kLevels[] = {"trace", "debug", "info",
                                                  "warn",  "error", "fatal"};
   if (std::find(std::begin(kLevels), std::end(kLevels), level) == std::end(kLevels)) {
-    return Status::InvalidArgument(fmt::format(
-        "log level '{}' is not one of trace, debug, info, warn, error, fatal", level));
+    return Status::InvalidArgument(
+        fmt::format("log level '{}' is not one of trace, debug, info, warn, error, fatal", level));
   }
-  REEF_ASSIGN_OR_RETURN(json result, Call(session, "log-level", {{"actor", actor},
-                                                                 {"level", level}}));
+  REEF_ASSIGN_OR_RETURN(json result,
+                        Call(session, "log-level", {{"actor", actor}, {"level", level}}));
   PrintResult(session, result, fmt::format("@{}: log level {}", actor, level));
   return Status::Ok();
 }
@@ -279,15 +277,15 @@ Status RunLogs(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(json actors, LogActors(session, invocation));
   if (!invocation.Has("follow")) {
     json collected = json::array();
-    REEF_RETURN_IF_ERROR(PrintLogHistory(session, actors, std::nullopt,
-                                         session.json_output ? &collected : nullptr));
+    REEF_RETURN_IF_ERROR(
+        PrintLogHistory(session, actors, std::nullopt, session.json_output ? &collected : nullptr));
     if (session.json_output) PrintJson({{"entries", collected}});
     return Status::Ok();
   }
   // Subscribe first, then print the history up to the subscription point, then the live
   // entries: nothing is missed and nothing shows twice.
-  REEF_ASSIGN_OR_RETURN(json subscribed, Call(session, "subscribe", {{"topic", "logs"},
-                                                                     {"actors", actors}}));
+  REEF_ASSIGN_OR_RETURN(json subscribed,
+                        Call(session, "subscribe", {{"topic", "logs"}, {"actors", actors}}));
   std::optional<uint64_t> until;
   if (subscribed.contains("after") && subscribed["after"].is_number_unsigned()) {
     until = subscribed["after"].get<uint64_t>();
@@ -305,8 +303,8 @@ Status RunLogs(Session& session, const Invocation& invocation) {
       if (until && e.data.value("seq", uint64_t{0}) <= *until) continue;
       PrintLogEntry(session, e.data);
     } else if (e.kind == "subscription-failed") {
-      status = Status::Unavailable(fmt::format(
-          "the log subscription failed: {}", e.data.value("message", "no reason given")));
+      status = Status::Unavailable(fmt::format("the log subscription failed: {}",
+                                               e.data.value("message", "no reason given")));
     }
   }
   Result<json> unsubscribed = Call(session, "unsubscribe", {{"topic", "logs"}});
@@ -349,9 +347,9 @@ Result<std::string> ReadSourceFile(const std::string& file) {
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
     text.append(buffer, static_cast<size_t>(in.gcount()));
     if (text.size() > kMaxSourceBytes) {
-      return Status::LimitExceeded(fmt::format(
-          "'{}' is larger than {} bytes, the largest source text the server stores", file,
-          kMaxSourceBytes));
+      return Status::LimitExceeded(
+          fmt::format("'{}' is larger than {} bytes, the largest source text the server stores",
+                      file, kMaxSourceBytes));
     }
   }
   if (in.bad()) return Status::Unavailable(fmt::format("reading '{}' failed", file));
@@ -390,11 +388,10 @@ Status RunWrite(Session& session, const Invocation& invocation) {
       }
     }
   }
-  REEF_ASSIGN_OR_RETURN(json result,
-                        Call(session, "write", {{"path", path},
-                                                {"kind", kind},
-                                                {"text", std::move(text)},
-                                                {"expected", expected}}));
+  REEF_ASSIGN_OR_RETURN(
+      json result,
+      Call(session, "write",
+           {{"path", path}, {"kind", kind}, {"text", std::move(text)}, {"expected", expected}}));
   Remember(session, result);
   PrintResult(session, result,
               fmt::format("wrote {} (source {})", path, ShortId(result.value("source_id", ""))));
@@ -418,14 +415,14 @@ Status RunHistory(Session& session, const Invocation& invocation) {
 }
 
 Status RunRollback(Session& session, const Invocation& invocation) {
-  REEF_ASSIGN_OR_RETURN(json result, Call(session, "rollback", {{"path", invocation.args.at(0)},
-                                                                {"revision",
-                                                                 invocation.args.at(1)}}));
+  REEF_ASSIGN_OR_RETURN(
+      json result, Call(session, "rollback",
+                        {{"path", invocation.args.at(0)}, {"revision", invocation.args.at(1)}}));
   Remember(session, result);
-  PrintResult(session, result,
-              fmt::format("{} restored from revision {} (source {}); not committed",
-                          invocation.args.at(0), invocation.args.at(1),
-                          ShortId(result.value("source_id", ""))));
+  PrintResult(
+      session, result,
+      fmt::format("{} restored from revision {} (source {}); not committed", invocation.args.at(0),
+                  invocation.args.at(1), ShortId(result.value("source_id", ""))));
   return Status::Ok();
 }
 
@@ -442,14 +439,21 @@ std::vector<ImageCommand> BuildTable() {
        {kPathParam, {"JSON", ParamKind::kJson, Arity::kRequired, "STATE"}},
        {{"mailbox-capacity", 0, "N", "mailbox capacity in messages (server default if unset)"}},
        RunSpawn},
-      {"send", "Queue message JSON for actor REF (host as sender)",
-       {kRefParam, {"JSON", ParamKind::kJson, Arity::kRequired, "MESSAGE"}}, {}, RunSend},
+      {"send",
+       "Queue message JSON for actor REF (host as sender)",
+       {kRefParam, {"JSON", ParamKind::kJson, Arity::kRequired, "MESSAGE"}},
+       {},
+       RunSend},
       {"tick",
        "Run N scheduler ticks (default 1), BUDGET instructions per slice (default 32)",
-       {{"N", ParamKind::kCount, Arity::kOptional}, {"BUDGET", ParamKind::kCount, Arity::kOptional}},
+       {{"N", ParamKind::kCount, Arity::kOptional},
+        {"BUDGET", ParamKind::kCount, Arity::kOptional}},
        {},
        RunTick},
-      {"inspect", "Show an actor's snapshot: status, state, mailbox, ...", {kRefParam}, {},
+      {"inspect",
+       "Show an actor's snapshot: status, state, mailbox, ...",
+       {kRefParam},
+       {},
        RunInspect},
       {"events",
        "Read lifecycle events (continues from this connection's cursor)",
@@ -457,42 +461,76 @@ std::vector<ImageCommand> BuildTable() {
        {{"after", 0, "SEQ", "read from after this seq instead of the cursor"},
         {"limit", 0, "N", "at most N events (1..10000, default 1000)"}},
        RunEvents},
-      {"stop", "Stop an actor gracefully (runs on_shutdown at the next ticks)", {kRefParam}, {},
+      {"stop",
+       "Stop an actor gracefully (runs on_shutdown at the next ticks)",
+       {kRefParam},
+       {},
        RunLifecycle<kStop>},
-      {"kill", "Stop an actor at once, dropping its invocation", {kRefParam}, {},
+      {"kill",
+       "Stop an actor at once, dropping its invocation",
+       {kRefParam},
+       {},
        RunLifecycle<kKill>},
-      {"restart", "Restart a stopped or failed actor (same ref, next incarnation)", {kRefParam},
-       {}, RunLifecycle<kRestart>},
+      {"restart",
+       "Restart a stopped or failed actor (same ref, next incarnation)",
+       {kRefParam},
+       {},
+       RunLifecycle<kRestart>},
       {"pause", "Keep an actor from being scheduled", {kRefParam}, {}, RunLifecycle<kPause>},
       {"resume", "Let a paused actor run again", {kRefParam}, {}, RunLifecycle<kResume>},
-      {"reload", "Recompile the actor's working source; switch at its next handler boundary",
-       {kRefParam}, {}, RunReload},
-      {"become", "Switch the actor to the working source at PATH at its next handler boundary",
-       {kRefParam, kPathParam}, {}, RunBecome},
+      {"reload",
+       "Recompile the actor's working source; switch at its next handler boundary",
+       {kRefParam},
+       {},
+       RunReload},
+      {"become",
+       "Switch the actor to the working source at PATH at its next handler boundary",
+       {kRefParam, kPathParam},
+       {},
+       RunBecome},
       {"sources", "List working sources", {}, {}, RunSources},
-      {"read", "Print the working source at PATH (or a revision of it)", {kPathParam},
-       {{"revision", 'r', "R", "print this committed revision instead"}}, RunRead},
+      {"read",
+       "Print the working source at PATH (or a revision of it)",
+       {kPathParam},
+       {{"revision", 'r', "R", "print this committed revision instead"}},
+       RunRead},
       {"write",
        "Save FILE (.c or .wat) as the working source at PATH; refuses to overwrite others' work",
        {kPathParam, {"FILE", ParamKind::kFile}},
        {{"expected", 0, "ID", "the source id you last saw (default: the current one)"},
         {"create", 0, "", "PATH must not exist yet"}},
        RunWrite},
-      {"commit", "Snapshot the working source at PATH as a new revision", {kPathParam},
-       {{"message", 'm', "MSG", "revision message"}}, RunCommit},
+      {"commit",
+       "Snapshot the working source at PATH as a new revision",
+       {kPathParam},
+       {{"message", 'm', "MSG", "revision message"}},
+       RunCommit},
       {"history", "List the revisions of PATH, newest first", {kPathParam}, {}, RunHistory},
-      {"rollback", "Restore REVISION as the working source at PATH (does not commit)",
-       {kPathParam, {"REVISION", ParamKind::kWord}}, {}, RunRollback},
-      {"logs", "Print retained actor logs; -f follows new entries until Ctrl+C",
+      {"rollback",
+       "Restore REVISION as the working source at PATH (does not commit)",
+       {kPathParam, {"REVISION", ParamKind::kWord}},
+       {},
+       RunRollback},
+      {"logs",
+       "Print retained actor logs; -f follows new entries until Ctrl+C",
        {{"REF", ParamKind::kRef, Arity::kVariadic}},
-       {{"follow", 'f', "", "keep printing new entries until Ctrl+C"}}, RunLogs},
-      {"set-state", "Replace the state of a paused, stopped or failed actor",
-       {kRefParam, {"JSON", ParamKind::kJson, Arity::kRequired, "STATE"}}, {}, RunSetState},
+       {{"follow", 'f', "", "keep printing new entries until Ctrl+C"}},
+       RunLogs},
+      {"set-state",
+       "Replace the state of a paused, stopped or failed actor",
+       {kRefParam, {"JSON", ParamKind::kJson, Arity::kRequired, "STATE"}},
+       {},
+       RunSetState},
       {"set-messages",
        "Replace the mailbox of a paused, stopped or failed actor: {\"reserved\":[],\"queued\":[]}",
-       {kRefParam, {"JSON", ParamKind::kJson, Arity::kRequired, "MESSAGES"}}, {}, RunSetMessages},
-      {"log-level", "Set an actor's minimum log level (trace debug info warn error fatal)",
-       {kRefParam, {"LEVEL", ParamKind::kWord}}, {}, RunLogLevel},
+       {kRefParam, {"JSON", ParamKind::kJson, Arity::kRequired, "MESSAGES"}},
+       {},
+       RunSetMessages},
+      {"log-level",
+       "Set an actor's minimum log level (trace debug info warn error fatal)",
+       {kRefParam, {"LEVEL", ParamKind::kWord}},
+       {},
+       RunLogLevel},
   };
 }
 
@@ -520,9 +558,15 @@ std::string Usage(const ImageCommand& command) {
   }
   for (const Param& param : command.params) {
     switch (param.arity) {
-      case Arity::kRequired: usage += fmt::format(" {}", param.name); break;
-      case Arity::kOptional: usage += fmt::format(" [{}]", param.name); break;
-      case Arity::kVariadic: usage += fmt::format(" [{}...]", param.name); break;
+      case Arity::kRequired:
+        usage += fmt::format(" {}", param.name);
+        break;
+      case Arity::kOptional:
+        usage += fmt::format(" [{}]", param.name);
+        break;
+      case Arity::kVariadic:
+        usage += fmt::format(" [{}...]", param.name);
+        break;
     }
   }
   return usage;

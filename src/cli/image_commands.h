@@ -52,19 +52,19 @@ struct Option {
 
 // The parsed arguments of one command, whichever face parsed them.
 struct Invocation {
-  std::vector<std::string> args;                 // positional values in order
-  std::map<std::string, std::string> options;    // long name -> value ("" for flags)
+  std::vector<std::string> args;               // positional values in order
+  std::map<std::string, std::string> options;  // long name -> value ("" for flags)
   bool Has(std::string_view option) const { return options.contains(std::string(option)); }
 };
 
 // One connection plus what a face remembers between commands.
 struct Session {
-  client::Client* client = nullptr;    // REQUIRES: non-null and connected while commands run
-  client::Bindings bindings;           // REPL `let` names; empty for one-shot commands
+  client::Client* client = nullptr;  // REQUIRES: non-null and connected while commands run
+  client::Bindings bindings;         // REPL `let` names; empty for one-shot commands
   std::map<std::string, std::string> source_ids;  // path -> the source_id last seen for it
-  bool json_output = false;            // print raw result JSON instead of human text
-  std::chrono::milliseconds timeout{60'000};  // per request
-  std::string let_name;                // set by the REPL while running `let NAME = spawn ...`
+  bool json_output = false;                       // print raw result JSON instead of human text
+  std::chrono::milliseconds timeout{60'000};      // per request
+  std::string let_name;  // set by the REPL while running `let NAME = spawn ...`
   // Set by SIGINT/SIGTERM handlers; `logs -f` stops following when it becomes non-zero.
   const volatile std::sig_atomic_t* interrupted = nullptr;
 };

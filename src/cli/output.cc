@@ -92,7 +92,9 @@ std::string UtcTime(const json& unix_ms, bool with_date) {
 
 }  // namespace
 
-std::string ShortId(std::string_view id) { return std::string(id.substr(0, 12)); }
+std::string ShortId(std::string_view id) {
+  return std::string(id.substr(0, 12));
+}
 
 std::string FormatPs(const json& result) {
   const json actors = result.is_object() ? result.value("actors", json::array()) : json::array();
@@ -100,30 +102,29 @@ std::string FormatPs(const json& result) {
   std::vector<std::vector<std::string>> rows = {
       {"ACTOR", "STATUS", "INC", "QUEUED", "IMPLEMENTATION", "STATE"}};
   for (const json& actor : actors) {
-    rows.push_back({Ref(actor), Field(actor, "status"), Field(actor, "incarnation"),
-                    Field(actor, "queued"),
-                    actor.is_object() && actor.contains("implementation")
-                        ? Implementation(actor["implementation"])
-                        : "?",
-                    Cut(actor.is_object() && actor.contains("state") ? Compact(actor["state"])
-                                                                     : "?")});
+    rows.push_back(
+        {Ref(actor), Field(actor, "status"), Field(actor, "incarnation"), Field(actor, "queued"),
+         actor.is_object() && actor.contains("implementation")
+             ? Implementation(actor["implementation"])
+             : "?",
+         Cut(actor.is_object() && actor.contains("state") ? Compact(actor["state"]) : "?")});
   }
   return Table(rows);
 }
 
 std::string FormatTick(const json& result) {
-  return fmt::format("{} slices, {} instructions, {} commits, {} failures",
-                     Field(result, "slices"), Field(result, "instructions"),
-                     Field(result, "commits"), Field(result, "failures"));
+  return fmt::format("{} slices, {} instructions, {} commits, {} failures", Field(result, "slices"),
+                     Field(result, "instructions"), Field(result, "commits"),
+                     Field(result, "failures"));
 }
 
 std::string FormatSnapshot(const json& snapshot) {
   if (!snapshot.is_object()) return Compact(snapshot);
   // Known fields first, in a reading order; fields a newer server adds follow.
   static constexpr std::string_view kOrder[] = {
-      "actor",    "status",           "paused_from", "incarnation",     "implementation",
-      "state",    "reserved",         "queued",      "mailbox_capacity", "pending_install",
-      "stopping", "failure",          "telemetry",   "log_level",       "reactor"};
+      "actor",    "status",   "paused_from", "incarnation",      "implementation",
+      "state",    "reserved", "queued",      "mailbox_capacity", "pending_install",
+      "stopping", "failure",  "telemetry",   "log_level",        "reactor"};
   std::vector<std::pair<std::string, std::string>> lines;
   auto add = [&](const std::string& key, const json& value) {
     if (value.is_null() && key != "state") return;  // absent fields are null
@@ -133,9 +134,9 @@ std::string FormatSnapshot(const json& snapshot) {
     } else if (key == "implementation" || key == "pending_install") {
       text = Implementation(value);
     } else if (key == "queued" && value.is_array()) {
-      text = value.empty() ? "0 messages" : fmt::format("{} message{}: {}", value.size(),
-                                                       value.size() == 1 ? "" : "s",
-                                                       Compact(value));
+      text = value.empty() ? "0 messages"
+                           : fmt::format("{} message{}: {}", value.size(),
+                                         value.size() == 1 ? "" : "s", Compact(value));
     } else if (value.is_string()) {
       text = value.get<std::string>();
     } else {
@@ -199,13 +200,12 @@ std::string FormatPendingInstall(const json& result) {
 }
 
 std::string FormatSources(const json& result) {
-  const json sources =
-      result.is_object() ? result.value("sources", json::array()) : json::array();
+  const json sources = result.is_object() ? result.value("sources", json::array()) : json::array();
   if (!sources.is_array() || sources.empty()) return "no sources";
   std::vector<std::vector<std::string>> rows = {{"PATH", "KIND", "SOURCE"}};
   for (const json& source : sources) {
-    rows.push_back({Field(source, "path"), Field(source, "kind"),
-                    ShortId(Field(source, "source_id"))});
+    rows.push_back(
+        {Field(source, "path"), Field(source, "kind"), ShortId(Field(source, "source_id"))});
   }
   return Table(rows);
 }
@@ -216,15 +216,14 @@ std::string FormatHistory(const json& result) {
   if (!revisions.is_array() || revisions.empty()) return "no revisions";
   std::vector<std::vector<std::string>> rows = {{"REVISION", "WHEN", "KIND", "SOURCE", "MESSAGE"}};
   for (const json& revision : revisions) {
-    std::string message = revision.is_object() && revision.contains("message") &&
-                                  revision["message"].is_string()
-                              ? revision["message"].get<std::string>()
-                              : "";
-    rows.push_back({Field(revision, "revision"),
-                    UtcTime(revision.is_object() ? revision.value("unix_ms", json()) : json(),
-                            true),
-                    Field(revision, "kind"), ShortId(Field(revision, "source_id")),
-                    Cut(message)});
+    std::string message =
+        revision.is_object() && revision.contains("message") && revision["message"].is_string()
+            ? revision["message"].get<std::string>()
+            : "";
+    rows.push_back(
+        {Field(revision, "revision"),
+         UtcTime(revision.is_object() ? revision.value("unix_ms", json()) : json(), true),
+         Field(revision, "kind"), ShortId(Field(revision, "source_id")), Cut(message)});
   }
   return Table(rows);
 }

@@ -27,7 +27,9 @@ constexpr size_t kMaxLineBytes = 4u << 20;
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-extern "C" void OnInterrupt(int) { g_interrupted = 1; }
+extern "C" void OnInterrupt(int) {
+  g_interrupted = 1;
+}
 
 // The session completion reads from (readline's callbacks take no user data).
 Session* g_session = nullptr;
@@ -126,8 +128,11 @@ int ReadCharacter(FILE*) {
   int got = read_byte(&lead);
   if (got == -2) return '\n';
   if (got != 1) return EOF;
-  int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3
-                                : (lead >> 3) == 0x1E ? 4 : 1;
+  int length = lead < 0x80           ? 1
+               : (lead >> 5) == 0x6  ? 2
+               : (lead >> 4) == 0xE  ? 3
+               : (lead >> 3) == 0x1E ? 4
+                                     : 1;
   if (length == 1) return lead;
   int code_point = lead & (0x3F >> (length - 1));
   for (int i = 1; i < length; ++i) {
@@ -195,8 +200,12 @@ char** Complete(const char* text, int start, int) {
         break;
       }
       switch (command->params[index].kind) {
-        case ParamKind::kRef: AddBoundNames(); break;
-        case ParamKind::kPath: AddSourcePaths(); break;
+        case ParamKind::kRef:
+          AddBoundNames();
+          break;
+        case ParamKind::kPath:
+          AddSourcePaths();
+          break;
         case ParamKind::kFile:
           rl_attempted_completion_over = 0;  // libedit completes file names
           return nullptr;
@@ -208,7 +217,8 @@ char** Complete(const char* text, int start, int) {
           }
           break;
         case ParamKind::kJson:
-        case ParamKind::kCount: break;
+        case ParamKind::kCount:
+          break;
       }
       break;
     }
@@ -277,7 +287,7 @@ int RunRepl(const ReplOptions& options) {
     PrintError(client.status());
     return 1;
   }
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = OnInterrupt;
   sigemptyset(&action.sa_mask);
   action.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR

@@ -12,9 +12,9 @@
 namespace reef::cli {
 
 struct ReplOptions {
-  std::string address;                         // HOST:PORT of `reef serve`
-  bool json_output = false;                    // print raw result JSON for every command
-  std::chrono::milliseconds timeout{60'000};   // per request
+  std::string address;                        // HOST:PORT of `reef serve`
+  bool json_output = false;                   // print raw result JSON for every command
+  std::chrono::milliseconds timeout{60'000};  // per request
 };
 
 // Runs the session until `quit`, `exit` or end of input. Returns the process exit status:

@@ -56,8 +56,8 @@ Result<std::pair<std::string, uint16_t>> SplitAddress(std::string_view address) 
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   } else if (host.find(':') != std::string_view::npos) {
-    return Status::InvalidArgument(fmt::format(
-        "address '{}': an IPv6 host must be in brackets, e.g. [::1]:7433", address));
+    return Status::InvalidArgument(
+        fmt::format("address '{}': an IPv6 host must be in brackets, e.g. [::1]:7433", address));
   }
   if (host.empty()) {
     return Status::InvalidArgument(fmt::format("address '{}' has an empty host", address));
@@ -66,8 +66,8 @@ Result<std::pair<std::string, uint16_t>> SplitAddress(std::string_view address) 
   auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (ec != std::errc() || ptr != port_text.data() + port_text.size() || port == 0 ||
       port > 65535) {
-    return Status::InvalidArgument(fmt::format(
-        "address '{}': port '{}' is not a number from 1 to 65535", address, port_text));
+    return Status::InvalidArgument(
+        fmt::format("address '{}': port '{}' is not a number from 1 to 65535", address, port_text));
   }
   return std::pair<std::string, uint16_t>(std::string(host), static_cast<uint16_t>(port));
 }
@@ -105,9 +105,8 @@ class Client::Impl {
     auto& stream = beast::get_lowest_layer(ws_);
     std::optional<beast::error_code> connected;
     stream.expires_at(deadline);
-    stream.async_connect(endpoints, [&](beast::error_code ec, const tcp::endpoint&) {
-      connected = ec;
-    });
+    stream.async_connect(endpoints,
+                         [&](beast::error_code ec, const tcp::endpoint&) { connected = ec; });
     RunUntil(Clock::time_point::max(), [&] { return connected.has_value(); });
     if (*connected == beast::error::timeout) return cannot("timed out");
     if (*connected) return cannot(connected->message());
@@ -115,9 +114,8 @@ class Client::Impl {
     stream.expires_never();
     websocket::stream_base::timeout timeouts =
         websocket::stream_base::timeout::suggested(beast::role_type::client);
-    timeouts.handshake_timeout =
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::max(deadline - Clock::now(), Clock::duration(std::chrono::milliseconds(1))));
+    timeouts.handshake_timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::max(deadline - Clock::now(), Clock::duration(std::chrono::milliseconds(1))));
     ws_.set_option(timeouts);
     ws_.read_message_max(options_.max_message_bytes);
     std::optional<std::string> token = options_.auth_token;
@@ -132,9 +130,9 @@ class Client::Impl {
     RunUntil(Clock::time_point::max(), [&] { return shook.has_value(); });
     if (*shook) {
       if (response.result() == http::status::unauthorized) {
-        return Status::FailedPrecondition(fmt::format(
-            "{} refused the connection: {} (set REEF_AUTH_TOKEN to the server's token)",
-            options_.address, DescribeHttpError(response)));
+        return Status::FailedPrecondition(
+            fmt::format("{} refused the connection: {} (set REEF_AUTH_TOKEN to the server's token)",
+                        options_.address, DescribeHttpError(response)));
       }
       if (response.result_int() != 0 && response.result() != http::status::switching_protocols) {
         return Status::Unavailable(fmt::format("{} refused the WebSocket upgrade (HTTP {}): {}",
@@ -166,8 +164,8 @@ class Client::Impl {
     std::string frame = request.dump(-1, ' ', false, json::error_handler_t::replace);
     if (frame.size() > options_.max_request_bytes) {
       return Status::LimitExceeded(fmt::format(
-          "request '{}' is {} bytes; the server accepts at most {} bytes (max_request_bytes)",
-          op, frame.size(), options_.max_request_bytes));
+          "request '{}' is {} bytes; the server accepts at most {} bytes (max_request_bytes)", op,
+          frame.size(), options_.max_request_bytes));
     }
     Clock::time_point deadline = Clock::now() + timeout;
     waiting_id_ = id;
@@ -184,9 +182,8 @@ class Client::Impl {
     waiting_id_.clear();
     if (!written.has_value()) {
       // A write that cannot finish leaves the stream unusable.
-      Break(Status::Unavailable(
-          fmt::format("sending '{}' to {} timed out after {} ms", op, options_.address,
-                      timeout.count())));
+      Break(Status::Unavailable(fmt::format("sending '{}' to {} timed out after {} ms", op,
+                                            options_.address, timeout.count())));
       CloseSocket();
       RunUntil(Clock::now() + std::chrono::seconds(1), [&] { return written.has_value(); });
       return broken_;
@@ -227,10 +224,10 @@ class Client::Impl {
     }
     if (events_dropped_) {
       events_dropped_ = 0;
-      return Status::LimitExceeded(fmt::format(
-          "events arrived faster than they were taken; dropped some after {} queued "
-          "(max_queued_events)",
-          options_.max_queued_events));
+      return Status::LimitExceeded(
+          fmt::format("events arrived faster than they were taken; dropped some after {} queued "
+                      "(max_queued_events)",
+                      options_.max_queued_events));
     }
     REEF_RETURN_IF_ERROR(Usable());
     return std::optional<ClientEvent>();
@@ -245,8 +242,7 @@ class Client::Impl {
       ws_.async_close(websocket::close_code::normal,
                       [&closed](beast::error_code ec) { closed = ec; });
       // The outstanding read completes once the server's close frame arrives.
-      bool done = RunUntil(Clock::now() + timeout,
-                           [&] { return closed.has_value() && !reading_; });
+      bool done = RunUntil(Clock::now() + timeout, [&] { return closed.has_value() && !reading_; });
       if (!done || (closed && *closed)) {
         result = Status::Unavailable(
             fmt::format("closing the connection to {} did not finish cleanly", options_.address));
@@ -267,7 +263,8 @@ class Client::Impl {
     while (!done()) {
       if (Clock::now() >= deadline) return false;
       if (ioc_.stopped()) ioc_.restart();
-      size_t ran = deadline == Clock::time_point::max() ? ioc_.run_one() : ioc_.run_one_until(deadline);
+      size_t ran =
+          deadline == Clock::time_point::max() ? ioc_.run_one() : ioc_.run_one_until(deadline);
       if (ran == 0 && ioc_.stopped()) {
         // Nothing left to run: what we wait for cannot happen any more.
         if (!done()) return false;
@@ -284,14 +281,14 @@ class Client::Impl {
       if (ec) {
         if (ec == websocket::error::closed) {
           websocket::close_reason reason = ws_.reason();
-          Break(Status::Unavailable(fmt::format(
-              "{} closed the connection (code {}{}{})", options_.address,
-              static_cast<int>(reason.code), reason.reason.empty() ? "" : ": ",
-              std::string(reason.reason.data(), reason.reason.size()))));
+          Break(Status::Unavailable(
+              fmt::format("{} closed the connection (code {}{}{})", options_.address,
+                          static_cast<int>(reason.code), reason.reason.empty() ? "" : ": ",
+                          std::string(reason.reason.data(), reason.reason.size()))));
         } else if (ec == websocket::error::message_too_big) {
-          Break(Status::LimitExceeded(fmt::format(
-              "{} sent a message larger than {} bytes (max_message_bytes)", options_.address,
-              options_.max_message_bytes)));
+          Break(Status::LimitExceeded(
+              fmt::format("{} sent a message larger than {} bytes (max_message_bytes)",
+                          options_.address, options_.max_message_bytes)));
         } else {
           Break(Status::Unavailable(
               fmt::format("connection to {} lost: {}", options_.address, ec.message())));
@@ -333,8 +330,8 @@ class Client::Impl {
     if (id.is_null() && !waiting_id_.empty()) {
       // The server could not read our request far enough to echo its id (e.g. oversized).
       Result<json> result = ResultOf(message);
-      anonymous_error_ = result.ok() ? Status::Internal("the server answered with id null")
-                                     : result.status();
+      anonymous_error_ =
+          result.ok() ? Status::Internal("the server answered with id null") : result.status();
       return;
     }
     // A response nobody waits for: ignore it rather than fail the session.
@@ -349,10 +346,9 @@ class Client::Impl {
     std::string code = error.is_object() ? error.value("code", "internal") : "internal";
     std::string text = error.is_object() ? error.value("message", "") : "";
     if (text.empty()) text = "the server answered with an error but no message";
-    for (Code c : {Code::kInvalidArgument, Code::kNotFound, Code::kAlreadyExists,
-                   Code::kConflict, Code::kFailedPrecondition, Code::kLimitExceeded,
-                   Code::kUnavailable, Code::kTrapped, Code::kUnimplemented, Code::kDataLoss,
-                   Code::kInternal}) {
+    for (Code c : {Code::kInvalidArgument, Code::kNotFound, Code::kAlreadyExists, Code::kConflict,
+                   Code::kFailedPrecondition, Code::kLimitExceeded, Code::kUnavailable,
+                   Code::kTrapped, Code::kUnimplemented, Code::kDataLoss, Code::kInternal}) {
       if (CodeName(c) == code) return Status(c, text);
     }
     return Status::Internal(fmt::format("{} (server error code '{}')", text, code));
@@ -414,10 +410,16 @@ Result<std::optional<ClientEvent>> Client::NextEvent(std::chrono::milliseconds t
   return impl_->NextEvent(timeout);
 }
 
-Status Client::Close(std::chrono::milliseconds timeout) { return impl_->Close(timeout); }
+Status Client::Close(std::chrono::milliseconds timeout) {
+  return impl_->Close(timeout);
+}
 
-bool Client::connected() const { return impl_->connected(); }
+bool Client::connected() const {
+  return impl_->connected();
+}
 
-const std::string& Client::address() const { return impl_->address(); }
+const std::string& Client::address() const {
+  return impl_->address();
+}
 
 }  // namespace reef::client

@@ -14,7 +14,9 @@ using json = nlohmann::json;
 
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 Status ResolveAt(json* value, const Bindings& bindings, const std::string& pointer,
                  bool literal_object) {
@@ -37,8 +39,8 @@ Status ResolveAt(json* value, const Bindings& bindings, const std::string& point
       Result<std::string> ref = ParseActorRef(name);
       if (!ref.ok()) {
         return Status::InvalidArgument(fmt::format(
-            "{{\"$actor\": \"{}\"}} at {}: \"{}\" is neither a bound name nor an actor ref",
-            name, pointer.empty() ? "/" : pointer, name));
+            "{{\"$actor\": \"{}\"}} at {}: \"{}\" is neither a bound name nor an actor ref", name,
+            pointer.empty() ? "/" : pointer, name));
       }
       it.value() = *ref;
       return Status::Ok();
@@ -87,9 +89,9 @@ Result<std::optional<std::string>> NextWord(std::string_view* rest) {
         ++i;
       }
       if (!closed) {
-        return Status::InvalidArgument(
-            fmt::format("unterminated {} quote starting at column {}", c == '"' ? "double" : "single",
-                        start + 1 + (rest->data() - in.data())));
+        return Status::InvalidArgument(fmt::format("unterminated {} quote starting at column {}",
+                                                   c == '"' ? "double" : "single",
+                                                   start + 1 + (rest->data() - in.data())));
       }
       continue;
     }
@@ -105,9 +107,9 @@ Result<std::string> ParseActorRef(std::string_view text) {
   if (!id.empty() && id.front() == '@') id.remove_prefix(1);
   Status valid = ValidateNanoId(id);
   if (!valid.ok()) {
-    return Status::InvalidArgument(fmt::format(
-        "'{}' is not an actor ref (@ and a 21-character NanoID of A-Za-z0-9_-): {}", text,
-        valid.message()));
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not an actor ref (@ and a 21-character NanoID of A-Za-z0-9_-): {}",
+                    text, valid.message()));
   }
   return std::string(id);
 }

@@ -163,7 +163,8 @@ TEST(ClientTest, ConnectionRefusedIsExplicitAndNamesTheAddress) {
 }
 
 TEST(ClientTest, MalformedAddressIsInvalidArgument) {
-  for (std::string_view address : {"127.0.0.1", "127.0.0.1:", "127.0.0.1:99999", ":7433", "::1:7433"}) {
+  for (std::string_view address :
+       {"127.0.0.1", "127.0.0.1:", "127.0.0.1:99999", ":7433", "::1:7433"}) {
     ClientOptions options;
     options.address = std::string(address);
     auto client = Client::Connect(options);

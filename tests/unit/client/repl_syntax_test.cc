@@ -41,7 +41,8 @@ TEST(ReplSyntaxTest, NextWordRejectsAnUnterminatedQuote) {
 TEST(ReplSyntaxTest, ParseActorRefAcceptsAtPrefixedAndBareNanoIds) {
   EXPECT_EQ(*ParseActorRef(std::string("@") + std::string(kId)), kId);
   EXPECT_EQ(*ParseActorRef(kId), kId);
-  for (std::string_view bad : {"", "@", "sender", "@V1StGXR8_Z5jdHi6B-my", "V1StGXR8_Z5jdHi6B-my!"}) {
+  for (std::string_view bad :
+       {"", "@", "sender", "@V1StGXR8_Z5jdHi6B-my", "V1StGXR8_Z5jdHi6B-my!"}) {
     auto ref = ParseActorRef(bad);
     EXPECT_FALSE(ref.ok()) << bad;
     EXPECT_EQ(ref.status().code(), Code::kInvalidArgument);
