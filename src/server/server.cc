@@ -168,6 +168,18 @@ class Server::Impl {
       std::unique_lock lock(core_->mu);
       core_->drained.wait_for(lock, core_->options.stop_timeout,
                               [this] { return core_->sessions.empty(); });
+      // Clients that did not answer the close handshake in time lose their socket now, so
+      // none is left connected to a stopped server.
+      for (auto& [id, weak] : core_->sessions) {
+        if (auto session = weak.lock()) live.push_back(std::move(session));
+      }
+    }
+    if (!live.empty()) {
+      for (auto& session : live) session->Abort();
+      live.clear();
+      std::unique_lock lock(core_->mu);
+      core_->drained.wait_for(lock, std::chrono::milliseconds(500),
+                              [this] { return core_->sessions.empty(); });
     }
     work_.reset();
     core_->ioc.stop();

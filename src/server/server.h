@@ -86,7 +86,9 @@ class Server {
   static Result<std::unique_ptr<Server>> Start(ServerOptions options);
 
   // Stops: closes the listener, closes WebSocket clients (close code 1001 "server shutting
-  // down") and HTTP connections, waits at most stop_timeout for them, joins every thread.
+  // down") and HTTP connections, waits at most stop_timeout for them, then closes the TCP
+  // socket of every client still open (it did not answer the close handshake), and joins
+  // every thread.
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;

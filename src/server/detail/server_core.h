@@ -39,6 +39,9 @@ class Session {
   virtual ~Session() = default;
   // Starts closing (WebSocket: close code 1001 "server shutting down"). Any thread.
   virtual void Shutdown() = 0;
+  // Closes the TCP socket at once, without a close handshake: Stop calls it for sessions
+  // that did not finish closing within ServerOptions::stop_timeout. Any thread.
+  virtual void Abort() {}
 };
 
 struct ServerCore {

@@ -81,6 +81,14 @@ class WsSession : public Session,
     });
   }
 
+  void Abort() override {
+    asio::post(ws_.get_executor(), [self = shared_from_this()] {
+      boost::system::error_code ignored;
+      beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+      beast::get_lowest_layer(self->ws_).close();
+    });
+  }
+
   // Checks the subprotocol and completes the handshake, or answers the upgrade with an
   // HTTP error when `refusal` is not OK or the subprotocol is wrong.
   void Run(HttpMessage upgrade, Status refusal) {

@@ -360,5 +360,25 @@ TEST(ServerTest, StopClosesClients) {
   server.reset();                            // a second Stop (the destructor) is harmless
 }
 
+TEST(ServerTest, StopDropsClientsThatDoNotAnswerTheCloseHandshake) {
+  // Given a client that stops reading, so it never answers the server's close frame
+  ServerOptions options;
+  options.stop_timeout = std::chrono::milliseconds(200);
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  WsClient client(server->port());
+  ExpectPong(client.Call(Ping(1)), 1);
+
+  // when the server stops (without being destroyed)
+  server->Stop();
+
+  // then the client's socket was closed anyway: its next read sees the close frame the
+  // server sent and then the end of the stream, never a live connection
+  json after = client.Receive();
+  EXPECT_TRUE(after.is_discarded());
+  EXPECT_TRUE(client.last_error) << "the connection is still open after Stop";
+  EXPECT_NE(client.last_error, asio::error::timed_out);
+}
+
 }  // namespace
 }  // namespace reef::server
