@@ -15,12 +15,14 @@ constexpr const char* kVersion = "0.1.0";
 
 int main(int argc, char** argv) {
   CLI::App app{"Reef: a runtime that hosts sandboxed WebAssembly actors.", "reef"};
-  app.set_version_flag("--version", std::string("reef ") + kVersion);
+  const std::string version = std::string("reef ") + kVersion;
+  app.set_version_flag("--version", version);
   app.require_subcommand(1);
 
   std::map<std::string, CLI::App*> groups;
   groups["wasm"] = app.add_subcommand("wasm", "Run and inspect guest modules (.wasm or .wat)");
   groups["wasm"]->require_subcommand(1);
+  groups["wasm"]->set_version_flag("--version", version);
 
   reef::cli::Handler chosen;
   std::vector<std::pair<CLI::App*, reef::cli::Handler>> handlers;
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
       CLI::App* parent = command.group.empty() ? &app : groups.at(std::string(command.group));
       CLI::App* sub =
           parent->add_subcommand(std::string(command.name), std::string(command.summary));
+      sub->set_version_flag("--version", version);  // --help and --version everywhere
       handlers.emplace_back(sub, command.setup(*sub));
     }
   }

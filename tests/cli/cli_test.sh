@@ -65,6 +65,13 @@ expect handle-log 0 "log info: hello, reef!" \
   -- "$reef" wasm handle "$guests/hello.wasm" 0 '{"name":"reef"}'
 expect no-subcommand 106 "A subcommand is required" -- "$reef"
 expect version 0 "reef 0.1.0" -- "$reef" --version
+# --help and --version on every subcommand, even one whose arguments are missing
+for sub in serve repl ps spawn send tick inspect logs write "wasm run" wasm; do
+  # shellcheck disable=SC2086
+  expect "version-$sub" 0 "reef 0.1.0" -- "$reef" $sub --version
+  # shellcheck disable=SC2086
+  expect "help-$sub" 0 "Usage: reef $sub" -- "$reef" $sub --help
+done
 
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
