@@ -32,7 +32,7 @@ Status CheckRepairable(const Actor& a, std::string_view op) {
   }
   if (a.active) {
     return Status::FailedPrecondition(
-        fmt::format("{} needs @{} without an active invocation (kill or cancel it first)", op,
+        fmt::format("{} needs @{} without an active invocation (kill it first)", op,
                     a.cell->ref.str()));
   }
   return Status::Ok();

@@ -54,6 +54,14 @@ int Serve(const ServeArgs& args) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Refuse a bad or unsafe address before the data directory is touched.
+  std::optional<std::string> token;
+  if (!args.auth_token.empty()) token = args.auth_token;
+  if (Status policy = server::CheckListenPolicy(args.listen, token); !policy.ok()) {
+    fmt::print(stderr, "reef serve: cannot listen on {}: {}\n", args.listen, policy.ToString());
+    return 1;
+  }
+
   image::ImageOptions image_options;
   image_options.data_dir = args.data_dir;
   auto image = image::Image::Open(std::move(image_options));

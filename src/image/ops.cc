@@ -5,6 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <chrono>
+#include <thread>
 #include <functional>
 #include <string>
 #include <vector>
@@ -38,6 +40,9 @@ struct OpSpec {
   Handler handler;
   std::string_view summary;
 };
+
+// Longest a multi-tick `tick` waits between two ticks for other ops to finish.
+constexpr auto kTickGiveWay = std::chrono::milliseconds(100);
 
 std::string RefText(const ActorRef& ref) {
   return std::string(ref.str());
@@ -102,8 +107,21 @@ Result<json> Tick(Ctx& c) {
                     "max_tick_instructions ({}); ask for fewer ticks or a smaller budget",
                     ticks, effective, ticks * effective, limits.max_tick_instructions));
   }
-  REEF_ASSIGN_OR_RETURN(actor::TickReport report,
-                        c.s.runtime->Tick(static_cast<uint32_t>(ticks), slice));
+  // One runtime tick at a time: between ticks other ops get the runtime (the tick steps
+  // aside while any is running), and a client that went away stops the rest of its ticks.
+  actor::TickReport report;
+  for (uint64_t i = 0; i < ticks; ++i) {
+    REEF_ASSIGN_OR_RETURN(actor::TickReport one, c.s.runtime->Tick(1, slice));
+    report.slices += one.slices;
+    report.instructions += one.instructions;
+    report.commits += one.commits;
+    report.failures += one.failures;
+    if (c.connection.closed()) break;
+    const auto give_way_until = std::chrono::steady_clock::now() + kTickGiveWay;
+    while (c.s.other_ops.load() > 0 && std::chrono::steady_clock::now() < give_way_until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
   c.change.actors = std::nullopt;
   return json{{"slices", report.slices},
               {"instructions", report.instructions},
@@ -305,6 +323,10 @@ Result<json> Commit(Ctx& c) {
 Result<json> History(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
   REEF_ASSIGN_OR_RETURN(auto revisions, c.s.store->History(path));
+  if (revisions.empty()) {
+    // Never committed: fine for an existing working source, not_found for an unknown path.
+    REEF_RETURN_IF_ERROR(c.s.store->Read(path).status());
+  }
   json rows = json::array();
   for (const code::Revision& r : revisions) {
     rows.push_back({{"revision", r.revision},
@@ -333,6 +355,10 @@ Result<actor::LogFilter> LogFilterArgs(Ctx& c) {
                         c.args.ActorList("actors", c.s.options.limits.max_filter_entries));
   REEF_ASSIGN_OR_RETURN(auto level, c.args.OptionalLevel("min_level"));
   filter.min_level = level.value_or(actor::LogLevel::kTrace);
+  // A named actor must exist: a typo would otherwise read as "no logs" forever.
+  for (const ActorRef& ref : filter.actors) {
+    REEF_RETURN_IF_ERROR(c.s.runtime->Inspect(ref).status());
+  }
   return filter;
 }
 
@@ -485,6 +511,15 @@ Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
       REEF_RETURN_IF_ERROR(args.OnlyKnown(spec.args));
       Change change;
       Ctx ctx{*state, args, connection, change};
+      const bool is_tick = spec.name == "tick";
+      if (!is_tick) state->other_ops.fetch_add(1);
+      struct Done {
+        Image::State* state;
+        bool counted;
+        ~Done() {
+          if (counted) state->other_ops.fetch_sub(1);
+        }
+      } done{state, !is_tick};
       Result<json> result = spec.handler(ctx);
       spdlog::debug("connection {}: {} -> {}", connection.id(), spec.name,
                     result.ok() ? "ok" : result.status().ToString());

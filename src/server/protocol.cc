@@ -41,6 +41,54 @@ int NestingDepth(std::string_view text, int limit) {
   return deepest;
 }
 
+// Builds the request tree like json::parse, but refuses what nlohmann would silently turn
+// into something else: an integer literal outside the int64/uint64 range (nlohmann makes it
+// a double, so -9223372036854775809 would lose its value) and a number outside the float64
+// range (1e400). Every other event goes to nlohmann's own DOM builder.
+class RequestSax {
+ public:
+  explicit RequestSax(json& doc) : dom_(doc, /*allow_exceptions=*/false) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool b) { return dom_.boolean(b); }
+  bool number_integer(json::number_integer_t i) { return dom_.number_integer(i); }
+  bool number_unsigned(json::number_unsigned_t u) { return dom_.number_unsigned(u); }
+  bool number_float(json::number_float_t d, const json::string_t& literal) {
+    if (literal.find_first_of(".eE") == std::string::npos) {
+      return Refuse(fmt::format("integer {} is outside the 64-bit integer range", literal));
+    }
+    return dom_.number_float(d, literal);
+  }
+  bool string(json::string_t& text) { return dom_.string(text); }
+  bool binary(json::binary_t& bytes) { return dom_.binary(bytes); }
+  bool start_object(std::size_t n) { return dom_.start_object(n); }
+  bool key(json::string_t& text) { return dom_.key(text); }
+  bool end_object() { return dom_.end_object(); }
+  bool start_array(std::size_t n) { return dom_.start_array(n); }
+  bool end_array() { return dom_.end_array(); }
+  bool parse_error(std::size_t position, const std::string& /*token*/,
+                   const nlohmann::detail::exception& error) {
+    // e.what() reads "[json.exception.parse_error.101] parse error at line 1, ...".
+    std::string what = error.what();
+    if (std::size_t bracket = what.find("] "); bracket != std::string::npos) {
+      what = what.substr(bracket + 2);
+    }
+    return Refuse(fmt::format("malformed JSON at byte {}: {}", position, what));
+  }
+
+  // Why parsing stopped, when it did.
+  const std::string& error() const { return error_; }
+
+ private:
+  bool Refuse(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+    return false;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::string error_;
+};
+
 // The top-level fields a request may carry.
 constexpr std::string_view kRequestFields[] = {"v", "id", "op", "args"};
 
@@ -60,10 +108,17 @@ Result<Request> ParseRequest(std::string_view frame, json* id) {
         fmt::format("request nests arrays/objects deeper than {} levels", kMaxRequestDepth));
   }
   json doc;
+  RequestSax sax(doc);
+  bool parsed = false;
   try {
-    doc = json::parse(frame.begin(), frame.end());
-  } catch (const json::parse_error& e) {
-    return Status::InvalidArgument(fmt::format("malformed JSON at byte {}: {}", e.byte, e.what()));
+    parsed = json::sax_parse(frame.begin(), frame.end(), &sax, json::input_format_t::json,
+                             /*strict=*/true, /*ignore_comments=*/false);
+  } catch (const json::exception& e) {  // defence: the SAX path reports errors, not throws
+    return Status::InvalidArgument(fmt::format("malformed JSON: {}", e.what()));
+  }
+  if (!parsed) {
+    return Status::InvalidArgument(sax.error().empty() ? std::string("malformed JSON")
+                                                       : sax.error());
   }
   if (!doc.is_object()) {
     return Status::InvalidArgument(

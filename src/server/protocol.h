@@ -62,6 +62,10 @@ class Connection {
   // minus what is queued). Producers of event streams wait while it is low instead of
   // overflowing the queue, which closes the connection. Any thread; a snapshot.
   virtual uint64_t OutgoingRoom() const { return UINT64_MAX; }
+
+  // True once the client closed or the connection broke (or the server is closing it). Long
+  // ops poll it to stop work nobody will read. Any thread; a snapshot.
+  virtual bool closed() const { return false; }
 };
 
 // Handles one operation. `args` is the request's "args" object ({} when absent); it is only

@@ -215,18 +215,25 @@ class Server::Impl {
   std::vector<std::thread> io_threads_;
 };
 
-Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
-  REEF_ASSIGN_OR_RETURN(auto host_port, ParseListenAddress(options.listen));
+Status CheckListenPolicy(std::string_view listen, const std::optional<std::string>& auth_token) {
+  REEF_ASSIGN_OR_RETURN(auto host_port, ParseListenAddress(listen));
   asio::ip::address ip = asio::ip::make_address(host_port.first);
-  if (options.auth_token && options.auth_token->empty()) {
+  if (auth_token && auth_token->empty()) {
     return Status::InvalidArgument("auth token is set but empty");
   }
-  if (!ip.is_loopback() && !options.auth_token) {
+  if (!ip.is_loopback() && !auth_token) {
     return Status::FailedPrecondition(fmt::format(
         "refusing to listen on non-loopback address {} without an auth token (set one, or "
         "listen on 127.0.0.1 / [::1])",
-        options.listen));
+        listen));
   }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
+  REEF_RETURN_IF_ERROR(CheckListenPolicy(options.listen, options.auth_token));
+  REEF_ASSIGN_OR_RETURN(auto host_port, ParseListenAddress(options.listen));
+  asio::ip::address ip = asio::ip::make_address(host_port.first);
   if (options.io_threads == 0 || options.handler_threads == 0 || options.max_connections == 0 ||
       options.max_request_bytes == 0 || options.max_outgoing_messages == 0) {
     return Status::InvalidArgument(

@@ -115,4 +115,11 @@ class Server {
 // Errors: InvalidArgument naming what is wrong.
 Result<std::pair<std::string, uint16_t>> ParseListenAddress(std::string_view listen);
 
+// The checks Server::Start makes on its address before binding, for callers that want to
+// fail before doing other work: the address parses, a set token is non-empty, and a
+// non-loopback address has a token.
+// Errors: InvalidArgument (address, empty token); FailedPrecondition (non-loopback without
+// a token).
+Status CheckListenPolicy(std::string_view listen, const std::optional<std::string>& auth_token);
+
 }  // namespace reef::server

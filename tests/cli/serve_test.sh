@@ -76,10 +76,12 @@ if start "sigint" "$work/int.log" --listen 127.0.0.1:0 --data-dir "$work/data"; 
 fi
 
 # 3. A non-loopback address without a token is refused with a message and a non-zero exit.
-out=$(timeout 10 "$reef" serve --listen 0.0.0.0:0 --data-dir "$work/data" 2>&1)
+out=$(timeout 10 "$reef" serve --listen 0.0.0.0:0 --data-dir "$work/refused" 2>&1)
 status=$?
 check "non-loopback without token refused" \
   "$([[ $status -ne 0 && $status -ne 124 && $out == *"auth token"* ]]; echo $?)" "status $status: $out"
+check "a refused serve does not create its data dir" "$([[ ! -e $work/refused ]]; echo $?)" \
+  "$(ls -la "$work/refused" 2>&1)"
 out=$(REEF_LISTEN=0.0.0.0:0 timeout 10 "$reef" serve --data-dir "$work/data" 2>&1)
 status=$?
 check "REEF_LISTEN non-loopback without token refused" \

@@ -5,6 +5,7 @@
 // per-connection map is protected by mu.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -47,6 +48,10 @@ struct Image::State {
   std::unique_ptr<code::SourceStore> store;
   std::unique_ptr<code::CompileCache> cache;
   std::unique_ptr<actor::Runtime> runtime;
+
+  // Ops other than `tick` running right now. A multi-tick `tick` steps aside between ticks
+  // while it is non-zero, so inspect, kill, ps, ... are not starved by a long tick.
+  std::atomic<uint32_t> other_ops{0};
 
   // ---- Protected by mu ----------------------------------------------------------------------
   std::mutex mu;

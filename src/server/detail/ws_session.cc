@@ -71,6 +71,8 @@ class WsSession : public Session,
     return std::static_pointer_cast<Connection>(shared_from_this());
   }
 
+  bool closed() const override { return closed_; }
+
   Status Push(std::string_view kind, nlohmann::json data) override {
     return Enqueue(ToText(Event(kind, std::move(data))));
   }

@@ -368,5 +368,43 @@ TEST_F(ImageOpsTest, MalformedAndOversizedFramesGetErrorsWhileAnotherClientWorks
   EXPECT_EQ(bad->Ok("ps")["actors"].size(), 1u);
 }
 
+TEST_F(ImageOpsTest, OtherClientsGetTheirTurnDuringALongTick) {
+  auto ticker = Connect();
+  auto other = Connect();
+  // Given an actor whose handler practically never ends
+  Create(*other, "actors/spin", "wat", ConstantActorWat(1, 2000000000));
+  std::string actor = SpawnActor(*other, "actors/spin", 0);
+  other->Ok("send", {{"actor", actor}, {"message", 1}});
+  // when one client asks for 100,000 ticks of 1,000 instructions
+  ASSERT_FALSE(ticker->SendText(
+      R"({"v":1,"id":"long","op":"tick","args":{"count":100000,"budget":1000}})"));
+  // and another client, once the handler is running, kills the actor
+  for (int i = 0; i < 10000; ++i) {
+    json snapshot = other->Ok("inspect", {{"actor", actor}});
+    if (snapshot["telemetry"].is_object() &&
+        snapshot["telemetry"].value("instructions", 0) > 0) {
+      break;
+    }
+  }
+  EXPECT_EQ(other->Ok("kill", {{"actor", actor}})["status"], "stopped");
+  // then the kill landed between two ticks: the long tick ran out of runnable actors
+  // before its last tick instead of holding the image for all of them
+  json response = ticker->NextResponse();
+  ASSERT_EQ(response["ok"], true) << response.dump();
+  EXPECT_LT(response["result"]["slices"].get<uint64_t>(), 100000u) << response.dump();
+  EXPECT_EQ(other->Ok("inspect", {{"actor", actor}})["status"], "stopped");
+}
+
+TEST_F(ImageOpsTest, UnknownActorsAndPathsAreNotFoundForLogsAndHistory) {
+  auto client = Connect();
+  EXPECT_EQ(client->Error("logs", {{"actors", {"AAAAAAAAAAAAAAAAAAAAA"}}})["code"], "not_found");
+  EXPECT_EQ(client->Error("subscribe", {{"topic", "logs"}, {"actors", {"AAAAAAAAAAAAAAAAAAAAA"}}})
+                ["code"],
+            "not_found");
+  EXPECT_EQ(client->Error("history", {{"path", "actors/none"}})["code"], "not_found");
+  // while an existing path that was never committed has an empty history
+  EXPECT_EQ(client->Ok("history", {{"path", "actors/counter"}})["revisions"], json::array());
+}
+
 }  // namespace
 }  // namespace reef::image
