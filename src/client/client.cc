@@ -17,6 +17,8 @@
 #include <map>
 #include <set>
 
+#include "client/json_fields.h"
+
 namespace reef::client {
 
 namespace asio = boost::asio;
@@ -35,9 +37,9 @@ constexpr int kProtocolVersion = 1;
 // The text of the server's JSON error body ({"error":{"code","message"}}), or the raw body.
 std::string DescribeHttpError(const websocket::response_type& response) {
   json body = json::parse(response.body(), nullptr, false);
-  if (body.is_object() && body.contains("error") && body["error"].is_object()) {
-    const json& error = body["error"];
-    return fmt::format("{}: {}", error.value("code", "?"), error.value("message", "?"));
+  if (const json* error = FindField(body, "error"); error != nullptr && error->is_object()) {
+    return fmt::format("{}: {}", StringField(*error, "code", "?"),
+                       StringField(*error, "message", "?"));
   }
   std::string text = response.body().substr(0, 200);
   return text.empty() ? std::string(response.reason()) : text;
@@ -130,9 +132,13 @@ class Client::Impl {
     RunUntil(Clock::time_point::max(), [&] { return shook.has_value(); });
     if (*shook) {
       if (response.result() == http::status::unauthorized) {
-        return Status::FailedPrecondition(
-            fmt::format("{} refused the connection: {} (set REEF_AUTH_TOKEN to the server's token)",
-                        options_.address, DescribeHttpError(response)));
+        json body = json::parse(response.body(), nullptr, false);
+        const json* error = FindField(body, "error");
+        std::string why = error != nullptr ? StringField(*error, "message") : "";
+        if (why.empty()) why = "the server wants a bearer token";
+        return Status::FailedPrecondition(fmt::format(
+            "{}{} ({} refused the connection; set REEF_AUTH_TOKEN to the server's token)",
+            kUnauthenticatedPrefix, why, options_.address));
       }
       if (response.result_int() != 0 && response.result() != http::status::switching_protocols) {
         return Status::Unavailable(fmt::format("{} refused the WebSocket upgrade (HTTP {}): {}",
@@ -158,6 +164,7 @@ class Client::Impl {
     if (!args.is_object()) {
       return Status::InvalidArgument(fmt::format("args of '{}' must be a JSON object", op));
     }
+    PollArrived();
     REEF_RETURN_IF_ERROR(Usable());
     std::string id = fmt::format("c-{}", ++last_id_);
     json request = {{"v", kProtocolVersion}, {"id", id}, {"op", op}, {"args", std::move(args)}};
@@ -213,6 +220,7 @@ class Client::Impl {
   }
 
   Result<std::optional<ClientEvent>> NextEvent(std::chrono::milliseconds timeout) {
+    PollArrived();
     if (events_.empty() && !events_dropped_ && broken_.ok() && open_) {
       RunUntil(Clock::now() + timeout,
                [&] { return !events_.empty() || events_dropped_ || !broken_.ok(); });
@@ -256,8 +264,20 @@ class Client::Impl {
 
   const std::string& address() const { return options_.address; }
   bool connected() const { return open_ && broken_.ok(); }
+  Status failure() const { return Usable(); }
 
  private:
+  // Handles what has already arrived (without waiting), so a close frame the server sent
+  // while the caller was busy elsewhere is seen before anything is written.
+  void PollArrived() {
+    if (!open_ || !broken_.ok()) return;
+    if (ioc_.stopped()) ioc_.restart();
+    // The close frame is answered (a write) before the read completes: a few rounds.
+    for (int round = 0; round < 8 && ioc_.poll() > 0; ++round) {
+      if (ioc_.stopped()) ioc_.restart();
+    }
+  }
+
   // Runs handlers until `done()` or `deadline`; returns done().
   bool RunUntil(Clock::time_point deadline, const std::function<bool()>& done) {
     while (!done()) {
@@ -279,8 +299,10 @@ class Client::Impl {
     ws_.async_read(read_buffer_, [this](beast::error_code ec, size_t) {
       reading_ = false;
       if (ec) {
-        if (ec == websocket::error::closed) {
-          websocket::close_reason reason = ws_.reason();
+        websocket::close_reason reason = ws_.reason();
+        // A close frame names why the server went away even when answering it then failed
+        // (the read ends with the write's error, e.g. Broken pipe, instead of `closed`).
+        if (ec == websocket::error::closed || reason.code != websocket::close_code::none) {
           Break(Status::Unavailable(
               fmt::format("{} closed the connection (code {}{}{})", options_.address,
                           static_cast<int>(reason.code), reason.reason.empty() ? "" : ": ",
@@ -337,14 +359,17 @@ class Client::Impl {
     // A response nobody waits for: ignore it rather than fail the session.
   }
 
-  // The "result" of a response, or its error as a Status.
+  // The "result" of a response, or its error as a Status. A malformed response (fields of
+  // the wrong type) is an error too, never an exception.
   static Result<json> ResultOf(const json& response) {
-    if (response.value("ok", false) == true) {
-      return response.contains("result") ? response["result"] : json();
+    if (BoolField(response, "ok")) {
+      const json* result = FindField(response, "result");
+      return result != nullptr ? *result : json();
     }
-    const json error = response.contains("error") ? response["error"] : json();
-    std::string code = error.is_object() ? error.value("code", "internal") : "internal";
-    std::string text = error.is_object() ? error.value("message", "") : "";
+    const json* found = FindField(response, "error");
+    const json error = found != nullptr ? *found : json();
+    std::string code = StringField(error, "code", "internal");
+    std::string text = StringField(error, "message");
     if (text.empty()) text = "the server answered with an error but no message";
     for (Code c : {Code::kInvalidArgument, Code::kNotFound, Code::kAlreadyExists, Code::kConflict,
                    Code::kFailedPrecondition, Code::kLimitExceeded, Code::kUnavailable,
@@ -416,6 +441,15 @@ Status Client::Close(std::chrono::milliseconds timeout) {
 
 bool Client::connected() const {
   return impl_->connected();
+}
+
+Status Client::failure() const {
+  return impl_->failure();
+}
+
+bool IsUnauthenticated(const Status& status) {
+  return status.code() == Code::kFailedPrecondition &&
+         status.message().starts_with(kUnauthenticatedPrefix);
 }
 
 const std::string& Client::address() const {

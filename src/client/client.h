@@ -57,8 +57,9 @@ class Client {
   // options.connect_timeout.
   // Errors: InvalidArgument for an unparsable address; Unavailable when the server cannot be
   // reached or refuses the upgrade ("cannot connect to 127.0.0.1:7433: Connection refused —
-  // is `reef serve` running?"); FailedPrecondition when the server wants a token that was
-  // not given or was wrong (HTTP 401).
+  // is `reef serve` running?"); FailedPrecondition whose message starts with
+  // kUnauthenticatedPrefix when the server wants a token that was not given or was wrong
+  // (HTTP 401; IsUnauthenticated tells it apart).
   static Result<std::unique_ptr<Client>> Connect(ClientOptions options);
 
   // Closes the connection (as Close) if it is still open.
@@ -90,6 +91,11 @@ class Client {
   // True while the connection is open and has not broken (a false here stays false).
   bool connected() const;
 
+  // Why the connection is unusable: Ok while connected; else the first reason, e.g.
+  // Unavailable "127.0.0.1:7433 closed the connection (code 1001: server shutting down)".
+  // Only what Call, NextEvent or Close have already seen (it does no I/O).
+  Status failure() const;
+
   // The address given at Connect, "127.0.0.1:7433".
   const std::string& address() const;
 
@@ -99,6 +105,13 @@ class Client {
   explicit Client(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// How a refused token's message starts: "unauthenticated: " (the code of the server's HTTP 401
+// body). reef::Code has no unauthenticated code, so the refusal is a FailedPrecondition.
+inline constexpr std::string_view kUnauthenticatedPrefix = "unauthenticated: ";
+
+// True for Connect's refusal of a missing or wrong token (see kUnauthenticatedPrefix).
+bool IsUnauthenticated(const Status& status);
 
 // Splits "HOST:PORT" into host and port. HOST may be "[::1]" (brackets are removed), an IPv4
 // literal or a name. Errors: InvalidArgument naming what is wrong (no port, port not a

@@ -156,6 +156,12 @@ Result<json> ParseJsonArgument(std::string_view text, std::string_view what,
     }
     return Status::InvalidArgument(
         fmt::format("{} is not valid JSON (at byte {}): {}", what, e.byte, detail));
+  } catch (const json::out_of_range&) {
+    // nlohmann reports a number literal beyond a double's range (1e400) as out_of_range 406.
+    return Status::InvalidArgument(fmt::format(
+        "{}: number out of range (it does not fit a 64-bit floating-point number)", what));
+  } catch (const json::exception& e) {
+    return Status::InvalidArgument(fmt::format("{} is not valid JSON: {}", what, e.what()));
   }
   REEF_RETURN_IF_ERROR(ResolveActorMarkers(&value, bindings).WithContext(what));
   Result<Value> checked = ValueFromJson(value, ValueLimits{});

@@ -52,6 +52,7 @@ Status ResolveActorMarkers(nlohmann::json* value, const Bindings& bindings);
 // Parses the JSON argument `text` (named `what` in errors, e.g. "STATE") and resolves its
 // $actor markers against `bindings`.
 // Errors: InvalidArgument for malformed JSON, with the byte offset where parsing stopped;
+// InvalidArgument "number out of range" for a number literal no double holds (1e400);
 // the ResolveActorMarkers errors; the errors of reef::ValueFromJson for values Reef cannot
 // carry (integers outside int64, non-finite floats, depth/node/string limits).
 Result<nlohmann::json> ParseJsonArgument(std::string_view text, std::string_view what,

@@ -6,7 +6,11 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/websocket.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "server/server.h"
 
@@ -70,6 +74,58 @@ uint16_t ClosedPort() {
   acceptor.close();
   return port;
 }
+
+// A one-connection WebSocket server speaking reef.v1 that answers the requests in order with
+// `replies` (raw text; "$ID" becomes the request's id), then waits for the client's close.
+// Stands in for a broken or hostile server, which a real Server cannot be made into.
+class FakeServer {
+ public:
+  explicit FakeServer(std::vector<std::string> replies)
+      : acceptor_(ioc_, boost::asio::ip::tcp::endpoint(
+                            boost::asio::ip::make_address("127.0.0.1"), 0)) {
+    thread_ = std::thread([this, replies = std::move(replies)] { Serve(replies); });
+  }
+  ~FakeServer() { thread_.join(); }
+
+  std::string address() const {
+    return "127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+  }
+
+ private:
+  void Serve(const std::vector<std::string>& replies) {
+    namespace beast = boost::beast;
+    namespace websocket = beast::websocket;
+    boost::asio::ip::tcp::socket socket(ioc_);
+    beast::error_code ec;
+    acceptor_.accept(socket, ec);
+    if (ec) return;
+    websocket::stream<boost::asio::ip::tcp::socket> ws(std::move(socket));
+    ws.set_option(websocket::stream_base::decorator([](websocket::response_type& response) {
+      response.set(beast::http::field::sec_websocket_protocol, "reef.v1");
+    }));
+    ws.accept(ec);
+    if (ec) return;
+    for (std::string reply : replies) {
+      beast::flat_buffer buffer;
+      ws.read(buffer, ec);
+      if (ec) return;
+      json request = json::parse(beast::buffers_to_string(buffer.data()), nullptr, false);
+      std::string id = request.is_object() && request.contains("id") && request["id"].is_string()
+                           ? request["id"].get<std::string>()
+                           : "";
+      if (size_t at = reply.find("$ID"); at != std::string::npos) reply.replace(at, 3, id);
+      ws.text(true);
+      ws.write(boost::asio::buffer(reply), ec);
+      if (ec) return;
+    }
+    beast::flat_buffer buffer;
+    ws.read(buffer, ec);  // until the client closes
+  }
+
+  boost::asio::io_context ioc_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::thread thread_;
+};
 
 TEST(ClientTest, PingReturnsTheResult) {
   auto server = StartServer();
@@ -183,7 +239,19 @@ TEST(ClientTest, MissingTokenIsRefusedWithAHint) {
   auto refused = Client::Connect(options);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(IsUnauthenticated(refused.status())) << refused.status().ToString();
+  EXPECT_TRUE(refused.status().message().starts_with("unauthenticated: "))
+      << refused.status().message();
   EXPECT_NE(refused.status().message().find("REEF_AUTH_TOKEN"), std::string::npos);
+  // The refusal is not described twice ("unauthenticated: ... unauthenticated: ...").
+  EXPECT_EQ(refused.status().message().find("unauthenticated", 1), std::string::npos)
+      << refused.status().message();
+  EXPECT_FALSE(IsUnauthenticated(Status::FailedPrecondition("actor is not paused")));
+
+  options.auth_token = "wrong";
+  auto wrong = Client::Connect(options);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_TRUE(IsUnauthenticated(wrong.status())) << wrong.status().ToString();
 
   options.auth_token = "s3cret";
   auto accepted = Client::Connect(options);
@@ -227,6 +295,33 @@ TEST(ClientTest, ServerShutdownIsReportedOnTheNextCall) {
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), Code::kUnavailable);
   EXPECT_FALSE(client->connected());
+  // The close frame that arrived while the client was idle names the reason.
+  EXPECT_NE(result.status().message().find("code 1001: server shutting down"), std::string::npos)
+      << result.status().message();
+  EXPECT_EQ(client->failure().message(), result.status().message());
+}
+
+TEST(ClientTest, MalformedResponsesAreErrorsNotExceptions) {
+  // Given a server whose responses have fields of the wrong types,
+  FakeServer server({
+      R"({"v":1,"id":"$ID","ok":"yes","result":1})",
+      R"({"v":1,"id":"$ID","ok":false,"error":{"code":7,"message":["no"]}})",
+      R"({"v":1,"id":"$ID","ok":false,"error":"broken"})",
+      R"({"v":1,"id":"$ID","ok":true,"result":{"pong":true}})",
+  });
+  ClientOptions options;
+  options.address = server.address();
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  // when calls read them, then each is an error status and the connection stays usable.
+  for (int i = 0; i < 3; ++i) {
+    auto result = (*client)->Call("ping", json::object(), kTimeout);
+    ASSERT_FALSE(result.ok()) << i;
+    EXPECT_EQ(result.status().code(), Code::kInternal) << result.status().ToString();
+  }
+  auto result = (*client)->Call("ping", json::object(), kTimeout);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ((*result)["pong"], true);
 }
 
 TEST(ClientTest, CloseIsCleanAndIdempotent) {

@@ -123,6 +123,18 @@ TEST(ReplSyntaxTest, ParseJsonArgumentRejectsValuesReefCannotCarry) {
   EXPECT_FALSE(ParseJsonArgument(R"({"$record": 1})", "STATE", {}).ok());
 }
 
+TEST(ReplSyntaxTest, ParseJsonArgumentRejectsANumberBeyondADoubleInsteadOfThrowing) {
+  // Given a number literal no double can hold (nlohmann throws out_of_range 406 for it),
+  for (std::string_view text : {"1e400", "[1, -1e400]", R"({"n": 1e99999})"}) {
+    // when it is parsed as an argument, then it is an error, not an exception.
+    Result<nlohmann::json> parsed = ParseJsonArgument(text, "STATE", {});
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find("STATE: number out of range"), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
 TEST(ReplSyntaxTest, ParseLetSplitsNameAndCommand) {
   auto let = ParseLet("let sender = spawn actors/counter 0");
   ASSERT_TRUE(let.ok());
