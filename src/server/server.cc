@@ -178,7 +178,10 @@ class Server::Impl {
       for (auto& session : live) session->Abort();
       live.clear();
       std::unique_lock lock(core_->mu);
-      core_->drained.wait_for(lock, std::chrono::milliseconds(500),
+      // Aborted sockets complete their pending operations at once; the sessions must be gone
+      // before the io_context stops, or its abandoned operations would outlive the handler
+      // pool their sessions' strands belong to.
+      core_->drained.wait_for(lock, std::chrono::seconds(2),
                               [this] { return core_->sessions.empty(); });
     }
     work_.reset();
