@@ -148,7 +148,7 @@ Handler SetupImageCommand(const ImageCommand& command, CLI::App& app) {
     session.timeout =
         std::chrono::milliseconds(static_cast<int64_t>(state->common.timeout_seconds * 1000));
     session.interrupted = &g_stop_requested;
-    Status status = command.run(session, invocation);
+    Status status = RunCommand(command, session, invocation);
     Status closed = (*client)->Close();
     if (!status.ok()) {
       PrintError(status);

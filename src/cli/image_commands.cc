@@ -13,15 +13,22 @@
 #include <sstream>
 
 #include "cli/output.h"
+#include "client/json_fields.h"
 
 namespace reef::cli {
 
 using json = nlohmann::json;
+using client::ArrayField;
+using client::BoolField;
+using client::StringField;
+using client::UnsignedField;
 
 namespace {
 
 // Largest source file `write` sends (the server's limit on source text).
 constexpr size_t kMaxSourceBytes = 1u << 20;
+// Fewest hex characters `write --expected` accepts as a prefix of a source id.
+constexpr size_t kMinIdPrefix = 8;
 // Pages `logs` reads at most before it stops (1,000 entries each).
 constexpr int kMaxLogPages = 1000;
 // How often `logs -f` looks at the interrupt flag while no event arrives.
@@ -89,12 +96,17 @@ Status RunSpawn(Session& session, const Invocation& invocation) {
     args["mailbox_capacity"] = capacity;
   }
   REEF_ASSIGN_OR_RETURN(json result, Call(session, "spawn", std::move(args)));
-  std::string actor = result.value("actor", "");
+  std::string actor = StringField(result, "actor");
   if (actor.starts_with('@')) actor.erase(0, 1);
   std::string human = "@" + actor;
   if (!session.let_name.empty()) {
-    session.bindings[session.let_name] = actor;
+    std::string& bound = session.bindings[session.let_name];
     human = session.let_name + " = @" + actor;
+    // Rebinding is allowed, but say so: the old actor lives on without its name.
+    if (!bound.empty() && bound != actor) {
+      human += fmt::format(" ({} was @{})", session.let_name, bound);
+    }
+    bound = actor;
   }
   PrintResult(session, result, human);
   return Status::Ok();
@@ -150,7 +162,7 @@ Status RunEvents(Session& session, const Invocation& invocation) {
     args["actors"] = std::move(actors);
   }
   REEF_ASSIGN_OR_RETURN(json result, Call(session, "events", std::move(args)));
-  PrintResult(session, result, FormatEvents(result));
+  PrintResult(session, result, FormatEvents(result, session.repl));
   return Status::Ok();
 }
 
@@ -257,17 +269,18 @@ Status PrintLogHistory(Session& session, const json& actors, std::optional<uint6
   json args = {{"actors", actors}, {"limit", 1000}};
   for (int page = 0; page < kMaxLogPages; ++page) {
     REEF_ASSIGN_OR_RETURN(json result, Call(session, "logs", args));
-    const json entries = result.value("entries", json::array());
+    const json entries = ArrayField(result, "entries");
     for (const json& entry : entries) {
-      if (until && entry.value("seq", uint64_t{0}) > *until) return Status::Ok();
+      if (until && UnsignedField(entry, "seq").value_or(0) > *until) return Status::Ok();
       if (collected != nullptr) {
         collected->push_back(entry);
       } else {
         PrintLogEntry(session, entry);
       }
     }
-    if (!result.value("more", false) || entries.empty()) return Status::Ok();
-    args["after"] = result["next_after"];
+    std::optional<uint64_t> next_after = UnsignedField(result, "next_after");
+    if (!BoolField(result, "more") || entries.empty() || !next_after) return Status::Ok();
+    args["after"] = *next_after;
   }
   return Status::LimitExceeded(
       fmt::format("logs stopped after {} pages of 1,000 entries", kMaxLogPages));
@@ -287,9 +300,7 @@ Status RunLogs(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(json subscribed,
                         Call(session, "subscribe", {{"topic", "logs"}, {"actors", actors}}));
   std::optional<uint64_t> until;
-  if (subscribed.contains("after") && subscribed["after"].is_number_unsigned()) {
-    until = subscribed["after"].get<uint64_t>();
-  }
+  until = UnsignedField(subscribed, "after");
   Status status = PrintLogHistory(session, actors, until, nullptr);
   while (status.ok() && (session.interrupted == nullptr || *session.interrupted == 0)) {
     Result<std::optional<client::ClientEvent>> event = session.client->NextEvent(kFollowPoll);
@@ -300,11 +311,11 @@ Status RunLogs(Session& session, const Invocation& invocation) {
     if (!event->has_value()) continue;
     const client::ClientEvent& e = **event;
     if (e.kind == "log") {
-      if (until && e.data.value("seq", uint64_t{0}) <= *until) continue;
+      if (until && UnsignedField(e.data, "seq").value_or(0) <= *until) continue;
       PrintLogEntry(session, e.data);
     } else if (e.kind == "subscription-failed") {
       status = Status::Unavailable(fmt::format("the log subscription failed: {}",
-                                               e.data.value("message", "no reason given")));
+                                               StringField(e.data, "message", "no reason given")));
     }
   }
   Result<json> unsubscribed = Call(session, "unsubscribe", {{"topic", "logs"}});
@@ -316,7 +327,7 @@ Status RunLogs(Session& session, const Invocation& invocation) {
 
 Status RunSources(Session& session, const Invocation&) {
   REEF_ASSIGN_OR_RETURN(json result, Call(session, "sources", json::object()));
-  for (const json& source : result.value("sources", json::array())) Remember(session, source);
+  for (const json& source : ArrayField(result, "sources")) Remember(session, source);
   PrintResult(session, result, FormatSources(result));
   return Status::Ok();
 }
@@ -329,9 +340,11 @@ Status RunRead(Session& session, const Invocation& invocation) {
   if (session.json_output) {
     PrintJson(result);
   } else {
-    std::string text = result.value("text", "");
+    // Byte for byte: `reef read x > f` gives back what was written. Only the REPL ends an
+    // unterminated last line, so its prompt starts on a line of its own.
+    std::string text = StringField(result, "text");
     std::fwrite(text.data(), 1, text.size(), stdout);
-    if (!text.empty() && text.back() != '\n') std::fputc('\n', stdout);
+    if (session.repl && !text.empty() && text.back() != '\n') std::fputc('\n', stdout);
     std::fflush(stdout);
   }
   return Status::Ok();
@@ -356,6 +369,38 @@ Result<std::string> ReadSourceFile(const std::string& file) {
   return text;
 }
 
+// The full source id `--expected TEXT` names: a 64-hex id as given, or the current working
+// source id of `path` when TEXT is a prefix of it of at least kMinIdPrefix lowercase hex
+// characters (the 12-character ids the CLI prints). Errors: Conflict naming the current short
+// id when the prefix does not match it; NotFound when `path` has no working source;
+// InvalidArgument for text that is neither.
+Result<std::string> ExpectedSourceId(Session& session, const std::string& path,
+                                     const std::string& text) {
+  constexpr size_t kIdLength = 64;
+  bool hex = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
+  if (hex && text.size() == kIdLength) return text;
+  if (!hex || text.size() < kMinIdPrefix || text.size() > kIdLength) {
+    return Status::InvalidArgument(fmt::format(
+        "--expected '{}' is not a source id: give the 64 lowercase hex characters or a prefix of "
+        "at least {} of them",
+        text, kMinIdPrefix));
+  }
+  REEF_ASSIGN_OR_RETURN(json result, Call(session, "sources", json::object()));
+  for (const json& source : ArrayField(result, "sources")) {
+    if (StringField(source, "path") != path) continue;
+    std::string current = StringField(source, "source_id");
+    if (current.size() == kIdLength && current.starts_with(text)) return current;
+    return Status::Conflict(fmt::format(
+        "{} changed: its working source is now {}, not --expected {}; read it again and "
+        "merge before writing",
+        path, ShortId(current), text));
+  }
+  return Status::NotFound(
+      fmt::format("{} has no working source to match --expected {}; use --create", path, text));
+}
+
 Status RunWrite(Session& session, const Invocation& invocation) {
   const std::string& path = invocation.args.at(0);
   const std::string& file = invocation.args.at(1);
@@ -374,7 +419,7 @@ Status RunWrite(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(file));
   json expected;
   if (invocation.Has("expected")) {
-    expected = invocation.options.at("expected");
+    REEF_ASSIGN_OR_RETURN(expected, ExpectedSourceId(session, path, invocation.options.at("expected")));
   } else if (!invocation.Has("create")) {
     if (auto seen = session.source_ids.find(path); seen != session.source_ids.end()) {
       expected = seen->second;
@@ -382,7 +427,7 @@ Status RunWrite(Session& session, const Invocation& invocation) {
       // Nothing seen yet: take the current id; a missing path is created.
       Result<json> current = Call(session, "read", {{"path", path}});
       if (current.ok()) {
-        expected = current->value("source_id", "");
+        expected = StringField(*current, "source_id");
       } else if (current.status().code() != Code::kNotFound) {
         return current.status();
       }
@@ -394,7 +439,7 @@ Status RunWrite(Session& session, const Invocation& invocation) {
            {{"path", path}, {"kind", kind}, {"text", std::move(text)}, {"expected", expected}}));
   Remember(session, result);
   PrintResult(session, result,
-              fmt::format("wrote {} (source {})", path, ShortId(result.value("source_id", ""))));
+              fmt::format("wrote {} (source {})", path, ShortId(StringField(result, "source_id"))));
   return Status::Ok();
 }
 
@@ -403,8 +448,8 @@ Status RunCommit(Session& session, const Invocation& invocation) {
   if (invocation.Has("message")) args["message"] = invocation.options.at("message");
   REEF_ASSIGN_OR_RETURN(json result, Call(session, "commit", std::move(args)));
   PrintResult(session, result,
-              fmt::format("committed {} as revision {}", result.value("path", ""),
-                          result.value("revision", "")));
+              fmt::format("committed {} as revision {}", StringField(result, "path"),
+                          StringField(result, "revision")));
   return Status::Ok();
 }
 
@@ -422,7 +467,7 @@ Status RunRollback(Session& session, const Invocation& invocation) {
   PrintResult(
       session, result,
       fmt::format("{} restored from revision {} (source {}); not committed", invocation.args.at(0),
-                  invocation.args.at(1), ShortId(result.value("source_id", ""))));
+                  invocation.args.at(1), ShortId(StringField(result, "source_id"))));
   return Status::Ok();
 }
 
@@ -626,8 +671,21 @@ Result<Invocation> ParseReplArguments(const ImageCommand& command, std::string_v
 
 void PrintError(const Status& status) {
   std::fflush(stdout);
-  fmt::print(stderr, "error: {}\n", status.ToString());
+  // A refused token reads as the server's own code, not as a failed precondition.
+  fmt::print(stderr, "error: {}\n",
+             client::IsUnauthenticated(status) ? status.message() : status.ToString());
   std::fflush(stderr);
+}
+
+Status RunCommand(const ImageCommand& command, Session& session, const Invocation& invocation) {
+  try {
+    return command.run(session, invocation);
+  } catch (const json::exception& e) {
+    // The handlers read responses through client/json_fields.h; this is the last line of
+    // defence should one still meet a shape it did not expect.
+    return Status::Internal(fmt::format("{}: the server's response was malformed: {}",
+                                        command.name, e.what()));
+  }
 }
 
 std::string ConnectAddress(std::string_view flag) {

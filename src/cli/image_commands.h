@@ -65,6 +65,8 @@ struct Session {
   bool json_output = false;                       // print raw result JSON instead of human text
   std::chrono::milliseconds timeout{60'000};      // per request
   std::string let_name;  // set by the REPL while running `let NAME = spawn ...`
+  // True inside `reef repl`: the connection keeps its cursors (`events`) between commands.
+  bool repl = false;
   // Set by SIGINT/SIGTERM handlers; `logs -f` stops following when it becomes non-zero.
   const volatile std::sig_atomic_t* interrupted = nullptr;
 };
@@ -94,7 +96,12 @@ std::string Usage(const ImageCommand& command);
 // unknown option.
 Result<Invocation> ParseReplArguments(const ImageCommand& command, std::string_view rest);
 
-// Prints `status` as "error: <code>: <message>" on stderr (stdout is flushed first).
+// Runs `command`'s handler; a nlohmann exception that escapes it (a response of a shape the
+// handler did not expect) becomes Internal instead of ending the process.
+Status RunCommand(const ImageCommand& command, Session& session, const Invocation& invocation);
+
+// Prints `status` as "error: <code>: <message>" on stderr (stdout is flushed first); a refused
+// token (client::IsUnauthenticated) as "error: unauthenticated: <message>".
 void PrintError(const Status& status);
 
 // The address to connect to: `flag` when non-empty, else REEF_CONNECT when set, else

@@ -11,6 +11,16 @@ namespace {
 
 constexpr const char* kVersion = "0.1.0";
 
+// True when `word` (a command-line word where a subcommand of `parent` is expected) is
+// neither an option nor one of its subcommands. CLI11 alone reports such a word as a
+// missing subcommand.
+bool IsUnknownCommand(CLI::App& parent, std::string_view word) {
+  if (word.empty() || word.starts_with('-')) return false;
+  return parent
+      .get_subcommands([word](CLI::App* sub) { return sub->check_name(std::string(word)); })
+      .empty();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -35,6 +45,22 @@ int main(int argc, char** argv) {
       sub->set_version_flag("--version", version);  // --help and --version everywhere
       handlers.emplace_back(sub, command.setup(*sub));
     }
+  }
+
+  // `reef nosuch` and `reef wasm nosuch`: name the word instead of CLI11's complaint.
+  CLI::App* level = &app;
+  std::string prefix;
+  for (int i = 1; i < argc && level != nullptr; ++i) {
+    std::string_view word = argv[i];
+    if (IsUnknownCommand(*level, word)) {
+      fmt::print(stderr, "error: unknown command '{}{}'; see reef {}--help\n", prefix, word,
+                 prefix);
+      return 2;
+    }
+    if (word.starts_with('-')) break;
+    auto group = groups.find(std::string(word));
+    level = level == &app && group != groups.end() ? group->second : nullptr;
+    prefix = std::string(word) + " ";
   }
 
   try {

@@ -6,6 +6,8 @@
 #include <ctime>
 #include <vector>
 
+#include "client/json_fields.h"
+
 namespace reef::cli {
 
 using json = nlohmann::json;
@@ -14,6 +16,10 @@ namespace {
 
 // Longest cell text in a table before it is cut with "…".
 constexpr size_t kMaxCell = 48;
+// Queued messages `inspect` lists one per line; the rest are counted ("... N more").
+constexpr size_t kMaxQueuedShown = 10;
+
+using client::BoolField;
 
 std::string Compact(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -92,6 +98,26 @@ std::string UtcTime(const json& unix_ms, bool with_date) {
 
 }  // namespace
 
+std::string EscapeControl(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string ShortId(std::string_view id) {
   return std::string(id.substr(0, 12));
 }
@@ -134,11 +160,16 @@ std::string FormatSnapshot(const json& snapshot) {
     } else if (key == "implementation" || key == "pending_install") {
       text = Implementation(value);
     } else if (key == "queued" && value.is_array()) {
-      text = value.empty() ? "0 messages"
-                           : fmt::format("{} message{}: {}", value.size(),
-                                         value.size() == 1 ? "" : "s", Compact(value));
+      // One message per line, at most kMaxQueuedShown of them (--json has them all).
+      text = fmt::format("{} message{}", value.size(), value.size() == 1 ? "" : "s");
+      for (size_t i = 0; i < value.size() && i < kMaxQueuedShown; ++i) {
+        text += "\n  " + Compact(value[i]);
+      }
+      if (value.size() > kMaxQueuedShown) {
+        text += fmt::format("\n  ... {} more", value.size() - kMaxQueuedShown);
+      }
     } else if (value.is_string()) {
-      text = value.get<std::string>();
+      text = EscapeControl(value.get<std::string>());
     } else {
       text = Compact(value);
     }
@@ -162,10 +193,10 @@ std::string FormatSnapshot(const json& snapshot) {
   return out;
 }
 
-std::string FormatEvents(const json& result) {
-  const json events = result.is_object() ? result.value("events", json::array()) : json::array();
+std::string FormatEvents(const json& result, bool repl) {
+  const json events = client::ArrayField(result, "events");
   std::string out;
-  if (result.is_object() && result.value("missed", false)) {
+  if (BoolField(result, "missed")) {
     out = "(some earlier events were evicted before they could be read)";
   }
   for (const json& event : events) {
@@ -174,11 +205,15 @@ std::string FormatEvents(const json& result) {
                        Ref(event), Field(event, "incarnation"));
     if (event.is_object() && event.contains("detail") && !event["detail"].is_null() &&
         event["detail"] != "") {
-      out += " " + Field(event, "detail");
+      out += " " + EscapeControl(Field(event, "detail"));
     }
   }
-  if (result.is_object() && result.value("more", false)) {
-    out += (out.empty() ? "" : "\n") + std::string("(more events: run events again)");
+  if (BoolField(result, "more")) {
+    // The REPL's connection keeps the cursor; a one-shot command starts a new one at 0.
+    std::string hint = repl ? "(more events: run events again)"
+                            : fmt::format("(more events: run events --after {})",
+                                          Field(result, "next_after"));
+    out += (out.empty() ? "" : "\n") + hint;
   }
   return out.empty() ? "no new events" : out;
 }
@@ -192,7 +227,7 @@ std::string FormatPendingInstall(const json& result) {
   std::string implementation = result.is_object() && result.contains("pending_install")
                                    ? Implementation(result["pending_install"])
                                    : "?";
-  if (result.is_object() && result.value("installed", false)) {
+  if (BoolField(result, "installed")) {
     return fmt::format("{}: now runs {}", Ref(result), implementation);
   }
   return fmt::format("{}: switches to {} at its next handler boundary", Ref(result),
@@ -231,7 +266,7 @@ std::string FormatHistory(const json& result) {
 std::string FormatLogEntry(const json& entry) {
   return fmt::format("#{} {} {:<5} {} {}", Field(entry, "seq"),
                      UtcTime(entry.is_object() ? entry.value("unix_ms", json()) : json(), false),
-                     Field(entry, "level"), Ref(entry), Field(entry, "message"));
+                     Field(entry, "level"), Ref(entry), EscapeControl(Field(entry, "message")));
 }
 
 }  // namespace reef::cli

@@ -12,6 +12,10 @@
 
 namespace reef::cli {
 
+// `text` with control characters escaped so it stays on one line: "\n", "\t", "\r", and
+// "\xNN" for the other bytes below 0x20 and 0x7F. Other bytes (UTF-8 included) are kept.
+std::string EscapeControl(std::string_view text);
+
 // The first 12 characters of a source or implementation id (64 hex characters).
 std::string ShortId(std::string_view id);
 
@@ -19,10 +23,13 @@ std::string ShortId(std::string_view id);
 std::string FormatPs(const nlohmann::json& result);
 // `tick`: "100 ticks: 3 slices, 250 instructions, 2 commits, 0 failures".
 std::string FormatTick(const nlohmann::json& result);
-// `inspect`: one "key: value" line per snapshot field; values as compact JSON.
+// `inspect`: one "key: value" line per snapshot field; values as compact JSON, strings with
+// control characters escaped; queued messages one per line, at most 10, then "... N more".
 std::string FormatSnapshot(const nlohmann::json& snapshot);
-// `events`: one line per event: "#seq kind @actor (incarnation N) detail".
-std::string FormatEvents(const nlohmann::json& result);
+// `events`: one line per event: "#seq kind @actor (incarnation N) detail". When more events
+// remain, a hint: in the REPL (`repl`) to run events again (the connection keeps the cursor),
+// else to run `events --after <next_after>`.
+std::string FormatEvents(const nlohmann::json& result, bool repl);
 // `stop`, `kill`, ...: "@ref: stopped (incarnation 0)".
 std::string FormatLifecycle(const nlohmann::json& result);
 // `reload`, `become`: "@ref: switches to LABEL (id) at its next handler boundary", or
@@ -32,7 +39,8 @@ std::string FormatPendingInstall(const nlohmann::json& result);
 std::string FormatSources(const nlohmann::json& result);
 // `history`: an aligned table REVISION WHEN KIND SOURCE MESSAGE, or "no revisions".
 std::string FormatHistory(const nlohmann::json& result);
-// One log entry: "#seq HH:MM:SS.mmm level @ref message" (UTC time).
+// One log entry: "#seq HH:MM:SS.mmm level @ref message" (UTC time; control characters in the
+// message escaped, see EscapeControl).
 std::string FormatLogEntry(const nlohmann::json& entry);
 
 }  // namespace reef::cli

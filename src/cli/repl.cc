@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/image_commands.h"
+#include "client/json_fields.h"
 
 namespace reef::cli {
 namespace {
@@ -70,7 +71,8 @@ std::string Help() {
 
 enum class LineOutcome { kContinue, kQuit };
 
-Status RunLine(Session& session, std::string_view line, LineOutcome* outcome) {
+// Runs one line. `interactive`: stdin is a terminal (commands that run until Ctrl+C need it).
+Status RunLine(Session& session, std::string_view line, bool interactive, LineOutcome* outcome) {
   *outcome = LineOutcome::kContinue;
   REEF_ASSIGN_OR_RETURN(std::optional<client::LetLine> let, client::ParseLet(line));
   std::string_view rest = line;
@@ -100,8 +102,13 @@ Status RunLine(Session& session, std::string_view line, LineOutcome* outcome) {
         fmt::format("unknown command '{}'; type help for the list", *name));
   }
   REEF_ASSIGN_OR_RETURN(Invocation invocation, ParseReplArguments(*command, rest));
+  if (!interactive && invocation.Has("follow")) {
+    // Nothing could stop it: Ctrl+C needs a terminal, and end of input is not read meanwhile.
+    return Status::FailedPrecondition(
+        "logs -f needs an interactive terminal; use `reef logs -f` from a shell");
+  }
   session.let_name = let ? let->name : "";
-  Status status = command->run(session, invocation);
+  Status status = RunCommand(*command, session, invocation);
   session.let_name.clear();
   return status;
 }
@@ -164,7 +171,7 @@ void AddSourcePaths() {
   Result<nlohmann::json> sources =
       g_session->client->Call("sources", nlohmann::json::object(), std::chrono::seconds(2));
   if (!sources.ok()) return;
-  for (const auto& source : sources->value("sources", nlohmann::json::array())) {
+  for (const auto& source : client::ArrayField(*sources, "sources")) {
     if (source.is_object() && source.contains("path") && source["path"].is_string()) {
       g_candidates.push_back(source["path"].get<std::string>());
     }
@@ -298,6 +305,7 @@ int RunRepl(const ReplOptions& options) {
   session.json_output = options.json_output;
   session.timeout = options.timeout;
   session.interrupted = &g_interrupted;
+  session.repl = true;
   g_session = &session;
 
   bool terminal = ::isatty(STDIN_FILENO) != 0;
@@ -317,15 +325,16 @@ int RunRepl(const ReplOptions& options) {
     if (interrupted) continue;  // Ctrl+C at the prompt: drop the line
     g_interrupted = 0;
     LineOutcome outcome = LineOutcome::kContinue;
-    Status status = RunLine(session, *line, &outcome);
+    Status status = RunLine(session, *line, terminal, &outcome);
     if (g_interrupted) std::fputc('\n', stdout);  // after the ^C the terminal echoed
-    if (!status.ok()) PrintError(status);
+    Status lost = session.client->failure();
+    // The reason the connection went is said once, in the closing message below.
+    if (!status.ok() && (lost.ok() || status.message() != lost.message())) PrintError(status);
     if (outcome == LineOutcome::kQuit) break;
-    if (!session.client->connected()) {
+    if (!lost.ok()) {
       PrintError(Status::Unavailable(fmt::format(
-          "lost the connection to {}; the REPL ends (bindings are gone, the image may still "
-          "run)",
-          options.address)));
+          "lost the connection: {}; the REPL ends (bindings are gone, the image may still run)",
+          lost.message())));
       exit_status = 1;
       break;
     }
