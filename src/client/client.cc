@@ -166,6 +166,14 @@ class Client::Impl {
     }
     PollArrived();
     REEF_RETURN_IF_ERROR(Usable());
+    if (!ws_.is_open()) {
+      // The server's close frame arrived and the stream is answering it: starting a write
+      // now would race that answer (Beast allows one write at a time). Let the read finish,
+      // which records why the server closed.
+      RunUntil(Clock::now() + std::chrono::seconds(1), [&] { return !reading_; });
+      Break(Status::Unavailable(fmt::format("{} closed the connection", options_.address)));
+      return broken_;
+    }
     std::string id = fmt::format("c-{}", ++last_id_);
     json request = {{"v", kProtocolVersion}, {"id", id}, {"op", op}, {"args", std::move(args)}};
     std::string frame = request.dump(-1, ' ', false, json::error_handler_t::replace);
