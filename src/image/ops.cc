@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "actor/guest_abi.h"
 #include "code/source.h"
+#include "wasm/engine.h"
 #include "image/detail/args.h"
 #include "image/detail/image_state.h"
 #include "image/detail/wire.h"
@@ -52,11 +54,35 @@ const ValueLimits& Limits(Ctx& c) {
   return c.s.options.runtime.value_limits;
 }
 
+// Instantiates `implementation` once under the runtime's engine limits, the first time it is
+// seen, so a module that can never run (an unknown import, memory over the page limit, a
+// start function that traps or exceeds its budget) is refused at spawn/reload/become with
+// the engine's error instead of failing at its first tick.
+Status CheckInstantiates(Image::State& s, const actor::Implementation& implementation) {
+  {
+    std::lock_guard lock(s.mu);
+    if (s.instantiable.contains(implementation.id)) return Status::Ok();
+  }
+  wasm::Engine engine(actor::AbiV1Registry(), s.options.runtime.engine_limits);
+  auto instance = engine.Instantiate(implementation.module);
+  if (!instance.ok()) {
+    // An unknown import is the module's fault, not a missing resource: invalid_argument, so
+    // it is not mistaken for "no source at this path" (not_found).
+    Status status = instance.status();
+    if (status.code() == Code::kNotFound) status = Status::InvalidArgument(status.message());
+    return status.WithContext(fmt::format("{} cannot be instantiated", implementation.label));
+  }
+  std::lock_guard lock(s.mu);
+  s.instantiable.insert(implementation.id);
+  return Status::Ok();
+}
+
 // The implementation of a working source or revision, labelled with its source path (the
 // label is what reload recompiles).
 Result<std::shared_ptr<const actor::Implementation>> Build(Image::State& s,
                                                            const code::SourceFile& file) {
   REEF_ASSIGN_OR_RETURN(auto implementation, s.cache->Get(file));
+  REEF_RETURN_IF_ERROR(CheckInstantiates(s, *implementation));
   if (implementation->label == file.path) return implementation;
   auto relabelled = std::make_shared<actor::Implementation>(*implementation);
   relabelled->label = file.path;

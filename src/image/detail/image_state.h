@@ -12,6 +12,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -59,6 +60,9 @@ struct Image::State {
   // Label of the implementation last queued by reload/become per actor (the snapshot's
   // pending_install holds only its id).
   std::map<ActorRef, std::string> pending_labels;
+  // Implementation ids that instantiated once under the runtime's engine limits (ops.cc
+  // CheckInstantiates); bounded by the compile cache's size.
+  std::set<std::string> instantiable;
 
   // The connection's state, created on first use (records its handle). REQUIRES: mu held.
   ConnectionState& ConnectionLocked(server::Connection& connection);

@@ -406,5 +406,34 @@ TEST_F(ImageOpsTest, UnknownActorsAndPathsAreNotFoundForLogsAndHistory) {
   EXPECT_EQ(client->Ok("history", {{"path", "actors/counter"}})["revisions"], json::array());
 }
 
+TEST_F(ImageOpsTest, ModulesThatCannotBeInstantiatedAreRefusedAtSpawn) {
+  auto client = Connect();
+  // An unknown import and a memory over the engine's page limit (default 256 pages)
+  std::string unknown_import = ConstantActorWat(1);
+  unknown_import.replace(unknown_import.find("(memory"), 0,
+                         "(import \"reef\" \"no_such_import\" (func (param i32)))\n  ");
+  std::string big_memory = ConstantActorWat(1);
+  big_memory.replace(big_memory.find("(memory (export \"memory\") 1)"),
+                     std::string("(memory (export \"memory\") 1)").size(),
+                     "(memory (export \"memory\") 300)");
+  Create(*client, "actors/imports", "wat", unknown_import);
+  Create(*client, "actors/big", "wat", big_memory);
+
+  json imports = client->Error("spawn", {{"path", "actors/imports"}, {"state", 0}});
+  EXPECT_EQ(imports["code"], "invalid_argument") << imports.dump();
+  EXPECT_NE(imports["message"].get<std::string>().find("no_such_import"), std::string::npos)
+      << imports.dump();
+  json big = client->Error("spawn", {{"path", "actors/big"}, {"state", 0}});
+  EXPECT_EQ(big["code"], "limit_exceeded") << big.dump();
+  EXPECT_NE(big["message"].get<std::string>().find("max_memory_pages"), std::string::npos)
+      << big.dump();
+  // and nothing was spawned
+  EXPECT_EQ(client->Ok("ps")["actors"], json::array());
+  // while a sound module still spawns
+  Create(*client, "actors/fine", "wat", ConstantActorWat(1));
+  SpawnActor(*client, "actors/fine", 0);
+  EXPECT_EQ(client->Ok("ps")["actors"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace reef::image
