@@ -86,41 +86,43 @@ Result<ActorRef> Args::Actor(std::string_view name) const {
   return *ref;
 }
 
-Result<std::vector<ActorRef>> Args::ActorList(std::string_view name, std::size_t max) const {
-  std::vector<ActorRef> refs;
-  const json* value = Find(name);
-  if (value == nullptr || value->is_null()) return refs;
-  if (!value->is_array()) return Invalid(name, "must be an array of actor refs");
+// The optional string array `name` (absent or null = empty, at most `max` entries), each
+// string parsed by `parse`. `what` names the element ("actor ref", "event kind name") and
+// `bad` starts the message for an element that does not parse.
+template <typename T, typename Parse>
+Result<std::vector<T>> StringList(const Args& args, std::string_view op, std::string_view name,
+                                  std::size_t max, std::string_view not_array,
+                                  std::string_view not_string, std::string_view bad,
+                                  Parse parse) {
+  std::vector<T> items;
+  const json* value = args.Find(name);
+  if (value == nullptr || value->is_null()) return items;
+  if (!value->is_array()) return args.Invalid(name, not_array);
   if (value->size() > max) {
     return Status::LimitExceeded(
-        fmt::format("{}: argument '{}' has {} entries (max {})", op_, name, value->size(), max));
+        fmt::format("{}: argument '{}' has {} entries (max {})", op, name, value->size(), max));
   }
   for (const json& item : *value) {
-    if (!item.is_string()) return Invalid(name, "must be an array of actor ref strings");
-    auto ref = ParseActorArg(item.get<std::string>());
-    if (!ref.ok()) return Invalid(name, "holds a bad actor ref: " + ref.status().message());
-    refs.push_back(*ref);
+    if (!item.is_string()) return args.Invalid(name, not_string);
+    Result<T> parsed = parse(item.get<std::string>());
+    if (!parsed.ok()) return args.Invalid(name, std::string(bad) + parsed.status().message());
+    items.push_back(*parsed);
   }
-  return refs;
+  return items;
+}
+
+Result<std::vector<ActorRef>> Args::ActorList(std::string_view name, std::size_t max) const {
+  return StringList<ActorRef>(*this, op_, name, max, "must be an array of actor refs",
+                              "must be an array of actor ref strings", "holds a bad actor ref: ",
+                              [](const std::string& text) { return ParseActorArg(text); });
 }
 
 Result<std::vector<actor::LifecycleKind>> Args::KindList(std::string_view name,
                                                          std::size_t max) const {
-  std::vector<actor::LifecycleKind> kinds;
-  const json* value = Find(name);
-  if (value == nullptr || value->is_null()) return kinds;
-  if (!value->is_array()) return Invalid(name, "must be an array of event kind names");
-  if (value->size() > max) {
-    return Status::LimitExceeded(
-        fmt::format("{}: argument '{}' has {} entries (max {})", op_, name, value->size(), max));
-  }
-  for (const json& item : *value) {
-    if (!item.is_string()) return Invalid(name, "must be an array of event kind names");
-    auto kind = actor::ParseLifecycleKind(item.get<std::string>());
-    if (!kind.ok()) return Invalid(name, "holds an unknown kind: " + kind.status().message());
-    kinds.push_back(*kind);
-  }
-  return kinds;
+  return StringList<actor::LifecycleKind>(
+      *this, op_, name, max, "must be an array of event kind names",
+      "must be an array of event kind names", "holds an unknown kind: ",
+      [](const std::string& text) { return actor::ParseLifecycleKind(text); });
 }
 
 Result<std::optional<actor::LogLevel>> Args::OptionalLevel(std::string_view name) const {
