@@ -13,7 +13,9 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/stream.hpp>
 #include <deque>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "server/detail/server_core.h"
 
@@ -127,6 +129,10 @@ class WsSession : public Session,
       }
       self->accepted_ = true;
       self->ReadSome();
+      if (self->deferred_close_) {
+        auto [code, reason] = *std::exchange(self->deferred_close_, std::nullopt);
+        self->Close(code, reason);
+      }
     });
   }
 
@@ -256,6 +262,13 @@ class WsSession : public Session,
   // the handshake has not finished within io_timeout (a client that does not read).
   void Close(websocket::close_code code, const std::string& reason) {
     if (closing_ || closed_) return;
+    if (!accepted_) {
+      // The handshake is still being answered: a close frame cannot be sent before it.
+      // The accept handler sends it, so a client that connected just before a shutdown
+      // still learns why the server went away.
+      deferred_close_ = std::make_pair(code, reason);
+      return;
+    }
     closing_ = true;
     closed_ = true;
     if (!writing_) {
@@ -284,6 +297,8 @@ class WsSession : public Session,
   bool oversized_ = false;  // the message being read passed max_request_bytes
   std::deque<std::string> outbox_;
   bool writing_ = false;
+  // Close() called before the handshake finished: sent once it does.
+  std::optional<std::pair<websocket::close_code, std::string>> deferred_close_;
   bool closing_ = false;
 
   // ---- Any thread ---------------------------------------------------------------------------
