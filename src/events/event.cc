@@ -1,0 +1,200 @@
+#include "events/event.h"
+
+#include <fmt/format.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/utf8.h"
+
+namespace reef::events {
+
+namespace {
+
+constexpr std::string_view kHex = "0123456789abcdef";
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool IsHyphenOffset(size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
+
+// Checks one name (a type or a tag): non-empty, at most `max` bytes, valid UTF-8.
+Status CheckName(std::string_view what, std::string_view name, uint32_t max, std::string_view at) {
+  if (name.empty()) return Status::InvalidArgument(fmt::format("{}: {} is empty", at, what));
+  if (name.size() > max) {
+    return Status::LimitExceeded(fmt::format("{}: {} is {} bytes; the limit is {} (max_{}_bytes)",
+                                             at, what, name.size(), max, what));
+  }
+  if (auto bad = FindInvalidUtf8(name)) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} is not valid UTF-8 (byte {})", at, what, *bad));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string FormatEventId(const EventId& id) {
+  std::string text;
+  text.reserve(36);
+  for (size_t i = 0; i < id.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text.push_back('-');
+    text.push_back(kHex[id[i] >> 4]);
+    text.push_back(kHex[id[i] & 0xf]);
+  }
+  return text;
+}
+
+Result<EventId> ParseEventId(std::string_view text) {
+  if (text.size() != 36) {
+    return Status::InvalidArgument(fmt::format(
+        "event id \"{}\" is {} characters; a UUID is 36 (8-4-4-4-12 hex digits)", text,
+        text.size()));
+  }
+  EventId id{};
+  size_t byte = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (IsHyphenOffset(i)) {
+      if (text[i] != '-') {
+        return Status::InvalidArgument(
+            fmt::format("event id \"{}\": expected '-' at offset {}", text, i));
+      }
+      ++i;
+      continue;
+    }
+    int high = HexValue(text[i]);
+    int low = HexValue(text[i + 1]);
+    if (high < 0 || low < 0) {
+      return Status::InvalidArgument(fmt::format(
+          "event id \"{}\": '{}' at offset {} is not a hex digit", text,
+          high < 0 ? text[i] : text[i + 1], high < 0 ? i : i + 1));
+    }
+    id[byte++] = static_cast<uint8_t>(high << 4 | low);
+    i += 2;
+  }
+  return id;
+}
+
+Result<EventId> NewEventId() {
+  EventId id{};
+  if (RAND_bytes(id.data(), static_cast<int>(id.size())) != 1) {
+    return Status::Unavailable("OpenSSL RAND_bytes failed: no entropy for an event id");
+  }
+  id[6] = static_cast<uint8_t>((id[6] & 0x0f) | 0x40);  // version 4
+  id[8] = static_cast<uint8_t>((id[8] & 0x3f) | 0x80);  // RFC 9562 variant
+  return id;
+}
+
+bool Matches(const Query& query, std::string_view type,
+             const std::vector<std::string_view>& tags) {
+  if (query.items.empty()) return true;
+  for (const QueryItem& item : query.items) {
+    if (!item.types.empty() &&
+        std::find(item.types.begin(), item.types.end(), type) == item.types.end()) {
+      continue;
+    }
+    bool has_all = std::all_of(item.tags.begin(), item.tags.end(), [&](const std::string& tag) {
+      return std::find(tags.begin(), tags.end(), tag) != tags.end();
+    });
+    if (has_all) return true;
+  }
+  return false;
+}
+
+uint64_t StoredBytes(const Event& event) {
+  uint64_t bytes = kEventOverheadBytes + event.type.size() + event.data.size() +
+                   event.metadata.correlation_id.size() + event.metadata.causation_id.size() +
+                   event.metadata.idempotency_key.size();
+  for (const std::string& tag : event.tags) bytes += 2 + tag.size();
+  return bytes;
+}
+
+Status ValidateQuery(const Query& query, const EventLimits& limits) {
+  if (query.items.size() > limits.max_query_items) {
+    return Status::LimitExceeded(fmt::format("query has {} items; the limit is {} (max_query_items)",
+                                             query.items.size(), limits.max_query_items));
+  }
+  for (size_t i = 0; i < query.items.size(); ++i) {
+    const QueryItem& item = query.items[i];
+    std::string at = fmt::format("query item {}", i);
+    if (item.types.empty() && item.tags.empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "{} has neither types nor tags; to match every event, send a query with no items", at));
+    }
+    if (item.types.size() > limits.max_item_terms || item.tags.size() > limits.max_item_terms) {
+      return Status::LimitExceeded(fmt::format("{} has {} types and {} tags; the limit is {} each "
+                                               "(max_item_terms)",
+                                               at, item.types.size(), item.tags.size(),
+                                               limits.max_item_terms));
+    }
+    for (const std::string& type : item.types) {
+      REEF_RETURN_IF_ERROR(CheckName("type", type, limits.max_type_bytes, at));
+    }
+    for (const std::string& tag : item.tags) {
+      REEF_RETURN_IF_ERROR(CheckName("tag", tag, limits.max_tag_bytes, at));
+    }
+  }
+  return Status::Ok();
+}
+
+Status NormalizeEvent(Event& event, size_t index, const EventLimits& limits, int64_t now_ms) {
+  std::string at = fmt::format("event {}", index);
+  REEF_RETURN_IF_ERROR(CheckName("type", event.type, limits.max_type_bytes, at));
+  if (event.tags.size() > 1) {
+    std::unordered_set<std::string_view> seen;
+    std::vector<size_t> keep;
+    for (size_t i = 0; i < event.tags.size(); ++i) {
+      if (seen.insert(event.tags[i]).second) keep.push_back(i);
+    }
+    if (keep.size() != event.tags.size()) {
+      std::vector<std::string> distinct;
+      distinct.reserve(keep.size());
+      for (size_t i : keep) distinct.push_back(std::move(event.tags[i]));
+      event.tags = std::move(distinct);
+    }
+  }
+  if (event.tags.size() > limits.max_tags_per_event) {
+    return Status::LimitExceeded(fmt::format("{} has {} distinct tags; the limit is {} "
+                                             "(max_tags_per_event)",
+                                             at, event.tags.size(), limits.max_tags_per_event));
+  }
+  for (const std::string& tag : event.tags) {
+    REEF_RETURN_IF_ERROR(CheckName("tag", tag, limits.max_tag_bytes, at));
+  }
+  const EventMetadata& m = event.metadata;
+  for (auto [name, value] : {std::pair{"correlation_id", &m.correlation_id},
+                             std::pair{"causation_id", &m.causation_id},
+                             std::pair{"idempotency_key", &m.idempotency_key}}) {
+    if (value->size() > limits.max_metadata_bytes) {
+      return Status::LimitExceeded(fmt::format("{}: metadata {} is {} bytes; the limit is {} "
+                                               "(max_metadata_bytes)",
+                                               at, name, value->size(), limits.max_metadata_bytes));
+    }
+    if (auto bad = FindInvalidUtf8(*value)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: metadata {} is not valid UTF-8 (byte {})", at, name, *bad));
+    }
+  }
+  if (m.timestamp_ms < 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}: metadata timestamp {} is negative", at, m.timestamp_ms));
+  }
+  uint64_t bytes = StoredBytes(event);
+  if (bytes > limits.max_event_bytes) {
+    return Status::LimitExceeded(fmt::format("{} is {} bytes stored; the limit is {} "
+                                             "(max_event_bytes)",
+                                             at, bytes, limits.max_event_bytes));
+  }
+  if (event.id == EventId{}) {
+    REEF_ASSIGN_OR_RETURN(event.id, NewEventId());
+  }
+  if (event.metadata.timestamp_ms == 0) event.metadata.timestamp_ms = now_ms;
+  return Status::Ok();
+}
+
+}  // namespace reef::events

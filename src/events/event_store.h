@@ -1,0 +1,136 @@
+// EventStore: Reef's DCB event store (dcb.events; spec 000). Append with a condition, read by
+// query, the head, and subscriptions that catch up and then follow live. Positions are opaque
+// u64s; nothing above src/events assumes how or where events are kept.
+//
+// The embedded backend (OpenEventStore) keeps a segment log in one directory
+// (docs/operations.md "Event store"): an append is acknowledged only once it is on disk
+// (fdatasync), and concurrent appends share one sync (group commit).
+//
+// Thread ownership: every method of EventStore and Subscription may be called from any
+// thread. Append and Subscription::Next block (Next for at most its timeout).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "events/event.h"
+
+namespace reef::events {
+
+// A stored event seen in place, without copying: valid only during the visitor call that
+// receives it. `tags` holds the event's distinct tags; `data` its bytes.
+struct EventView {
+  Position position = 0;
+  std::string_view type;
+  std::vector<std::string_view> tags;
+  std::string_view data;
+  EventId id{};
+  int64_t timestamp_ms = 0;
+  std::string_view correlation_id;
+  std::string_view causation_id;
+  std::string_view idempotency_key;
+
+  // An owned copy.
+  SequencedEvent ToEvent() const;
+};
+
+// Receives events in read order; returns false to stop the read early. It runs without any of
+// the store's locks held, but must not call back into the store that is reading.
+using EventVisitor = std::function<bool(const EventView&)>;
+
+// A subscription: events matching a query after a position, in position order, with no hole
+// and no repeat. It starts by catching up from the store, then follows new appends through a
+// bounded buffer; a subscriber too slow for that buffer falls back to catching up from its
+// own position instead of losing events.
+class Subscription {
+ public:
+  virtual ~Subscription() = default;
+
+  // The next events, at most `max_events` (≥ 1), waiting up to `timeout` for at least one.
+  // An empty vector means none arrived in time. Errors: Unavailable once the store is closed
+  // or failed.
+  virtual Result<std::vector<SequencedEvent>> Next(size_t max_events,
+                                                   std::chrono::milliseconds timeout) = 0;
+
+  // The position of the last event delivered (the `after` it was created with at first).
+  virtual Position position() const = 0;
+  // True while following live appends; false while catching up.
+  virtual bool live() const = 0;
+  // How many times the live buffer overflowed and the subscription fell back to catching up.
+  virtual uint64_t fallbacks() const = 0;
+};
+
+// Counters of one store since it was opened (for metrics and benchmarks).
+struct EventStoreStats {
+  uint64_t appends = 0;         // acknowledged append requests
+  uint64_t conflicts = 0;       // requests refused by their condition
+  uint64_t syncs = 0;           // fdatasync calls made for appends (group commits)
+  uint64_t events_written = 0;  // events made durable
+};
+
+class EventStore {
+ public:
+  virtual ~EventStore() = default;
+
+  // Appends `events` atomically (all or none) at head+1.. and returns the last position
+  // written, once durable. When `condition` is given, the append fails with Conflict if an
+  // event after `condition->after` matches `condition->fail_if_events_match`, except for a
+  // retry: when the only matching events are this append's own events (same ids, same order,
+  // same type, tags and data), already stored after `after`, it returns their original last
+  // position and writes nothing.
+  // Each event is normalized first (NormalizeEvent: repeated tags dropped, nil id and zero
+  // timestamp filled).
+  // Errors: InvalidArgument (no events, a bad event or query), LimitExceeded (event or append
+  // too large), Conflict (the condition), Unavailable (the store is closed, or failed after a
+  // write or sync error: reopen it).
+  virtual Result<Position> Append(std::vector<Event> events,
+                                  std::optional<AppendCondition> condition = std::nullopt) = 0;
+
+  // The events matching `query`, per `options` (event.h: ReadOptions, ReadResult).
+  // Errors: InvalidArgument (a bad query).
+  virtual Result<ReadResult> Read(const Query& query, const ReadOptions& options = {}) const = 0;
+
+  // Like Read, but hands each event to `visitor` in place instead of copying it; stops when
+  // the visitor returns false. Returns the head for the events visited (ReadResult::head).
+  virtual Result<Position> ReadEach(const Query& query, const ReadOptions& options,
+                                    const EventVisitor& visitor) const = 0;
+
+  // The position of the last durable event; 0 when the store is empty.
+  virtual Position Head() const = 0;
+
+  // A subscription to events matching `query` at positions after `after`.
+  // Errors: InvalidArgument (a bad query), Unavailable (the store is closed).
+  virtual Result<std::unique_ptr<Subscription>> Subscribe(const Query& query, Position after) = 0;
+
+  virtual EventStoreStats Stats() const = 0;
+  virtual const EventLimits& limits() const = 0;
+};
+
+struct EventStoreOptions {
+  EventLimits limits;
+  // Bytes per segment file; a new file starts when the next append would not fit. Raised to
+  // limits.max_append_bytes plus framing when smaller.
+  uint64_t segment_bytes = 256u << 20;
+  // Bytes of appends written together before one fdatasync (group commit), at most.
+  uint64_t max_batch_bytes = 64u << 20;
+  // Events a live subscription buffers for a slow subscriber before falling back to catch-up.
+  size_t subscription_buffer_events = 4096;
+};
+
+// Opens (creating when absent) the embedded event store in directory `dir`. Recovers after a
+// crash: a torn append at the end of the log (one never acknowledged) is cut away; anything
+// else unreadable is refused. One process at a time: the directory is locked.
+// Errors: Unavailable (I/O error, the directory is locked by another process), DataLoss (an
+// acknowledged part of the log is unreadable; the message names the file and offset),
+// InvalidArgument (options).
+Result<std::unique_ptr<EventStore>> OpenEventStore(const std::filesystem::path& dir,
+                                                   const EventStoreOptions& options = {});
+
+}  // namespace reef::events
