@@ -603,6 +603,9 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   // events, already stored in order, returns their last position.
   std::optional<Position> FindRetry(const AppendRequest& request, const CompiledQuery& compiled,
                                     Position after, Position first_match) const {
+    // Staged events of this batch are not in the file yet (and cannot be a retry's original).
+    Position durable = head_.load();
+    if (first_match > durable) return std::nullopt;
     EventView view;
     if (!Decode(first_match, index_.location(first_match), view).ok()) return std::nullopt;
     const std::vector<Event>& events = request.events;
@@ -611,7 +614,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     if (own == events.end()) return std::nullopt;
     Position start = first_match - static_cast<Position>(own - events.begin());
     Position end = start + events.size() - 1;
-    if (start <= after || end > index_.last()) return std::nullopt;
+    if (start <= after || end > durable) return std::nullopt;
     for (size_t i = 0; i < events.size(); ++i) {
       if (!Decode(start + i, index_.location(start + i), view).ok()) return std::nullopt;
       const Event& e = events[i];
