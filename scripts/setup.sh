@@ -10,7 +10,7 @@ packages=(
   wabt
   # libraries (DESIGN.md "Dependencies")
   libboost1.81-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev
-  libsqlite3-dev sqlite3 libedit-dev libconcurrentqueue-dev
+  libsqlite3-dev sqlite3 libedit-dev libconcurrentqueue-dev liblmdb-dev
   # tests, benchmarks, fuzzing
   googletest libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   clang-16 lld-16 libclang-rt-16-dev libclang-rt-16-dev-wasm32 wasi-libc
