@@ -17,9 +17,12 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
+#include "events/event_store.h"
+#include "events/http/event_routes.h"
 #include "image/image.h"
 #include "server/server.h"
 
@@ -71,8 +74,21 @@ int Serve(const ServeArgs& args) {
     return 1;
   }
 
+  // The event store (docs/operations.md "Event store") lives next to the image's data and
+  // outlives the server whose routes use it.
+  auto events = events::OpenEventStore(std::filesystem::path(args.data_dir) / "events");
+  if (!events.ok()) {
+    fmt::print(stderr, "reef serve: cannot open the event store in data dir {}: {}\n",
+               args.data_dir, events.status().ToString());
+    return 1;
+  }
+  spdlog::info("event store {}/events: head {}", args.data_dir, (*events)->Head());
+
   server::ServerOptions server_options;
   server_options.listen = args.listen;
+  for (server::HttpRoute& route : events::http::EventRoutes(**events)) {
+    server_options.routes.push_back(std::move(route));
+  }
   if (!args.auth_token.empty()) server_options.auth_token = args.auth_token;
   if (Status attached = (*image)->Attach(server_options); !attached.ok()) {
     fmt::print(stderr, "reef serve: {}\n", attached.ToString());
@@ -93,8 +109,9 @@ int Serve(const ServeArgs& args) {
   }
   spdlog::info("received {}; shutting down", received == SIGINT ? "SIGINT" : "SIGTERM");
   (*server)->Stop();
-  server->reset();  // the server goes before the image its ops refer to
+  server->reset();  // the server goes before the image and the store its handlers refer to
   image->reset();
+  events->reset();
   spdlog::info("stopped");
   return 0;
 }
@@ -109,7 +126,8 @@ const Command kServeCommands[] = {
            ->envname("REEF_LISTEN")
            ->capture_default_str();
        app.add_option("--data-dir", args->data_dir,
-                      "Data directory (source store reef.sqlite); created when missing")
+                      "Data directory (source store reef.sqlite, event store events/); created "
+                      "when missing")
            ->envname("REEF_DATA_DIR")
            ->capture_default_str();
        app.add_option("--auth-token", args->auth_token,

@@ -21,7 +21,9 @@ int HexValue(char c) {
   return -1;
 }
 
-bool IsHyphenOffset(size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
+bool IsHyphenOffset(size_t i) {
+  return i == 8 || i == 13 || i == 18 || i == 23;
+}
 
 // Checks one name (a type or a tag): non-empty, at most `max` bytes, valid UTF-8.
 Status CheckName(std::string_view what, std::string_view name, uint32_t max, std::string_view at) {
@@ -52,9 +54,9 @@ std::string FormatEventId(const EventId& id) {
 
 Result<EventId> ParseEventId(std::string_view text) {
   if (text.size() != 36) {
-    return Status::InvalidArgument(fmt::format(
-        "event id \"{}\" is {} characters; a UUID is 36 (8-4-4-4-12 hex digits)", text,
-        text.size()));
+    return Status::InvalidArgument(
+        fmt::format("event id \"{}\" is {} characters; a UUID is 36 (8-4-4-4-12 hex digits)", text,
+                    text.size()));
   }
   EventId id{};
   size_t byte = 0;
@@ -70,9 +72,9 @@ Result<EventId> ParseEventId(std::string_view text) {
     int high = HexValue(text[i]);
     int low = HexValue(text[i + 1]);
     if (high < 0 || low < 0) {
-      return Status::InvalidArgument(fmt::format(
-          "event id \"{}\": '{}' at offset {} is not a hex digit", text,
-          high < 0 ? text[i] : text[i + 1], high < 0 ? i : i + 1));
+      return Status::InvalidArgument(
+          fmt::format("event id \"{}\": '{}' at offset {} is not a hex digit", text,
+                      high < 0 ? text[i] : text[i + 1], high < 0 ? i : i + 1));
     }
     id[byte++] = static_cast<uint8_t>(high << 4 | low);
     i += 2;
@@ -90,8 +92,7 @@ Result<EventId> NewEventId() {
   return id;
 }
 
-bool Matches(const Query& query, std::string_view type,
-             const std::vector<std::string_view>& tags) {
+bool Matches(const Query& query, std::string_view type, const std::vector<std::string_view>& tags) {
   if (query.items.empty()) return true;
   for (const QueryItem& item : query.items) {
     if (!item.types.empty() &&
@@ -116,8 +117,9 @@ uint64_t StoredBytes(const Event& event) {
 
 Status ValidateQuery(const Query& query, const EventLimits& limits) {
   if (query.items.size() > limits.max_query_items) {
-    return Status::LimitExceeded(fmt::format("query has {} items; the limit is {} (max_query_items)",
-                                             query.items.size(), limits.max_query_items));
+    return Status::LimitExceeded(
+        fmt::format("query has {} items; the limit is {} (max_query_items)", query.items.size(),
+                    limits.max_query_items));
   }
   for (size_t i = 0; i < query.items.size(); ++i) {
     const QueryItem& item = query.items[i];
@@ -127,10 +129,10 @@ Status ValidateQuery(const Query& query, const EventLimits& limits) {
           "{} has neither types nor tags; to match every event, send a query with no items", at));
     }
     if (item.types.size() > limits.max_item_terms || item.tags.size() > limits.max_item_terms) {
-      return Status::LimitExceeded(fmt::format("{} has {} types and {} tags; the limit is {} each "
-                                               "(max_item_terms)",
-                                               at, item.types.size(), item.tags.size(),
-                                               limits.max_item_terms));
+      return Status::LimitExceeded(
+          fmt::format("{} has {} types and {} tags; the limit is {} each "
+                      "(max_item_terms)",
+                      at, item.types.size(), item.tags.size(), limits.max_item_terms));
     }
     for (const std::string& type : item.types) {
       REEF_RETURN_IF_ERROR(CheckName("type", type, limits.max_type_bytes, at));
@@ -159,21 +161,23 @@ Status NormalizeEvent(Event& event, size_t index, const EventLimits& limits, int
     }
   }
   if (event.tags.size() > limits.max_tags_per_event) {
-    return Status::LimitExceeded(fmt::format("{} has {} distinct tags; the limit is {} "
-                                             "(max_tags_per_event)",
-                                             at, event.tags.size(), limits.max_tags_per_event));
+    return Status::LimitExceeded(
+        fmt::format("{} has {} distinct tags; the limit is {} "
+                    "(max_tags_per_event)",
+                    at, event.tags.size(), limits.max_tags_per_event));
   }
   for (const std::string& tag : event.tags) {
     REEF_RETURN_IF_ERROR(CheckName("tag", tag, limits.max_tag_bytes, at));
   }
   const EventMetadata& m = event.metadata;
-  for (auto [name, value] : {std::pair{"correlation_id", &m.correlation_id},
-                             std::pair{"causation_id", &m.causation_id},
-                             std::pair{"idempotency_key", &m.idempotency_key}}) {
+  for (auto [name, value] :
+       {std::pair{"correlation_id", &m.correlation_id}, std::pair{"causation_id", &m.causation_id},
+        std::pair{"idempotency_key", &m.idempotency_key}}) {
     if (value->size() > limits.max_metadata_bytes) {
-      return Status::LimitExceeded(fmt::format("{}: metadata {} is {} bytes; the limit is {} "
-                                               "(max_metadata_bytes)",
-                                               at, name, value->size(), limits.max_metadata_bytes));
+      return Status::LimitExceeded(
+          fmt::format("{}: metadata {} is {} bytes; the limit is {} "
+                      "(max_metadata_bytes)",
+                      at, name, value->size(), limits.max_metadata_bytes));
     }
     if (auto bad = FindInvalidUtf8(*value)) {
       return Status::InvalidArgument(
@@ -186,9 +190,10 @@ Status NormalizeEvent(Event& event, size_t index, const EventLimits& limits, int
   }
   uint64_t bytes = StoredBytes(event);
   if (bytes > limits.max_event_bytes) {
-    return Status::LimitExceeded(fmt::format("{} is {} bytes stored; the limit is {} "
-                                             "(max_event_bytes)",
-                                             at, bytes, limits.max_event_bytes));
+    return Status::LimitExceeded(
+        fmt::format("{} is {} bytes stored; the limit is {} "
+                    "(max_event_bytes)",
+                    at, bytes, limits.max_event_bytes));
   }
   if (event.id == EventId{}) {
     REEF_ASSIGN_OR_RETURN(event.id, NewEventId());

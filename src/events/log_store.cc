@@ -76,7 +76,9 @@ Status WriteAll(int fd, const char* data, size_t size, uint64_t offset,
   return Status::Ok();
 }
 
-std::string SegmentName(Position first) { return fmt::format("segment-{:020}.log", first); }
+std::string SegmentName(Position first) {
+  return fmt::format("segment-{:020}.log", first);
+}
 
 // One segment file, mapped read-only over `mapped` bytes (at least its size; pages past the
 // end of the file are never touched).
@@ -147,9 +149,9 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (lock_fd_ < 0) return Status::Unavailable(Errno("cannot open", lock_path));
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-      return Status::Unavailable(fmt::format(
-          "event store {} is in use by another process (lock {})", dir_.string(),
-          lock_path.string()));
+      return Status::Unavailable(
+          fmt::format("event store {} is in use by another process (lock {})", dir_.string(),
+                      lock_path.string()));
     }
     std::vector<std::filesystem::path> files;
     for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
@@ -229,9 +231,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
         }
         CompiledQuery compiled = index_.Compile(query);
         while (chunk.size() < kChunk && chunk.size() < left) {
-          std::optional<Position> found = options.backwards
-                                              ? index_.Prev(compiled, *cursor)
-                                              : index_.Next(compiled, *cursor, head);
+          std::optional<Position> found = options.backwards ? index_.Prev(compiled, *cursor)
+                                                            : index_.Next(compiled, *cursor, head);
           if (!found) {
             finished = true;
             break;
@@ -363,8 +364,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     uint64_t mapped = base.mapped.load(std::memory_order_acquire);
     if (!segment || offset >= mapped ||
         detail::DecodeRecord(segment + offset, mapped - offset, view) == 0) {
-      return Status::DataLoss(fmt::format("event {} in {} cannot be decoded", position,
-                                          dir_.string()));
+      return Status::DataLoss(
+          fmt::format("event {} in {} cannot be decoded", position, dir_.string()));
     }
     view.position = position;
     return Status::Ok();
@@ -373,9 +374,9 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   // ---- Segments ---------------------------------------------------------------------------
 
   uint64_t SegmentCapacity() const {
-    return std::max<uint64_t>(options_.segment_bytes, options_.limits.max_append_bytes +
-                                                          detail::kFrameHeaderBytes +
-                                                          detail::kFileHeaderBytes);
+    return std::max<uint64_t>(
+        options_.segment_bytes,
+        options_.limits.max_append_bytes + detail::kFrameHeaderBytes + detail::kFileHeaderBytes);
   }
 
   Status MapSegment(Segment& segment) {
@@ -385,9 +386,10 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     segment.base = static_cast<const uint8_t*>(base);
     uint32_t number = static_cast<uint32_t>(segments_.size());
     if (number >= kMaxSegments) {
-      return Status::LimitExceeded(fmt::format("the event store has {} segments, the most it can "
-                                               "hold; raise segment_bytes",
-                                               kMaxSegments));
+      return Status::LimitExceeded(
+          fmt::format("the event store has {} segments, the most it can "
+                      "hold; raise segment_bytes",
+                      kMaxSegments));
     }
     bases_[number].mapped.store(segment.mapped, std::memory_order_release);
     bases_[number].pointer.store(segment.base, std::memory_order_release);
@@ -594,8 +596,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     }
     conflicts_.fetch_add(1);
     request.result = Status::Conflict(fmt::format(
-        "append condition failed: event {} matches fail_if_events_match and comes after {}",
-        *first, after));
+        "append condition failed: event {} matches fail_if_events_match and comes after {}", *first,
+        after));
     return true;
   }
 
@@ -609,8 +611,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     EventView view;
     if (!Decode(first_match, index_.location(first_match), view).ok()) return std::nullopt;
     const std::vector<Event>& events = request.events;
-    auto own = std::find_if(events.begin(), events.end(),
-                            [&](const Event& e) { return e.id == view.id; });
+    auto own =
+        std::find_if(events.begin(), events.end(), [&](const Event& e) { return e.id == view.id; });
     if (own == events.end()) return std::nullopt;
     Position start = first_match - static_cast<Position>(own - events.begin());
     Position end = start + events.size() - 1;
@@ -649,7 +651,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     if (buffer.empty()) return Status::Ok();
     Segment& segment = segments_.back();
     REEF_RETURN_IF_ERROR(WriteAll(segment.fd, buffer.data(), buffer.size(), offset, segment.path));
-    if (::fdatasync(segment.fd) != 0) return Status::Unavailable(Errno("cannot sync", segment.path));
+    if (::fdatasync(segment.fd) != 0)
+      return Status::Unavailable(Errno("cannot sync", segment.path));
     syncs_.fetch_add(1);
     segment.size = offset + buffer.size();
     return Status::Ok();
@@ -864,11 +867,13 @@ Status ValidateOptions(const EventStoreOptions& options) {
         "65535 bytes, 65535 tags)");
   }
   if (limits.max_event_bytes > UINT32_MAX || limits.max_append_bytes > (uint64_t{1} << 31)) {
-    return Status::InvalidArgument("event limits: max_event_bytes and max_append_bytes must stay "
-                                   "below 2 GiB");
+    return Status::InvalidArgument(
+        "event limits: max_event_bytes and max_append_bytes must stay "
+        "below 2 GiB");
   }
   if (limits.max_event_bytes == 0 || limits.max_append_bytes == 0) {
-    return Status::InvalidArgument("event limits: max_event_bytes and max_append_bytes must be > 0");
+    return Status::InvalidArgument(
+        "event limits: max_event_bytes and max_append_bytes must be > 0");
   }
   if (options.segment_bytes >= (uint64_t{1} << detail::kOffsetBits)) {
     return Status::InvalidArgument("segment_bytes must stay below 1 TiB");

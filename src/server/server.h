@@ -43,6 +43,8 @@ struct HttpRoute {
   std::string path;    // "/health"; matched exactly, without the query
   HttpHandler handler;
   std::string summary;  // one line for docs and listings
+  // Largest request body this route accepts, in bytes; 0 = ServerOptions::max_request_bytes.
+  uint64_t max_body_bytes = 0;
 };
 
 struct ServerOptions {

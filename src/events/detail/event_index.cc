@@ -98,8 +98,8 @@ std::optional<Position> EventIndex::NextInItem(const CompiledQuery::Item& item, 
     if (tag_postings_[item.tags[i]].size() < tag_postings_[item.tags[driver]].size()) driver = i;
   }
   const Postings& list = tag_postings_[item.tags[driver]];
-  for (auto it = std::lower_bound(list.begin(), list.end(), from);
-       it != list.end() && *it <= bound; ++it) {
+  for (auto it = std::lower_bound(list.begin(), list.end(), from); it != list.end() && *it <= bound;
+       ++it) {
     if (TypeMatches(item, *it) && HasTags(item, driver, *it)) return *it;
   }
   return std::nullopt;

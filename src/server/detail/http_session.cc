@@ -3,6 +3,7 @@
 // upgrades over to the WebSocket session.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -52,12 +53,38 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   void Read() {
     if (closing_) return;
     parser_.emplace();
-    parser_->body_limit(core_.options.max_request_bytes);
+    // Beast checks Content-Length against the limit while parsing the head, before the route
+    // is known: start from the largest limit any route has and narrow it in OnHeader.
+    body_limit_ = core_.options.max_request_bytes;
+    for (const HttpRoute& route : core_.routes)
+      body_limit_ = std::max(body_limit_, route.max_body_bytes);
+    parser_->body_limit(body_limit_);
     parser_->header_limit(kMaxHeaderBytes);
     stream_.expires_after(core_.options.io_timeout);
+    // The head first: its route decides how large a body may follow.
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) return OnRead(ec);
+    const auto& head = parser_->get();
+    std::string_view target = head.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    body_limit_ = core_.options.max_request_bytes;
+    for (const HttpRoute& route : core_.routes) {
+      if (route.path == path && route.method == head.method_string() && route.max_body_bytes) {
+        body_limit_ = route.max_body_bytes;
+      }
+    }
+    parser_->body_limit(body_limit_);  // applies to chunked bodies from here on
+    if (parser_->content_length() && *parser_->content_length() > body_limit_) {
+      return OnRead(http::error::body_limit);
+    }
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+        [self = shared_from_this()](beast::error_code read_ec, size_t) { self->OnRead(read_ec); });
   }
 
   void OnRead(beast::error_code ec) {
@@ -66,7 +93,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       head.version(11);
       Write(ErrorReply(head, Status::LimitExceeded(fmt::format(
                                  "request exceeds the limit of {} body bytes / {} header bytes",
-                                 core_.options.max_request_bytes, kMaxHeaderBytes))),
+                                 body_limit_, kMaxHeaderBytes))),
             /*close=*/true);
       return;
     }
@@ -150,6 +177,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   std::optional<http::request_parser<http::string_body>> parser_;
   std::unique_ptr<HttpReply> reply_;  // kept alive while async_write runs
   bool closing_ = false;              // strand only
+  uint64_t body_limit_ = 0;           // strand only: the body limit of the request being read
 };
 
 }  // namespace

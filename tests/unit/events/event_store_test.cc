@@ -49,9 +49,9 @@ TEST_F(EventStoreTest, AppendFillsANilIdAndAZeroTimestamp) {
   EXPECT_NE(a.id, EventId{});
   EXPECT_NE(a.id, b.id);
   EXPECT_EQ(a.id[6] >> 4, 4);  // version 4
-  EXPECT_GE(a.metadata.timestamp_ms,
-            std::chrono::duration_cast<std::chrono::milliseconds>(before.time_since_epoch())
-                .count());
+  EXPECT_GE(
+      a.metadata.timestamp_ms,
+      std::chrono::duration_cast<std::chrono::milliseconds>(before.time_since_epoch()).count());
 }
 
 TEST_F(EventStoreTest, DuplicateTagsAreStoredOnceInFirstOccurrenceOrder) {
@@ -84,8 +84,7 @@ TEST_F(EventStoreTest, ItemsAreOredAndAnItemNeedsOneOfItsTypesAndAllItsTags) {
       MakeEvent("C", {"x", "y"}),  // 4
       MakeEvent("C"),              // 5
   });
-  EXPECT_EQ(ReadPositions(QueryOf({Item({"A", "C"}, {"x", "y"})})),
-            (std::vector<Position>{1, 4}));
+  EXPECT_EQ(ReadPositions(QueryOf({Item({"A", "C"}, {"x", "y"})})), (std::vector<Position>{1, 4}));
   EXPECT_EQ(ReadPositions(QueryOf({Item({"B"}), Item({}, {"y"})})),
             (std::vector<Position>{1, 2, 3, 4}));
   EXPECT_EQ(ReadPositions(QueryOf({Item({"C"})})), (std::vector<Position>{4, 5}));
@@ -175,9 +174,7 @@ TEST_F(EventStoreTest, RetryOfAnAppendThatAlreadySucceededReturnsItsPosition) {
   // Same ids with other data is not a retry.
   std::vector<Event> changed = events;
   changed[1].data = R"({"other":true})";
-  EXPECT_EQ(store_->Append(changed, FailIf(QueryOf({Item({"Placed", "Paid"})}), 0))
-                .status()
-                .code(),
+  EXPECT_EQ(store_->Append(changed, FailIf(QueryOf({Item({"Placed", "Paid"})}), 0)).status().code(),
             Code::kConflict);
 }
 
@@ -337,9 +334,8 @@ TEST_F(EventStoreTest, OneFailingConditionInABatchDoesNotFailTheOthers) {
       for (int i = 0; i < 20; ++i) {
         // Even threads always conflict (after=0 sees the "busy" event); odd ones never do.
         bool fail = t % 2 == 0;
-        auto appended =
-            store_->Append({MakeEvent("B", {"t:" + std::to_string(t)})},
-                           FailIf(fail ? busy : QueryOf({Item({"Never"})}), 0));
+        auto appended = store_->Append({MakeEvent("B", {"t:" + std::to_string(t)})},
+                                       FailIf(fail ? busy : QueryOf({Item({"Never"})}), 0));
         (appended.ok() ? ok : conflicts).fetch_add(1);
         if (!appended.ok()) {
           EXPECT_EQ(appended.status().code(), Code::kConflict);

@@ -27,7 +27,9 @@ inline QueryItem Item(std::vector<std::string> types, std::vector<std::string> t
   return QueryItem{std::move(types), std::move(tags)};
 }
 
-inline Query QueryOf(std::vector<QueryItem> items) { return Query{std::move(items)}; }
+inline Query QueryOf(std::vector<QueryItem> items) {
+  return Query{std::move(items)};
+}
 
 inline AppendCondition FailIf(Query query, std::optional<Position> after) {
   return AppendCondition{std::move(query), after};

@@ -14,6 +14,8 @@
 #include <string>
 #include <thread>
 
+#include "support/http_test_client.h"
+
 namespace reef::server {
 namespace {
 
@@ -58,32 +60,8 @@ class Driver {
   asio::io_context ioc_;
 };
 
-struct HttpResult {
-  beast::error_code ec;
-  unsigned status = 0;
-  json body;
-};
-
-HttpResult HttpGet(uint16_t port, const std::string& target, const std::string& token = "") {
-  Driver driver;
-  beast::tcp_stream stream(driver.ioc());
-  HttpResult out;
-  tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-  out.ec = driver.Await(stream, [&](auto handler) { stream.async_connect(endpoint, handler); });
-  if (out.ec) return out;
-  http::request<http::empty_body> request(http::verb::get, target, 11);
-  request.set(http::field::host, "127.0.0.1");
-  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-  out.ec = driver.Await(stream, [&](auto handler) { http::async_write(stream, request, handler); });
-  if (out.ec) return out;
-  beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  out.ec = driver.Await(stream,
-                        [&](auto handler) { http::async_read(stream, buffer, response, handler); });
-  out.status = response.result_int();
-  out.body = json::parse(response.body(), nullptr, false);
-  return out;
-}
+using testing::HttpGet;
+using testing::HttpResult;
 
 // A WebSocket client of one server.
 class WsClient {

@@ -1,0 +1,45 @@
+// JSON forms of the event store's requests and answers, as the HTTP routes speak them
+// (docs/http-api.md "Event store"). Field names are snake_case versions of the DCB terms.
+//
+//   event      {"type": str, "tags": [str], "data": any JSON | "data_base64": str,
+//               "id": UUID str, "metadata": {"timestamp_ms": int, "correlation_id": str,
+//               "causation_id": str, "idempotency_key": str}}
+//   query      {"items": [{"types": [str], "tags": [str]}]}        (no items = all events)
+//   condition  {"fail_if_events_match": query, "after": position}
+//
+// Every reader is strict: an unknown field, a wrong type or a number out of range is an
+// InvalidArgument naming the field by its path ("events[2].tags[0]").
+//
+// Thread ownership: pure functions; any thread.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "events/event.h"
+#include "events/event_store.h"
+
+namespace reef::events::http {
+
+// `data` given as JSON is stored as its compact UTF-8 text; `data_base64` (RFC 4648 section
+// 4, padded) as the decoded bytes. Neither = empty data.
+Result<Event> EventFromJson(const nlohmann::json& value, std::string_view path);
+Result<Query> QueryFromJson(const nlohmann::json& value, std::string_view path);
+Result<AppendCondition> ConditionFromJson(const nlohmann::json& value, std::string_view path);
+
+// How event data goes back out.
+enum class DataEncoding {
+  kAuto,    // "data" when the bytes are valid JSON text, else "data_base64"
+  kBase64,  // always "data_base64"
+};
+
+nlohmann::json EventToJson(const EventView& event, DataEncoding encoding);
+
+// RFC 4648 base64 (standard alphabet, padded).
+std::string Base64Encode(std::string_view bytes);
+// Errors: InvalidArgument when `text` is not padded standard base64.
+Result<std::string> Base64Decode(std::string_view text);
+
+}  // namespace reef::events::http

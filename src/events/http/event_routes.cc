@@ -1,0 +1,136 @@
+#include "events/http/event_routes.h"
+
+#include <fmt/format.h>
+
+#include "events/http/event_json.h"
+
+namespace reef::events::http {
+
+using json = nlohmann::json;
+
+namespace {
+
+Result<json> ParseBody(const server::HttpRequest& request) {
+  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    return Status::InvalidArgument(
+        fmt::format("{} {}: the body is not valid JSON", request.method, request.path));
+  }
+  if (!body.is_object()) {
+    return Status::InvalidArgument(
+        fmt::format("{} {}: the body must be a JSON object", request.method, request.path));
+  }
+  return body;
+}
+
+Status OnlyFields(const json& body, std::initializer_list<std::string_view> known) {
+  for (const auto& [key, value] : body.items()) {
+    bool ok = false;
+    for (std::string_view name : known) ok = ok || key == name;
+    if (!ok) {
+      std::string list;
+      for (std::string_view name : known) list += (list.empty() ? "" : ", ") + std::string(name);
+      return Status::InvalidArgument(fmt::format("{} is not a known field (known: {})", key, list));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<json> Append(EventStore& store, const server::HttpRequest& request) {
+  REEF_ASSIGN_OR_RETURN(json body, ParseBody(request));
+  REEF_RETURN_IF_ERROR(OnlyFields(body, {"events", "condition"}));
+  auto events_json = body.find("events");
+  if (events_json == body.end() || !events_json->is_array() || events_json->empty()) {
+    return Status::InvalidArgument("events must be a non-empty array of events");
+  }
+  std::vector<Event> events;
+  events.reserve(events_json->size());
+  for (size_t i = 0; i < events_json->size(); ++i) {
+    REEF_ASSIGN_OR_RETURN(Event event,
+                          EventFromJson((*events_json)[i], fmt::format("events[{}]", i)));
+    events.push_back(std::move(event));
+  }
+  std::optional<AppendCondition> condition;
+  if (auto it = body.find("condition"); it != body.end() && !it->is_null()) {
+    REEF_ASSIGN_OR_RETURN(condition, ConditionFromJson(*it, "condition"));
+  }
+  REEF_ASSIGN_OR_RETURN(Position position, store.Append(std::move(events), std::move(condition)));
+  return json{{"position", position}};
+}
+
+Result<json> Read(EventStore& store, const EventRouteOptions& options,
+                  const server::HttpRequest& request) {
+  REEF_ASSIGN_OR_RETURN(json body, ParseBody(request));
+  REEF_RETURN_IF_ERROR(OnlyFields(body, {"query", "from", "backwards", "limit", "data_encoding"}));
+  Query query;
+  if (auto it = body.find("query"); it != body.end() && !it->is_null()) {
+    REEF_ASSIGN_OR_RETURN(query, QueryFromJson(*it, "query"));
+  }
+  ReadOptions read;
+  for (auto [name, target] : {std::pair{"from", &read.from}, std::pair{"limit", &read.limit}}) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) continue;
+    bool non_negative =
+        it->is_number_unsigned() || (it->is_number_integer() && it->get<int64_t>() >= 0);
+    if (!non_negative) {
+      return Status::InvalidArgument(fmt::format("{} must be a non-negative integer", name));
+    }
+    *target = it->get<uint64_t>();
+  }
+  if (auto it = body.find("backwards"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) return Status::InvalidArgument("backwards must be true or false");
+    read.backwards = it->get<bool>();
+  }
+  DataEncoding encoding = DataEncoding::kAuto;
+  if (auto it = body.find("data_encoding"); it != body.end() && !it->is_null()) {
+    if (*it == "base64") {
+      encoding = DataEncoding::kBase64;
+    } else if (*it != "auto") {
+      return Status::InvalidArgument("data_encoding must be \"auto\" or \"base64\"");
+    }
+  }
+  uint64_t cap = std::min(read.limit.value_or(UINT64_MAX), options.max_read_events);
+  bool capped_by_route = !read.limit || *read.limit > options.max_read_events;
+  read.limit = cap;
+  json events = json::array();
+  uint64_t bytes = 0;
+  bool cut = false;
+  REEF_ASSIGN_OR_RETURN(Position head, store.ReadEach(query, read, [&](const EventView& event) {
+    events.push_back(EventToJson(event, encoding));
+    bytes += kEventOverheadBytes + event.type.size() + event.data.size();
+    for (std::string_view tag : event.tags) bytes += 2 + tag.size();
+    if (bytes >= options.max_read_bytes) {
+      cut = true;
+      return false;
+    }
+    return true;
+  }));
+  // Cut by the route's own caps (not the caller's limit): say so, so the caller reads on.
+  bool truncated = cut || (capped_by_route && events.size() == cap && cap > 0);
+  return json{{"events", std::move(events)}, {"head", head}, {"truncated", truncated}};
+}
+
+}  // namespace
+
+std::vector<server::HttpRoute> EventRoutes(EventStore& store, const EventRouteOptions& options) {
+  std::vector<server::HttpRoute> routes;
+  server::HttpRoute append{
+      "POST", "/events/append",
+      [&store](const server::HttpRequest& request) { return Append(store, request); },
+      "Append events atomically, optionally with a DCB append condition"};
+  append.max_body_bytes = 2 * store.limits().max_append_bytes + (1u << 20);
+  routes.push_back(std::move(append));
+  routes.push_back({"POST", "/events/read",
+                    [&store, options](const server::HttpRequest& request) {
+                      return Read(store, options, request);
+                    },
+                    "Read events matching a query (from inclusive, backwards, limit)"});
+  routes.push_back({"GET", "/events/head",
+                    [&store](const server::HttpRequest&) -> Result<json> {
+                      return json{{"head", store.Head()}};
+                    },
+                    "The position of the last event (0 when empty)"});
+  return routes;
+}
+
+}  // namespace reef::events::http

@@ -1,0 +1,70 @@
+// A one-request HTTP/1.1 client for tests (Boost.Beast on loopback). Every step runs with a
+// deadline, so a broken server fails the test instead of hanging it.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace reef::testing {
+
+struct HttpResult {
+  boost::beast::error_code ec;  // set when connecting, writing or reading failed
+  unsigned status = 0;
+  std::string text;     // the body as received
+  nlohmann::json body;  // the body parsed as JSON (discarded when it is not JSON)
+  std::string allow;    // the Allow header
+};
+
+// Sends `method target` with `body` (as application/json when non-empty) to 127.0.0.1:port
+// and reads the reply, each step within `timeout`.
+inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
+                           const std::string& target, const std::string& body = "",
+                           const std::string& token = "",
+                           std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  namespace asio = boost::asio;
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  HttpResult out;
+  auto await = [&](auto start) {
+    std::optional<beast::error_code> done;
+    stream.expires_after(timeout);
+    start([&done](beast::error_code ec, auto&&...) { done = ec; });
+    ioc.restart();
+    ioc.run();
+    return done.value_or(asio::error::timed_out);
+  };
+  asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
+  out.ec = await([&](auto handler) { stream.async_connect(endpoint, handler); });
+  if (out.ec) return out;
+  http::request<http::string_body> request(method, target, 11);
+  request.set(http::field::host, "127.0.0.1");
+  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+  if (!body.empty()) request.set(http::field::content_type, "application/json");
+  request.body() = body;
+  request.prepare_payload();
+  out.ec = await([&](auto handler) { http::async_write(stream, request, handler); });
+  if (out.ec) return out;
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(256u << 20);
+  out.ec = await([&](auto handler) { http::async_read(stream, buffer, parser, handler); });
+  out.status = parser.get().result_int();
+  out.text = parser.get().body();
+  out.allow = std::string(parser.get()[http::field::allow]);
+  out.body = nlohmann::json::parse(out.text, nullptr, false);
+  return out;
+}
+
+inline HttpResult HttpGet(uint16_t port, const std::string& target, const std::string& token = "") {
+  return HttpCall(port, boost::beast::http::verb::get, target, "", token);
+}
+
+}  // namespace reef::testing

@@ -1,0 +1,186 @@
+// The event store's HTTP routes on a real Server over loopback (docs/http-api.md).
+#include "events/http/event_routes.h"
+
+#include <gtest/gtest.h>
+
+#include "event_store_test_support.h"
+#include "events/http/event_json.h"
+#include "support/http_test_client.h"
+
+namespace reef::events {
+namespace {
+
+using json = nlohmann::json;
+using boost::beast::http::verb;
+
+class EventRoutesTest : public testing::EventStoreTest {
+ protected:
+  void SetUp() override {
+    EventStoreTest::SetUp();
+    StartServer();
+  }
+  void TearDown() override { server_.reset(); }
+
+  void StartServer() {
+    server::ServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.routes = http::EventRoutes(*store_, route_options_);
+    auto server = server::Server::Start(std::move(options));
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    server_ = std::move(*server);
+  }
+
+  reef::testing::HttpResult Post(const std::string& target, const json& body) {
+    return reef::testing::HttpCall(server_->port(), verb::post, target, body.dump());
+  }
+  reef::testing::HttpResult PostText(const std::string& target, const std::string& body) {
+    return reef::testing::HttpCall(server_->port(), verb::post, target, body);
+  }
+
+  http::EventRouteOptions route_options_;
+  std::unique_ptr<server::Server> server_;
+};
+
+TEST_F(EventRoutesTest, AppendReadAndHeadRoundTripJsonAndBase64Data) {
+  auto appended = Post("/events/append", {{"events",
+                                           {{{"type", "CourseDefined"},
+                                             {"tags", {"course:c1", "course:c1"}},
+                                             {"data", {{"courseId", "c1"}, {"capacity", 10}}},
+                                             {"metadata", {{"correlation_id", "req-7"}}}},
+                                            {{"type", "Blob"}, {"data_base64", "AP8="}}}}});
+  ASSERT_EQ(appended.status, 200u) << appended.text;
+  EXPECT_EQ(appended.body, (json{{"position", 2}}));
+
+  auto head = reef::testing::HttpGet(server_->port(), "/events/head");
+  EXPECT_EQ(head.body, (json{{"head", 2}}));
+
+  auto read = Post("/events/read", json::object());
+  ASSERT_EQ(read.status, 200u) << read.text;
+  EXPECT_EQ(read.body["head"], 2);
+  EXPECT_EQ(read.body["truncated"], false);
+  const json& events = read.body["events"];
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0]["position"], 1);
+  EXPECT_EQ(events[0]["type"], "CourseDefined");
+  EXPECT_EQ(events[0]["tags"], (json{"course:c1"}));  // duplicates dropped
+  EXPECT_EQ(events[0]["data"], (json{{"courseId", "c1"}, {"capacity", 10}}));
+  EXPECT_EQ(events[0]["metadata"]["correlation_id"], "req-7");
+  EXPECT_TRUE(ParseEventId(events[0]["id"].get<std::string>()).ok());
+  EXPECT_EQ(events[1]["data_base64"], "AP8=");  // bytes that are not JSON stay base64
+  EXPECT_FALSE(events[1].contains("data"));
+
+  auto forced = Post("/events/read", {{"data_encoding", "base64"}, {"limit", 1}});
+  ASSERT_EQ(forced.status, 200u);
+  EXPECT_EQ(forced.body["events"][0]["data_base64"],
+            http::Base64Encode(R"({"capacity":10,"courseId":"c1"})"));
+}
+
+TEST_F(EventRoutesTest, ConditionalAppendConflictIs409AndRetryReturnsThePosition) {
+  json event = {{"type", "Registered"},
+                {"tags", {"user:ada"}},
+                {"id", "3f1c2a60-1d6e-4b8e-9a3e-6f0d5c4b3a21"}};
+  json condition = {{"fail_if_events_match", {{"items", {{{"tags", {"user:ada"}}}}}}},
+                    {"after", 0}};
+  json request = {{"events", {event}}, {"condition", condition}};
+  auto first = Post("/events/append", request);
+  ASSERT_EQ(first.status, 200u) << first.text;
+  // The same request again (a retry): the original position, nothing written.
+  auto retry = Post("/events/append", request);
+  ASSERT_EQ(retry.status, 200u) << retry.text;
+  EXPECT_EQ(retry.body["position"], 1);
+  // Another event for the same user under the same condition: a conflict.
+  request["events"][0]["id"] = "3f1c2a60-1d6e-4b8e-9a3e-6f0d5c4b3a22";
+  auto conflict = Post("/events/append", request);
+  EXPECT_EQ(conflict.status, 409u);
+  EXPECT_EQ(conflict.body["error"]["code"], "conflict");
+  EXPECT_EQ(store_->Head(), 1u);
+}
+
+TEST_F(EventRoutesTest, ReadTakesQueryFromBackwardsAndLimit) {
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_EQ(
+        Post("/events/append", {{"events", {{{"type", i % 2 ? "Odd" : "Even"}, {"tags", {"n"}}}}}})
+            .status,
+        200u);
+  }
+  auto read = Post("/events/read", {{"query", {{"items", {{{"types", {"Odd"}}}}}}},
+                                    {"from", 5},
+                                    {"backwards", true},
+                                    {"limit", 2}});
+  ASSERT_EQ(read.status, 200u) << read.text;
+  ASSERT_EQ(read.body["events"].size(), 2u);
+  EXPECT_EQ(read.body["events"][0]["position"], 5);
+  EXPECT_EQ(read.body["events"][1]["position"], 3);
+  EXPECT_EQ(read.body["head"], 5);
+}
+
+TEST_F(EventRoutesTest, ReadsAreCutByTheRouteCapsAndSaySo) {
+  route_options_.max_read_events = 3;
+  server_.reset();
+  StartServer();
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Post("/events/append", {{"events", {{{"type", "A"}}}}}).status, 200u);
+  }
+  auto read = Post("/events/read", json::object());
+  ASSERT_EQ(read.status, 200u);
+  EXPECT_EQ(read.body["events"].size(), 3u);
+  EXPECT_EQ(read.body["truncated"], true);
+  EXPECT_EQ(read.body["head"], 3);  // read on from 4
+}
+
+TEST_F(EventRoutesTest, BadRequestsGetAnExplicitErrorAndChangeNothing) {
+  struct Case {
+    std::string body;
+    unsigned status;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {"{not json", 400, "not valid JSON"},
+      {"[]", 400, "must be a JSON object"},
+      {R"({"events": []})", 400, "non-empty array"},
+      {R"({"events": [{"type": "A"}], "extra": 1})", 400, "extra is not a known field"},
+      {R"({"events": [{"type": "A", "colour": 1}]})", 400, "events[0].colour is not a known field"},
+      {R"({"events": [{"type": 7}]})", 400, "events[0].type must be a string"},
+      {R"({"events": [{"type": "A", "tags": ["ok", 3]}]})", 400,
+       "events[0].tags[1] must be a string"},
+      {R"({"events": [{"type": "A", "data": 1, "data_base64": "AA=="}]})", 400, "give one"},
+      {R"({"events": [{"type": "A", "data_base64": "@@@@"}]})", 400, "is not base64"},
+      {R"({"events": [{"type": "A", "id": "nope"}]})", 400, "events[0].id"},
+      {R"({"events": [{"type": ""}]})", 400, "type is empty"},
+      {R"({"events": [{"type": "A"}], "condition": {"after": 1}})", 400,
+       "condition.fail_if_events_match is required"},
+      {R"({"events": [{"type": "A"}], "condition": {"fail_if_events_match": {"items": [{}]}}})",
+       400, "neither types nor tags"},
+      {R"({"events": [{"type": "A"}], "condition": {"fail_if_events_match": {}, "after": -1}})",
+       400, "condition.after must be a non-negative integer"},
+  };
+  for (const Case& c : cases) {
+    auto result = PostText("/events/append", c.body);
+    EXPECT_EQ(result.status, c.status) << c.body << " -> " << result.text;
+    EXPECT_NE(result.text.find(c.message), std::string::npos) << c.body << " -> " << result.text;
+  }
+  auto bad_read = Post("/events/read", {{"from", 1.5}});
+  EXPECT_EQ(bad_read.status, 400u);
+  auto wrong_method = reef::testing::HttpGet(server_->port(), "/events/append");
+  EXPECT_EQ(wrong_method.status, 405u);
+  EXPECT_EQ(store_->Head(), 0u);
+}
+
+TEST_F(EventRoutesTest, AnAppendLargerThanTheServerLimitButWithinTheStoreLimitIsAccepted) {
+  // 3 MiB of data: over the server's 1 MiB default body limit, within the 16 MiB append limit.
+  json events = json::array();
+  for (int i = 0; i < 3; ++i) {
+    events.push_back({{"type", "Chunk"}, {"data", std::string(1'000'000, 'x')}});
+  }
+  auto appended = Post("/events/append", {{"events", events}});
+  ASSERT_EQ(appended.status, 200u) << appended.ec.message() << " " << appended.text.substr(0, 300);
+  EXPECT_EQ(appended.body["position"], 3);
+  // Over the store's per-event limit: 413 with the limit's name.
+  auto big = Post("/events/append",
+                  {{"events", {{{"type", "Chunk"}, {"data", std::string(1u << 20, 'x')}}}}});
+  EXPECT_EQ(big.status, 413u);
+  EXPECT_NE(big.text.find("max_event_bytes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace reef::events
