@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Runs Reef's benchmarks against an existing build and prints two tables (docs/benchmarks.md):
-# the engine kernels against V8 and native code, then the actor workloads against Erlang/OTP.
+# Runs Reef's benchmarks against an existing build and prints three tables (docs/benchmarks.md):
+# the engine kernels against V8 and native code, the actor workloads against Erlang/OTP, and the
+# event store against this disk's fdatasync and plain SQLite inserts.
 #
 #   bash scripts/bench.sh BUILD_DIR          (what `make bench` runs after building)
-#   REEF_BENCH_ACTORS=0 bash scripts/bench.sh BUILD_DIR    (the engine table only)
+#   REEF_BENCH_ACTORS=0 REEF_BENCH_EVENTS=0 bash scripts/bench.sh BUILD_DIR   (the engine table)
+#   REEF_BENCH_ENGINE=0 REEF_BENCH_ACTORS=0 bash scripts/bench.sh BUILD_DIR   (event store only)
+#
+# Each table can be skipped: REEF_BENCH_ENGINE=0, REEF_BENCH_ACTORS=0, REEF_BENCH_EVENTS=0.
 #
 # Engine table. In one run, the same kernels (bench/kernels/kernels.c) go through three runners:
 #   Reef interp  BUILD_DIR/bench/reef_bench on BUILD_DIR/guests/bench_kernels.wasm
@@ -22,6 +26,18 @@
 # per actor in REEF_BENCH_ACTOR_REPEATS (3) fresh processes; its `bench engine=reef` lines go to
 # scripts/bench_anchors.sh, which runs the same workloads on Erlang/OTP and prints both side by
 # side with the cost ratio. Sizes: see bench/actor_bench.cc and bench/anchors/actors.escript.
+#
+# Event-store table. In one run, back to back on the same disk (in REEF_BENCH_EVENTS_DIR, default
+# $TMPDIR or /tmp): BUILD_DIR/bench/storage_candidates, shortened, gives the anchors (the disk's
+# fdatasync p50/p99; sqlite_wal_plain append_1 and append_100: plain SQLite inserts of the same
+# rows, synchronous=FULL), then BUILD_DIR/bench/events_bench measures Reef's store
+# (conditional appends with 1, 16 and 64 writers at 1 and 100 events per append, the same
+# without a condition, full scan, tag queries). The table puts each Reef figure next to its
+# anchor and checks issue 5's goals against this run's figures (PASS/MISS; never fails the
+# script): 1 writer >= 0.8 / fdatasync p50; 64 writers >= 20x 1 writer; condition overhead
+# <= 10%; >= 1 M events/s at 100 events per append (64 writers); full scan >= 5 M events/s.
+# Sizes: REEF_BENCH_EVENTS_MILLIS (2000 ms per append case), REEF_BENCH_EVENTS_SCAN (1000000
+# events scanned, both programs). About 70 s where fdatasync takes ~4 ms.
 set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
@@ -32,12 +48,20 @@ calls=${REEF_BENCH_CALLS:-2000000}
 repeats=${REEF_BENCH_REPEATS:-3}
 
 wasm=$build/guests/bench_kernels.wasm
+engine=${REEF_BENCH_ENGINE:-1}
 actors=${REEF_BENCH_ACTORS:-1}
+events=${REEF_BENCH_EVENTS:-1}
 actor_bench=$build/bench/actor_bench
-needed=("$wasm" "$build/bench/reef_bench" "$build/bench/bench_native")
+needed=()
+if [[ $engine != 0 ]]; then
+  needed+=("$wasm" "$build/bench/reef_bench" "$build/bench/bench_native")
+fi
 if [[ $actors != 0 ]]; then
   needed+=("$actor_bench" "$build/guests/pingpong.wasm" "$build/guests/fanout.wasm"
     "$build/guests/counter.wasm")
+fi
+if [[ $events != 0 ]]; then
+  needed+=("$build/bench/storage_candidates" "$build/bench/events_bench")
 fi
 for f in "${needed[@]}"; do
   if [[ ! -e $f ]]; then
@@ -46,110 +70,254 @@ for f in "${needed[@]}"; do
   fi
 done
 node=$(command -v node || true)
-if [[ -z $node ]]; then
+if [[ $engine != 0 && -z $node ]]; then
   echo "bench: node is missing (the V8 anchor); run bash scripts/setup.sh" >&2
   exit 1
 fi
 
-echo "bench: fib($fib_n), loop($loop_n), $calls nop calls; median of $repeats rounds;" \
-  "node $("$node" --version); load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 lines=$(mktemp)
 reef_actor_lines=$(mktemp)
-trap 'rm -f "$lines" "$reef_actor_lines"' EXIT
-# Rounds interleave the three runners (one sample each per round), so load from anything else
-# on the machine falls on all columns alike rather than on whichever runner happens to be last.
-sizes=("$fib_n" "$loop_n" "$calls" 1)
-for ((round = 1; round <= repeats; ++round)); do
-  "$build/bench/bench_native" "${sizes[@]}" | tee -a "$lines"
-  "$node" "$root/bench/v8_anchor.mjs" "$wasm" "${sizes[@]}" | tee -a "$lines"
-  "$build/bench/reef_bench" "$wasm" "${sizes[@]}" | tee -a "$lines"
-done
-echo
+event_lines=$(mktemp)
+trap 'rm -f "$lines" "$reef_actor_lines" "$event_lines"' EXIT
 
-# One row per Reef figure; V8 and native are the same kernel's `call` figures. Each figure is
-# the median over the rounds.
-awk -v fib_n="$fib_n" -v loop_n="$loop_n" '
-  function field(name,   i, kv) {
-    for (i = 2; i <= NF; ++i) {
-      split($i, kv, "=")
-      if (kv[1] == name) return substr($i, length(name) + 2)
-    }
-    return ""
-  }
-  function median(key,   n, i, j, v, tmp) {
-    n = count[key]
-    for (i = 1; i <= n; ++i) v[i] = sample[key, i] + 0
-    for (i = 2; i <= n; ++i) {
-      tmp = v[i]
-      for (j = i - 1; j >= 1 && v[j] > tmp; --j) v[j + 1] = v[j]
-      v[j + 1] = tmp
-    }
-    return v[int(n / 2) + 1]
-  }
-  function ratio(a, b) { return (b > 0) ? sprintf("%.1fx", a / b) : "-" }
-  $1 == "bench" {
-    engine = field("engine"); kernel = field("kernel"); mode = field("mode")
-    key = engine "/" kernel "/" mode
-    sample[key, ++count[key]] = field("median")
-    budget[key] = field("budget"); slices[key] = field("slices")
-    if (kernel in result && result[kernel] != field("result")) {
-      printf "bench: MISMATCH: %s computed %s; the first runner computed %s\n", key, field("result"),
-             result[kernel] > "/dev/stderr"
-      bad = 1
-    }
-    if (!(kernel in result)) result[kernel] = field("result")
-  }
-  function row(label, unit, kernel, mode,   r, v, n) {
-    if (!count["reef/" kernel "/" mode] || !count["v8/" kernel "/call"] ||
-        !count["native/" kernel "/call"]) {
-      print "bench: missing figure for " kernel "/" mode > "/dev/stderr"
-      bad = 1
-      return
-    }
-    r = median("reef/" kernel "/" mode); v = median("v8/" kernel "/call")
-    n = median("native/" kernel "/call")
-    printf "| %-38s | %-7s | %11.3f | %9.3f | %9.3f | %8s | %11s |\n", label, unit, r, v, n,
-           ratio(r, v), ratio(r, n)
-  }
-  function rate(key) {  # M engine instructions per second of a sliced run (exact to one slice)
-    return sprintf("%.1f", slices[key] * budget[key] / (median(key) / 1e3) / 1e6)
-  }
-  END {
-    printf "| %-38s | %-7s | %11s | %9s | %9s | %8s | %11s |\n", "kernel", "unit", "Reef interp",
-           "V8", "native", "Reef/V8", "Reef/native"
-    printf "|%s|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------", "---------",
-           "-------------", "-----------", "-----------", "----------", "-------------"
-    row("fib(" fib_n ")", "ms/run", "fib", "call")
-    row("fib(" fib_n "), 10k-instr slices", "ms/run", "fib", "sliced")
-    row("loop(" loop_n ")", "ms/run", "loop", "call")
-    row("loop(" loop_n "), 10k-instr slices", "ms/run", "loop", "sliced")
-    row("call nop: Instance::Call", "ns/call", "nop", "call")
-    row("call nop: Start + Run, reused instance", "ns/call", "nop", "start_run")
-    if (bad) exit 1
-    printf "\nresults: fib=%s loop=%s nop-sum=%s (identical in every runner and round)\n",
-           result["fib"], result["loop"], result["nop"]
-    printf "Reef budgets: Instance::Call with %s instructions per Run; sliced rows Run(%s) until" \
-           " finished\n", budget["reef/fib/call"], budget["reef/fib/sliced"]
-    printf "Reef speed: %s M instr/s on fib, %s M instr/s on loop (sliced runs)\n",
-           rate("reef/fib/sliced"), rate("reef/loop/sliced")
-    printf "V8 and native call overhead: JS->wasm call of nop; indirect call through a volatile" \
-           " function pointer\n"
-  }
-' "$lines"
+if [[ $engine != 0 ]]; then
+  echo "bench: fib($fib_n), loop($loop_n), $calls nop calls; median of $repeats rounds;" \
+    "node $("$node" --version); load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+  # Rounds interleave the three runners (one sample each per round), so load from anything else
+  # on the machine falls on all columns alike rather than on whichever runner happens to be last.
+  sizes=("$fib_n" "$loop_n" "$calls" 1)
+  for ((round = 1; round <= repeats; ++round)); do
+    "$build/bench/bench_native" "${sizes[@]}" | tee -a "$lines"
+    "$node" "$root/bench/v8_anchor.mjs" "$wasm" "${sizes[@]}" | tee -a "$lines"
+    "$build/bench/reef_bench" "$wasm" "${sizes[@]}" | tee -a "$lines"
+  done
+  echo
 
-if [[ $actors == 0 ]]; then
-  exit 0
+  # One row per Reef figure; V8 and native are the same kernel's `call` figures. Each figure is
+  # the median over the rounds.
+  awk -v fib_n="$fib_n" -v loop_n="$loop_n" '
+    function field(name,   i, kv) {
+      for (i = 2; i <= NF; ++i) {
+        split($i, kv, "=")
+        if (kv[1] == name) return substr($i, length(name) + 2)
+      }
+      return ""
+    }
+    function median(key,   n, i, j, v, tmp) {
+      n = count[key]
+      for (i = 1; i <= n; ++i) v[i] = sample[key, i] + 0
+      for (i = 2; i <= n; ++i) {
+        tmp = v[i]
+        for (j = i - 1; j >= 1 && v[j] > tmp; --j) v[j + 1] = v[j]
+        v[j + 1] = tmp
+      }
+      return v[int(n / 2) + 1]
+    }
+    function ratio(a, b) { return (b > 0) ? sprintf("%.1fx", a / b) : "-" }
+    $1 == "bench" {
+      engine = field("engine"); kernel = field("kernel"); mode = field("mode")
+      key = engine "/" kernel "/" mode
+      sample[key, ++count[key]] = field("median")
+      budget[key] = field("budget"); slices[key] = field("slices")
+      if (kernel in result && result[kernel] != field("result")) {
+        printf "bench: MISMATCH: %s computed %s; the first runner computed %s\n", key,
+               field("result"), result[kernel] > "/dev/stderr"
+        bad = 1
+      }
+      if (!(kernel in result)) result[kernel] = field("result")
+    }
+    function row(label, unit, kernel, mode,   r, v, n) {
+      if (!count["reef/" kernel "/" mode] || !count["v8/" kernel "/call"] ||
+          !count["native/" kernel "/call"]) {
+        print "bench: missing figure for " kernel "/" mode > "/dev/stderr"
+        bad = 1
+        return
+      }
+      r = median("reef/" kernel "/" mode); v = median("v8/" kernel "/call")
+      n = median("native/" kernel "/call")
+      printf "| %-38s | %-7s | %11.3f | %9.3f | %9.3f | %8s | %11s |\n", label, unit, r, v, n,
+             ratio(r, v), ratio(r, n)
+    }
+    function rate(key) {  # M engine instructions per second of a sliced run (exact to one slice)
+      return sprintf("%.1f", slices[key] * budget[key] / (median(key) / 1e3) / 1e6)
+    }
+    END {
+      printf "| %-38s | %-7s | %11s | %9s | %9s | %8s | %11s |\n", "kernel", "unit", "Reef interp",
+             "V8", "native", "Reef/V8", "Reef/native"
+      printf "|%s|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------", "---------",
+             "-------------", "-----------", "-----------", "----------", "-------------"
+      row("fib(" fib_n ")", "ms/run", "fib", "call")
+      row("fib(" fib_n "), 10k-instr slices", "ms/run", "fib", "sliced")
+      row("loop(" loop_n ")", "ms/run", "loop", "call")
+      row("loop(" loop_n "), 10k-instr slices", "ms/run", "loop", "sliced")
+      row("call nop: Instance::Call", "ns/call", "nop", "call")
+      row("call nop: Start + Run, reused instance", "ns/call", "nop", "start_run")
+      if (bad) exit 1
+      printf "\nresults: fib=%s loop=%s nop-sum=%s (identical in every runner and round)\n",
+             result["fib"], result["loop"], result["nop"]
+      printf "Reef budgets: Instance::Call with %s instructions per Run; sliced rows Run(%s)" \
+             " until finished\n", budget["reef/fib/call"], budget["reef/fib/sliced"]
+      printf "Reef speed: %s M instr/s on fib, %s M instr/s on loop (sliced runs)\n",
+             rate("reef/fib/sliced"), rate("reef/loop/sliced")
+      printf "V8 and native call overhead: JS->wasm call of nop; indirect call through a volatile" \
+             " function pointer\n"
+    }
+  ' "$lines"
 fi
 
-# ---- actor workloads: Reef here, then Erlang/OTP and the joined table in bench_anchors.sh ----
-echo
-echo "bench: actor workloads, Reef (wasm actors in a free-running runtime); median of" \
-  "${REEF_BENCH_ACTOR_REPEATS:-3} runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-"$actor_bench" "$build/guests" 1 pingpong fanout spawn | tee -a "$reef_actor_lines"
-"$actor_bench" "$build/guests" 2 pingpong fanout spawn | tee -a "$reef_actor_lines"
-# Memory per idle actor: one fresh process per run, like the Erlang side's fresh VMs.
-for ((run = 1; run <= ${REEF_BENCH_ACTOR_REPEATS:-3}; ++run)); do
-  "$actor_bench" "$build/guests" 2 memory | tee -a "$reef_actor_lines"
-done
-echo
-bash "$root/scripts/bench_anchors.sh" "$reef_actor_lines"
+if [[ $actors != 0 ]]; then
+  # ---- actor workloads: Reef here, then Erlang/OTP and the joined table in bench_anchors.sh ----
+  echo
+  echo "bench: actor workloads, Reef (wasm actors in a free-running runtime); median of" \
+    "${REEF_BENCH_ACTOR_REPEATS:-3} runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  "$actor_bench" "$build/guests" 1 pingpong fanout spawn | tee -a "$reef_actor_lines"
+  "$actor_bench" "$build/guests" 2 pingpong fanout spawn | tee -a "$reef_actor_lines"
+  # Memory per idle actor: one fresh process per run, like the Erlang side's fresh VMs.
+  for ((run = 1; run <= ${REEF_BENCH_ACTOR_REPEATS:-3}; ++run)); do
+    "$actor_bench" "$build/guests" 2 memory | tee -a "$reef_actor_lines"
+  done
+  echo
+  bash "$root/scripts/bench_anchors.sh" "$reef_actor_lines"
+fi
+
+if [[ $events != 0 ]]; then
+  # ---- event store: the anchors (storage_candidates), then Reef's store (events_bench) ----
+  ev_dir=${REEF_BENCH_EVENTS_DIR:-${TMPDIR:-/tmp}}
+  ev_millis=${REEF_BENCH_EVENTS_MILLIS:-2000}
+  ev_scan=${REEF_BENCH_EVENTS_SCAN:-1000000}
+  echo
+  echo "bench: event store in $ev_dir; storage_candidates (the anchors), then events_bench" \
+    "($ev_millis ms per append case, $ev_scan events scanned); load average" \
+    "$(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+  # Shortened anchors: the fdatasync probe and SQLite's 1- and 100-event commits need a few
+  # hundred samples; the other candidates run too (storage_candidates has no filter).
+  "$build/bench/storage_candidates" --dir "$ev_dir" --syncs 500 --commits 300 \
+    --batch-commits 100 --scan-events "$ev_scan" |
+    grep -E '^(bench |storage_candidates:|warning:)' | tee -a "$event_lines"
+  "$build/bench/events_bench" --dir "$ev_dir" --millis "$ev_millis" --scan-events "$ev_scan" |
+    tee -a "$event_lines"
+  echo
+
+  # One row per Reef figure, its anchor from the same run, and the goal (issue 5) it is held to.
+  awk '
+    $1 == "bench" {
+      key = ""
+      for (i = 2; i <= NF; ++i) {
+        split($i, kv, "=")
+        f[kv[1]] = substr($i, length(kv[1]) + 2)
+      }
+      if ("storage" in f) key = "sc/" f["storage"] "/" f["case"]
+      else if ("events" in f) {
+        key = "ev/" f["events"]
+        if ("case" in f) key = key "/" f["case"]
+        if ("writers" in f) key = key "/" f["writers"] "x" f["events_per_append"]
+      }
+      for (name in f) val[key, name] = f[name]
+      seen[key] = 1
+      split("", f)
+    }
+    function get(key, name) {
+      if (!((key, name) in val)) {
+        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
+        bad = 1
+        return 0
+      }
+      return val[key, name] + 0
+    }
+    function num(v) { return sprintf("%.0f", v) }
+    function verdict(ok) { return ok ? "PASS" : "MISS" }
+    function row(figure, unit, reef, p50, p99, per_sync, anchor, anchor_value, goal, result) {
+      printf "| %-44s | %-9s | %10s | %7s | %7s | %6s | %-38s | %10s | %-30s | %-4s |\n", figure,
+             unit, reef, p50, p99, per_sync, anchor, anchor_value, goal, result
+    }
+    function append_row(w, m, figure, unit, per_s, anchor, anchor_value, goal, result,   k) {
+      k = "ev/append_cond/" w "x" m
+      row(figure, unit, num(get(k, per_s)), num(get(k, "p50_us")), num(get(k, "p99_us")),
+          sprintf("%.1f", get(k, "appends_per_sync")), anchor, anchor_value, goal, result)
+    }
+    END {
+      sync_p50 = get("sc/fdatasync/4k_append", "p50_us")
+      sqlite_1 = num(get("sc/sqlite_wal_plain/append_1", "commits_per_s"))
+      sqlite_100 = num(get("sc/sqlite_wal_plain/append_100", "events_per_s"))
+      one = get("ev/append_cond/1x1", "appends_per_s")
+      floor = sync_p50 > 0 ? 0.8 * 1e6 / sync_p50 : 0
+      many = get("ev/append_cond/64x1", "appends_per_s")
+      ratio = one > 0 ? many / one : 0
+      batch = get("ev/append_cond/64x100", "events_per_s")
+      scan = get("ev/scan", "events_per_s")
+
+      row("figure", "unit", "Reef", "p50 us", "p99 us", "/sync", "anchor (same run)", "anchor",
+          "goal (issue 5)", "")
+      printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------------",
+             "-----------", "------------", "---------", "---------", "--------",
+             "----------------------------------------", "------------",
+             "--------------------------------", "------"
+      row("disk: 4 KiB append + fdatasync (probe)", "us", num(get("ev/fdatasync/probe", "p50_us")),
+          num(get("ev/fdatasync/probe", "p50_us")), num(get("ev/fdatasync/probe", "p99_us")), "",
+          "storage_candidates fdatasync p50", num(sync_p50), "", "")
+      append_row(1, 1, "append 1 event, 1 writer, conditional", "appends/s", "appends_per_s",
+                 "sqlite_wal_plain append_1 commits/s", sqlite_1,
+                 sprintf(">= 0.8/fdatasync = %.0f", floor), verdict(one >= floor))
+      append_row(16, 1, "append 1 event, 16 writers, conditional", "appends/s", "appends_per_s",
+                 "sqlite_wal_plain append_1 commits/s", sqlite_1, "", "")
+      append_row(64, 1, "append 1 event, 64 writers, conditional", "appends/s", "appends_per_s",
+                 "sqlite_wal_plain append_1 commits/s", sqlite_1,
+                 sprintf(">= 20x 1 writer: %.1fx", ratio), verdict(ratio >= 20))
+      append_row(1, 100, "append 100 events, 1 writer, conditional", "events/s", "events_per_s",
+                 "sqlite_wal_plain append_100 events/s", sqlite_100, "", "")
+      append_row(16, 100, "append 100 events, 16 writers, conditional", "events/s", "events_per_s",
+                 "sqlite_wal_plain append_100 events/s", sqlite_100, "", "")
+      append_row(64, 100, "append 100 events, 64 writers, conditional", "events/s", "events_per_s",
+                 "sqlite_wal_plain append_100 events/s", sqlite_100, ">= 1000000 events/s",
+                 verdict(batch >= 1e6))
+      n = split("1x1 16x1 64x1 1x100 16x100 64x100", configs, " ")
+      for (i = 1; i <= n; ++i) {
+        split(configs[i], wm, "x")
+        pct = get("ev/condition_overhead/" configs[i], "condition_overhead_pct")
+        k = "ev/append_plain/" configs[i]
+        cpu = get("ev/condition_overhead/" configs[i], "cpu_overhead_pct")
+        row(sprintf("condition overhead, %d writer%s x %d event%s", wm[1], wm[1] > 1 ? "s" : "",
+                    wm[2], wm[2] > 1 ? "s" : ""), "%", sprintf("%.1f", pct),
+            num(get(k, "p50_us")), num(get(k, "p99_us")),
+            sprintf("%.1f", get(k, "appends_per_sync")),
+            sprintf("no condition appends/s; CPU %+.1f%%", cpu), num(get(k, "appends_per_s")),
+            "<= 10%", verdict(pct <= 10))
+      }
+      row(sprintf("full scan, Query{}, %d events", get("ev/scan", "events_read")), "events/s",
+          num(scan), "", "", "", "sqlite_wal scan (events table)",
+          num(get("sc/sqlite_wal/scan", "events_per_s")), ">= 5000000 events/s",
+          verdict(scan >= 5e6))
+      row("tag query, 1 tag on ~1% of events, whole", "events/s",
+          num(get("ev/tag_query", "events_per_s")), num(get("ev/tag_query", "p50_us")),
+          num(get("ev/tag_query", "p99_us")), "", "segment_log scan (raw file)",
+          num(get("sc/segment_log/scan", "events_per_s")), "", "")
+      row("tag query, limit 100, random start", "queries/s",
+          num(get("ev/tag_query_limit", "queries_per_s")), num(get("ev/tag_query_limit", "p50_us")),
+          num(get("ev/tag_query_limit", "p99_us")), "", "", "", "", "")
+      if (bad) exit 1
+
+      printf "\n1 writer: %.0f conditional appends/s = %.2f / fdatasync p50 (%.0f us); " \
+             "/sync = appends per fdatasync (Stats().syncs)\n", one, one * sync_p50 / 1e6, sync_p50
+      printf "p50/p99: per Append call (condition rows: the run without a condition); " \
+             "tag query rows: per query\n"
+      printf "condition overhead: (appends/s without - with) / without; CPU: the same on the " \
+             "process CPU time per append\n"
+      lo = hi = sync_p50
+      split("sc/fdatasync/4k_append sc/fdatasync/4k_recheck ev/fdatasync/probe " \
+            "ev/fdatasync/recheck", probes, " ")
+      list = ""
+      for (i = 1; i <= 4; ++i) {
+        v = get(probes[i], "p50_us")
+        if (v < lo) lo = v
+        if (v > hi) hi = v
+        list = list (i > 1 ? ", " : "") num(v)
+      }
+      printf "fdatasync p50 over the run (anchors before/after, events_bench before/after): " \
+             "%s us\n", list
+      if (hi > 2 * lo) {
+        printf "warning: the disk changed speed during the run (fdatasync p50 from %.0f to " \
+               "%.0f us); goals tied to fdatasync compare different regimes: rerun\n", lo, hi
+      }
+    }
+  ' "$event_lines"
+fi
