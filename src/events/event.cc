@@ -82,14 +82,41 @@ Result<EventId> ParseEventId(std::string_view text) {
   return id;
 }
 
+namespace {
+
+void MarkVersion4(EventId& id) {
+  id[6] = static_cast<uint8_t>((id[6] & 0x0f) | 0x40);  // version 4
+  id[8] = static_cast<uint8_t>((id[8] & 0x3f) | 0x80);  // RFC 9562 variant
+}
+
+}  // namespace
+
 Result<EventId> NewEventId() {
   EventId id{};
   if (RAND_bytes(id.data(), static_cast<int>(id.size())) != 1) {
     return Status::Unavailable("OpenSSL RAND_bytes failed: no entropy for an event id");
   }
-  id[6] = static_cast<uint8_t>((id[6] & 0x0f) | 0x40);  // version 4
-  id[8] = static_cast<uint8_t>((id[8] & 0x3f) | 0x80);  // RFC 9562 variant
+  MarkVersion4(id);
   return id;
+}
+
+Status FillNilEventIds(std::span<Event> events) {
+  size_t nil = 0;
+  for (const Event& event : events) nil += event.id == EventId{};
+  if (nil == 0) return Status::Ok();
+  std::vector<uint8_t> random(nil * sizeof(EventId));
+  if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
+    return Status::Unavailable("OpenSSL RAND_bytes failed: no entropy for event ids");
+  }
+  size_t next = 0;
+  for (Event& event : events) {
+    if (event.id != EventId{}) continue;
+    std::copy_n(random.begin() + static_cast<std::ptrdiff_t>(next), sizeof(EventId),
+                event.id.begin());
+    MarkVersion4(event.id);
+    next += sizeof(EventId);
+  }
+  return Status::Ok();
 }
 
 bool Matches(const Query& query, std::string_view type, const std::vector<std::string_view>& tags) {

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,11 @@ struct Event {
   EventMetadata metadata;
   bool operator==(const Event&) const = default;
 };
+
+// Gives every event in `events` whose id is nil a fresh version 4 UUID, drawing the randomness
+// for all of them in one RAND_bytes call (OpenSSL 3.0 takes a global lock per call).
+// Errors: Unavailable when RAND_bytes fails.
+Status FillNilEventIds(std::span<Event> events);
 
 // An event as stored, with its position.
 struct SequencedEvent {

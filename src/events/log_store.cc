@@ -177,6 +177,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     if (condition) REEF_RETURN_IF_ERROR(ValidateQuery(condition->fail_if_events_match, limits));
     auto request = std::make_unique<AppendRequest>();
     int64_t now = NowMs();
+    REEF_RETURN_IF_ERROR(FillNilEventIds(events));
     uint64_t total = 0;
     for (size_t i = 0; i < events.size(); ++i) {
       REEF_RETURN_IF_ERROR(NormalizeEvent(events[i], i, limits, now));

@@ -67,6 +67,29 @@ if start "serve" "$work/serve.log" --listen 127.0.0.1:0 --data-dir "$work/data";
   check "SIGTERM exits 0" "$([[ $status -eq 0 ]]; echo $?)" "status $status; $(cat "$work/serve.log")"
 fi
 
+# 1b. The event store routes over real HTTP, and the events survive a restart.
+if start "events" "$work/events.log" --listen 127.0.0.1:0 --data-dir "$work/data"; then
+  appended=$(curl -s --max-time 5 -X POST "http://127.0.0.1:$port/events/append" \
+    -d '{"events":[{"type":"CourseDefined","tags":["course:c1"],"data":{"capacity":10}}],
+         "condition":{"fail_if_events_match":{"items":[{"tags":["course:c1"]}]},"after":0}}')
+  check "events: append" "$([[ $appended == '{"position":1}' ]]; echo $?)" "got: $appended"
+  code=$(curl -s -o "$work/conflict.json" -w '%{http_code}' --max-time 5 -X POST \
+    "http://127.0.0.1:$port/events/append" \
+    -d '{"events":[{"type":"CourseDefined","tags":["course:c1"]}],
+         "condition":{"fail_if_events_match":{"items":[{"tags":["course:c1"]}]},"after":0}}')
+  check "events: conflict is 409" "$([[ $code == 409 ]]; echo $?)" "got $code: $(cat "$work/conflict.json")"
+  stop
+fi
+if start "events restart" "$work/events2.log" --listen 127.0.0.1:0 --data-dir "$work/data"; then
+  head=$(curl -s --max-time 5 "http://127.0.0.1:$port/events/head")
+  check "events: head survives a restart" "$([[ $head == '{"head":1}' ]]; echo $?)" "got: $head"
+  read=$(curl -s --max-time 5 -X POST "http://127.0.0.1:$port/events/read" \
+    -d '{"query":{"items":[{"types":["CourseDefined"]}]}}')
+  check "events: read" "$([[ $read == *'"data":{"capacity":10}'* && $read == *'"head":1'* ]]; echo $?)" \
+    "got: $read"
+  stop
+fi
+
 # 2. SIGINT is graceful too.
 if start "sigint" "$work/int.log" --listen 127.0.0.1:0 --data-dir "$work/data"; then
   kill -INT "$pid"
