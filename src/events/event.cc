@@ -4,7 +4,6 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "core/utf8.h"
 
@@ -25,17 +24,104 @@ bool IsHyphenOffset(size_t i) {
   return i == 8 || i == 13 || i == 18 || i == 23;
 }
 
-// Checks one name (a type or a tag): non-empty, at most `max` bytes, valid UTF-8.
-Status CheckName(std::string_view what, std::string_view name, uint32_t max, std::string_view at) {
-  if (name.empty()) return Status::InvalidArgument(fmt::format("{}: {} is empty", at, what));
+// Names the event or query item an error is about: "event 2: type is empty", or for the
+// messages that read as a predicate, "query item 0 has neither types nor tags".
+Status JoinContext(const Status& status, std::string_view context) {
+  std::string_view message = status.message();
+  if (message.starts_with("has ") || message.starts_with("is ")) {
+    return Status(status.code(), fmt::format("{} {}", context, message));
+  }
+  return status.WithContext(context);
+}
+
+// Checks one name (a type or a tag): non-empty, at most `max` bytes, valid UTF-8. The message
+// leaves out which event or item: the caller adds it with WithContext, only on error.
+Status CheckName(std::string_view what, std::string_view name, uint32_t max) {
+  if (name.empty()) return Status::InvalidArgument(fmt::format("{} is empty", what));
   if (name.size() > max) {
-    return Status::LimitExceeded(fmt::format("{}: {} is {} bytes; the limit is {} (max_{}_bytes)",
-                                             at, what, name.size(), max, what));
+    return Status::LimitExceeded(fmt::format("{} is {} bytes; the limit is {} (max_{}_bytes)", what,
+                                             name.size(), max, what));
   }
   if (auto bad = FindInvalidUtf8(name)) {
-    return Status::InvalidArgument(
-        fmt::format("{}: {} is not valid UTF-8 (byte {})", at, what, *bad));
+    return Status::InvalidArgument(fmt::format("{} is not valid UTF-8 (byte {})", what, *bad));
   }
+  return Status::Ok();
+}
+
+// Drops repeated tags, keeping each first occurrence in place. Events carry a handful of
+// tags, so a quadratic scan beats hashing (and allocates nothing when there is no repeat).
+void DropRepeatedTags(std::vector<std::string>& tags) {
+  size_t kept = 0;
+  for (size_t i = 0; i < tags.size(); ++i) {
+    bool repeat = false;
+    for (size_t j = 0; j < kept && !repeat; ++j) repeat = tags[j] == tags[i];
+    if (repeat) continue;
+    if (kept != i) tags[kept] = std::move(tags[i]);
+    ++kept;
+  }
+  tags.resize(kept);
+}
+
+// ValidateQuery's check of one item, without naming the item.
+Status CheckItem(const QueryItem& item, const EventLimits& limits) {
+  if (item.types.empty() && item.tags.empty()) {
+    return Status::InvalidArgument(
+        "has neither types nor tags; to match every event, send a query with no items");
+  }
+  if (item.types.size() > limits.max_item_terms || item.tags.size() > limits.max_item_terms) {
+    return Status::LimitExceeded(
+        fmt::format("has {} types and {} tags; the limit is {} each (max_item_terms)",
+                    item.types.size(), item.tags.size(), limits.max_item_terms));
+  }
+  for (const std::string& type : item.types) {
+    REEF_RETURN_IF_ERROR(CheckName("type", type, limits.max_type_bytes));
+  }
+  for (const std::string& tag : item.tags) {
+    REEF_RETURN_IF_ERROR(CheckName("tag", tag, limits.max_tag_bytes));
+  }
+  return Status::Ok();
+}
+
+// NormalizeEvent without naming the event.
+Status NormalizeOne(Event& event, const EventLimits& limits, int64_t now_ms) {
+  REEF_RETURN_IF_ERROR(CheckName("type", event.type, limits.max_type_bytes));
+  if (event.tags.size() > 1) DropRepeatedTags(event.tags);
+  if (event.tags.size() > limits.max_tags_per_event) {
+    return Status::LimitExceeded(
+        fmt::format("has {} distinct tags; the limit is {} "
+                    "(max_tags_per_event)",
+                    event.tags.size(), limits.max_tags_per_event));
+  }
+  for (const std::string& tag : event.tags) {
+    REEF_RETURN_IF_ERROR(CheckName("tag", tag, limits.max_tag_bytes));
+  }
+  const EventMetadata& m = event.metadata;
+  for (auto [name, value] :
+       {std::pair{"correlation_id", &m.correlation_id}, std::pair{"causation_id", &m.causation_id},
+        std::pair{"idempotency_key", &m.idempotency_key}}) {
+    if (value->size() > limits.max_metadata_bytes) {
+      return Status::LimitExceeded(
+          fmt::format("metadata {} is {} bytes; the limit is {} (max_metadata_bytes)", name,
+                      value->size(), limits.max_metadata_bytes));
+    }
+    if (auto bad = FindInvalidUtf8(*value)) {
+      return Status::InvalidArgument(
+          fmt::format("metadata {} is not valid UTF-8 (byte {})", name, *bad));
+    }
+  }
+  if (m.timestamp_ms < 0) {
+    return Status::InvalidArgument(
+        fmt::format("metadata timestamp {} is negative", m.timestamp_ms));
+  }
+  uint64_t bytes = StoredBytes(event);
+  if (bytes > limits.max_event_bytes) {
+    return Status::LimitExceeded(fmt::format(
+        "is {} bytes stored; the limit is {} (max_event_bytes)", bytes, limits.max_event_bytes));
+  }
+  if (event.id == EventId{}) {
+    REEF_ASSIGN_OR_RETURN(event.id, NewEventId());
+  }
+  if (event.metadata.timestamp_ms == 0) event.metadata.timestamp_ms = now_ms;
   return Status::Ok();
 }
 
@@ -149,83 +235,15 @@ Status ValidateQuery(const Query& query, const EventLimits& limits) {
                     limits.max_query_items));
   }
   for (size_t i = 0; i < query.items.size(); ++i) {
-    const QueryItem& item = query.items[i];
-    std::string at = fmt::format("query item {}", i);
-    if (item.types.empty() && item.tags.empty()) {
-      return Status::InvalidArgument(fmt::format(
-          "{} has neither types nor tags; to match every event, send a query with no items", at));
-    }
-    if (item.types.size() > limits.max_item_terms || item.tags.size() > limits.max_item_terms) {
-      return Status::LimitExceeded(
-          fmt::format("{} has {} types and {} tags; the limit is {} each "
-                      "(max_item_terms)",
-                      at, item.types.size(), item.tags.size(), limits.max_item_terms));
-    }
-    for (const std::string& type : item.types) {
-      REEF_RETURN_IF_ERROR(CheckName("type", type, limits.max_type_bytes, at));
-    }
-    for (const std::string& tag : item.tags) {
-      REEF_RETURN_IF_ERROR(CheckName("tag", tag, limits.max_tag_bytes, at));
-    }
+    Status checked = CheckItem(query.items[i], limits);
+    if (!checked.ok()) return JoinContext(checked, fmt::format("query item {}", i));
   }
   return Status::Ok();
 }
 
 Status NormalizeEvent(Event& event, size_t index, const EventLimits& limits, int64_t now_ms) {
-  std::string at = fmt::format("event {}", index);
-  REEF_RETURN_IF_ERROR(CheckName("type", event.type, limits.max_type_bytes, at));
-  if (event.tags.size() > 1) {
-    std::unordered_set<std::string_view> seen;
-    std::vector<size_t> keep;
-    for (size_t i = 0; i < event.tags.size(); ++i) {
-      if (seen.insert(event.tags[i]).second) keep.push_back(i);
-    }
-    if (keep.size() != event.tags.size()) {
-      std::vector<std::string> distinct;
-      distinct.reserve(keep.size());
-      for (size_t i : keep) distinct.push_back(std::move(event.tags[i]));
-      event.tags = std::move(distinct);
-    }
-  }
-  if (event.tags.size() > limits.max_tags_per_event) {
-    return Status::LimitExceeded(
-        fmt::format("{} has {} distinct tags; the limit is {} "
-                    "(max_tags_per_event)",
-                    at, event.tags.size(), limits.max_tags_per_event));
-  }
-  for (const std::string& tag : event.tags) {
-    REEF_RETURN_IF_ERROR(CheckName("tag", tag, limits.max_tag_bytes, at));
-  }
-  const EventMetadata& m = event.metadata;
-  for (auto [name, value] :
-       {std::pair{"correlation_id", &m.correlation_id}, std::pair{"causation_id", &m.causation_id},
-        std::pair{"idempotency_key", &m.idempotency_key}}) {
-    if (value->size() > limits.max_metadata_bytes) {
-      return Status::LimitExceeded(
-          fmt::format("{}: metadata {} is {} bytes; the limit is {} "
-                      "(max_metadata_bytes)",
-                      at, name, value->size(), limits.max_metadata_bytes));
-    }
-    if (auto bad = FindInvalidUtf8(*value)) {
-      return Status::InvalidArgument(
-          fmt::format("{}: metadata {} is not valid UTF-8 (byte {})", at, name, *bad));
-    }
-  }
-  if (m.timestamp_ms < 0) {
-    return Status::InvalidArgument(
-        fmt::format("{}: metadata timestamp {} is negative", at, m.timestamp_ms));
-  }
-  uint64_t bytes = StoredBytes(event);
-  if (bytes > limits.max_event_bytes) {
-    return Status::LimitExceeded(
-        fmt::format("{} is {} bytes stored; the limit is {} "
-                    "(max_event_bytes)",
-                    at, bytes, limits.max_event_bytes));
-  }
-  if (event.id == EventId{}) {
-    REEF_ASSIGN_OR_RETURN(event.id, NewEventId());
-  }
-  if (event.metadata.timestamp_ms == 0) event.metadata.timestamp_ms = now_ms;
+  Status normalized = NormalizeOne(event, limits, now_ms);
+  if (!normalized.ok()) return JoinContext(normalized, fmt::format("event {}", index));
   return Status::Ok();
 }
 
