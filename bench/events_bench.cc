@@ -40,6 +40,7 @@
 //   bench events=condition_overhead writers=16 events_per_append=1 condition_overhead_pct=...
 //         cpu_overhead_pct=...
 //   bench events=scan events_read=... seconds=... events_per_s=...
+//   bench events=reopen events_read=... seconds=... events_per_s=...   (open = read + check + index)
 //   bench events=tag_query queries=... events_read=... seconds=... queries_per_s=...
 //         events_per_s=... p50_us=... p99_us=...
 //
@@ -385,6 +386,20 @@ std::unique_ptr<ev::EventStore> BuildReadStore(const fs::path& dir, int64_t even
   return store;
 }
 
+/// Case reopen: close the read store and open it again, which reads and checks the whole log
+/// and rebuilds the index (the start-up cost of `reef serve` on a store this size).
+void RunReopen(const fs::path& dir, std::unique_ptr<ev::EventStore> store) {
+  const ev::Position head = store->Head();
+  store.reset();
+  const auto start = std::chrono::steady_clock::now();
+  store = Check(ev::OpenEventStore(dir), "reopen");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (store->Head() != head) Die("reopen: head {} after reopening, {} before", store->Head(), head);
+  fmt::print("bench events=reopen events_read={} seconds={:.3f} events_per_s={:.0f}\n", head,
+             seconds, static_cast<double>(head) / seconds);
+}
+
 /// Case scan: the median of kScanRepeats full ReadEach(Query{}) passes, each checked gapless.
 void RunScan(const ev::EventStore& store) {
   std::vector<double> seconds;
@@ -529,6 +544,7 @@ int main(int argc, char** argv) {
     RunScan(*store);
     RunTagQuery(*store);
     RunTagQueryLimit(*store, sizes.queries);
+    RunReopen(dir, std::move(store));
   }
   // The disk's sync cost can change under a run (a VM's host, other I/O); a recheck shows it.
   RunFdatasync("recheck", g_work_dir, std::max<int64_t>(sizes.syncs / 4, 1));
