@@ -211,7 +211,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   Result<Position> ReadEach(const Query& query, const ReadOptions& options,
                             const EventVisitor& visitor) const {
     REEF_RETURN_IF_ERROR(ValidateQuery(query, options_.limits));
-    if (options.limit && *options.limit == 0) return ReadHead(options, std::nullopt, true);
+    // Nothing read: a forward decision has seen nothing from `from` on.
+    if (options.limit && *options.limit == 0) return ReadHead(options, std::nullopt, false);
     constexpr size_t kChunk = 1024;
     std::vector<std::pair<Position, Location>> chunk;
     chunk.reserve(kChunk);

@@ -157,6 +157,14 @@ TEST_F(EventStoreTest, ReadHeadIsTheAfterForADecisionOnThatRead) {
   EXPECT_EQ(store_->Append({MakeEvent("A", {"k"})}, FailIf(query, first->head)).status().code(),
             Code::kConflict);
   EXPECT_EQ(MustAppend({MakeEvent("A", {"k"})}, FailIf(query, all->head)), 5u);
+  // Limit 0 reads nothing, so it vouches for nothing from `from` on.
+  ReadOptions none;
+  none.limit = 0;
+  none.from = 3;
+  auto empty = store_->Read(query, none);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->events.empty());
+  EXPECT_EQ(empty->head, 2u);
 }
 
 TEST_F(EventStoreTest, RetryOfAnAppendThatAlreadySucceededReturnsItsPosition) {
