@@ -40,8 +40,8 @@
 //   bench events=condition_overhead writers=16 events_per_append=1 condition_overhead_pct=...
 //         cpu_overhead_pct=...
 //   bench events=scan events_read=... seconds=... events_per_s=...
-//   bench events=reopen events_read=... seconds=... events_per_s=...   (open = read + check + index)
-//   bench events=tag_query queries=... events_read=... seconds=... queries_per_s=...
+//   bench events=reopen events_read=... seconds=... events_per_s=...   (open = read + check +
+//   index) bench events=tag_query queries=... events_read=... seconds=... queries_per_s=...
 //         events_per_s=... p50_us=... p99_us=...
 //
 // An error from the store (a conflict included: none can happen here) ends the run with exit 1.
@@ -66,6 +66,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_flags.h"
 #include "events/event.h"
 #include "events/event_store.h"
 
@@ -98,13 +99,8 @@ constexpr int kPrefillBatch = 100;     // events per append building the read st
 constexpr int kScanRepeats = 3;        // full scans; the median is reported
 constexpr uint64_t kQueryLimit = 100;  // events per tag_query_limit read
 
-/// One numeric flag; --help is generated from these rows.
-struct Flag {
-  std::string_view name;
-  int64_t Sizes::*count;
-  int64_t min;
-  std::string_view help;
-};
+/// The count flags; --help is generated from these rows (bench_flags.h).
+using Flag = reef::bench::CountFlag<Sizes>;
 constexpr Flag kFlags[] = {
     {"--millis", &Sizes::millis, 1, "milliseconds per append case (append_cond, append_plain)"},
     {"--rounds", &Sizes::rounds, 1, "alternations of append_plain and append_cond"},
@@ -483,44 +479,11 @@ void RunTagQueryLimit(const ev::EventStore& store, int64_t queries) {
   PrintQueries("tag_query_limit", queries, events, Seconds(Clock::now() - start), latencies_us);
 }
 
-/// Prints the flags, generated from kFlags.
-void Usage() {
-  fmt::print(
-      "usage: events_bench [--dir DIR] [FLAG N]...\n"
-      "  --dir DIR                parent of the fresh work directory (default $TMPDIR or /tmp)\n");
-  for (const Flag& f : kFlags) {
-    fmt::print("  {:<24} {} (default {})\n", fmt::format("{} N", f.name), f.help, Sizes{}.*f.count);
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Sizes sizes;
-  std::string parent;
-  if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') parent = tmp;
-  if (parent.empty()) parent = "/tmp";
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      Usage();
-      return 0;
-    }
-    if (i + 1 >= argc) Die("{} needs a value (--help)", arg);
-    const std::string_view value = argv[++i];
-    if (arg == "--dir") {
-      parent = value;
-      continue;
-    }
-    const Flag* flag = std::find_if(std::begin(kFlags), std::end(kFlags),
-                                    [&](const Flag& f) { return f.name == arg; });
-    if (flag == std::end(kFlags)) Die("unknown flag {} (--help)", arg);
-    char* end = nullptr;
-    const long long n = std::strtoll(std::string(value).c_str(), &end, 10);
-    if (*end != '\0' || n < flag->min)
-      Die("{} wants a count >= {}, got '{}'", arg, flag->min, value);
-    sizes.*flag->count = n;
-  }
+  const std::string parent = reef::bench::ParseFlags(argc, argv, "events_bench", kFlags, sizes);
 
   std::error_code ec;
   fs::create_directories(parent, ec);

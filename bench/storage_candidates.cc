@@ -58,6 +58,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_flags.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -79,17 +81,13 @@ constexpr int kBatchEvents = 100;                  // events per commit in case 
 constexpr int64_t kBuildCommitEvents = 100000;     // events per untimed commit building scan stores
 constexpr size_t kLmdbMapBytes = size_t{8} << 30;  // LMDB address space reserved (sparse), bytes
 
-/// One numeric flag; --help is generated from these rows.
-struct Flag {
-  std::string_view name;
-  int64_t Sizes::*count;
-  std::string_view help;
-};
+/// The count flags; --help is generated from these rows (bench_flags.h).
+using Flag = reef::bench::CountFlag<Sizes>;
 constexpr Flag kFlags[] = {
-    {"--syncs", &Sizes::syncs, "fdatasync samples (4 KiB appends)"},
-    {"--commits", &Sizes::commits, "1-event commits per candidate (append_1)"},
-    {"--batch-commits", &Sizes::batch_commits, "100-event commits per candidate (append_100)"},
-    {"--scan-events", &Sizes::scan_events, "events in each scanned store (scan)"},
+    {"--syncs", &Sizes::syncs, 1, "fdatasync samples (4 KiB appends)"},
+    {"--commits", &Sizes::commits, 1, "1-event commits per candidate (append_1)"},
+    {"--batch-commits", &Sizes::batch_commits, 1, "100-event commits per candidate (append_100)"},
+    {"--scan-events", &Sizes::scan_events, 1, "events in each scanned store (scan)"},
 };
 
 template <typename... Args>
@@ -708,42 +706,12 @@ std::string FilesystemName(const std::string& dir) {
   }
 }
 
-/// Prints the flags, generated from kFlags.
-void Usage() {
-  fmt::print(
-      "usage: storage_candidates [--dir DIR] [FLAG N]...\n"
-      "  --dir DIR          parent of the fresh work directory (default $TMPDIR or /tmp)\n");
-  for (const Flag& f : kFlags)
-    fmt::print("  {:<18} {} (default {})\n", fmt::format("{} N", f.name), f.help, Sizes{}.*f.count);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Sizes sizes;
-  std::string parent;
-  if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') parent = tmp;
-  if (parent.empty()) parent = "/tmp";
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      Usage();
-      return 0;
-    }
-    if (i + 1 >= argc) Die("{} needs a value (--help)", arg);
-    const std::string_view value = argv[++i];
-    if (arg == "--dir") {
-      parent = value;
-      continue;
-    }
-    const Flag* flag = std::find_if(std::begin(kFlags), std::end(kFlags),
-                                    [&](const Flag& f) { return f.name == arg; });
-    if (flag == std::end(kFlags)) Die("unknown flag {} (--help)", arg);
-    char* end = nullptr;
-    const long long n = std::strtoll(std::string(value).c_str(), &end, 10);
-    if (*end != '\0' || n < 1) Die("{} wants a positive count, got '{}'", arg, value);
-    sizes.*flag->count = n;
-  }
+  const std::string parent =
+      reef::bench::ParseFlags(argc, argv, "storage_candidates", kFlags, sizes);
 
   if (Crc32c("123456789", 9) != 0xE3069283u) Die("CRC32C self-check failed");
   std::error_code ec;
