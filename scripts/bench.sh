@@ -42,6 +42,7 @@ set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bench_awk=$(cat "$root/scripts/bench_lib.awk")  # field() and median()
 fib_n=${REEF_BENCH_FIB_N:-30}
 loop_n=${REEF_BENCH_LOOP_N:-10000000}
 calls=${REEF_BENCH_CALLS:-2000000}
@@ -95,24 +96,7 @@ if [[ $engine != 0 ]]; then
 
   # One row per Reef figure; V8 and native are the same kernel's `call` figures. Each figure is
   # the median over the rounds.
-  awk -v fib_n="$fib_n" -v loop_n="$loop_n" '
-    function field(name,   i, kv) {
-      for (i = 2; i <= NF; ++i) {
-        split($i, kv, "=")
-        if (kv[1] == name) return substr($i, length(name) + 2)
-      }
-      return ""
-    }
-    function median(key,   n, i, j, v, tmp) {
-      n = count[key]
-      for (i = 1; i <= n; ++i) v[i] = sample[key, i] + 0
-      for (i = 2; i <= n; ++i) {
-        tmp = v[i]
-        for (j = i - 1; j >= 1 && v[j] > tmp; --j) v[j + 1] = v[j]
-        v[j + 1] = tmp
-      }
-      return v[int(n / 2) + 1]
-    }
+  awk -v fib_n="$fib_n" -v loop_n="$loop_n" "$bench_awk"'
     function ratio(a, b) { return (b > 0) ? sprintf("%.1fx", a / b) : "-" }
     $1 == "bench" {
       engine = field("engine"); kernel = field("kernel"); mode = field("mode")

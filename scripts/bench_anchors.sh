@@ -14,6 +14,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bench_awk=$(cat "$root/scripts/bench_lib.awk")  # field() and median()
 reef_lines=${1:-}
 repeats=${REEF_BENCH_ACTOR_REPEATS:-3}
 escript=$(command -v escript || true)
@@ -43,24 +44,7 @@ echo
 
 # Each key's figure is the median over its lines' medians (one line per key, except memory:
 # one line per fresh VM).
-awk '
-  function field(name,   i, kv) {
-    for (i = 2; i <= NF; ++i) {
-      split($i, kv, "=")
-      if (kv[1] == name) return substr($i, length(name) + 2)
-    }
-    return ""
-  }
-  function median(key,   n, i, j, v, tmp) {
-    n = count[key]
-    for (i = 1; i <= n; ++i) v[i] = sample[key, i] + 0
-    for (i = 2; i <= n; ++i) {
-      tmp = v[i]
-      for (j = i - 1; j >= 1 && v[j] > tmp; --j) v[j + 1] = v[j]
-      v[j + 1] = tmp
-    }
-    return v[int(n / 2) + 1]
-  }
+awk "$bench_awk"'
   function num(x) { return (x >= 1000) ? sprintf("%.0f", x) : sprintf("%.1f", x) }
   $1 == "bench" {
     engine = field("engine"); kernel = field("kernel"); mode = field("mode"); n = field("n")
