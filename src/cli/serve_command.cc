@@ -36,6 +36,7 @@ struct ServeArgs {
   std::string listen = std::string(kDefaultListen);
   std::string data_dir = std::string(kDefaultDataDir);
   std::string auth_token;  // empty = none
+  events::EventLimits event_limits;  // max_event_bytes, max_append_bytes from the flags
 };
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
@@ -76,7 +77,10 @@ int Serve(const ServeArgs& args) {
 
   // The event store (docs/operations.md "Event store") lives next to the image's data and
   // outlives the server whose routes use it.
-  auto events = events::OpenEventStore(std::filesystem::path(args.data_dir) / "events");
+  events::EventStoreOptions event_options;
+  event_options.limits = args.event_limits;
+  auto events =
+      events::OpenEventStore(std::filesystem::path(args.data_dir) / "events", event_options);
   if (!events.ok()) {
     fmt::print(stderr, "reef serve: cannot open the event store in data dir {}: {}\n",
                args.data_dir, events.status().ToString());
@@ -134,6 +138,16 @@ const Command kServeCommands[] = {
                       "Bearer token every connection must present; required for a "
                       "non-loopback address")
            ->envname("REEF_AUTH_TOKEN");
+       app.add_option("--max-event-bytes", args->event_limits.max_event_bytes,
+                      "Event store: largest event, in stored bytes")
+           ->envname("REEF_MAX_EVENT_BYTES")
+           ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30))
+           ->capture_default_str();
+       app.add_option("--max-append-bytes", args->event_limits.max_append_bytes,
+                      "Event store: largest append (all its events), in stored bytes")
+           ->envname("REEF_MAX_APPEND_BYTES")
+           ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30))
+           ->capture_default_str();
        return [args] { return Serve(*args); };
      }},
 };

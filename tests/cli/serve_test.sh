@@ -34,7 +34,7 @@ start() {
   pids+=("$pid")
   port=""
   for _ in $(seq 100); do
-    if grep -q "serving on" "$log"; then
+    if grep -qs "serving on" "$log"; then
       port=$(grep -o 'serving on ws://[^ ]*' "$log" | sed 's/.*://')
       return 0
     fi
@@ -87,6 +87,17 @@ if start "events restart" "$work/events2.log" --listen 127.0.0.1:0 --data-dir "$
     -d '{"query":{"items":[{"types":["CourseDefined"]}]}}')
   check "events: read" "$([[ $read == *'"data":{"capacity":10}'* && $read == *'"head":1'* ]]; echo $?)" \
     "got: $read"
+  stop
+fi
+
+# 1c. The event size limits are flags.
+if start "event limits" "$work/limits.log" --listen 127.0.0.1:0 --data-dir "$work/limits" \
+  --max-event-bytes 200; then
+  code=$(curl -s -o "$work/limit.json" -w '%{http_code}' --max-time 5 -X POST \
+    "http://127.0.0.1:$port/events/append" -d "{\"events\":[{\"type\":\"A\",\"data\":\"$(printf 'x%.0s' $(seq 300))\"}]}")
+  check "events: --max-event-bytes gives 413" \
+    "$([[ $code == 413 ]] && grep -q max_event_bytes "$work/limit.json"; echo $?)" \
+    "got $code: $(cat "$work/limit.json")"
   stop
 fi
 
