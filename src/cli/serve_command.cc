@@ -35,7 +35,7 @@ constexpr std::string_view kDefaultDataDir = "./reef-data";
 struct ServeArgs {
   std::string listen = std::string(kDefaultListen);
   std::string data_dir = std::string(kDefaultDataDir);
-  std::string auth_token;  // empty = none
+  std::string auth_token;            // empty = none
   events::EventLimits event_limits;  // max_event_bytes, max_append_bytes from the flags
 };
 
@@ -87,9 +87,17 @@ int Serve(const ServeArgs& args) {
     return 1;
   }
   spdlog::info("event store {}/events: head {}", args.data_dir, (*events)->Head());
+  if (uint64_t torn = (*events)->Stats().torn_bytes_cut; torn > 0) {
+    spdlog::warn("event store: cut {} bytes from the end of the log: an append torn by a crash "
+                 "(never acknowledged), or damage to the last one",
+                 torn);
+  }
 
   server::ServerOptions server_options;
   server_options.listen = args.listen;
+  // Appends block their handler thread until their fdatasync: enough threads that concurrent
+  // appends over HTTP share syncs (group commit) and do not hold up other requests.
+  server_options.handler_threads = 32;
   for (server::HttpRoute& route : events::http::EventRoutes(**events)) {
     server_options.routes.push_back(std::move(route));
   }

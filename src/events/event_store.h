@@ -73,6 +73,9 @@ struct EventStoreStats {
   uint64_t conflicts = 0;       // requests refused by their condition
   uint64_t syncs = 0;           // fdatasync calls made for appends (group commits)
   uint64_t events_written = 0;  // events made durable
+  // Bytes cut from the end of the log when the store was opened: a torn append that was never
+  // acknowledged (or, indistinguishably, damage to the very last frame). 0 after a clean stop.
+  uint64_t torn_bytes_cut = 0;
 };
 
 class EventStore {
@@ -86,7 +89,8 @@ class EventStore {
   // same type, tags and data), already stored after `after`, it returns their original last
   // position and writes nothing.
   // Each event is normalized first (NormalizeEvent: repeated tags dropped, nil id and zero
-  // timestamp filled).
+  // timestamp filled). Ids must differ within one append; across appends the store does not
+  // check them, so only a conditional append is protected against being stored twice.
   // Errors: InvalidArgument (no events, a bad event or query), LimitExceeded (event or append
   // too large), Conflict (the condition), Unavailable (the store is closed, or failed after a
   // write or sync error: reopen it).
@@ -122,6 +126,9 @@ struct EventStoreOptions {
   uint64_t max_batch_bytes = 64u << 20;
   // Events a live subscription buffers for a slow subscriber before falling back to catch-up.
   size_t subscription_buffer_events = 4096;
+  // Positions one read searches per hold of the index lock; between holds the writer may
+  // publish, so a query that matches little never stalls appends for a whole scan.
+  uint64_t read_window_positions = 1 << 16;
 };
 
 // Opens (creating when absent) the embedded event store in directory `dir`. Recovers after a

@@ -80,6 +80,23 @@ std::string SegmentName(Position first) {
   return fmt::format("segment-{:020}.log", first);
 }
 
+// An append may not carry one id twice (a store-wide check is not made; see event_store.h).
+Status CheckDistinctIds(const std::vector<Event>& events) {
+  if (events.size() < 2) return Status::Ok();
+  std::vector<std::pair<EventId, size_t>> ids;
+  ids.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) ids.emplace_back(events[i].id, i);
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i].first == ids[i - 1].first) {
+      return Status::InvalidArgument(fmt::format("events {} and {} have the same id {}",
+                                                 ids[i - 1].second, ids[i].second,
+                                                 FormatEventId(ids[i].first)));
+    }
+  }
+  return Status::Ok();
+}
+
 // One segment file, mapped read-only over `mapped` bytes (at least its size; pages past the
 // end of the file are never touched).
 struct Segment {
@@ -99,7 +116,9 @@ struct AppendRequest {
   std::optional<AppendCondition> condition;
   std::promise<Result<Position>> done;
   Result<Position> result = Status::Internal("not decided");
-  bool staged = false;  // written in this batch (not a conflict or a retry)
+  bool decided = false;           // result holds the answer (once the batch is durable)
+  bool staged = false;            // written in this batch (not a conflict or a retry)
+  bool needs_this_batch = false;  // a retry whose original is staged in this same batch
 };
 
 }  // namespace
@@ -164,6 +183,10 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
       REEF_RETURN_IF_ERROR(Recover(files[i], i + 1 == files.size()));
     }
     if (segments_.empty()) REEF_RETURN_IF_ERROR(StartSegment(1));
+    // Whatever recovery changed, and the directory's own entry, are durable before the first
+    // append is acknowledged.
+    REEF_RETURN_IF_ERROR(SyncDirectory(dir_));
+    if (dir_.has_parent_path()) REEF_RETURN_IF_ERROR(SyncDirectory(dir_.parent_path()));
     head_.store(index_.last());
     writer_ = std::thread([this] { WriterLoop(); });
     return Status::Ok();
@@ -178,6 +201,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     auto request = std::make_unique<AppendRequest>();
     int64_t now = NowMs();
     REEF_RETURN_IF_ERROR(FillNilEventIds(events));
+    REEF_RETURN_IF_ERROR(CheckDistinctIds(events));
     uint64_t total = 0;
     for (size_t i = 0; i < events.size(); ++i) {
       REEF_RETURN_IF_ERROR(NormalizeEvent(events[i], i, limits, now));
@@ -214,6 +238,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     // Nothing read: a forward decision has seen nothing from `from` on.
     if (options.limit && *options.limit == 0) return ReadHead(options, std::nullopt, false);
     constexpr size_t kChunk = 1024;
+    const Position window = options_.read_window_positions;
     std::vector<std::pair<Position, Location>> chunk;
     chunk.reserve(kChunk);
     EventView view;
@@ -233,10 +258,19 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
         }
         CompiledQuery compiled = index_.Compile(query);
         while (chunk.size() < kChunk && chunk.size() < left) {
-          std::optional<Position> found = options.backwards ? index_.Prev(compiled, *cursor)
-                                                            : index_.Next(compiled, *cursor, head);
+          // At most `window` positions per search, then the lock is let go, so a query that
+          // matches little never holds the writer off for a whole scan.
+          Position edge = options.backwards ? (*cursor > window ? *cursor - window + 1 : 1)
+                                            : std::min(head, *cursor + window - 1);
+          std::optional<Position> found = options.backwards ? index_.Prev(compiled, *cursor, edge)
+                                                            : index_.Next(compiled, *cursor, edge);
           if (!found) {
-            finished = true;
+            bool at_end = options.backwards ? edge <= 1 : edge >= head;
+            if (at_end || *cursor == 0 || *cursor > head) {
+              finished = true;
+            } else {
+              cursor = options.backwards ? edge - 1 : edge + 1;
+            }
             break;
           }
           chunk.emplace_back(*found, index_.location(*found));
@@ -270,6 +304,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     stats.conflicts = conflicts_.load();
     stats.syncs = syncs_.load();
     stats.events_written = events_written_.load();
+    stats.torn_bytes_cut = torn_bytes_;
     return stats;
   }
 
@@ -315,6 +350,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   }
 
   bool closed() const { return closed_flag_.load(); }
+  // Closed, or failed after a write error: subscriptions end either way.
+  bool ended() const { return closed_flag_.load() || failed_.load(); }
   bool failed() const { return failed_.load(); }
   std::string ClosedMessage() const {
     return failed_.load() ? fmt::format("the event store {} failed after a write error; reopen it",
@@ -356,7 +393,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     Position store_head = head.value_or(head_.load());
     if (options.backwards) return std::min(options.from.value_or(store_head), store_head);
     if (reached_end) return store_head;
-    return last_visited.value_or(options.from.value_or(1) - 1);
+    return last_visited.value_or(std::max<Position>(options.from.value_or(1), 1) - 1);
   }
 
   Status Decode(Position position, Location location, EventView& view) const {
@@ -459,7 +496,10 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     while (offset < s.size) {
       std::string problem = CheckFrame(s, offset, index_.last() + 1);
       if (!problem.empty()) {
-        if (!last_file || HasFrameAfter(s, offset)) return data_loss(offset, problem);
+        if (!last_file || !IsTornEnd(s, offset, index_.last() + 1)) {
+          return data_loss(offset, problem);
+        }
+        torn_bytes_ += s.size - offset;
         // A torn append at the end of the log: it was never acknowledged.
         if (::ftruncate(s.fd, static_cast<off_t>(offset)) != 0 || ::fdatasync(s.fd) != 0) {
           return Status::Unavailable(Errno("cannot cut the torn end of", path));
@@ -513,15 +553,34 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     return "";
   }
 
-  // True when an intact frame header appears anywhere after `offset` (so the bad frame at
-  // `offset` is not just a torn end).
-  static bool HasFrameAfter(const Segment& s, uint64_t offset) {
-    for (uint64_t at = offset + 1; at + detail::kFrameHeaderBytes <= s.size; ++at) {
-      if (s.base[at] == (detail::kFrameMagic & 0xff) && detail::DecodeFrameHeader(s.base + at)) {
-        return true;
-      }
+  // True when a whole frame with intact checksums, starting at position `first` or later,
+  // lies at `at`.
+  static bool IntactFrameAt(const Segment& s, uint64_t at, Position first) {
+    if (at + detail::kFrameHeaderBytes > s.size) return false;
+    auto header = detail::DecodeFrameHeader(s.base + at);
+    if (!header || header->first_position < first) return false;
+    uint64_t body = at + detail::kFrameHeaderBytes;
+    return s.size - body >= header->body_bytes &&
+           Crc32c(s.base + body, header->body_bytes) == header->body_crc;
+  }
+
+  // Whether the bad frame at `offset` (in the last segment, where position `first` comes
+  // next) is the torn end of an append that was never acknowledged, rather than damage to
+  // acknowledged data. A torn end has no intact frame after it: when its own header is whole,
+  // nothing intact where the frame says it ends; when not, nothing intact anywhere after it.
+  static bool IsTornEnd(const Segment& s, uint64_t offset, Position first) {
+    std::optional<detail::FrameHeader> header;
+    if (s.size - offset >= detail::kFrameHeaderBytes) {
+      header = detail::DecodeFrameHeader(s.base + offset);
     }
-    return false;
+    if (header && header->first_position == first) {
+      uint64_t end = offset + detail::kFrameHeaderBytes + header->body_bytes;
+      return end >= s.size || !IntactFrameAt(s, end, first + header->event_count);
+    }
+    for (uint64_t at = offset + 1; at + detail::kFrameHeaderBytes <= s.size; ++at) {
+      if (s.base[at] == (detail::kFrameMagic & 0xff) && IntactFrameAt(s, at, first)) return false;
+    }
+    return true;
   }
 
   // ---- The writer ----------------------------------------------------------------------------
@@ -552,11 +611,15 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
       return;
     }
     Position durable = head_.load();
+    staged_.clear();
     std::string buffer;
     uint64_t buffer_start = segments_.back().size;
     Status status;
     for (auto& request : batch) {
-      if (Decide(*request)) continue;
+      if (Decide(*request)) {
+        request->decided = true;
+        continue;
+      }
       uint64_t frame_bytes = detail::kFrameHeaderBytes + request->body.size();
       if (buffer_start + buffer.size() + frame_bytes > SegmentCapacity()) {
         status = Flush(buffer, buffer_start);
@@ -575,8 +638,11 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     if (status.ok()) status = Flush(buffer, buffer_start);
     if (!status.ok()) {
       Fail(status, durable);
+      // Staged appends, retries that count on them, and those never reached are all lost.
       for (auto& request : batch) {
-        if (request->staged) request->result = Status::Unavailable(status.message());
+        if (request->staged || request->needs_this_batch || !request->decided) {
+          request->result = Status::Unavailable(status.message());
+        }
       }
       return;
     }
@@ -589,6 +655,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     if (!request.condition) return false;
     const AppendCondition& condition = *request.condition;
     Position after = condition.after.value_or(0);
+    if (after >= index_.last()) return false;  // nothing comes after it (and after + 1 may wrap)
     CompiledQuery compiled = index_.Compile(condition.fail_if_events_match);
     std::optional<Position> first = index_.Next(compiled, after + 1, index_.last());
     if (!first) return false;
@@ -604,23 +671,23 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   }
 
   // When every event after `after` that matches the condition belongs to `request`'s own
-  // events, already stored in order, returns their last position.
-  std::optional<Position> FindRetry(const AppendRequest& request, const CompiledQuery& compiled,
+  // events, already stored (or staged earlier in this batch) in order, returns their last
+  // position.
+  std::optional<Position> FindRetry(AppendRequest& request, const CompiledQuery& compiled,
                                     Position after, Position first_match) const {
-    // Staged events of this batch are not in the file yet (and cannot be a retry's original).
-    Position durable = head_.load();
-    if (first_match > durable) return std::nullopt;
     EventView view;
-    if (!Decode(first_match, index_.location(first_match), view).ok()) return std::nullopt;
+    if (!ViewAt(first_match, view)) return std::nullopt;
     const std::vector<Event>& events = request.events;
     auto own =
         std::find_if(events.begin(), events.end(), [&](const Event& e) { return e.id == view.id; });
     if (own == events.end()) return std::nullopt;
-    Position start = first_match - static_cast<Position>(own - events.begin());
+    auto index = static_cast<Position>(own - events.begin());
+    if (index >= first_match) return std::nullopt;  // it cannot start before position 1
+    Position start = first_match - index;
     Position end = start + events.size() - 1;
-    if (start <= after || end > durable) return std::nullopt;
+    if (start <= after || end > index_.last()) return std::nullopt;
     for (size_t i = 0; i < events.size(); ++i) {
-      if (!Decode(start + i, index_.location(start + i), view).ok()) return std::nullopt;
+      if (!ViewAt(start + i, view)) return std::nullopt;
       const Event& e = events[i];
       bool same = view.id == e.id && view.type == e.type && view.data == e.data &&
                   view.tags.size() == e.tags.size() &&
@@ -628,7 +695,25 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
       if (!same) return std::nullopt;
     }
     if (index_.Next(compiled, end + 1, index_.last())) return std::nullopt;  // someone else's
+    request.needs_this_batch = end > head_.load();
     return end;
+  }
+
+  // The event at `position` (REQUIRES: <= index_.last()) as the writer sees it: from the log
+  // when durable, else from the request staged earlier in this batch (not in the file yet).
+  bool ViewAt(Position position, EventView& view) const {
+    if (position <= head_.load()) return Decode(position, index_.location(position), view).ok();
+    for (const auto& [first, request] : staged_) {
+      if (position < first || position >= first + request->events.size()) continue;
+      const Event& event = request->events[position - first];
+      view.position = position;
+      view.type = event.type;
+      view.tags.assign(event.tags.begin(), event.tags.end());
+      view.data = event.data;
+      view.id = event.id;
+      return true;
+    }
+    return false;
   }
 
   // Adds `request`'s events to the index (invisible to readers until Publish) and fixes its
@@ -646,6 +731,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     }
     request.result = position;
     request.staged = true;
+    request.decided = true;
+    staged_.emplace_back(position - request.events.size() + 1, &request);
   }
 
   // Writes `buffer` at `offset` of the active segment and syncs it.
@@ -664,9 +751,16 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   // accepted until the store is reopened (which recovers from what is really on disk).
   void Fail(const Status& status, Position durable) {
     failed_.store(true);
-    std::unique_lock lock(index_mu_);
-    index_.TruncateAfter(durable);
     (void)status;
+    {
+      std::unique_lock lock(index_mu_);
+      index_.TruncateAfter(durable);
+    }
+    std::lock_guard lock(subs_mu_);
+    for (auto& sub : subs_) {
+      std::lock_guard sub_lock(sub->mu);
+      sub->cv.notify_all();
+    }
   }
 
   // Makes the batch visible: the new head, then live subscribers get their events.
@@ -716,6 +810,10 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   // Owned by Open, then by the writer thread.
   std::vector<Segment> segments_;
   std::thread writer_;
+  // Owned by the writer thread: the requests staged in the batch being written, by first
+  // position (retry checks read them before they reach the file).
+  std::vector<std::pair<Position, const AppendRequest*>> staged_;
+  uint64_t torn_bytes_ = 0;  // cut from the end of the log when it was opened
 
   // Protected by index_mu_ (the writer holds it exclusively only to stage or drop entries).
   mutable std::shared_mutex index_mu_;
@@ -760,14 +858,14 @@ class LogSubscription final : public Subscription {
     max_events = std::max<size_t>(max_events, 1);
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      if (core_->closed()) return Status::Unavailable(core_->ClosedMessage());
+      if (core_->ended()) return Status::Unavailable(core_->ClosedMessage());
       std::vector<Position> positions;
       bool live;
       {
         std::unique_lock lock(state_->mu);
         if (state_->live) {
           state_->cv.wait_until(lock, deadline, [&] {
-            return !state_->buffer.empty() || !state_->live || core_->closed();
+            return !state_->buffer.empty() || !state_->live || core_->ended();
           });
           while (!state_->buffer.empty() && positions.size() < max_events) {
             positions.push_back(state_->buffer.front());
@@ -779,7 +877,7 @@ class LogSubscription final : public Subscription {
       }
       if (!positions.empty()) return core_->EventsAt(positions);
       if (live) {
-        if (core_->closed()) continue;
+        if (core_->ended()) continue;
         if (std::chrono::steady_clock::now() >= deadline) return std::vector<SequencedEvent>();
         continue;
       }
@@ -798,7 +896,7 @@ class LogSubscription final : public Subscription {
         state_->cursor = events.back().position;
         return events;
       }
-      if (!core_->GoLive(state_, head) && core_->closed()) {
+      if (!core_->GoLive(state_, head) && core_->ended()) {
         return Status::Unavailable(core_->ClosedMessage());
       }
     }
@@ -850,7 +948,7 @@ class LogEventStore final : public EventStore {
   Position Head() const override { return core_->Head(); }
   Result<std::unique_ptr<Subscription>> Subscribe(const Query& query, Position after) override {
     REEF_RETURN_IF_ERROR(ValidateQuery(query, core_->options().limits));
-    if (core_->closed()) return Status::Unavailable(core_->ClosedMessage());
+    if (core_->ended()) return Status::Unavailable(core_->ClosedMessage());
     return std::unique_ptr<Subscription>(std::make_unique<LogSubscription>(core_, query, after));
   }
   EventStoreStats Stats() const override { return core_->Stats(); }
@@ -880,8 +978,10 @@ Status ValidateOptions(const EventStoreOptions& options) {
   if (options.segment_bytes >= (uint64_t{1} << detail::kOffsetBits)) {
     return Status::InvalidArgument("segment_bytes must stay below 1 TiB");
   }
-  if (options.subscription_buffer_events == 0 || options.max_batch_bytes == 0) {
-    return Status::InvalidArgument("subscription_buffer_events and max_batch_bytes must be > 0");
+  if (options.subscription_buffer_events == 0 || options.max_batch_bytes == 0 ||
+      options.read_window_positions == 0) {
+    return Status::InvalidArgument(
+        "subscription_buffer_events, max_batch_bytes and read_window_positions must be > 0");
   }
   return Status::Ok();
 }

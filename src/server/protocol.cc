@@ -10,10 +10,9 @@ namespace {
 
 using json = nlohmann::json;
 
-// The deepest array/object nesting in `text`, stopping early once it passes `limit`. Strings
-// are skipped so brackets inside them do not count. Runs before the parser so a hostile frame
-// cannot build a tree deep enough to strain the stack.
-int NestingDepth(std::string_view text, int limit) {
+}  // namespace
+
+int JsonNestingDepth(std::string_view text, int limit) {
   int depth = 0;
   int deepest = 0;
   bool in_string = false;
@@ -41,30 +40,32 @@ int NestingDepth(std::string_view text, int limit) {
   return deepest;
 }
 
+namespace {
+
 // Builds the request tree like json::parse, but refuses what nlohmann would silently turn
 // into something else: an integer literal outside the int64/uint64 range (nlohmann makes it
 // a double, so -9223372036854775809 would lose its value) and a number outside the float64
 // range (1e400). Every other event goes to nlohmann's own DOM builder.
 class RequestSax {
  public:
-  explicit RequestSax(json& doc) : dom_(doc, /*allow_exceptions=*/false) {}
+  RequestSax(json& doc, uint64_t max_values) : dom_(doc, false), values_left_(max_values) {}
 
-  bool null() { return dom_.null(); }
-  bool boolean(bool b) { return dom_.boolean(b); }
-  bool number_integer(json::number_integer_t i) { return dom_.number_integer(i); }
-  bool number_unsigned(json::number_unsigned_t u) { return dom_.number_unsigned(u); }
+  bool null() { return Count() && dom_.null(); }
+  bool boolean(bool b) { return Count() && dom_.boolean(b); }
+  bool number_integer(json::number_integer_t i) { return Count() && dom_.number_integer(i); }
+  bool number_unsigned(json::number_unsigned_t u) { return Count() && dom_.number_unsigned(u); }
   bool number_float(json::number_float_t d, const json::string_t& literal) {
     if (literal.find_first_of(".eE") == std::string::npos) {
       return Refuse(fmt::format("integer {} is outside the 64-bit integer range", literal));
     }
-    return dom_.number_float(d, literal);
+    return Count() && dom_.number_float(d, literal);
   }
-  bool string(json::string_t& text) { return dom_.string(text); }
-  bool binary(json::binary_t& bytes) { return dom_.binary(bytes); }
-  bool start_object(std::size_t n) { return dom_.start_object(n); }
+  bool string(json::string_t& text) { return Count() && dom_.string(text); }
+  bool binary(json::binary_t& bytes) { return Count() && dom_.binary(bytes); }
+  bool start_object(std::size_t n) { return Count() && dom_.start_object(n); }
   bool key(json::string_t& text) { return dom_.key(text); }
   bool end_object() { return dom_.end_object(); }
-  bool start_array(std::size_t n) { return dom_.start_array(n); }
+  bool start_array(std::size_t n) { return Count() && dom_.start_array(n); }
   bool end_array() { return dom_.end_array(); }
   bool parse_error(std::size_t position, const std::string& /*token*/,
                    const nlohmann::detail::exception& error) {
@@ -78,14 +79,27 @@ class RequestSax {
 
   // Why parsing stopped, when it did.
   const std::string& error() const { return error_; }
+  bool too_many_values() const { return too_many_; }
 
  private:
+  // Counts one value against the budget (each value costs the tree about 16-100 bytes).
+  bool Count() {
+    if (values_left_ > 0) {
+      --values_left_;
+      return true;
+    }
+    too_many_ = true;
+    return Refuse("the document holds more JSON values than allowed");
+  }
+
   bool Refuse(std::string message) {
     if (error_.empty()) error_ = std::move(message);
     return false;
   }
 
   nlohmann::detail::json_sax_dom_parser<json> dom_;
+  uint64_t values_left_ = UINT64_MAX;
+  bool too_many_ = false;
   std::string error_;
 };
 
@@ -101,25 +115,34 @@ bool IsRequestField(std::string_view key) {
 
 }  // namespace
 
-Result<Request> ParseRequest(std::string_view frame, json* id) {
-  *id = nullptr;
-  if (NestingDepth(frame, kMaxRequestDepth) > kMaxRequestDepth) {
+Result<json> ParseJsonDocument(std::string_view text, const JsonDocumentLimits& limits) {
+  if (JsonNestingDepth(text, limits.max_depth) > limits.max_depth) {
     return Status::InvalidArgument(
-        fmt::format("request nests arrays/objects deeper than {} levels", kMaxRequestDepth));
+        fmt::format("the JSON nests arrays/objects deeper than {} levels", limits.max_depth));
   }
   json doc;
-  RequestSax sax(doc);
+  RequestSax sax(doc, limits.max_values);
   bool parsed = false;
   try {
-    parsed = json::sax_parse(frame.begin(), frame.end(), &sax, json::input_format_t::json,
+    parsed = json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json,
                              /*strict=*/true, /*ignore_comments=*/false);
   } catch (const json::exception& e) {  // defence: the SAX path reports errors, not throws
     return Status::InvalidArgument(fmt::format("malformed JSON: {}", e.what()));
+  }
+  if (sax.too_many_values()) {
+    return Status::LimitExceeded(
+        fmt::format("the JSON holds more than {} values", limits.max_values));
   }
   if (!parsed) {
     return Status::InvalidArgument(sax.error().empty() ? std::string("malformed JSON")
                                                        : sax.error());
   }
+  return doc;
+}
+
+Result<Request> ParseRequest(std::string_view frame, json* id) {
+  *id = nullptr;
+  REEF_ASSIGN_OR_RETURN(json doc, ParseJsonDocument(frame, {.max_depth = kMaxRequestDepth}));
   if (!doc.is_object()) {
     return Status::InvalidArgument(
         fmt::format("a request must be a JSON object, got {}", doc.type_name()));

@@ -95,6 +95,24 @@ struct Request {
 // or "args", a "v" other than kProtocolVersion, or an unknown top-level field.
 Result<Request> ParseRequest(std::string_view frame, nlohmann::json* id);
 
+// Bounds of ParseJsonDocument.
+struct JsonDocumentLimits {
+  int max_depth = kMaxRequestDepth;  // nested arrays/objects
+  uint64_t max_values = UINT64_MAX;  // values in the document (each costs the tree 16-100 bytes)
+};
+
+// Parses one JSON document as the network edge must (RFC 8259, UTF-8, no comments): nesting is
+// checked before parsing, so a hostile document cannot exhaust the stack; an integer literal
+// outside the int64/uint64 range is refused instead of becoming a double.
+// Errors: InvalidArgument (malformed, too deep, an out-of-range integer; naming the byte),
+// LimitExceeded (more than max_values values). Any thread.
+Result<nlohmann::json> ParseJsonDocument(std::string_view text,
+                                         const JsonDocumentLimits& limits = {});
+
+// The deepest array/object nesting in `text`, counting no further once it passes `limit`.
+// Brackets inside strings do not count. Any thread.
+int JsonNestingDepth(std::string_view text, int limit);
+
 // Envelope builders (see the table at the top of this file).
 nlohmann::json OkResponse(const nlohmann::json& id, nlohmann::json result);
 nlohmann::json ErrorResponse(const nlohmann::json& id, const Status& status);

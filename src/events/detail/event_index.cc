@@ -105,14 +105,15 @@ std::optional<Position> EventIndex::NextInItem(const CompiledQuery::Item& item, 
   return std::nullopt;
 }
 
-std::optional<Position> EventIndex::PrevInItem(const CompiledQuery::Item& item,
-                                               Position from) const {
+std::optional<Position> EventIndex::PrevInItem(const CompiledQuery::Item& item, Position from,
+                                               Position floor) const {
   if (item.tags.empty()) {
     std::optional<Position> best;
     for (uint32_t type : item.types) {
       const Postings& list = type_postings_[type];
       auto it = std::upper_bound(list.begin(), list.end(), from);
-      if (it != list.begin() && (!best || *std::prev(it) > *best)) best = *std::prev(it);
+      if (it == list.begin() || *std::prev(it) < floor) continue;
+      if (!best || *std::prev(it) > *best) best = *std::prev(it);
     }
     return best;
   }
@@ -123,6 +124,7 @@ std::optional<Position> EventIndex::PrevInItem(const CompiledQuery::Item& item,
   const Postings& list = tag_postings_[item.tags[driver]];
   for (auto it = std::upper_bound(list.begin(), list.end(), from); it != list.begin();) {
     --it;
+    if (*it < floor) break;
     if (TypeMatches(item, *it) && HasTags(item, driver, *it)) return *it;
   }
   return std::nullopt;
@@ -143,13 +145,15 @@ std::optional<Position> EventIndex::Next(const CompiledQuery& query, Position fr
   return best;
 }
 
-std::optional<Position> EventIndex::Prev(const CompiledQuery& query, Position from) const {
+std::optional<Position> EventIndex::Prev(const CompiledQuery& query, Position from,
+                                         Position floor) const {
   from = std::min(from, last());
-  if (from == 0) return std::nullopt;
+  floor = std::max<Position>(floor, 1);
+  if (from < floor) return std::nullopt;
   if (query.all) return from;
   std::optional<Position> best;
   for (const CompiledQuery::Item& item : query.items) {
-    auto found = PrevInItem(item, from);
+    auto found = PrevInItem(item, from, best ? std::max(floor, *best + 1) : floor);
     if (found && (!best || *found > *best)) best = found;
   }
   return best;

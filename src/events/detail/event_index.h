@@ -59,8 +59,8 @@ class EventIndex {
   CompiledQuery Compile(const Query& query) const;
   // The smallest position in [from, bound] matching `query`, if any.
   std::optional<Position> Next(const CompiledQuery& query, Position from, Position bound) const;
-  // The largest position in [1, from] matching `query`, if any.
-  std::optional<Position> Prev(const CompiledQuery& query, Position from) const;
+  // The largest position in [floor, from] matching `query`, if any.
+  std::optional<Position> Prev(const CompiledQuery& query, Position from, Position floor = 1) const;
 
  private:
   using Postings = std::vector<Position>;
@@ -75,7 +75,8 @@ class EventIndex {
   bool HasTags(const CompiledQuery::Item& item, size_t except, Position position) const;
   std::optional<Position> NextInItem(const CompiledQuery::Item& item, Position from,
                                      Position bound) const;
-  std::optional<Position> PrevInItem(const CompiledQuery::Item& item, Position from) const;
+  std::optional<Position> PrevInItem(const CompiledQuery::Item& item, Position from,
+                                     Position floor) const;
 
   std::vector<Location> locations_;  // [position - 1]
   std::vector<uint32_t> type_of_;    // [position - 1] -> type number

@@ -4,6 +4,9 @@
 #include <openssl/evp.h>
 
 #include <initializer_list>
+#include <optional>
+
+#include "server/protocol.h"
 
 namespace reef::events::http {
 
@@ -150,11 +153,14 @@ json EventToJson(const EventView& event, DataEncoding encoding) {
               {"id", FormatEventId(event.id)},
               {"type", event.type},
               {"tags", event.tags}};
-  json parsed = encoding == DataEncoding::kAuto && !event.data.empty()
-                    ? json::parse(event.data, nullptr, false)
-                    : json(json::value_t::discarded);
-  if (!parsed.is_discarded()) {
-    out["data"] = std::move(parsed);
+  std::optional<json> parsed;
+  if (encoding == DataEncoding::kAuto && !event.data.empty()) {
+    // Bounded like a request, so stored bytes can never build a tree too deep to serialize.
+    auto document = server::ParseJsonDocument(event.data, {.max_depth = kMaxDataDepth});
+    if (document.ok()) parsed = std::move(*document);
+  }
+  if (parsed) {
+    out["data"] = std::move(*parsed);
   } else {
     out["data_base64"] = Base64Encode(event.data);
   }
@@ -196,6 +202,19 @@ Result<std::string> Base64Decode(std::string_view text) {
                           static_cast<int>(text.size()));
   if (n < 0) return Status::InvalidArgument("is not valid base64");
   size_t pad = text.ends_with("==") ? 2 : text.ends_with("=") ? 1 : 0;
+  // Canonical form only (RFC 4648 section 3.5): the bits the padding leaves over are zero.
+  if (pad > 0) {
+    char last = text[text.size() - pad - 1];
+    int value = last >= 'A' && last <= 'Z'   ? last - 'A'
+                : last >= 'a' && last <= 'z' ? last - 'a' + 26
+                : last >= '0' && last <= '9' ? last - '0' + 52
+                : last == '+'                ? 62
+                                             : 63;
+    if ((value & (pad == 2 ? 0x0f : 0x03)) != 0) {
+      return Status::InvalidArgument(
+          "is not canonical base64: the bits before the padding must be zero");
+    }
+  }
   out.resize(static_cast<size_t>(n) - pad);
   return out;
 }

@@ -23,6 +23,10 @@
 
 namespace reef::events::http {
 
+// The deepest nesting of arrays/objects accepted in event data given as JSON, and the deepest
+// returned as JSON by reads in "auto" encoding (deeper data comes back as data_base64).
+inline constexpr int kMaxDataDepth = 64;
+
 // `data` given as JSON is stored as its compact UTF-8 text; `data_base64` (RFC 4648 section
 // 4, padded) as the decoded bytes. Neither = empty data.
 Result<Event> EventFromJson(const nlohmann::json& value, std::string_view path);
@@ -31,7 +35,8 @@ Result<AppendCondition> ConditionFromJson(const nlohmann::json& value, std::stri
 
 // How event data goes back out.
 enum class DataEncoding {
-  kAuto,    // "data" when the bytes are valid JSON text, else "data_base64"
+  kAuto,    // "data" when the bytes are JSON text nested at most kMaxDataDepth deep, else
+            // "data_base64"
   kBase64,  // always "data_base64"
 };
 

@@ -10,12 +10,19 @@ using json = nlohmann::json;
 
 namespace {
 
+// Request bodies: at most kMaxDataDepth levels deep (so event data stays within it), and at
+// most 2 million JSON values (the parsed tree takes 16-100 bytes a value: this bounds it near
+// 200 MB whatever the body).
+constexpr server::JsonDocumentLimits kBodyLimits{.max_depth = kMaxDataDepth + 4,
+                                                 .max_values = 2'000'000};
+
 Result<json> ParseBody(const server::HttpRequest& request) {
-  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    return Status::InvalidArgument(
+  auto parsed = server::ParseJsonDocument(request.body, kBodyLimits);
+  if (!parsed.ok()) {
+    return parsed.status().WithContext(
         fmt::format("{} {}: the body is not valid JSON", request.method, request.path));
   }
+  json body = std::move(*parsed);
   if (!body.is_object()) {
     return Status::InvalidArgument(
         fmt::format("{} {}: the body must be a JSON object", request.method, request.path));
@@ -105,8 +112,24 @@ Result<json> Read(EventStore& store, const EventRouteOptions& options,
     }
     return true;
   }));
-  // Cut by the route's own caps (not the caller's limit): say so, so the caller reads on.
-  bool truncated = cut || (capped_by_route && events.size() == cap && cap > 0);
+  // Cut by the route's own caps (not the caller's limit): say so when more events match.
+  bool truncated = false;
+  if ((cut || capped_by_route) && !events.empty() && (cut || events.size() == cap)) {
+    Position last = events.back()["position"].get<Position>();
+    ReadOptions probe;
+    probe.backwards = read.backwards;
+    probe.limit = 1;
+    if (!read.backwards || last > 1) {
+      probe.from = read.backwards ? last - 1 : last + 1;
+      uint64_t more = 0;
+      auto probed = store.ReadEach(query, probe, [&](const EventView&) {
+        ++more;
+        return false;
+      });
+      REEF_RETURN_IF_ERROR(probed.status());
+      truncated = more > 0;
+    }
+  }
   return json{{"events", std::move(events)}, {"head", head}, {"truncated", truncated}};
 }
 

@@ -135,7 +135,7 @@ TEST_F(EventRoutesTest, BadRequestsGetAnExplicitErrorAndChangeNothing) {
     std::string message;
   };
   std::vector<Case> cases = {
-      {"{not json", 400, "not valid JSON"},
+      {"{not json", 400, "malformed JSON at byte"},
       {"[]", 400, "must be a JSON object"},
       {R"({"events": []})", 400, "non-empty array"},
       {R"({"events": [{"type": "A"}], "extra": 1})", 400, "extra is not a known field"},
@@ -180,6 +180,50 @@ TEST_F(EventRoutesTest, AnAppendLargerThanTheServerLimitButWithinTheStoreLimitIs
                   {{"events", {{{"type", "Chunk"}, {"data", std::string(1u << 20, 'x')}}}}});
   EXPECT_EQ(big.status, 413u);
   EXPECT_NE(big.text.find("max_event_bytes"), std::string::npos);
+}
+
+TEST_F(EventRoutesTest, DeeplyNestedDataIsRefusedAndTheServerKeepsServing) {
+  std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  auto appended = PostText("/events/append", R"({"events":[{"type":"D","data":)" + deep + "}]}");
+  EXPECT_EQ(appended.status, 400u);
+  EXPECT_NE(appended.text.find("deeper than"), std::string::npos) << appended.text;
+  // Data stored as bytes that would nest that deep comes back as base64, not as JSON.
+  auto stored = Post("/events/append",
+                     {{"events", {{{"type", "D"}, {"data_base64", http::Base64Encode(deep)}}}}});
+  ASSERT_EQ(stored.status, 200u) << stored.text;
+  auto read = Post("/events/read", json::object());
+  ASSERT_EQ(read.status, 200u);
+  EXPECT_EQ(read.body["events"][0]["data_base64"], http::Base64Encode(deep));
+  EXPECT_EQ(reef::testing::HttpGet(server_->port(), "/health").status, 200u);
+}
+
+TEST_F(EventRoutesTest, IntegersBeyondSixtyFourBitsAndNonCanonicalBase64AreRefused) {
+  auto big = PostText("/events/append",
+                      R"({"events":[{"type":"N","data":{"n":12345678901234567890123}}]})");
+  EXPECT_EQ(big.status, 400u);
+  EXPECT_NE(big.text.find("outside the 64-bit integer range"), std::string::npos) << big.text;
+  auto loose = Post("/events/append", {{"events", {{{"type", "B"}, {"data_base64", "AB=="}}}}});
+  EXPECT_EQ(loose.status, 400u);
+  EXPECT_NE(loose.text.find("not canonical base64"), std::string::npos) << loose.text;
+  EXPECT_EQ(store_->Head(), 0u);
+}
+
+TEST_F(EventRoutesTest, TruncatedIsFalseWhenTheCapEndsExactlyAtTheLastMatch) {
+  route_options_.max_read_events = 3;
+  server_.reset();
+  StartServer();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Post("/events/append", {{"events", {{{"type", "A"}}}}}).status, 200u);
+  }
+  auto forwards = Post("/events/read", json::object());
+  EXPECT_EQ(forwards.body["events"].size(), 3u);
+  EXPECT_EQ(forwards.body["truncated"], false);
+  auto backwards = Post("/events/read", {{"backwards", true}});
+  EXPECT_EQ(backwards.body["truncated"], false);
+  ASSERT_EQ(Post("/events/append", {{"events", {{{"type", "A"}}}}}).status, 200u);
+  backwards = Post("/events/read", {{"backwards", true}});
+  EXPECT_EQ(backwards.body["truncated"], true);
+  EXPECT_EQ(backwards.body["events"].back()["position"], 2);  // read on from 1
 }
 
 }  // namespace
