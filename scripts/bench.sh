@@ -278,6 +278,8 @@ if [[ $events != 0 ]]; then
       row("tag query, limit 100, random start", "queries/s",
           num(get("ev/tag_query_limit", "queries_per_s")), num(get("ev/tag_query_limit", "p50_us")),
           num(get("ev/tag_query_limit", "p99_us")), "", "", "", "", "")
+      row(sprintf("reopen (recover + index), %d events", get("ev/reopen", "events_read")),
+          "events/s", num(get("ev/reopen", "events_per_s")), "", "", "", "", "", "", "")
       if (bad) exit 1
 
       printf "\n1 writer: %.0f conditional appends/s = %.2f / fdatasync p50 (%.0f us); " \
