@@ -10,10 +10,11 @@ using json = nlohmann::json;
 
 namespace {
 
-// Request bodies: at most kMaxDataDepth levels deep (so event data stays within it), and at
+// Request bodies: at most kMaxDataDepth + 3 levels deep (the body object, "events" and the
+// event hold `data`, so data nests at most kMaxDataDepth levels), and at
 // most 2 million JSON values (the parsed tree takes 16-100 bytes a value: this bounds it near
 // 200 MB whatever the body).
-constexpr server::JsonDocumentLimits kBodyLimits{.max_depth = kMaxDataDepth + 4,
+constexpr server::JsonDocumentLimits kBodyLimits{.max_depth = kMaxDataDepth + 3,
                                                  .max_values = 2'000'000};
 
 Result<json> ParseBody(const server::HttpRequest& request) {

@@ -195,6 +195,16 @@ TEST_F(EventRoutesTest, DeeplyNestedDataIsRefusedAndTheServerKeepsServing) {
   ASSERT_EQ(read.status, 200u);
   EXPECT_EQ(read.body["events"][0]["data_base64"], http::Base64Encode(deep));
   EXPECT_EQ(reef::testing::HttpGet(server_->port(), "/health").status, 200u);
+  // The limit is exact: 64 levels of data are accepted and read back as JSON, 65 are not.
+  std::string at_limit = std::string(64, '[') + std::string(64, ']');
+  ASSERT_EQ(
+      PostText("/events/append", R"({"events":[{"type":"D","data":)" + at_limit + "}]}").status,
+      200u);
+  auto last = Post("/events/read", {{"backwards", true}, {"limit", 1}});
+  EXPECT_TRUE(last.body["events"][0].contains("data")) << last.text.substr(0, 200);
+  std::string over = std::string(65, '[') + std::string(65, ']');
+  EXPECT_EQ(PostText("/events/append", R"({"events":[{"type":"D","data":)" + over + "}]}").status,
+            400u);
 }
 
 TEST_F(EventRoutesTest, IntegersBeyondSixtyFourBitsAndNonCanonicalBase64AreRefused) {
