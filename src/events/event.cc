@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <openssl/rand.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "core/utf8.h"
@@ -170,6 +172,32 @@ Result<EventId> ParseEventId(std::string_view text) {
 
 namespace {
 
+// Random bytes for ids from OpenSSL's CSPRNG, drawn 4 KiB at a time into a per-thread pool:
+// OpenSSL 3.0 takes a process-wide lock on every RAND_bytes call, which 64 appending threads
+// fight over. The pool remembers its process, so a forked child never reuses its parent's
+// bytes.
+bool RandomBytes(uint8_t* out, size_t size) {
+  constexpr size_t kPoolBytes = 4096;
+  if (size > kPoolBytes / 4) return RAND_bytes(out, static_cast<int>(size)) == 1;
+  struct Pool {
+    std::array<uint8_t, kPoolBytes> bytes{};
+    size_t used = kPoolBytes;
+    pid_t pid = 0;
+  };
+  thread_local Pool pool;
+  pid_t pid = ::getpid();
+  if (pool.pid != pid || kPoolBytes - pool.used < size) {
+    if (RAND_bytes(pool.bytes.data(), static_cast<int>(kPoolBytes)) != 1) return false;
+    pool.used = 0;
+    pool.pid = pid;
+  }
+  std::copy_n(pool.bytes.begin() + static_cast<std::ptrdiff_t>(pool.used), size, out);
+  // Used bytes are wiped, so no two ids can come from the same pool bytes.
+  std::fill_n(pool.bytes.begin() + static_cast<std::ptrdiff_t>(pool.used), size, uint8_t{0});
+  pool.used += size;
+  return true;
+}
+
 void MarkVersion4(EventId& id) {
   id[6] = static_cast<uint8_t>((id[6] & 0x0f) | 0x40);  // version 4
   id[8] = static_cast<uint8_t>((id[8] & 0x3f) | 0x80);  // RFC 9562 variant
@@ -179,7 +207,7 @@ void MarkVersion4(EventId& id) {
 
 Result<EventId> NewEventId() {
   EventId id{};
-  if (RAND_bytes(id.data(), static_cast<int>(id.size())) != 1) {
+  if (!RandomBytes(id.data(), id.size())) {
     return Status::Unavailable("OpenSSL RAND_bytes failed: no entropy for an event id");
   }
   MarkVersion4(id);
@@ -191,7 +219,7 @@ Status FillNilEventIds(std::span<Event> events) {
   for (const Event& event : events) nil += event.id == EventId{};
   if (nil == 0) return Status::Ok();
   std::vector<uint8_t> random(nil * sizeof(EventId));
-  if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
+  if (!RandomBytes(random.data(), random.size())) {
     return Status::Unavailable("OpenSSL RAND_bytes failed: no entropy for event ids");
   }
   size_t next = 0;

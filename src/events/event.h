@@ -31,7 +31,8 @@ std::string FormatEventId(const EventId& id);
 // Parses the 36-character hyphenated form, either case. Errors: InvalidArgument naming the
 // offending character or the length.
 Result<EventId> ParseEventId(std::string_view text);
-// A fresh version 4 UUID from OpenSSL's CSPRNG. Errors: Unavailable when RAND_bytes fails.
+// A fresh version 4 UUID from OpenSSL's CSPRNG (through the same per-thread pool).
+// Errors: Unavailable when RAND_bytes fails.
 Result<EventId> NewEventId();
 
 // Facts about an event that are not its payload. Strings are UTF-8, empty = absent.
@@ -55,8 +56,8 @@ struct Event {
   bool operator==(const Event&) const = default;
 };
 
-// Gives every event in `events` whose id is nil a fresh version 4 UUID, drawing the randomness
-// for all of them in one RAND_bytes call (OpenSSL 3.0 takes a global lock per call).
+// Gives every event in `events` whose id is nil a fresh version 4 UUID. The randomness comes
+// from OpenSSL's CSPRNG through a per-thread pool (OpenSSL 3.0 takes a global lock per call).
 // Errors: Unavailable when RAND_bytes fails.
 Status FillNilEventIds(std::span<Event> events);
 
