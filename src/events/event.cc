@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <openssl/rand.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -249,11 +248,9 @@ bool Matches(const Query& query, std::string_view type, const std::vector<std::s
 }
 
 uint64_t StoredBytes(const Event& event) {
-  uint64_t bytes = kEventOverheadBytes + event.type.size() + event.data.size() +
-                   event.metadata.correlation_id.size() + event.metadata.causation_id.size() +
-                   event.metadata.idempotency_key.size();
-  for (const std::string& tag : event.tags) bytes += 2 + tag.size();
-  return bytes;
+  const EventMetadata& m = event.metadata;
+  return StoredBytes(event.type, event.tags, event.data,
+                     {m.correlation_id, m.causation_id, m.idempotency_key});
 }
 
 Status ValidateQuery(const Query& query, const EventLimits& limits) {

@@ -133,6 +133,16 @@ struct EventLimits {
 // adds 2 bytes of length besides its own.
 inline constexpr uint64_t kEventOverheadBytes = 44;
 
+// Stored size in bytes of an event with these parts (its tags: strings or string views).
+template <typename Tags>
+uint64_t StoredBytes(std::string_view type, const Tags& tags, std::string_view data,
+                     const std::array<std::string_view, 3>& metadata_strings) {
+  uint64_t bytes = kEventOverheadBytes + type.size() + data.size();
+  for (std::string_view text : metadata_strings) bytes += text.size();
+  for (const auto& tag : tags) bytes += 2 + std::string_view(tag).size();
+  return bytes;
+}
+
 // Stored size of `event` in bytes, as counted against the limits above.
 uint64_t StoredBytes(const Event& event);
 

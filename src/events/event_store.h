@@ -39,6 +39,8 @@ struct EventView {
 
   // An owned copy.
   SequencedEvent ToEvent() const;
+  // Its size as stored, counted like StoredBytes(const Event&) (event.h).
+  uint64_t StoredBytes() const;
 };
 
 // Receives events in read order; returns false to stop the read early. It runs without any of

@@ -123,6 +123,10 @@ struct AppendRequest {
 
 }  // namespace
 
+uint64_t EventView::StoredBytes() const {
+  return events::StoredBytes(type, tags, data, {correlation_id, causation_id, idempotency_key});
+}
+
 SequencedEvent EventView::ToEvent() const {
   SequencedEvent out;
   out.position = position;
@@ -236,7 +240,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
                             const EventVisitor& visitor) const {
     REEF_RETURN_IF_ERROR(ValidateQuery(query, options_.limits));
     // Nothing read: a forward decision has seen nothing from `from` on.
-    if (options.limit && *options.limit == 0) return ReadHead(options, std::nullopt, false);
+    if (options.limit && *options.limit == 0)
+      return ReadHead(options, std::nullopt, false, head_.load());
     constexpr size_t kChunk = 1024;
     const Position window = options_.read_window_positions;
     std::vector<std::pair<Position, Location>> chunk;
@@ -334,8 +339,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   // then on the writer pushes every matching event to it. False when the head moved.
   bool GoLive(const std::shared_ptr<SubscriptionState>& sub, Position read_head) {
     std::lock_guard lock(subs_mu_);
-    if (closing_published_) return false;
-    if (head_.load() != read_head) return false;
+    if (closed_flag_.load() || head_.load() != read_head) return false;
     {
       std::lock_guard sub_lock(sub->mu);
       sub->live = true;
@@ -349,10 +353,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     std::erase(subs_, sub);
   }
 
-  bool closed() const { return closed_flag_.load(); }
   // Closed, or failed after a write error: subscriptions end either way.
   bool ended() const { return closed_flag_.load() || failed_.load(); }
-  bool failed() const { return failed_.load(); }
   std::string ClosedMessage() const {
     return failed_.load() ? fmt::format("the event store {} failed after a write error; reopen it",
                                         dir_.string())
@@ -368,16 +370,9 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     queue_cv_.notify_all();
     if (writer_.joinable()) writer_.join();
     closed_flag_.store(true);
-    std::vector<std::shared_ptr<SubscriptionState>> subs;
-    {
-      std::lock_guard lock(subs_mu_);
-      closing_published_ = true;
-      subs.swap(subs_);
-    }
-    for (auto& sub : subs) {
-      std::lock_guard lock(sub->mu);
-      sub->cv.notify_all();
-    }
+    std::lock_guard lock(subs_mu_);
+    WakeSubscribers();
+    subs_.clear();
   }
 
  private:
@@ -388,11 +383,10 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
 
   // ---- Reading helpers ------------------------------------------------------------------
 
-  Result<Position> ReadHead(const ReadOptions& options, std::optional<Position> last_visited,
-                            bool reached_end, std::optional<Position> head = std::nullopt) const {
-    Position store_head = head.value_or(head_.load());
-    if (options.backwards) return std::min(options.from.value_or(store_head), store_head);
-    if (reached_end) return store_head;
+  static Position ReadHead(const ReadOptions& options, std::optional<Position> last_visited,
+                           bool reached_end, Position head) {
+    if (options.backwards) return std::min(options.from.value_or(head), head);
+    if (reached_end) return head;
     return last_visited.value_or(std::max<Position>(options.from.value_or(1), 1) - 1);
   }
 
@@ -637,7 +631,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     }
     if (status.ok()) status = Flush(buffer, buffer_start);
     if (!status.ok()) {
-      Fail(status, durable);
+      Fail(durable);
       // Staged appends, retries that count on them, and those never reached are all lost.
       for (auto& request : batch) {
         if (request->staged || request->needs_this_batch || !request->decided) {
@@ -749,14 +743,19 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
 
   // A write or sync failed: what the kernel holds is unknown, so no further append is
   // accepted until the store is reopened (which recovers from what is really on disk).
-  void Fail(const Status& status, Position durable) {
+  void Fail(Position durable) {
     failed_.store(true);
-    (void)status;
     {
       std::unique_lock lock(index_mu_);
       index_.TruncateAfter(durable);
     }
     std::lock_guard lock(subs_mu_);
+    WakeSubscribers();
+  }
+
+  // Wakes every subscriber waiting for events, so it sees the store closed or failed.
+  // REQUIRES: subs_mu_ held.
+  void WakeSubscribers() {
     for (auto& sub : subs_) {
       std::lock_guard sub_lock(sub->mu);
       sub->cv.notify_all();
@@ -832,7 +831,6 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   // Protected by subs_mu_.
   std::mutex subs_mu_;
   std::vector<std::shared_ptr<SubscriptionState>> subs_;
-  bool closing_published_ = false;
 
   std::atomic<uint64_t> appends_{0}, conflicts_{0}, syncs_{0}, events_written_{0};
 };
@@ -884,7 +882,7 @@ class LogSubscription final : public Subscription {
       // Catching up: read from the cursor; when nothing is left, try to go live.
       std::vector<SequencedEvent> events;
       ReadOptions options;
-      options.from = cursor() + 1;
+      options.from = position() + 1;
       options.limit = max_events;
       REEF_ASSIGN_OR_RETURN(Position head,
                             core_->ReadEach(state_->query, options, [&](const EventView& view) {
@@ -916,8 +914,6 @@ class LogSubscription final : public Subscription {
   }
 
  private:
-  Position cursor() const { return position(); }
-
   std::shared_ptr<detail::LogCore> core_;
   std::shared_ptr<detail::SubscriptionState> state_;
 };

@@ -263,6 +263,10 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     }
     core->routes.push_back(std::move(route));
   }
+  core->largest_body_bytes = core->options.max_request_bytes;
+  for (const HttpRoute& route : core->routes) {
+    core->largest_body_bytes = std::max(core->largest_body_bytes, route.max_body_bytes);
+  }
   auto impl = std::make_unique<Impl>(std::move(core));
   REEF_RETURN_IF_ERROR(impl->Listen(tcp::endpoint(ip, host_port.second), listen));
   impl->Run();

@@ -11,10 +11,6 @@ trap 'stop_server; rm -rf "$WORK"' EXIT
 
 start_server
 
-json_field() {  # json_field FIELD < json
-  python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
-}
-
 # 1. A number no double holds is an error, not an abort (one-shot and REPL).
 "$REEF" spawn actors/counter 1e400 >/dev/null 2>"$WORK/err"
 RC=$?

@@ -10,10 +10,6 @@ trap 'stop_server; rm -rf "$WORK"' EXIT
 
 start_server
 
-json_field() {  # json_field FIELD < json
-  python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
-}
-
 # Spawn: human output is @<NanoID>; --json carries the bare NanoID.
 SENDER=$("$REEF" spawn actors/counter 0) || fail "spawn sender"
 [[ "$SENDER" =~ ^@[A-Za-z0-9_-]{21}$ ]] || fail "spawn printed '$SENDER', expected @<NanoID>"

@@ -49,3 +49,8 @@ wait_for() {
   done
   eval "$@"
 }
+
+# json_field FIELD < json: one top-level field of a JSON object, printed as text.
+json_field() {  # json_field FIELD < json
+  python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}

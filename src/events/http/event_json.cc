@@ -22,9 +22,10 @@ Status Invalid(std::string_view path, std::string_view what) {
   return Status::InvalidArgument(fmt::format("{} {}", path, what));
 }
 
-// Checks that `value` is an object with only the `known` fields.
-Status ObjectWith(const json& value, std::string_view path,
-                  std::initializer_list<std::string_view> known) {
+}  // namespace
+
+Status CheckObjectFields(const json& value, std::string_view path,
+                         std::initializer_list<std::string_view> known) {
   if (!value.is_object()) return Invalid(path, "must be a JSON object");
   for (const auto& [key, field] : value.items()) {
     bool ok = false;
@@ -36,6 +37,8 @@ Status ObjectWith(const json& value, std::string_view path,
   }
   return Status::Ok();
 }
+
+namespace {
 
 const json* Field(const json& object, std::string_view name) {
   auto it = object.find(name);
@@ -63,8 +66,10 @@ Result<std::vector<std::string>> StringList(const json& object, std::string_view
   return out;
 }
 
-Result<std::optional<uint64_t>> UintField(const json& object, std::string_view path,
-                                          std::string_view name) {
+}  // namespace
+
+Result<std::optional<uint64_t>> OptionalUintField(const json& object, std::string_view path,
+                                                  std::string_view name) {
   const json* value = Field(object, name);
   if (value == nullptr) return std::optional<uint64_t>();
   bool non_negative =
@@ -73,11 +78,9 @@ Result<std::optional<uint64_t>> UintField(const json& object, std::string_view p
   return std::optional<uint64_t>(value->get<uint64_t>());
 }
 
-}  // namespace
-
 Result<Event> EventFromJson(const json& value, std::string_view path) {
   REEF_RETURN_IF_ERROR(
-      ObjectWith(value, path, {"type", "tags", "data", "data_base64", "id", "metadata"}));
+      CheckObjectFields(value, path, {"type", "tags", "data", "data_base64", "id", "metadata"}));
   Event event;
   const json* type = Field(value, "type");
   if (type == nullptr || !type->is_string()) return Invalid(Join(path, "type"), "must be a string");
@@ -103,9 +106,9 @@ Result<Event> EventFromJson(const json& value, std::string_view path) {
   }
   if (const json* metadata = Field(value, "metadata")) {
     std::string at = Join(path, "metadata");
-    REEF_RETURN_IF_ERROR(ObjectWith(
+    REEF_RETURN_IF_ERROR(CheckObjectFields(
         *metadata, at, {"timestamp_ms", "correlation_id", "causation_id", "idempotency_key"}));
-    REEF_ASSIGN_OR_RETURN(auto timestamp, UintField(*metadata, at, "timestamp_ms"));
+    REEF_ASSIGN_OR_RETURN(auto timestamp, OptionalUintField(*metadata, at, "timestamp_ms"));
     if (timestamp && *timestamp > static_cast<uint64_t>(INT64_MAX)) {
       return Invalid(Join(at, "timestamp_ms"), "is out of range");
     }
@@ -120,7 +123,7 @@ Result<Event> EventFromJson(const json& value, std::string_view path) {
 }
 
 Result<Query> QueryFromJson(const json& value, std::string_view path) {
-  REEF_RETURN_IF_ERROR(ObjectWith(value, path, {"items"}));
+  REEF_RETURN_IF_ERROR(CheckObjectFields(value, path, {"items"}));
   Query query;
   const json* items = Field(value, "items");
   if (items == nullptr) return query;
@@ -128,7 +131,7 @@ Result<Query> QueryFromJson(const json& value, std::string_view path) {
   if (!items->is_array()) return Invalid(at, "must be an array of query items");
   for (size_t i = 0; i < items->size(); ++i) {
     std::string item_path = fmt::format("{}[{}]", at, i);
-    REEF_RETURN_IF_ERROR(ObjectWith((*items)[i], item_path, {"types", "tags"}));
+    REEF_RETURN_IF_ERROR(CheckObjectFields((*items)[i], item_path, {"types", "tags"}));
     QueryItem item;
     REEF_ASSIGN_OR_RETURN(item.types, StringList((*items)[i], item_path, "types"));
     REEF_ASSIGN_OR_RETURN(item.tags, StringList((*items)[i], item_path, "tags"));
@@ -138,13 +141,13 @@ Result<Query> QueryFromJson(const json& value, std::string_view path) {
 }
 
 Result<AppendCondition> ConditionFromJson(const json& value, std::string_view path) {
-  REEF_RETURN_IF_ERROR(ObjectWith(value, path, {"fail_if_events_match", "after"}));
+  REEF_RETURN_IF_ERROR(CheckObjectFields(value, path, {"fail_if_events_match", "after"}));
   AppendCondition condition;
   const json* query = Field(value, "fail_if_events_match");
   if (query == nullptr) return Invalid(Join(path, "fail_if_events_match"), "is required");
   REEF_ASSIGN_OR_RETURN(condition.fail_if_events_match,
                         QueryFromJson(*query, Join(path, "fail_if_events_match")));
-  REEF_ASSIGN_OR_RETURN(condition.after, UintField(value, path, "after"));
+  REEF_ASSIGN_OR_RETURN(condition.after, OptionalUintField(value, path, "after"));
   return condition;
 }
 

@@ -13,7 +13,10 @@
 // Thread ownership: pure functions; any thread.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +35,15 @@ inline constexpr int kMaxDataDepth = 64;
 Result<Event> EventFromJson(const nlohmann::json& value, std::string_view path);
 Result<Query> QueryFromJson(const nlohmann::json& value, std::string_view path);
 Result<AppendCondition> ConditionFromJson(const nlohmann::json& value, std::string_view path);
+
+// OK when `value` is a JSON object whose fields are all among `known`. Errors: InvalidArgument
+// "<path> must be a JSON object" or "<path>.<field> is not a known field (known: ...)".
+Status CheckObjectFields(const nlohmann::json& value, std::string_view path,
+                         std::initializer_list<std::string_view> known);
+// The field `name` of `object` as a non-negative integer; nullopt when absent or null.
+// Errors: InvalidArgument "<path>.<name> must be a non-negative integer".
+Result<std::optional<uint64_t>> OptionalUintField(const nlohmann::json& object,
+                                                  std::string_view path, std::string_view name);
 
 // How event data goes back out.
 enum class DataEncoding {

@@ -31,22 +31,9 @@ Result<json> ParseBody(const server::HttpRequest& request) {
   return body;
 }
 
-Status OnlyFields(const json& body, std::initializer_list<std::string_view> known) {
-  for (const auto& [key, value] : body.items()) {
-    bool ok = false;
-    for (std::string_view name : known) ok = ok || key == name;
-    if (!ok) {
-      std::string list;
-      for (std::string_view name : known) list += (list.empty() ? "" : ", ") + std::string(name);
-      return Status::InvalidArgument(fmt::format("{} is not a known field (known: {})", key, list));
-    }
-  }
-  return Status::Ok();
-}
-
 Result<json> Append(EventStore& store, const server::HttpRequest& request) {
   REEF_ASSIGN_OR_RETURN(json body, ParseBody(request));
-  REEF_RETURN_IF_ERROR(OnlyFields(body, {"events", "condition"}));
+  REEF_RETURN_IF_ERROR(CheckObjectFields(body, "", {"events", "condition"}));
   auto events_json = body.find("events");
   if (events_json == body.end() || !events_json->is_array() || events_json->empty()) {
     return Status::InvalidArgument("events must be a non-empty array of events");
@@ -69,22 +56,15 @@ Result<json> Append(EventStore& store, const server::HttpRequest& request) {
 Result<json> Read(EventStore& store, const EventRouteOptions& options,
                   const server::HttpRequest& request) {
   REEF_ASSIGN_OR_RETURN(json body, ParseBody(request));
-  REEF_RETURN_IF_ERROR(OnlyFields(body, {"query", "from", "backwards", "limit", "data_encoding"}));
+  REEF_RETURN_IF_ERROR(
+      CheckObjectFields(body, "", {"query", "from", "backwards", "limit", "data_encoding"}));
   Query query;
   if (auto it = body.find("query"); it != body.end() && !it->is_null()) {
     REEF_ASSIGN_OR_RETURN(query, QueryFromJson(*it, "query"));
   }
   ReadOptions read;
-  for (auto [name, target] : {std::pair{"from", &read.from}, std::pair{"limit", &read.limit}}) {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) continue;
-    bool non_negative =
-        it->is_number_unsigned() || (it->is_number_integer() && it->get<int64_t>() >= 0);
-    if (!non_negative) {
-      return Status::InvalidArgument(fmt::format("{} must be a non-negative integer", name));
-    }
-    *target = it->get<uint64_t>();
-  }
+  REEF_ASSIGN_OR_RETURN(read.from, OptionalUintField(body, "", "from"));
+  REEF_ASSIGN_OR_RETURN(read.limit, OptionalUintField(body, "", "limit"));
   if (auto it = body.find("backwards"); it != body.end() && !it->is_null()) {
     if (!it->is_boolean()) return Status::InvalidArgument("backwards must be true or false");
     read.backwards = it->get<bool>();
@@ -105,8 +85,7 @@ Result<json> Read(EventStore& store, const EventRouteOptions& options,
   bool cut = false;
   REEF_ASSIGN_OR_RETURN(Position head, store.ReadEach(query, read, [&](const EventView& event) {
     events.push_back(EventToJson(event, encoding));
-    bytes += kEventOverheadBytes + event.type.size() + event.data.size();
-    for (std::string_view tag : event.tags) bytes += 2 + tag.size();
+    bytes += event.StoredBytes();
     if (bytes >= options.max_read_bytes) {
       cut = true;
       return false;

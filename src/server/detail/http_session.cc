@@ -55,9 +55,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     parser_.emplace();
     // Beast checks Content-Length against the limit while parsing the head, before the route
     // is known: start from the largest limit any route has and narrow it in OnHeader.
-    body_limit_ = core_.options.max_request_bytes;
-    for (const HttpRoute& route : core_.routes)
-      body_limit_ = std::max(body_limit_, route.max_body_bytes);
+    body_limit_ = core_.largest_body_bytes;
     parser_->body_limit(body_limit_);
     parser_->header_limit(kMaxHeaderBytes);
     stream_.expires_after(core_.options.io_timeout);

@@ -65,6 +65,9 @@ struct ServerCore {
   // ---- Constant after Start ---------------------------------------------------------------
   ServerOptions options;  // options.dispatcher holds the op table
   std::vector<HttpRoute> routes;
+  // The largest body any route accepts (max_request_bytes or a route's max_body_bytes): the
+  // limit a request head is read under before its route is known.
+  uint64_t largest_body_bytes = 0;
   std::atomic<uint64_t> next_id{0};
 
   // ---- Threads (declared last: destroyed first, with the handlers that own sessions) ------
