@@ -5,6 +5,7 @@
  *   reef_cbor.h    reading values (cursor with typed reads, record field lookup, skip)
  *   reef_writer.h  writing values (growable arena buffer)
  *   reef_actor.h   REEF_ACTOR entry point, send / send_from / self / log / fail
+ *   reef_module.h  REEF_COMMAND / REEF_PROJECTOR / REEF_EFFECT, events, queries, SQL
  * Thread ownership: guests are single-threaded; nothing here locks.
  *
  * Build: freestanding C11 for wasm32 (clang --target=wasm32 -ffreestanding -nostdlib, linked
@@ -16,6 +17,7 @@
 #include "reef_actor.h"
 #include "reef_base.h"
 #include "reef_cbor.h"
+#include "reef_module.h"
 #include "reef_writer.h"
 
 #endif /* REEF_H */

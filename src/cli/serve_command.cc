@@ -21,6 +21,8 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "apps/http/module_routes.h"
+#include "apps/module_runtime.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
 #include "image/image.h"
@@ -101,6 +103,19 @@ int Serve(const ServeArgs& args) {
   for (server::HttpRoute& route : events::http::EventRoutes(**events)) {
     server_options.routes.push_back(std::move(route));
   }
+  // The event-sourced modules: the module store in reef.sqlite, active projectors and effects
+  // started now. Declared after the store (destroyed before it), before the server.
+  apps::RuntimeOptions runtime_options;
+  runtime_options.data_dir = args.data_dir;
+  auto runtime = apps::ModuleRuntime::Open(**events, runtime_options);
+  if (!runtime.ok()) {
+    fmt::print(stderr, "reef serve: cannot open the module store in data dir {}: {}\n",
+               args.data_dir, runtime.status().ToString());
+    return 1;
+  }
+  for (server::HttpRoute& route : apps::http::ModuleRoutes(**runtime)) {
+    server_options.routes.push_back(std::move(route));
+  }
   if (!args.auth_token.empty()) server_options.auth_token = args.auth_token;
   if (Status attached = (*image)->Attach(server_options); !attached.ok()) {
     fmt::print(stderr, "reef serve: {}\n", attached.ToString());
@@ -123,6 +138,7 @@ int Serve(const ServeArgs& args) {
   (*server)->Stop();
   server->reset();  // the server goes before the image and the store its handlers refer to
   image->reset();
+  runtime->reset();  // module threads stop before the event store they read closes
   events->reset();
   spdlog::info("stopped");
   return 0;

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <thread>
 
+#include "core/utf8.h"
 #include "server/detail/server_core.h"
 
 namespace reef::server {
@@ -71,6 +72,16 @@ HttpReply ErrorReply(const HttpMessage& request, const Status& status) {
   return JsonReply(request, static_cast<http::status>(CodeHttpStatus(status.code())), body);
 }
 
+HttpReply ResponseReply(const HttpMessage& request, const HttpResponse& response) {
+  HttpReply reply(static_cast<http::status>(response.status), request.version());
+  reply.set(http::field::server, "reef");
+  reply.set(http::field::content_type, response.content_type);
+  for (const auto& [name, value] : response.headers) reply.set(name, value);
+  reply.body() = response.body;
+  reply.prepare_payload();
+  return reply;
+}
+
 HttpReply UnauthorizedReply(const HttpMessage& request) {
   nlohmann::json body = {
       {"error",
@@ -82,6 +93,101 @@ HttpReply UnauthorizedReply(const HttpMessage& request) {
 }
 
 }  // namespace detail
+
+// ---- Requests, responses and route patterns ---------------------------------------------------
+
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// RFC 3986 percent-decoding; `plus_is_space` for query strings (form encoding). nullopt for a
+// malformed escape or a result that is not valid UTF-8.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '%') {
+      if (i + 2 >= text.size()) return std::nullopt;
+      int hi = HexDigit(text[i + 1]);
+      int lo = HexDigit(text[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  if (!IsValidUtf8(out)) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> HttpRequest::Header(std::string_view name) const {
+  auto it = headers.find(name);
+  if (it == headers.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> HttpRequest::QueryParam(std::string_view name) const {
+  size_t q = target.find('?');
+  if (q == std::string::npos) return std::nullopt;
+  std::string_view query = std::string_view(target).substr(q + 1);
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    size_t eq = pair.find('=');
+    auto key = PercentDecode(pair.substr(0, eq), true);
+    if (!key || *key != name) continue;
+    if (eq == std::string_view::npos) return std::string();
+    return PercentDecode(pair.substr(eq + 1), true);
+  }
+  return std::nullopt;
+}
+
+HttpResponse HttpResponse::Json(unsigned status, const nlohmann::json& body) {
+  HttpResponse response;
+  response.status = status;
+  response.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return response;
+}
+
+HttpResponse HttpResponse::Error(unsigned status, std::string_view code, std::string_view message) {
+  return Json(status, {{"error", {{"code", code}, {"message", message}}}});
+}
+
+bool MatchRoutePath(std::string_view pattern, std::string_view path,
+                    std::map<std::string, std::string, std::less<>>* params) {
+  while (true) {
+    if (pattern.empty() || path.empty()) return pattern.empty() && path.empty();
+    if (pattern[0] != '/' || path[0] != '/') return false;
+    pattern.remove_prefix(1);
+    path.remove_prefix(1);
+    size_t ps = pattern.find('/');
+    size_t qs = path.find('/');
+    std::string_view want = pattern.substr(0, ps);
+    std::string_view got = path.substr(0, qs);
+    if (want.size() >= 2 && want.front() == '{' && want.back() == '}') {
+      if (got.empty()) return false;
+      auto decoded = PercentDecode(got, false);
+      if (!decoded) return false;
+      if (params != nullptr) (*params)[std::string(want.substr(1, want.size() - 2))] = *decoded;
+    } else if (want != got) {
+      return false;
+    }
+    pattern = ps == std::string_view::npos ? std::string_view() : pattern.substr(ps);
+    path = qs == std::string_view::npos ? std::string_view() : path.substr(qs);
+  }
+}
 
 // ---- Listen address ---------------------------------------------------------------------------
 

@@ -13,10 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -30,7 +33,38 @@ struct HttpRequest {
   std::string target;  // "/health?x=1", as sent
   std::string path;    // "/health", the target without its query
   std::string body;    // at most ServerOptions::max_request_bytes bytes
+  // Header fields by lowercase name ("idempotency-key"); a repeated field keeps its last value.
+  std::map<std::string, std::string, std::less<>> headers;
+  // Values of the route's `{name}` path segments, percent-decoded ("/commands/{name}/execute"
+  // on "/commands/deposit/execute" gives {"name": "deposit"}).
+  std::map<std::string, std::string, std::less<>> params;
+
+  // The header `name` (lowercase), or nullopt.
+  std::optional<std::string> Header(std::string_view name) const;
+  // The query parameter `name` of the target, percent-decoded; nullopt when absent.
+  std::optional<std::string> QueryParam(std::string_view name) const;
 };
+
+// A reply with a chosen status, content type and extra headers, for routes whose answer is
+// not "200 with JSON" (201 Created, 422, Prometheus text, Retry-After).
+struct HttpResponse {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // `body` as compact JSON text with a trailing newline.
+  static HttpResponse Json(unsigned status, const nlohmann::json& body);
+  // The error shape of every route: {"error": {"code": ..., "message": ...}}.
+  static HttpResponse Error(unsigned status, std::string_view code, std::string_view message);
+};
+using HttpResponseHandler = std::function<Result<HttpResponse>(const HttpRequest&)>;
+
+// True when `path` matches the route pattern `pattern`: segments match literally, except a
+// `{name}` segment, which matches one non-empty segment and is stored percent-decoded in
+// *params (when not null). A segment that does not percent-decode to valid text never matches.
+bool MatchRoutePath(std::string_view pattern, std::string_view path,
+                    std::map<std::string, std::string, std::less<>>* params);
 
 // Answers an HTTP request: a value is sent as 200 with a JSON body; a Status as its
 // CodeHttpStatus with {"error":{"code":"<CodeName>","message":"..."}}. Runs on a handler
@@ -40,11 +74,15 @@ using HttpHandler = std::function<Result<nlohmann::json>(const HttpRequest&)>;
 // One row of the HTTP route table.
 struct HttpRoute {
   std::string method;  // "GET", exactly as on the wire
-  std::string path;    // "/health"; matched exactly, without the query
+  // "/health"; matched against the path without the query, segment by segment, where a
+  // `{name}` segment matches any one segment (MatchRoutePath). The first matching route wins.
+  std::string path;
   HttpHandler handler;
   std::string summary;  // one line for docs and listings
   // Largest request body this route accepts, in bytes; 0 = ServerOptions::max_request_bytes.
   uint64_t max_body_bytes = 0;
+  // When set, used instead of `handler`: the route chooses status, content type and headers.
+  HttpResponseHandler response_handler;
 };
 
 struct ServerOptions {

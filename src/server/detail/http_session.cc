@@ -72,8 +72,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     std::string_view path = target.substr(0, target.find('?'));
     body_limit_ = core_.options.max_request_bytes;
     for (const HttpRoute& route : core_.routes) {
-      if (route.path == path && route.method == head.method_string() && route.max_body_bytes) {
-        body_limit_ = route.max_body_bytes;
+      if (route.method == head.method_string() && MatchRoutePath(route.path, path, nullptr)) {
+        if (route.max_body_bytes) body_limit_ = route.max_body_bytes;
+        break;
       }
     }
     parser_->body_limit(body_limit_);  // applies to chunked bodies from here on
@@ -119,14 +120,28 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     request.target = std::string(message.target());
     request.path = request.target.substr(0, request.target.find('?'));
     request.body = message.body();
+    for (const auto& field : message) {
+      std::string name(field.name_string());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      request.headers[name] = std::string(field.value());
+    }
     std::string allowed;
     for (const HttpRoute& route : core_.routes) {
-      if (route.path != request.path) continue;
+      std::map<std::string, std::string, std::less<>> params;
+      if (!MatchRoutePath(route.path, request.path, &params)) continue;
       if (route.method != request.method) {
-        allowed += allowed.empty() ? route.method : ", " + route.method;
+        if (allowed.find(route.method) == std::string::npos) {
+          allowed += allowed.empty() ? route.method : ", " + route.method;
+        }
         continue;
       }
+      request.params = std::move(params);
       try {
+        if (route.response_handler) {
+          Result<HttpResponse> response = route.response_handler(request);
+          if (!response.ok()) return ErrorReply(message, response.status());
+          return ResponseReply(message, *response);
+        }
         Result<nlohmann::json> result = route.handler(request);
         if (!result.ok()) return ErrorReply(message, result.status());
         return JsonReply(message, http::status::ok, *result);

@@ -82,6 +82,8 @@ bool Authorized(const ServerCore& core, const HttpMessage& request);
 HttpReply JsonReply(const HttpMessage& request, http::status status, const nlohmann::json& body);
 // {"error":{"code":"<code>","message":"..."}} with the HTTP status for `status`'s code.
 HttpReply ErrorReply(const HttpMessage& request, const Status& status);
+// A route's own HttpResponse, as a reply to `request`.
+HttpReply ResponseReply(const HttpMessage& request, const HttpResponse& response);
 // 401 with WWW-Authenticate: Bearer and an "unauthenticated" error body.
 HttpReply UnauthorizedReply(const HttpMessage& request);
 

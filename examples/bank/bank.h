@@ -1,0 +1,94 @@
+/* The bank example (README's tour): three commands, a projector and an effect over one event
+ * model. Every event carries the tag "account:<id>".
+ *
+ *   AccountOpened    {"account_id": str, "owner": str}   owner encrypted, scope "account:<id>"
+ *   MoneyDeposited   {"account_id": str, "amount": int}
+ *   MoneyWithdrawn   {"account_id": str, "amount": int}
+ *
+ * This header holds what the three command modules share: reading the input and folding an
+ * account's events into its state {"open": bool, "balance": int}. */
+#ifndef BANK_H
+#define BANK_H
+
+#include "reef.h"
+
+typedef struct bank_input {
+  reef_str account_id;
+  int64_t amount; /* 0 when the input has none */
+  reef_str owner; /* empty when the input has none */
+} bank_input;
+
+/* Reads {"account_id": str, "amount"?: int, "owner"?: str}; fails the execution on bad input. */
+static inline bank_input bank_read_input(reef_cbor input, int need_amount) {
+  bank_input in = {{"", 0}, 0, {"", 0}};
+  if (reef_field_text(input, "account_id", &in.account_id) != REEF_OK || in.account_id.len == 0) {
+    reef_fail("input needs a non-empty string \"account_id\"");
+  }
+  if (need_amount && (reef_field_int(input, "amount", &in.amount) != REEF_OK || in.amount <= 0)) {
+    reef_fail("input needs a positive integer \"amount\"");
+  }
+  reef_field_text(input, "owner", &in.owner);
+  return in;
+}
+
+/* The query of one account: every event tagged with it. */
+static inline void bank_account_query(reef_writer* query, reef_str account_id) {
+  reef_str tag = reef_strf("account:%.*s", (int)account_id.len, account_id.ptr);
+  reef_write_query(query, 1);
+  reef_write_query_item(query, 0, 0, 1, &tag);
+}
+
+/* The state {"open": bool, "balance": int}. */
+static inline reef_cbor bank_state(bool open, int64_t balance) {
+  reef_writer w = reef_writer_new();
+  reef_write_record(&w, 2);
+  reef_write_cstr(&w, "open");
+  reef_write_bool(&w, open);
+  reef_write_cstr(&w, "balance");
+  reef_write_int(&w, balance);
+  return reef_writer_finish(&w);
+}
+
+static inline void bank_read_state(reef_cbor state, bool* open, int64_t* balance) {
+  if (reef_field_bool(state, "open", open) != REEF_OK ||
+      reef_field_int(state, "balance", balance) != REEF_OK) {
+    reef_fail("bank: malformed state");
+  }
+}
+
+static inline reef_cbor bank_init(reef_cbor input, reef_writer* query) {
+  bank_account_query(query, bank_read_input(input, 0).account_id);
+  return bank_state(false, 0);
+}
+
+static inline reef_cbor bank_fold(reef_cbor state, reef_cbor input, const reef_event* event) {
+  (void)input;
+  bool open;
+  int64_t balance;
+  bank_read_state(state, &open, &balance);
+  int64_t amount = 0;
+  if (reef_str_eq(event->type, "AccountOpened")) {
+    open = true;
+  } else if (reef_str_eq(event->type, "MoneyDeposited")) {
+    reef_field_int(event->data, "amount", &amount);
+    balance += amount;
+  } else if (reef_str_eq(event->type, "MoneyWithdrawn")) {
+    reef_field_int(event->data, "amount", &amount);
+    balance -= amount;
+  }
+  return bank_state(open, balance);
+}
+
+/* One event {"account_id": id, "amount": amount} of `type`, tagged with the account. */
+static inline reef_cbor bank_money_event(const char* type, reef_str account_id, int64_t amount) {
+  reef_str tag = reef_strf("account:%.*s", (int)account_id.len, account_id.ptr);
+  reef_writer data = reef_writer_new();
+  reef_write_record(&data, 2);
+  reef_write_cstr(&data, "account_id");
+  reef_write_str(&data, account_id);
+  reef_write_cstr(&data, "amount");
+  reef_write_int(&data, amount);
+  return reef_accept(type, 1, &tag, reef_writer_finish(&data));
+}
+
+#endif /* BANK_H */

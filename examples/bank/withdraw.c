@@ -1,0 +1,19 @@
+/* Command withdraw {"account_id": str, "amount": int > 0}: appends MoneyWithdrawn when the
+ * balance covers it. The DCB condition makes two concurrent withdrawals of the same account
+ * see each other: the second one is retried on the new balance. */
+#include "bank.h"
+
+static reef_cbor decide(reef_cbor state, reef_cbor input) {
+  bool open;
+  int64_t balance;
+  bank_read_state(state, &open, &balance);
+  bank_input in = bank_read_input(input, 1);
+  if (!open) return reef_reject("account %.*s does not exist", (int)in.account_id.len, in.account_id.ptr);
+  if (balance < in.amount) {
+    return reef_reject("insufficient funds: balance %lld, withdrawal %lld", (long long)balance,
+                       (long long)in.amount);
+  }
+  return bank_money_event("MoneyWithdrawn", in.account_id, in.amount);
+}
+
+REEF_COMMAND(bank_init, bank_fold, decide);

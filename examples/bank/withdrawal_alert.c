@@ -1,0 +1,60 @@
+/* Effect withdrawal-alert: for every MoneyWithdrawn of at least LARGE_AMOUNT (env var,
+ * default 1000) it logs a warning and appends LargeWithdrawalNoticed {"account_id", "amount",
+ * "withdrawal_position"} tagged "account:<id>" and "alert" — standing in for a notification
+ * (an e-mail, a webhook) that a real deployment would send. Events of one account are handled
+ * in order (partition key = the account id); at-least-once, so a notification may repeat
+ * after a crash. */
+#include "reef.h"
+
+static const reef_str kTypes[] = {REEF_STR("MoneyWithdrawn")};
+
+static void query(reef_writer* w) {
+  reef_write_query(w, 1);
+  reef_write_query_item(w, 1, kTypes, 0, NULL);
+}
+
+static reef_str partition_key(const reef_event* event) {
+  reef_str account_id = {NULL, 0};
+  reef_field_text(event->data, "account_id", &account_id);
+  return account_id;
+}
+
+static int64_t large_amount(void) {
+  reef_str text;
+  if (reef_env("LARGE_AMOUNT", &text) != REEF_OK) return 1000;
+  int64_t value = 0;
+  for (uint32_t i = 0; i < text.len; i++) {
+    if (text.ptr[i] < '0' || text.ptr[i] > '9') reef_fail("LARGE_AMOUNT must be a whole number");
+    value = value * 10 + (text.ptr[i] - '0');
+  }
+  return value;
+}
+
+static int handle(const reef_event* event) {
+  reef_str account_id;
+  int64_t amount;
+  if (reef_field_text(event->data, "account_id", &account_id) != REEF_OK ||
+      reef_field_int(event->data, "amount", &amount) != REEF_OK) {
+    return REEF_OK; /* not ours to judge: nothing to notify */
+  }
+  if (amount < large_amount()) return REEF_OK;
+  reef_logf(REEF_WARN, "large withdrawal: %lld from account %.*s", (long long)amount,
+            (int)account_id.len, account_id.ptr);
+  reef_str tags[2] = {reef_strf("account:%.*s", (int)account_id.len, account_id.ptr),
+                      REEF_STR("alert")};
+  reef_writer data = reef_writer_new();
+  reef_write_record(&data, 3);
+  reef_write_cstr(&data, "account_id");
+  reef_write_str(&data, account_id);
+  reef_write_cstr(&data, "amount");
+  reef_write_int(&data, amount);
+  reef_write_cstr(&data, "withdrawal_position");
+  reef_write_int(&data, event->position);
+  reef_writer events = reef_writer_new();
+  reef_write_list(&events, 1);
+  reef_write_new_event(&events, "LargeWithdrawalNoticed", 2, tags, reef_writer_finish(&data), NULL);
+  reef_append(reef_writer_finish(&events));
+  return REEF_OK;
+}
+
+REEF_EFFECT(query, partition_key, handle);

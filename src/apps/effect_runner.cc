@@ -1,0 +1,335 @@
+// The effect runner (spec 000 "Effects (parallel)", "Watermark algorithm", "Backoff and
+// retry"): a dispatcher thread reads the subscription, asks the module for each event's
+// partition key and queues the event on the global worker (no key) or on keyed worker
+// 1 + hash(key) % 8. Each worker runs its events in order, each until it succeeds: a failure
+// waits effect_backoff_initial, doubling up to effect_backoff_max, and the delay resets after
+// the next success. Workers acknowledge handled positions; the watermark is the highest
+// position below which everything dispatched is handled, and it is persisted in
+// effects/<name>.sqlite, so a restart resumes after it (at-least-once delivery).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <set>
+
+#include "apps/module_abi.h"
+#include "apps/runners.h"
+
+namespace reef::apps {
+
+namespace {
+
+constexpr auto kPollTimeout = std::chrono::milliseconds(100);
+constexpr uint32_t kKeyedWorkers = 8;
+
+struct Item {
+  events::SequencedEvent event;
+  Value value;
+};
+
+class EffectRunner;
+
+class Worker {
+ public:
+  Worker(EffectRunner& runner, uint32_t index) : runner_(runner), index_(index) {}
+  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Push(Item item) {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(item));
+    cv_.notify_one();
+  }
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  double backoff_seconds() const { return backoff_ms_.load() / 1000.0; }
+
+ private:
+  void Run();
+
+  EffectRunner& runner_;
+  const uint32_t index_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool stop_ = false;
+  std::atomic<int64_t> backoff_ms_{0};
+  std::thread thread_;
+};
+
+class EffectRunner final : public Runner {
+ public:
+  explicit EffectRunner(RunnerSpec spec) : spec_(std::move(spec)), status_(spec_) {
+    label_ = fmt::format("effects/{}@{}", spec_.name, spec_.version);
+  }
+  ~EffectRunner() override { Stop(); }
+
+  void Start() override {
+    status_.SetState("starting");
+    dispatcher_ = std::thread([this] { RunDispatcher(); });
+  }
+
+  void Stop() override {
+    stop_ = true;
+    {
+      std::lock_guard lock(mu_);
+      cv_.notify_all();
+    }
+    if (dispatcher_.joinable()) dispatcher_.join();
+  }
+
+  ModuleStatus Snapshot() const override {
+    ModuleStatus s = status_.Get();
+    double backoff = 0;
+    for (const auto& w : workers_snapshot_) backoff = std::max(backoff, w->backoff_seconds());
+    s.backoff_seconds = backoff;
+    if (backoff > 0 && s.state != "failed") s.state = "backoff";
+    return s;
+  }
+
+  // ---- Called by workers ----
+
+  Result<std::unique_ptr<ModuleInstance>> NewInstance() {
+    REEF_ASSIGN_OR_RETURN(auto instance,
+                          ModuleInstance::Create(store::ModuleKind::kEffect, spec_.module, label_));
+    instance->context().env = spec_.env;
+    return instance;
+  }
+  const RunnerSpec& spec() const { return spec_; }
+  RunnerStatus& status() { return status_; }
+  bool stopping() const { return stop_; }
+
+  void Ack(events::Position position) {
+    std::lock_guard lock(mu_);
+    in_flight_.erase(position);
+    cv_.notify_all();
+  }
+
+ private:
+  // Highest position with nothing dispatched at or below it still in flight. REQUIRES: mu_.
+  events::Position WatermarkLocked() const {
+    return in_flight_.empty() ? dispatched_ : *in_flight_.begin() - 1;
+  }
+
+  Status PersistWatermark(events::Position watermark) {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db_,
+                       "INSERT INTO reef_effect (id, watermark, version) VALUES (1, ?1, ?2) "
+                       "ON CONFLICT (id) DO UPDATE SET watermark = ?1, version = ?2",
+                       -1, &s, nullptr);
+    sqlite3_bind_int64(s, 1, static_cast<int64_t>(watermark));
+    sqlite3_bind_text(s, 2, spec_.version.c_str(), -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return Status::Internal(sqlite3_errmsg(db_));
+    persisted_ = watermark;
+    status_.SetPosition(watermark);
+    return Status::Ok();
+  }
+
+  Status MaybePersist() {
+    events::Position watermark;
+    {
+      std::lock_guard lock(mu_);
+      watermark = WatermarkLocked();
+    }
+    if (watermark == persisted_) return Status::Ok();
+    return PersistWatermark(watermark);
+  }
+
+  Result<events::Position> LoadWatermark() {
+    REEF_RETURN_IF_ERROR(ExecSql(db_,
+                                 "CREATE TABLE IF NOT EXISTS reef_effect ("
+                                 " id INTEGER PRIMARY KEY CHECK (id = 1),"
+                                 " watermark INTEGER NOT NULL, version TEXT NOT NULL)"));
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db_, "SELECT watermark FROM reef_effect WHERE id = 1", -1, &s, nullptr);
+    events::Position watermark = 0;
+    if (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
+      watermark = static_cast<events::Position>(sqlite3_column_int64(s, 0));
+    }
+    sqlite3_finalize(s);
+    return watermark;
+  }
+
+  // The worker of `key`: 0 (global) for null, else 1 + FNV-1a(key) % 8.
+  static uint32_t WorkerFor(const Value& key) {
+    if (!key.is_string()) return 0;
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : key.as_string()) h = (h ^ c) * 1099511628211ull;
+    return 1 + static_cast<uint32_t>(h % kKeyedWorkers);
+  }
+
+  void RunDispatcher() {
+    Status done = Dispatch();
+    for (auto& w : workers_) w->Stop();
+    if (db_ != nullptr) {
+      Status persisted = MaybePersist();
+      if (!persisted.ok() && done.ok()) done = persisted;
+      sqlite3_close_v2(db_);
+      db_ = nullptr;
+    }
+    if (!done.ok()) {
+      spdlog::error("{} stopped: {}", label_, done.message());
+      status_.Fail(done.message());
+    } else {
+      status_.SetState("stopped");
+    }
+  }
+
+  Status Dispatch() {
+    REEF_ASSIGN_OR_RETURN(db_, OpenModuleDatabase(spec_.db_path));
+    REEF_ASSIGN_OR_RETURN(events::Position watermark, LoadWatermark());
+    persisted_ = watermark;
+    dispatched_ = watermark;
+    status_.SetPosition(watermark);
+    REEF_ASSIGN_OR_RETURN(auto instance, NewInstance());
+    REEF_ASSIGN_OR_RETURN(Value query_value, instance->CallForValue("reef_query", {}));
+    REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
+    status_.SetQuery(query);
+    for (uint32_t i = 0; i <= kKeyedWorkers; ++i) {
+      workers_.push_back(std::make_unique<Worker>(*this, i));
+    }
+    for (auto& w : workers_) {
+      workers_snapshot_.push_back(w.get());
+      w->Start();
+    }
+    REEF_ASSIGN_OR_RETURN(auto subscription, spec_.events->Subscribe(query, watermark));
+    spdlog::info("{} started after watermark {}", label_, watermark);
+    auto last_persist = std::chrono::steady_clock::now();
+    while (!stop_) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, kPollTimeout, [this] {
+          return stop_ || in_flight_.size() < spec_.options->effect_max_in_flight;
+        });
+        if (stop_) break;
+        if (in_flight_.size() >= spec_.options->effect_max_in_flight) continue;
+      }
+      if (status_.Get().state != "failed") {
+        status_.SetState(subscription->live() ? "running" : "catching_up");
+      }
+      size_t room;
+      {
+        std::lock_guard lock(mu_);
+        room = spec_.options->effect_max_in_flight - in_flight_.size();
+      }
+      REEF_ASSIGN_OR_RETURN(auto batch, subscription->Next(std::min<size_t>(room, 256), kPollTimeout));
+      for (events::SequencedEvent& event : batch) {
+        REEF_ASSIGN_OR_RETURN(Value value, EventToValue(ViewOf(event), spec_.keys));
+        REEF_ASSIGN_OR_RETURN(Value key, instance->CallForValue("reef_partition_key", {&value}));
+        if (!key.is_null() && !key.is_string()) {
+          return Status::InvalidArgument(fmt::format(
+              "{}: reef_partition_key returned a {}; expected a string or null", label_,
+              KindName(key.kind())));
+        }
+        uint32_t worker = WorkerFor(key);
+        {
+          std::lock_guard lock(mu_);
+          in_flight_.insert(event.position);
+          dispatched_ = event.position;
+        }
+        workers_[worker]->Push(Item{std::move(event), std::move(value)});
+      }
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_persist >= kPollTimeout) {
+        REEF_RETURN_IF_ERROR(MaybePersist());
+        last_persist = now;
+      }
+    }
+    return Status::Ok();
+  }
+
+  RunnerSpec spec_;
+  RunnerStatus status_;
+  std::string label_;
+  std::atomic<bool> stop_{false};
+  std::thread dispatcher_;
+  sqlite3* db_ = nullptr;  // dispatcher thread only
+  events::Position persisted_ = 0;  // dispatcher thread only
+  std::vector<std::unique_ptr<Worker>> workers_;  // dispatcher thread only
+  std::vector<const Worker*> workers_snapshot_;   // set once before workers start
+
+  std::mutex mu_;  // guards in_flight_ and dispatched_
+  std::condition_variable cv_;
+  std::set<events::Position> in_flight_;
+  events::Position dispatched_ = 0;
+};
+
+void Worker::Run() {
+  const RunnerSpec& spec = runner_.spec();
+  auto instance = runner_.NewInstance();
+  sqlite3* db = nullptr;
+  auto opened = OpenModuleDatabase(spec.db_path);
+  if (!instance.ok() || !opened.ok()) {
+    runner_.status().Fail(!instance.ok() ? instance.status().message() : opened.status().message());
+    return;
+  }
+  db = *opened;
+  ModuleCallContext& ctx = (*instance)->context();
+  ctx.db = db;
+  const Item* current = nullptr;
+  ctx.append = [&spec, &current](const Value& list) -> Result<uint64_t> {
+    events::EventMetadata metadata;
+    metadata.causation_id = events::FormatEventId(current->event.event.id);
+    metadata.correlation_id = current->event.event.metadata.correlation_id.empty()
+                                  ? metadata.causation_id
+                                  : current->event.event.metadata.correlation_id;
+    REEF_ASSIGN_OR_RETURN(auto new_events, NewEventsFromValue(list, spec.keys, metadata));
+    if (new_events.empty()) return spec.events->Head();
+    return spec.events->Append(std::move(new_events), std::nullopt);
+  };
+  const int64_t initial = spec.options->effect_backoff_initial.count();
+  const int64_t cap = spec.options->effect_backoff_max.count();
+  int64_t delay = initial;
+  while (true) {
+    Item item;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (stop_) break;
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    current = &item;
+    while (true) {
+      auto rc = (*instance)->CallForStatus("reef_effect", {&item.value});
+      if (rc.ok() && *rc == 0) {
+        delay = initial;
+        backoff_ms_ = 0;
+        runner_.Ack(item.event.position);
+        break;
+      }
+      std::string error = rc.ok() ? fmt::format("reef_effect returned {}", *rc) : rc.status().message();
+      error = fmt::format("event at position {}: {}", item.event.position, error);
+      spdlog::warn("effects/{}: {}; retrying in {} ms", spec.name, error, delay);
+      runner_.status().CountFailure(error);
+      backoff_ms_ = delay;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, std::chrono::milliseconds(delay), [this] { return stop_; });
+        if (stop_) break;
+      }
+      delay = std::min(delay * 2, cap);
+    }
+    current = nullptr;
+    std::lock_guard lock(mu_);
+    if (stop_) break;
+  }
+  sqlite3_close_v2(db);
+}
+
+}  // namespace
+
+std::unique_ptr<Runner> MakeEffectRunner(RunnerSpec spec) {
+  return std::make_unique<EffectRunner>(std::move(spec));
+}
+
+}  // namespace reef::apps

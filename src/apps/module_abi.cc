@@ -1,0 +1,501 @@
+#include "apps/module_abi.h"
+
+#include <fmt/format.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "core/cbor.h"
+#include "core/utf8.h"
+
+namespace reef::apps {
+
+namespace {
+
+using wasm::HostCall;
+using wasm::HostCallOutcome;
+using wasm::TrapKind;
+using wasm::ValType;
+using wasm::WasmValue;
+
+constexpr ValType i32 = ValType::kI32;
+constexpr ValType i64 = ValType::kI64;
+constexpr uint32_t kMaxLogBytes = 512;
+constexpr uint32_t kMaxSqlBytes = 64u << 10;
+
+ModuleCallContext& Ctx(HostCall& call) { return *static_cast<ModuleCallContext*>(call.context()); }
+
+uint32_t U32(HostCall& call, size_t index) { return static_cast<uint32_t>(call.i32(index)); }
+
+// Traps the call as a host error, keeping the reason for the caller's error message.
+HostCallOutcome HostError(HostCall& call, std::string message) {
+  Ctx(call).host_error = message;
+  return call.Fail(TrapKind::kHostError, std::move(message));
+}
+
+// Reads guest bytes [ptr, ptr + len) or traps with host_bounds.
+std::optional<std::string> ReadText(HostCall& call, size_t ptr_arg, size_t len_arg,
+                                    HostCallOutcome* outcome) {
+  auto bytes = call.memory().View(U32(call, ptr_arg), U32(call, len_arg));
+  if (!bytes.ok()) {
+    *outcome = call.Fail(TrapKind::kHostBounds, bytes.status().message());
+    return std::nullopt;
+  }
+  return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+}
+
+std::optional<Value> ReadValue(HostCall& call, size_t ptr_arg, size_t len_arg,
+                               HostCallOutcome* outcome, std::string_view what) {
+  auto bytes = call.memory().View(U32(call, ptr_arg), U32(call, len_arg));
+  if (!bytes.ok()) {
+    *outcome = call.Fail(TrapKind::kHostBounds, bytes.status().message());
+    return std::nullopt;
+  }
+  auto value = DecodeCbor(*bytes, ModuleValueLimits());
+  if (!value.ok()) {
+    *outcome = HostError(call, fmt::format("{}: {}", what, value.status().message()));
+    return std::nullopt;
+  }
+  return std::move(*value);
+}
+
+// Writes `bytes` to the guest buffer (out_ptr, out_cap) when they fit; returns their length.
+HostCallOutcome WriteSized(HostCall& call, size_t ptr_arg, size_t cap_arg,
+                           std::span<const uint8_t> bytes) {
+  uint32_t cap = U32(call, cap_arg);
+  if (bytes.size() <= cap) {
+    Status written = call.memory().Write(U32(call, ptr_arg), bytes);
+    if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
+  }
+  call.results()[0] = static_cast<int32_t>(bytes.size());
+  return HostCallOutcome::kComplete;
+}
+
+HostCallOutcome Log(HostCall& call) {
+  int32_t level = call.i32(0);
+  HostCallOutcome outcome;
+  auto text = ReadText(call, 1, 2, &outcome);
+  if (!text) return outcome;
+  if (level < 0 || level > 5 || !IsValidUtf8(*text)) {
+    call.results()[0] = int32_t{-1};
+    return HostCallOutcome::kComplete;
+  }
+  if (text->size() > kMaxLogBytes) {
+    call.results()[0] = int32_t{-2};
+    return HostCallOutcome::kComplete;
+  }
+  static constexpr spdlog::level::level_enum kLevels[] = {
+      spdlog::level::trace, spdlog::level::debug, spdlog::level::info,
+      spdlog::level::warn,  spdlog::level::err,   spdlog::level::critical};
+  spdlog::log(kLevels[level], "[{}] {}", Ctx(call).label, *text);
+  call.results()[0] = int32_t{0};
+  return HostCallOutcome::kComplete;
+}
+
+HostCallOutcome Fail(HostCall& call) {
+  HostCallOutcome outcome;
+  auto text = ReadText(call, 0, 1, &outcome);
+  if (!text) return outcome;
+  if (!IsValidUtf8(*text)) *text = "(the reason was not valid UTF-8)";
+  if (text->size() > 1024) text->resize(1024);
+  Ctx(call).failure = *text;
+  return call.Fail(TrapKind::kGuestFailure, *text);
+}
+
+HostCallOutcome NowMs(HostCall& call) {
+  const ModuleCallContext& ctx = Ctx(call);
+  int64_t now = ctx.fixed_now_ms ? *ctx.fixed_now_ms
+                                 : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count();
+  call.results()[0] = now;
+  return HostCallOutcome::kComplete;
+}
+
+HostCallOutcome Random(HostCall& call) {
+  ModuleCallContext& ctx = Ctx(call);
+  uint32_t len = U32(call, 1);
+  if (len > kMaxRandomBytes) {
+    call.results()[0] = int32_t{-2};
+    return HostCallOutcome::kComplete;
+  }
+  std::vector<uint8_t> bytes(len);
+  if (ctx.random_seed) {
+    // Deterministic: block i is SHA-256(seed || big-endian counter).
+    size_t filled = 0;
+    while (filled < len) {
+      uint8_t input[40];
+      std::memcpy(input, ctx.random_seed->data(), 32);
+      uint64_t counter = ctx.random_counter++;
+      for (int i = 0; i < 8; ++i) input[32 + i] = static_cast<uint8_t>(counter >> (56 - 8 * i));
+      uint8_t block[SHA256_DIGEST_LENGTH];
+      SHA256(input, sizeof input, block);
+      size_t n = std::min<size_t>(sizeof block, len - filled);
+      std::memcpy(bytes.data() + filled, block, n);
+      filled += n;
+    }
+  } else if (len > 0 && RAND_bytes(bytes.data(), static_cast<int>(len)) != 1) {
+    return HostError(call, "random: the system random source failed");
+  }
+  Status written = call.memory().Write(U32(call, 0), bytes);
+  if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
+  call.results()[0] = int32_t{0};
+  return HostCallOutcome::kComplete;
+}
+
+HostCallOutcome Env(HostCall& call) {
+  HostCallOutcome outcome;
+  auto key = ReadText(call, 0, 1, &outcome);
+  if (!key) return outcome;
+  const auto& env = Ctx(call).env;
+  auto it = env.find(*key);
+  if (it == env.end()) {
+    call.results()[0] = int32_t{-6};
+    return HostCallOutcome::kComplete;
+  }
+  auto bytes = std::span(reinterpret_cast<const uint8_t*>(it->second.data()), it->second.size());
+  return WriteSized(call, 2, 3, bytes);
+}
+
+// ---- SQL ----------------------------------------------------------------------------------
+
+struct StatementCloser {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using Statement = std::unique_ptr<sqlite3_stmt, StatementCloser>;
+
+// Prepares `sql` (one statement) and binds `params` (a list of scalars) to ?1, ?2, ...
+Result<Statement> Prepare(sqlite3* db, const std::string& sql, const Value& params) {
+  if (db == nullptr) return Status::FailedPrecondition("this module kind has no SQL database");
+  if (sql.size() > kMaxSqlBytes) {
+    return Status::LimitExceeded(fmt::format("SQL text of {} bytes exceeds the limit of {} bytes",
+                                             sql.size(), kMaxSqlBytes));
+  }
+  sqlite3_stmt* raw = nullptr;
+  const char* tail = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &raw, &tail) !=
+      SQLITE_OK) {
+    return Status::InvalidArgument(fmt::format("{} (in: {})", sqlite3_errmsg(db), sql));
+  }
+  Statement statement(raw);
+  if (raw == nullptr) return Status::InvalidArgument("the SQL text holds no statement");
+  for (const char* p = tail; p != nullptr && *p != '\0'; ++p) {
+    if (!std::isspace(static_cast<unsigned char>(*p)) && *p != ';') {
+      return Status::InvalidArgument(
+          fmt::format("one statement per call; text follows the first: {}", p));
+    }
+  }
+  if (!params.is_list()) return Status::InvalidArgument("SQL params must be a list");
+  const auto& list = params.as_list();
+  if (static_cast<int>(list.size()) != sqlite3_bind_parameter_count(raw)) {
+    return Status::InvalidArgument(fmt::format("the statement has {} parameters; {} were given",
+                                               sqlite3_bind_parameter_count(raw), list.size()));
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    int index = static_cast<int>(i + 1);
+    const Value& v = list[i];
+    int rc = SQLITE_OK;
+    switch (v.kind()) {
+      case Kind::kNull: rc = sqlite3_bind_null(raw, index); break;
+      case Kind::kBool: rc = sqlite3_bind_int(raw, index, v.as_bool() ? 1 : 0); break;
+      case Kind::kInt: rc = sqlite3_bind_int64(raw, index, v.as_int()); break;
+      case Kind::kFloat: rc = sqlite3_bind_double(raw, index, v.as_float()); break;
+      case Kind::kString:
+        rc = sqlite3_bind_text64(raw, index, v.as_string().data(), v.as_string().size(),
+                                 SQLITE_TRANSIENT, SQLITE_UTF8);
+        break;
+      default:
+        return Status::InvalidArgument(
+            fmt::format("SQL param {} is a {}; only null, bool, int, float and string bind", index,
+                        KindName(v.kind())));
+    }
+    if (rc != SQLITE_OK) return Status::Internal(sqlite3_errmsg(db));
+  }
+  return statement;
+}
+
+// Reads the call's SQL text and params, or traps.
+std::optional<std::pair<std::string, Value>> SqlArgs(HostCall& call, HostCallOutcome* outcome) {
+  auto sql = ReadText(call, 0, 1, outcome);
+  if (!sql) return std::nullopt;
+  auto params = ReadValue(call, 2, 3, outcome, "SQL params");
+  if (!params) return std::nullopt;
+  return std::make_pair(std::move(*sql), std::move(*params));
+}
+
+HostCallOutcome SqlExec(HostCall& call) {
+  HostCallOutcome outcome;
+  auto args = SqlArgs(call, &outcome);
+  if (!args) return outcome;
+  sqlite3* db = Ctx(call).db;
+  auto statement = Prepare(db, args->first, args->second);
+  if (!statement.ok()) return HostError(call, "sql_exec: " + statement.status().message());
+  int rc;
+  while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
+  }
+  if (rc != SQLITE_DONE) {
+    return HostError(call, fmt::format("sql_exec: {} (in: {})", sqlite3_errmsg(db), args->first));
+  }
+  call.results()[0] = static_cast<int64_t>(sqlite3_changes64(db));
+  return HostCallOutcome::kComplete;
+}
+
+HostCallOutcome SqlQuery(HostCall& call) {
+  HostCallOutcome outcome;
+  auto args = SqlArgs(call, &outcome);
+  if (!args) return outcome;
+  sqlite3* db = Ctx(call).db;
+  auto statement = Prepare(db, args->first, args->second);
+  if (!statement.ok()) return HostError(call, "sql_query: " + statement.status().message());
+  sqlite3_stmt* s = statement->get();
+  List rows;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    Record row;
+    for (int c = 0; c < sqlite3_column_count(s); ++c) {
+      std::string name = sqlite3_column_name(s, c);
+      switch (sqlite3_column_type(s, c)) {
+        case SQLITE_INTEGER: row[name] = Value::Int(sqlite3_column_int64(s, c)); break;
+        case SQLITE_FLOAT: row[name] = Value::Float(sqlite3_column_double(s, c)); break;
+        case SQLITE_TEXT:
+          row[name] = Value::String(std::string(
+              reinterpret_cast<const char*>(sqlite3_column_text(s, c)), sqlite3_column_bytes(s, c)));
+          break;
+        case SQLITE_NULL: row[name] = Value::Null(); break;
+        default:
+          return HostError(call, fmt::format("sql_query: column '{}' is a BLOB; ABI v1 values "
+                                             "have no bytes (in: {})",
+                                             name, args->first));
+      }
+    }
+    rows.push_back(Value::RecordOf(std::move(row)));
+  }
+  if (rc != SQLITE_DONE) {
+    return HostError(call, fmt::format("sql_query: {} (in: {})", sqlite3_errmsg(db), args->first));
+  }
+  auto encoded = EncodeCbor(Value::ListOf(std::move(rows)), ModuleValueLimits());
+  if (!encoded.ok()) return HostError(call, "sql_query: the rows " + encoded.status().message());
+  return WriteSized(call, 4, 5, *encoded);
+}
+
+HostCallOutcome Append(HostCall& call) {
+  HostCallOutcome outcome;
+  auto events = ReadValue(call, 0, 1, &outcome, "append");
+  if (!events) return outcome;
+  ModuleCallContext& ctx = Ctx(call);
+  if (!ctx.append) return HostError(call, "append: not available to this module");
+  auto position = ctx.append(*events);
+  if (!position.ok()) return HostError(call, "append: " + position.status().message());
+  call.results()[0] = static_cast<int64_t>(*position);
+  return HostCallOutcome::kComplete;
+}
+
+wasm::HostRegistry BuildRegistry(ModuleKind kind) {
+  wasm::HostRegistry registry("reef." + std::string(store::ModuleKindName(kind)), 1);
+  std::vector<wasm::HostFunction> rows = {
+      {"reef", "log", {{i32, i32, i32}, {i32}}, Log,
+       "log a UTF-8 message (at most 512 bytes) at level 0..5 (trace..fatal)"},
+      {"reef", "fail", {{i32, i32}, {}}, Fail, "end the call as a failure with a reason"},
+      {"reef", "now_ms", {{}, {i64}}, NowMs,
+       "Unix time in ms (fixed for a whole command execution)"},
+      {"reef", "random", {{i32, i32}, {i32}}, Random,
+       "fill a buffer with random bytes (seeded per command execution)"},
+      {"reef", "env", {{i32, i32, i32, i32}, {i32}}, Env,
+       "copy the module's environment variable into a buffer; -6 when unset"},
+  };
+  if (kind != ModuleKind::kCommand) {
+    rows.push_back({"reef", "sql_exec", {{i32, i32, i32, i32}, {i64}}, SqlExec,
+                    "run one SQL statement with bound params on the module's database"});
+    rows.push_back({"reef", "sql_query", {{i32, i32, i32, i32, i32, i32}, {i32}}, SqlQuery,
+                    "run one SQL query; copy its rows (CBOR list of records) into a buffer"});
+  }
+  if (kind == ModuleKind::kEffect) {
+    rows.push_back({"reef", "append", {{i32, i32}, {i64}}, Append,
+                    "append a list of new events without a condition"});
+  }
+  for (auto& row : rows) {
+    Status added = registry.Add(std::move(row));
+    (void)added;  // distinct rows of number types: cannot fail
+  }
+  return registry;
+}
+
+struct RequiredExport {
+  std::string_view name;
+  wasm::FuncSignature signature;
+};
+
+std::vector<RequiredExport> RequiredExports(ModuleKind kind) {
+  std::vector<RequiredExport> out = {{"reef_abi_version", {{}, {i32}}},
+                                     {"reef_alloc", {{i32}, {i32}}}};
+  switch (kind) {
+    case ModuleKind::kCommand:
+      out.push_back({"reef_command_init", {{i32, i32}, {i64}}});
+      out.push_back({"reef_command_fold", {{i32, i32, i32, i32, i32, i32}, {i64}}});
+      out.push_back({"reef_command_decide", {{i32, i32, i32, i32}, {i64}}});
+      break;
+    case ModuleKind::kProjector:
+      out.push_back({"reef_query", {{}, {i64}}});
+      out.push_back({"reef_project", {{i32, i32}, {i32}}});
+      break;
+    case ModuleKind::kEffect:
+      out.push_back({"reef_query", {{}, {i64}}});
+      out.push_back({"reef_partition_key", {{i32, i32}, {i64}}});
+      out.push_back({"reef_effect", {{i32, i32}, {i32}}});
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
+ValueLimits ModuleValueLimits() {
+  ValueLimits limits;
+  limits.max_depth = 72;
+  limits.max_nodes = 1'000'000;
+  limits.max_string_bytes = 32u << 20;
+  limits.max_cbor_bytes = 32u << 20;
+  limits.max_json_bytes = 32u << 20;
+  return limits;
+}
+
+const wasm::HostRegistry& ModuleRegistry(ModuleKind kind) {
+  static const wasm::HostRegistry command = BuildRegistry(ModuleKind::kCommand);
+  static const wasm::HostRegistry projector = BuildRegistry(ModuleKind::kProjector);
+  static const wasm::HostRegistry effect = BuildRegistry(ModuleKind::kEffect);
+  switch (kind) {
+    case ModuleKind::kCommand: return command;
+    case ModuleKind::kProjector: return projector;
+    case ModuleKind::kEffect: return effect;
+  }
+  return command;
+}
+
+Status CheckModuleExports(ModuleKind kind, const wasm::Module& module) {
+  std::string problems;
+  auto add = [&problems](std::string problem) {
+    problems += (problems.empty() ? "" : "; ") + problem;
+  };
+  const wasm::ExportInfo* memory = module.FindExport("memory");
+  if (memory == nullptr || memory->kind != wasm::ExternKind::kMemory) {
+    add("missing export `memory` (memory)");
+  }
+  for (const RequiredExport& r : RequiredExports(kind)) {
+    const wasm::ExportInfo* e = module.FindExport(r.name);
+    if (e == nullptr) {
+      add(fmt::format("missing export `{}` (function {})", r.name, r.signature.ToString()));
+    } else if (e->kind != wasm::ExternKind::kFunc || !(e->signature == r.signature)) {
+      add(fmt::format("export `{}` must be function {}", r.name, r.signature.ToString()));
+    }
+  }
+  if (problems.empty()) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("not a reef v1 {} module: {}", store::ModuleKindName(kind), problems));
+}
+
+ModuleInstance::ModuleInstance(ModuleKind kind, wasm::EngineLimits limits)
+    : engine_(std::make_unique<wasm::Engine>(ModuleRegistry(kind), limits)) {
+  context_.kind = kind;
+}
+
+Result<std::unique_ptr<ModuleInstance>> ModuleInstance::Create(
+    ModuleKind kind, std::shared_ptr<const wasm::Module> module, std::string label,
+    wasm::EngineLimits limits) {
+  REEF_RETURN_IF_ERROR(CheckModuleExports(kind, *module));
+  std::unique_ptr<ModuleInstance> out(new ModuleInstance(kind, limits));
+  out->context_.label = std::move(label);
+  REEF_ASSIGN_OR_RETURN(out->instance_, out->engine_->Instantiate(std::move(module)));
+  REEF_ASSIGN_OR_RETURN(auto version, out->Call("reef_abi_version", {}, kModuleAllocBudget));
+  if (version.size() != 1 || std::get<int32_t>(version[0]) != 1) {
+    return Status::FailedPrecondition(fmt::format(
+        "{}: the module speaks ABI reef version {}; this host speaks version 1", out->context_.label,
+        version.empty() ? 0 : std::get<int32_t>(version[0])));
+  }
+  return out;
+}
+
+Result<std::vector<wasm::WasmValue>> ModuleInstance::Call(std::string_view name,
+                                                          std::initializer_list<const Value*> inputs,
+                                                          uint64_t budget) {
+  context_.failure.reset();
+  context_.host_error.clear();
+  auto run = [this](std::string_view export_name, std::span<const WasmValue> args,
+                    uint64_t limit) -> Result<std::vector<WasmValue>> {
+    REEF_ASSIGN_OR_RETURN(auto invocation, instance_->Start(export_name, args, &context_));
+    wasm::RunState state = invocation->Run(limit);
+    if (state == wasm::RunState::kFinished) return invocation->results();
+    if (state == wasm::RunState::kTrapped) {
+      std::string reason = context_.failure ? *context_.failure
+                           : !context_.host_error.empty()
+                               ? context_.host_error
+                               : invocation->trap().ToString();
+      return Status(Code::kTrapped,
+                    fmt::format("{}: {} failed: {}", context_.label, export_name, reason));
+    }
+    return Status::LimitExceeded(fmt::format("{}: {} did not finish within {} instructions",
+                                             context_.label, export_name, limit));
+  };
+  if (name == "reef_abi_version") return run(name, {}, budget);
+
+  std::vector<std::vector<uint8_t>> encoded;
+  uint64_t total = 0;
+  for (const Value* input : inputs) {
+    REEF_ASSIGN_OR_RETURN(auto bytes, EncodeCbor(*input, ModuleValueLimits()));
+    total += bytes.size();
+    encoded.push_back(std::move(bytes));
+  }
+  if (total > ModuleValueLimits().max_cbor_bytes) {
+    return Status::LimitExceeded(fmt::format("{}: inputs of {} bytes exceed the limit of {} bytes",
+                                             context_.label, total,
+                                             ModuleValueLimits().max_cbor_bytes));
+  }
+  const std::vector<WasmValue> len = {static_cast<int32_t>(total)};
+  REEF_ASSIGN_OR_RETURN(auto allocated, run("reef_alloc", len, kModuleAllocBudget));
+  uint32_t ptr = static_cast<uint32_t>(std::get<int32_t>(allocated.at(0)));
+  if (ptr == 0) {
+    return Status::FailedPrecondition(fmt::format(
+        "{}: reef_alloc({}) returned 0: the guest is out of memory", context_.label, total));
+  }
+  std::vector<WasmValue> args;
+  for (const auto& bytes : encoded) {
+    Status written = instance_->memory().Write(ptr, bytes);
+    if (!written.ok()) {
+      return Status::FailedPrecondition(fmt::format(
+          "{}: reef_alloc returned a buffer outside memory: {}", context_.label, written.message()));
+    }
+    args.push_back(static_cast<int32_t>(ptr));
+    args.push_back(static_cast<int32_t>(bytes.size()));
+    ptr += static_cast<uint32_t>(bytes.size());
+  }
+  return run(name, args, budget);
+}
+
+Result<Value> ModuleInstance::CallForValue(std::string_view name,
+                                           std::initializer_list<const Value*> inputs,
+                                           uint64_t budget) {
+  REEF_ASSIGN_OR_RETURN(auto results, Call(name, inputs, budget));
+  uint64_t packed = static_cast<uint64_t>(std::get<int64_t>(results.at(0)));
+  auto ptr = static_cast<uint32_t>(packed);
+  auto len = static_cast<uint32_t>(packed >> 32);
+  auto bytes = instance_->memory().View(ptr, len);
+  if (!bytes.ok()) {
+    return Status::InvalidArgument(fmt::format("{}: {} returned a buffer outside memory: {}",
+                                               context_.label, name, bytes.status().message()));
+  }
+  auto value = DecodeCbor(*bytes, ModuleValueLimits());
+  if (!value.ok()) return value.status().WithContext(fmt::format("{}: {} returned", context_.label, name));
+  return std::move(*value);
+}
+
+Result<int32_t> ModuleInstance::CallForStatus(std::string_view name,
+                                              std::initializer_list<const Value*> inputs,
+                                              uint64_t budget) {
+  REEF_ASSIGN_OR_RETURN(auto results, Call(name, inputs, budget));
+  return std::get<int32_t>(results.at(0));
+}
+
+}  // namespace reef::apps

@@ -1,0 +1,122 @@
+// The host side of the event-sourced module ABI (docs/abi.md, "Event-sourced modules"): the
+// import manifests of the three kinds and one module instance that calls their exports.
+//
+// A module speaks ABI `reef` version 1 like an actor does: CBOR values in (ptr, len) buffers,
+// inputs placed by one `reef_alloc` call per export call. The exports and imports differ by
+// kind:
+//   command    reef_command_init, reef_command_fold, reef_command_decide
+//   projector  reef_query, reef_project                 + sql_exec, sql_query
+//   effect     reef_query, reef_partition_key, reef_effect + sql_exec, sql_query, append
+//   all        memory, reef_abi_version, reef_alloc     + log, fail, now_ms, random, env
+//
+// Thread ownership: the registries are immutable (any thread). A ModuleInstance and its
+// context belong to the thread that created it (engine objects never cross threads).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/limits.h"
+#include "core/status.h"
+#include "core/value.h"
+#include "store/module_store.h"
+#include "wasm/engine.h"
+
+struct sqlite3;
+
+namespace reef::apps {
+
+using store::ModuleKind;
+
+// Limits on every value crossing the module boundary, both ways: depth 72 (event data nests 64
+// levels inside an event inside a batch), 1,000,000 nodes, 32 MiB of string bytes, 32 MiB of
+// CBOR per buffer. The guest's 16 MiB memory bounds them further.
+ValueLimits ModuleValueLimits();
+
+// Engine instructions one export call may take before it fails (about 10 s on the
+// interpreter), and `reef_alloc`'s own budget.
+inline constexpr uint64_t kModuleCallBudget = 1'000'000'000;
+inline constexpr uint64_t kModuleAllocBudget = 1'000'000;
+// Largest buffer `random` fills in one call, in bytes.
+inline constexpr uint32_t kMaxRandomBytes = 65'536;
+
+// What the imports of one call act on. Set up by the host that owns the instance.
+struct ModuleCallContext {
+  ModuleKind kind = ModuleKind::kCommand;
+  std::string label;  // "commands/register-account@1.0.0", in logs and errors
+  std::map<std::string, std::string> env;
+  // `now_ms`: fixed (commands) or the wall clock (nullopt).
+  std::optional<int64_t> fixed_now_ms;
+  // `random`: SHA-256(seed || counter) blocks (commands) or OpenSSL's CSPRNG (nullopt).
+  std::optional<std::array<uint8_t, 32>> random_seed;
+  uint64_t random_counter = 0;
+  // `sql_exec` / `sql_query`: the module's own database (projectors and effects).
+  sqlite3* db = nullptr;
+  // `append` (effects): appends a list of new events (a Value as the guest wrote it) and
+  // returns the last position.
+  std::function<Result<uint64_t>(const Value& new_events)> append;
+
+  // Set by the imports while a call runs; cleared by ModuleInstance::Call.
+  std::optional<std::string> failure;  // the reason given to `fail`
+  std::string host_error;              // why an import trapped (a SQL error, a bad value)
+};
+
+// The import manifest of `kind` (module "reef"). One shared immutable instance per kind.
+const wasm::HostRegistry& ModuleRegistry(ModuleKind kind);
+
+// Checks that `module` exports what `kind` requires (memory, reef_abi_version, reef_alloc and
+// the kind's functions with their signatures). Errors: InvalidArgument naming each gap
+// ("not a reef v1 projector module: missing export `reef_project` (function (i32, i32) ->
+// (i32))").
+Status CheckModuleExports(ModuleKind kind, const wasm::Module& module);
+
+// One instantiated module with its own engine.
+class ModuleInstance {
+ public:
+  // Checks the exports, instantiates the module and checks reef_abi_version() == 1.
+  // Errors: those of CheckModuleExports and Engine::Instantiate; FailedPrecondition for
+  // another ABI version.
+  static Result<std::unique_ptr<ModuleInstance>> Create(ModuleKind kind,
+                                                        std::shared_ptr<const wasm::Module> module,
+                                                        std::string label,
+                                                        wasm::EngineLimits limits = {});
+
+  // Calls export `name`: encodes `inputs` (deterministic CBOR), places them in one
+  // `reef_alloc` buffer (called exactly once, also with no inputs), passes their (ptr, len)
+  // pairs and runs the export within `budget` instructions. Returns its results.
+  // Errors: Trapped "<label>: <export> failed: <reason>" (the guest called `fail`, trapped, or
+  // an import trapped: the reason says which); LimitExceeded when the budget runs out or an
+  // input breaks ModuleValueLimits; FailedPrecondition when reef_alloc misbehaves.
+  Result<std::vector<wasm::WasmValue>> Call(std::string_view name,
+                                            std::initializer_list<const Value*> inputs,
+                                            uint64_t budget = kModuleCallBudget);
+  // Call, then decodes the packed i64 result (ptr | len << 32) as one value.
+  // Errors: those of Call; InvalidArgument when the buffer is outside memory or not a value.
+  Result<Value> CallForValue(std::string_view name, std::initializer_list<const Value*> inputs,
+                             uint64_t budget = kModuleCallBudget);
+  // Call, then returns the i32 result.
+  Result<int32_t> CallForStatus(std::string_view name, std::initializer_list<const Value*> inputs,
+                                uint64_t budget = kModuleCallBudget);
+
+  // Restores memory and globals to their state after instantiation (wasm::Instance::Reset).
+  Status Reset() { return instance_->Reset(); }
+  ModuleCallContext& context() { return context_; }
+  const wasm::Module& module() const { return instance_->module(); }
+
+ private:
+  ModuleInstance(ModuleKind kind, wasm::EngineLimits limits);
+
+  ModuleCallContext context_;
+  std::unique_ptr<wasm::Engine> engine_;
+  std::unique_ptr<wasm::Instance> instance_;
+};
+
+}  // namespace reef::apps

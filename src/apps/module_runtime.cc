@@ -1,0 +1,858 @@
+#include "apps/module_runtime.h"
+
+#include <fmt/format.h>
+#include <openssl/sha.h>
+#include <spdlog/spdlog.h>
+#include <sqlite3.h>
+
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "apps/module_abi.h"
+#include "apps/runners.h"
+#include "wasm/module.h"
+
+namespace reef::apps {
+
+using store::ModuleKind;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr size_t kFoldBatchEvents = 256;
+constexpr size_t kMaxProjectorRows = 10'000;
+
+std::array<uint8_t, 32> Sha256(std::string_view text) {
+  std::array<uint8_t, 32> out;
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), out.data());
+  return out;
+}
+
+// A UUID (version 8, RFC 9562 section 5.8) made of the first 16 bytes of SHA-256(text).
+events::EventId DerivedId(std::string_view text) {
+  auto digest = Sha256(text);
+  events::EventId id;
+  std::copy_n(digest.begin(), id.size(), id.begin());
+  id[6] = static_cast<uint8_t>((id[6] & 0x0f) | 0x80);
+  id[8] = static_cast<uint8_t>((id[8] & 0x3f) | 0x80);
+  return id;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Key(ModuleKind kind, std::string_view name) {
+  return fmt::format("{}/{}", store::ModuleKindPlural(kind), name);
+}
+
+// The (kind, name) key of the runners map and the counters.
+using ModuleKey = std::pair<ModuleKind, std::string>;
+
+struct CommandCounters {
+  uint64_t appended = 0;
+  uint64_t rejected = 0;
+  uint64_t conflicts = 0;  // attempts retried after a conflict
+  uint64_t failed = 0;
+};
+
+// Plain JSON -> value for projector query params (scalars only).
+Result<Value> ParamValue(const json& j, size_t index) {
+  switch (j.type()) {
+    case json::value_t::null: return Value::Null();
+    case json::value_t::boolean: return Value::Bool(j.get<bool>());
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) break;
+      return Value::Int(j.get<int64_t>());
+    case json::value_t::number_float: return Value::Float(j.get<double>());
+    case json::value_t::string: return Value::String(j.get<std::string>());
+    default: break;
+  }
+  return Status::InvalidArgument(
+      fmt::format("params[{}] must be null, a boolean, a 64-bit integer, a number or a string", index));
+}
+
+std::string EscapeLabel(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+struct ModuleRuntime::Impl {
+  events::EventStore& events;
+  RuntimeOptions options;
+  std::unique_ptr<store::ModuleStore> store;
+  std::unique_ptr<KeyRing> keys;
+  sqlite3* results_db = nullptr;  // command_results in reef.sqlite; guarded by results_mu
+  std::mutex results_mu;
+
+  std::mutex compiled_mu;
+  std::map<std::string, std::shared_ptr<const wasm::Module>> compiled;  // by SHA-256
+
+  // Serializes lifecycle changes (activate, deactivate, replay, env, delete).
+  std::mutex lifecycle_mu;
+  // Guards runners, restarts, carried_failures, command_counters, env_cache.
+  mutable std::mutex mu;
+  std::map<ModuleKey, std::unique_ptr<Runner>> runners;
+  std::map<ModuleKey, uint64_t> restarts;
+  std::map<ModuleKey, uint64_t> carried_failures;
+  std::map<std::string, CommandCounters, std::less<>> command_counters;
+  std::map<std::string, std::map<std::string, std::string>, std::less<>> env_cache;  // commands
+
+  Impl(events::EventStore& e, RuntimeOptions o) : events(e), options(std::move(o)) {}
+
+  std::filesystem::path DatabasePath(ModuleKind kind, std::string_view name) const {
+    return options.data_dir / store::ModuleKindPlural(kind) / (std::string(name) + ".sqlite");
+  }
+
+  // The validated module of one stored version: from memory, else from cache/<sha256>.wasm,
+  // else from the module store (which checks the SHA-256), then written to the cache.
+  Result<std::shared_ptr<const wasm::Module>> LoadModule(ModuleKind kind, std::string_view name,
+                                                         std::string_view version,
+                                                         std::string_view sha256) {
+    {
+      std::lock_guard lock(compiled_mu);
+      if (auto it = compiled.find(std::string(sha256)); it != compiled.end()) return it->second;
+    }
+    std::shared_ptr<const wasm::Module> module;
+    REEF_ASSIGN_OR_RETURN(auto cached, store->GetArtifact(sha256, "wasm"));
+    if (cached) {
+      auto loaded = wasm::Module::FromBinary(*cached, Key(kind, name));
+      if (loaded.ok() && (*loaded)->id() == sha256) module = *loaded;
+    }
+    if (!module) {
+      REEF_ASSIGN_OR_RETURN(auto bytes, store->LoadBytes(kind, name, version));
+      REEF_ASSIGN_OR_RETURN(module, wasm::Module::FromBinary(bytes, Key(kind, name)));
+      if (module->id() != sha256) {
+        return Status::DataLoss(fmt::format("{}@{}: stored bytes hash to {}, expected {}",
+                                            Key(kind, name), version, module->id(), sha256));
+      }
+      REEF_RETURN_IF_ERROR(store->PutArtifact(sha256, "wasm", bytes));
+    }
+    std::lock_guard lock(compiled_mu);
+    compiled[std::string(sha256)] = module;
+    return module;
+  }
+
+  // Stops the runner of (kind, name), if any. REQUIRES: lifecycle_mu.
+  void StopRunner(const ModuleKey& key) {
+    std::unique_ptr<Runner> runner;
+    {
+      std::lock_guard lock(mu);
+      auto it = runners.find(key);
+      if (it == runners.end()) return;
+      runner = std::move(it->second);
+      runners.erase(it);
+    }
+    runner->Stop();
+    std::lock_guard lock(mu);
+    carried_failures[key] += runner->Snapshot().failures;
+  }
+
+  // Starts the active version of a projector or effect (stopping a running one first).
+  // REQUIRES: lifecycle_mu.
+  Status StartRunner(ModuleKind kind, const std::string& name) {
+    ModuleKey key{kind, name};
+    StopRunner(key);
+    REEF_ASSIGN_OR_RETURN(auto active, store->Active(kind, name));
+    if (!active) return Status::Ok();
+    REEF_ASSIGN_OR_RETURN(auto module, LoadModule(kind, name, active->version, active->sha256));
+    RunnerSpec spec;
+    spec.kind = kind;
+    spec.name = name;
+    spec.version = active->version;
+    spec.module = std::move(module);
+    REEF_ASSIGN_OR_RETURN(spec.env, store->Env(kind, name));
+    spec.db_path = DatabasePath(kind, name);
+    spec.events = &events;
+    spec.keys = keys.get();
+    spec.options = &options;
+    std::unique_ptr<Runner> runner;
+    {
+      std::lock_guard lock(mu);
+      auto [it, first] = restarts.try_emplace(key, 0);
+      if (!first) ++it->second;
+      spec.restarts = it->second;
+    }
+    runner = kind == ModuleKind::kProjector ? MakeProjectorRunner(std::move(spec))
+                                            : MakeEffectRunner(std::move(spec));
+    runner->Start();
+    std::lock_guard lock(mu);
+    runners[key] = std::move(runner);
+    return Status::Ok();
+  }
+
+  // Refreshes what depends on the module's env (commands: the cache; others: a restart).
+  // REQUIRES: lifecycle_mu.
+  Status EnvChanged(ModuleKind kind, const std::string& name) {
+    if (kind == ModuleKind::kCommand) {
+      std::lock_guard lock(mu);
+      env_cache.erase(name);
+      return Status::Ok();
+    }
+    bool running;
+    {
+      std::lock_guard lock(mu);
+      running = runners.count({kind, name}) > 0;
+    }
+    return running ? StartRunner(kind, name) : Status::Ok();
+  }
+
+  Result<std::map<std::string, std::string>> CommandEnv(std::string_view name) {
+    {
+      std::lock_guard lock(mu);
+      if (auto it = env_cache.find(name); it != env_cache.end()) return it->second;
+    }
+    REEF_ASSIGN_OR_RETURN(auto env, store->Env(ModuleKind::kCommand, name));
+    std::lock_guard lock(mu);
+    env_cache[std::string(name)] = env;
+    return env;
+  }
+
+  // ---- Command idempotency records ----
+
+  Status OpenResults() {
+    int rc = sqlite3_open_v2((options.data_dir / "reef.sqlite").c_str(), &results_db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                             nullptr);
+    if (rc != SQLITE_OK) return Status::Unavailable("cannot open reef.sqlite for command results");
+    sqlite3_busy_timeout(results_db, 5'000);
+    return ExecSql(results_db,
+                   "CREATE TABLE IF NOT EXISTS command_results ("
+                   " command TEXT NOT NULL, idempotency_key TEXT NOT NULL,"
+                   " response TEXT NOT NULL, created_at INTEGER NOT NULL,"
+                   " PRIMARY KEY (command, idempotency_key))");
+  }
+
+  std::optional<json> FindResult(std::string_view command, std::string_view key) {
+    std::lock_guard lock(results_mu);
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(results_db,
+                       "SELECT response FROM command_results WHERE command = ?1 AND "
+                       "idempotency_key = ?2",
+                       -1, &s, nullptr);
+    sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    std::optional<json> out;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      out = json::parse(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), nullptr, false);
+      if (out->is_discarded()) out.reset();
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+
+  void SaveResult(std::string_view command, std::string_view key, const json& response) {
+    std::lock_guard lock(results_mu);
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(results_db,
+                       "INSERT OR IGNORE INTO command_results (command, idempotency_key, "
+                       "response, created_at) VALUES (?1, ?2, ?3, ?4)",
+                       -1, &s, nullptr);
+    std::string text = response.dump();
+    sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, NowMs());
+    if (sqlite3_step(s) != SQLITE_DONE) {
+      spdlog::warn("command {}: could not store the idempotency record: {}", command,
+                   sqlite3_errmsg(results_db));
+    }
+    sqlite3_finalize(s);
+  }
+
+  void Count(std::string_view command, CommandCounters delta) {
+    std::lock_guard lock(mu);
+    auto& c = command_counters[std::string(command)];
+    c.appended += delta.appended;
+    c.rejected += delta.rejected;
+    c.conflicts += delta.conflicts;
+    c.failed += delta.failed;
+  }
+
+  Result<CommandOutcome> ExecuteOnce(const std::string& name, const Value& input,
+                                     const ExecuteOptions& options_in);
+};
+
+namespace {
+
+json OutcomeJson(const CommandOutcome& outcome) {
+  json j;
+  j["kind"] = outcome.kind == CommandOutcome::Kind::kRejected ? "rejected" : "appended";
+  j["message"] = outcome.message;
+  j["position"] = outcome.position;
+  j["execution_id"] = outcome.execution_id;
+  j["attempts"] = outcome.attempts;
+  json list = json::array();
+  for (size_t i = 0; i < outcome.events.size(); ++i) {
+    list.push_back(AppendedEventJson(outcome.events[i], outcome.event_data[i]));
+  }
+  j["events"] = std::move(list);
+  return j;
+}
+
+Result<CommandOutcome> OutcomeFromJson(const json& j) {
+  CommandOutcome out;
+  out.kind = j.value("kind", "") == "rejected" ? CommandOutcome::Kind::kRejected
+                                               : CommandOutcome::Kind::kAppended;
+  out.message = j.value("message", "");
+  out.position = j.value("position", uint64_t{0});
+  out.execution_id = j.value("execution_id", "");
+  out.attempts = j.value("attempts", 1u);
+  out.replayed = true;
+  for (const json& e : j.value("events", json::array())) {
+    events::SequencedEvent event;
+    event.position = e.value("position", uint64_t{0});
+    event.event.type = e.value("type", "");
+    event.event.tags = e.value("tags", std::vector<std::string>{});
+    auto id = events::ParseEventId(e.value("id", ""));
+    if (id.ok()) event.event.id = *id;
+    auto data = ValueFromJsonPlain(e.contains("data") ? e["data"] : json(nullptr));
+    out.events.push_back(std::move(event));
+    out.event_data.push_back(data.ok() ? std::move(*data) : Value::Null());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
+                                                        const Value& input,
+                                                        const ExecuteOptions& opts) {
+  REEF_ASSIGN_OR_RETURN(auto active, store->Active(ModuleKind::kCommand, name));
+  if (!active) {
+    return Status::NotFound(fmt::format("no active command named '{}'", name));
+  }
+  REEF_ASSIGN_OR_RETURN(auto module,
+                        LoadModule(ModuleKind::kCommand, name, active->version, active->sha256));
+  REEF_ASSIGN_OR_RETURN(auto env, CommandEnv(name));
+
+  // One instance per module per thread, reset before every attempt: no execution sees
+  // another's memory.
+  thread_local std::map<std::string, std::unique_ptr<ModuleInstance>> instances;
+  auto& slot = instances[active->sha256];
+  if (!slot) {
+    REEF_ASSIGN_OR_RETURN(slot, ModuleInstance::Create(
+                                    ModuleKind::kCommand, module,
+                                    fmt::format("commands/{}@{}", name, active->version)));
+  }
+  ModuleInstance& instance = *slot;
+
+  CommandOutcome outcome;
+  if (!opts.idempotency_key.empty()) {
+    outcome.execution_id = events::FormatEventId(
+        DerivedId(fmt::format("command {}\nidempotency key {}", name, opts.idempotency_key)));
+  } else {
+    REEF_ASSIGN_OR_RETURN(auto id, events::NewEventId());
+    outcome.execution_id = events::FormatEventId(id);
+  }
+  const int64_t now = NowMs();
+  std::mt19937_64 jitter(std::random_device{}());
+
+  for (uint32_t attempt = 0;; ++attempt) {
+    outcome.attempts = attempt + 1;
+    REEF_RETURN_IF_ERROR(instance.Reset());
+    ModuleCallContext& ctx = instance.context();
+    ctx.env = env;
+    ctx.fixed_now_ms = now;
+    ctx.random_seed = Sha256(outcome.execution_id);
+    ctx.random_counter = 0;
+
+    REEF_ASSIGN_OR_RETURN(Value init, instance.CallForValue("reef_command_init", {&input}));
+    if (!init.is_record() || !init.as_record().count("state") || !init.as_record().count("query")) {
+      return Status::InvalidArgument(fmt::format(
+          "commands/{}: reef_command_init must return {{\"query\": ..., \"state\": ...}}", name));
+    }
+    Value state = init.as_record().at("state");
+    const Value& query_value = init.as_record().at("query");
+    std::optional<events::AppendCondition> condition;
+    if (!query_value.is_null()) {
+      REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
+      events::Position from = 1;
+      events::Position head = 0;
+      while (true) {
+        REEF_ASSIGN_OR_RETURN(auto page,
+                              events.Read(query, {.from = from, .limit = kFoldBatchEvents}));
+        head = page.head;
+        if (!page.events.empty()) {
+          List batch;
+          batch.reserve(page.events.size());
+          for (const auto& event : page.events) {
+            REEF_ASSIGN_OR_RETURN(Value v, EventToValue(ViewOf(event), keys.get()));
+            batch.push_back(std::move(v));
+          }
+          Value batch_value = Value::ListOf(std::move(batch));
+          REEF_ASSIGN_OR_RETURN(
+              state, instance.CallForValue("reef_command_fold", {&state, &input, &batch_value}));
+          from = page.events.back().position + 1;
+        }
+        if (page.events.size() < kFoldBatchEvents) break;
+      }
+      condition = events::AppendCondition{std::move(query), head};
+    }
+
+    REEF_ASSIGN_OR_RETURN(Value decision,
+                          instance.CallForValue("reef_command_decide", {&state, &input}));
+    if (!decision.is_record()) {
+      return Status::InvalidArgument(fmt::format(
+          "commands/{}: reef_command_decide must return {{\"events\": [...]}} or "
+          "{{\"error\": \"...\"}}",
+          name));
+    }
+    const Record& fields = decision.as_record();
+    if (auto it = fields.find("error"); it != fields.end()) {
+      if (!it->second.is_string()) {
+        return Status::InvalidArgument(
+            fmt::format("commands/{}: the decision's error must be a string", name));
+      }
+      outcome.kind = CommandOutcome::Kind::kRejected;
+      outcome.message = it->second.as_string();
+      return outcome;
+    }
+    auto events_it = fields.find("events");
+    if (events_it == fields.end()) {
+      return Status::InvalidArgument(
+          fmt::format("commands/{}: the decision has neither \"events\" nor \"error\"", name));
+    }
+    events::EventMetadata metadata;
+    metadata.timestamp_ms = now;
+    metadata.causation_id = outcome.execution_id;
+    metadata.correlation_id = opts.correlation_id.empty() ? outcome.execution_id : opts.correlation_id;
+    metadata.idempotency_key = opts.idempotency_key;
+    auto new_events = NewEventsFromValue(events_it->second, keys.get(), metadata);
+    if (!new_events.ok()) {
+      return new_events.status().WithContext(fmt::format("commands/{}: the decision", name));
+    }
+    for (size_t i = 0; i < new_events->size(); ++i) {
+      (*new_events)[i].id = DerivedId(fmt::format("{}#{}", outcome.execution_id, i));
+    }
+    outcome.event_data.clear();
+    for (const Value& e : events_it->second.as_list()) {
+      auto d = e.as_record().find("data");
+      outcome.event_data.push_back(d == e.as_record().end() ? Value::Null() : d->second);
+    }
+    if (new_events->empty()) {
+      outcome.position = events.Head();
+      outcome.events.clear();
+      return outcome;
+    }
+    std::vector<events::Event> to_append = *new_events;
+    auto appended = events.Append(std::move(to_append), condition);
+    if (appended.ok()) {
+      outcome.position = *appended;
+      outcome.events.clear();
+      events::Position first = *appended - new_events->size() + 1;
+      for (size_t i = 0; i < new_events->size(); ++i) {
+        outcome.events.push_back({first + i, std::move((*new_events)[i])});
+      }
+      return outcome;
+    }
+    if (appended.status().code() != Code::kConflict || attempt >= options.command_max_retries) {
+      if (appended.status().code() == Code::kConflict) {
+        return Status::Conflict(fmt::format(
+            "command {}: events matching its query kept being appended concurrently; gave up "
+            "after {} attempts ({})",
+            name, attempt + 1, appended.status().message()));
+      }
+      return appended.status();
+    }
+    Count(name, {.conflicts = 1});
+    uint64_t cap_ms = static_cast<uint64_t>(options.command_retry_base.count()) << std::min(attempt, 10u);
+    std::uniform_int_distribution<uint64_t> pick(0, std::max<uint64_t>(cap_ms * 1000, 1));
+    std::this_thread::sleep_for(std::chrono::microseconds(pick(jitter)));
+  }
+}
+
+ModuleRuntime::ModuleRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ModuleRuntime::~ModuleRuntime() {
+  Stop();
+  if (impl_->results_db != nullptr) sqlite3_close_v2(impl_->results_db);
+}
+
+Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& events,
+                                                           RuntimeOptions options) {
+  auto impl = std::make_unique<Impl>(events, std::move(options));
+  REEF_ASSIGN_OR_RETURN(impl->store, store::ModuleStore::Open(impl->options.data_dir,
+                                                              impl->options.store));
+  impl->keys = std::make_unique<KeyRing>(*impl->store);
+  REEF_RETURN_IF_ERROR(impl->OpenResults());
+  std::unique_ptr<ModuleRuntime> runtime(new ModuleRuntime(std::move(impl)));
+  Impl& r = *runtime->impl_;
+  REEF_ASSIGN_OR_RETURN(auto active, r.store->ListActive());
+  std::lock_guard lock(r.lifecycle_mu);
+  for (const store::ActiveModule& m : active) {
+    if (m.kind == ModuleKind::kCommand) continue;
+    Status started = r.StartRunner(m.kind, m.name);
+    if (!started.ok()) {
+      spdlog::error("{} could not start: {}", Key(m.kind, m.name), started.message());
+    }
+  }
+  return runtime;
+}
+
+void ModuleRuntime::Stop() {
+  std::lock_guard lock(impl_->lifecycle_mu);
+  std::vector<ModuleKey> keys;
+  {
+    std::lock_guard inner(impl_->mu);
+    for (const auto& [key, runner] : impl_->runners) keys.push_back(key);
+  }
+  for (const ModuleKey& key : keys) impl_->StopRunner(key);
+}
+
+Result<store::UploadResult> ModuleRuntime::Upload(ModuleKind kind, std::string_view name,
+                                                  std::string_view version,
+                                                  std::span<const uint8_t> wasm, bool activate) {
+  REEF_RETURN_IF_ERROR(store::ValidateModuleName(name));
+  REEF_RETURN_IF_ERROR(store::ParseSemVer(version).status());
+  if (wasm.size() > impl_->options.store.max_module_bytes) {
+    return Status::LimitExceeded(fmt::format("module of {} bytes exceeds max_module_bytes={}",
+                                             wasm.size(), impl_->options.store.max_module_bytes));
+  }
+  auto module = wasm::Module::FromBinary(wasm, Key(kind, name) + ".wasm");
+  if (!module.ok()) return Status::InvalidArgument(module.status().message());
+  // Instantiating checks the imports against the kind's manifest and runs the start function.
+  auto probe = ModuleInstance::Create(kind, *module, fmt::format("{}@{}", Key(kind, name), version));
+  if (!probe.ok()) return Status::InvalidArgument(probe.status().message());
+  REEF_ASSIGN_OR_RETURN(auto uploaded, impl_->store->Upload(kind, name, version, wasm));
+  REEF_RETURN_IF_ERROR(impl_->store->PutArtifact(uploaded.version.sha256, "wasm", wasm));
+  if (activate) REEF_RETURN_IF_ERROR(Activate(kind, name, version));
+  return uploaded;
+}
+
+Status ModuleRuntime::Activate(ModuleKind kind, std::string_view name, std::string_view version) {
+  std::lock_guard lock(impl_->lifecycle_mu);
+  REEF_ASSIGN_OR_RETURN(auto info, impl_->store->Get(kind, name));
+  const store::ModuleVersion* found = nullptr;
+  for (const auto& v : info.versions) {
+    if (v.version == version) found = &v;
+  }
+  if (found == nullptr) {
+    return Status::NotFound(fmt::format("{} has no version {}", Key(kind, name), version));
+  }
+  // Load before switching, so a broken version never replaces a working one.
+  REEF_RETURN_IF_ERROR(impl_->LoadModule(kind, name, version, found->sha256).status());
+  REEF_RETURN_IF_ERROR(impl_->store->SetActive(kind, name, version));
+  spdlog::info("{} version {} is active", Key(kind, name), version);
+  if (kind == ModuleKind::kCommand) return Status::Ok();
+  return impl_->StartRunner(kind, std::string(name));
+}
+
+Status ModuleRuntime::Deactivate(ModuleKind kind, std::string_view name) {
+  std::lock_guard lock(impl_->lifecycle_mu);
+  REEF_RETURN_IF_ERROR(impl_->store->ClearActive(kind, name));
+  impl_->StopRunner({kind, std::string(name)});
+  spdlog::info("{} deactivated", Key(kind, name));
+  return Status::Ok();
+}
+
+Status ModuleRuntime::Replay(ModuleKind kind, std::string_view name) {
+  if (kind == ModuleKind::kCommand) {
+    return Status::InvalidArgument("commands have no state to replay; only projectors and effects");
+  }
+  std::lock_guard lock(impl_->lifecycle_mu);
+  REEF_ASSIGN_OR_RETURN(auto active, impl_->store->Active(kind, name));
+  if (!active) {
+    return Status::FailedPrecondition(
+        fmt::format("{} is not active; activate a version before replaying", Key(kind, name)));
+  }
+  impl_->StopRunner({kind, std::string(name)});
+  auto path = impl_->DatabasePath(kind, name);
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::error_code ec;
+    std::filesystem::remove(path.string() + suffix, ec);
+    if (ec) {
+      return Status::Unavailable(fmt::format("cannot delete {}{}: {}", path.string(), suffix,
+                                             ec.message()));
+    }
+  }
+  spdlog::info("{} replays from position 0", Key(kind, name));
+  return impl_->StartRunner(kind, std::string(name));
+}
+
+Status ModuleRuntime::SetEnv(ModuleKind kind, std::string_view name, std::string_view key,
+                             std::string_view value) {
+  std::lock_guard lock(impl_->lifecycle_mu);
+  REEF_RETURN_IF_ERROR(impl_->store->SetEnv(kind, name, key, value));
+  return impl_->EnvChanged(kind, std::string(name));
+}
+
+Status ModuleRuntime::DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key) {
+  std::lock_guard lock(impl_->lifecycle_mu);
+  REEF_RETURN_IF_ERROR(impl_->store->DeleteEnv(kind, name, key));
+  return impl_->EnvChanged(kind, std::string(name));
+}
+
+Status ModuleRuntime::DeleteVersion(ModuleKind kind, std::string_view name,
+                                    std::string_view version) {
+  std::lock_guard lock(impl_->lifecycle_mu);
+  return impl_->store->DeleteVersion(kind, name, version);
+}
+
+Status ModuleRuntime::DeleteModule(ModuleKind kind, std::string_view name) {
+  std::lock_guard lock(impl_->lifecycle_mu);
+  REEF_RETURN_IF_ERROR(impl_->store->DeleteModule(kind, name));
+  std::lock_guard inner(impl_->mu);
+  impl_->env_cache.erase(std::string(name));
+  return Status::Ok();
+}
+
+Result<CommandOutcome> ModuleRuntime::Execute(std::string_view name, const Value& input,
+                                              const ExecuteOptions& options) {
+  std::string command(name);
+  if (!options.idempotency_key.empty()) {
+    if (options.idempotency_key.size() > 256) {
+      return Status::InvalidArgument("the idempotency key is longer than 256 bytes");
+    }
+    if (auto stored = impl_->FindResult(command, options.idempotency_key)) {
+      return OutcomeFromJson(*stored);
+    }
+  }
+  auto outcome = impl_->ExecuteOnce(command, input, options);
+  if (!outcome.ok()) {
+    if (outcome.status().code() != Code::kNotFound) impl_->Count(command, {.failed = 1});
+    return outcome.status();
+  }
+  bool rejected = outcome->kind == CommandOutcome::Kind::kRejected;
+  impl_->Count(command, {.appended = rejected ? 0u : 1u, .rejected = rejected ? 1u : 0u});
+  if (!options.idempotency_key.empty()) {
+    impl_->SaveResult(command, options.idempotency_key, OutcomeJson(*outcome));
+  }
+  return outcome;
+}
+
+Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_view sql,
+                                           const json& params) {
+  REEF_RETURN_IF_ERROR(store::ValidateModuleName(name));
+  auto path = impl_->DatabasePath(ModuleKind::kProjector, name);
+  if (!std::filesystem::exists(path)) {
+    return Status::NotFound(fmt::format("projector '{}' has no database yet", name));
+  }
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    sqlite3_close_v2(db);
+    return Status::Unavailable(fmt::format("cannot open {}", path.string()));
+  }
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> guard(db, sqlite3_close_v2);
+  sqlite3_busy_timeout(db, 5'000);
+  sqlite3_stmt* raw = nullptr;
+  const char* tail = nullptr;
+  if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &raw, &tail) != SQLITE_OK) {
+    return Status::InvalidArgument(fmt::format("sql: {}", sqlite3_errmsg(db)));
+  }
+  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(raw, sqlite3_finalize);
+  if (raw == nullptr) return Status::InvalidArgument("sql holds no statement");
+  for (const char* p = tail; p != nullptr && *p != '\0'; ++p) {
+    if (!std::isspace(static_cast<unsigned char>(*p)) && *p != ';') {
+      return Status::InvalidArgument("sql must be one statement");
+    }
+  }
+  if (!sqlite3_stmt_readonly(raw)) {
+    return Status::InvalidArgument("sql must be read-only (a SELECT); projector databases are "
+                                   "written only by their projector");
+  }
+  if (!params.is_array()) return Status::InvalidArgument("params must be an array");
+  if (static_cast<int>(params.size()) != sqlite3_bind_parameter_count(raw)) {
+    return Status::InvalidArgument(fmt::format("the statement has {} parameters; {} were given",
+                                               sqlite3_bind_parameter_count(raw), params.size()));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    REEF_ASSIGN_OR_RETURN(Value v, ParamValue(params[i], i));
+    int index = static_cast<int>(i + 1);
+    switch (v.kind()) {
+      case Kind::kNull: sqlite3_bind_null(raw, index); break;
+      case Kind::kBool: sqlite3_bind_int(raw, index, v.as_bool()); break;
+      case Kind::kInt: sqlite3_bind_int64(raw, index, v.as_int()); break;
+      case Kind::kFloat: sqlite3_bind_double(raw, index, v.as_float()); break;
+      default:
+        sqlite3_bind_text64(raw, index, v.as_string().data(), v.as_string().size(),
+                            SQLITE_TRANSIENT, SQLITE_UTF8);
+    }
+  }
+  json rows = json::array();
+  int rc;
+  while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
+    if (rows.size() >= kMaxProjectorRows) {
+      return Status::LimitExceeded(
+          fmt::format("the query returns more than {} rows; add a LIMIT", kMaxProjectorRows));
+    }
+    json row = json::object();
+    for (int c = 0; c < sqlite3_column_count(raw); ++c) {
+      const char* column = sqlite3_column_name(raw, c);
+      switch (sqlite3_column_type(raw, c)) {
+        case SQLITE_INTEGER: row[column] = sqlite3_column_int64(raw, c); break;
+        case SQLITE_FLOAT: row[column] = sqlite3_column_double(raw, c); break;
+        case SQLITE_TEXT:
+          row[column] = std::string(reinterpret_cast<const char*>(sqlite3_column_text(raw, c)),
+                                    sqlite3_column_bytes(raw, c));
+          break;
+        case SQLITE_NULL: row[column] = nullptr; break;
+        default: row[column] = "(blob)";
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) return Status::InvalidArgument(fmt::format("sql: {}", sqlite3_errmsg(db)));
+  return rows;
+}
+
+Status ModuleRuntime::ShredScope(std::string_view scope) { return impl_->keys->Shred(scope); }
+
+std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind) {
+  std::vector<ModuleStatus> out;
+  std::map<ModuleKey, ModuleStatus> by_key;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [key, runner] : impl_->runners) {
+      if (kind && key.first != *kind) continue;
+      ModuleStatus s = runner->Snapshot();
+      s.failures += impl_->carried_failures[key];
+      by_key[key] = std::move(s);
+    }
+  }
+  auto active = impl_->store->ListActive();
+  if (active.ok()) {
+    for (const auto& m : *active) {
+      if (kind && m.kind != *kind) continue;
+      ModuleKey key{m.kind, m.name};
+      if (by_key.count(key)) continue;
+      ModuleStatus s;
+      s.kind = m.kind;
+      s.name = m.name;
+      s.version = m.version;
+      if (m.kind == ModuleKind::kCommand) {
+        s.state = "active";
+        s.up = true;
+        std::lock_guard lock(impl_->mu);
+        if (auto it = impl_->command_counters.find(m.name); it != impl_->command_counters.end()) {
+          s.failures = it->second.failed;
+        }
+      } else {
+        s.state = "stopped";
+      }
+      by_key[key] = std::move(s);
+    }
+  }
+  for (auto& [key, s] : by_key) out.push_back(std::move(s));
+  return out;
+}
+
+std::optional<ModuleStatus> ModuleRuntime::StatusOf(ModuleKind kind, std::string_view name) {
+  for (ModuleStatus& s : Statuses(kind)) {
+    if (s.name == name) return std::move(s);
+  }
+  return std::nullopt;
+}
+
+std::string ModuleRuntime::Metrics() {
+  std::vector<ModuleStatus> statuses = Statuses();
+  std::string out;
+  auto family = [&out](std::string_view name, std::string_view type, std::string_view help) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  auto labels = [](const ModuleStatus& s) {
+    return fmt::format("kind=\"{}\",name=\"{}\",version=\"{}\"", store::ModuleKindName(s.kind),
+                       EscapeLabel(s.name), EscapeLabel(s.version));
+  };
+  // Lag against the module's own query: the last position matching its query, minus the
+  // module's position (0 when caught up).
+  std::map<std::string, uint64_t> query_heads;
+  for (const ModuleStatus& s : statuses) {
+    if (!s.query) continue;
+    uint64_t head = 0;
+    auto last = impl_->events.Read(*s.query, {.backwards = true, .limit = 1});
+    if (last.ok() && !last->events.empty()) head = last->events.front().position;
+    query_heads[labels(s)] = head;
+  }
+  family("reef_module_up", "gauge",
+         "1 when the module is active and running without a failure, else 0.");
+  for (const ModuleStatus& s : statuses) {
+    out += fmt::format("reef_module_up{{{}}} {}\n", labels(s), s.up ? 1 : 0);
+  }
+  family("reef_module_position", "gauge",
+         "Last event position the module has fully handled (projectors: committed; effects: "
+         "the watermark).");
+  for (const ModuleStatus& s : statuses) {
+    if (s.kind == ModuleKind::kCommand) continue;
+    out += fmt::format("reef_module_position{{{}}} {}\n", labels(s), s.position);
+  }
+  family("reef_module_query_head", "gauge",
+         "Position of the last stored event matching the module's query.");
+  for (const auto& [l, head] : query_heads) {
+    out += fmt::format("reef_module_query_head{{{}}} {}\n", l, head);
+  }
+  family("reef_module_lag_positions", "gauge",
+         "Positions between the module's position and the last event matching its query.");
+  for (const ModuleStatus& s : statuses) {
+    if (!s.query) continue;
+    uint64_t head = query_heads[labels(s)];
+    out += fmt::format("reef_module_lag_positions{{{}}} {}\n", labels(s),
+                       head > s.position ? head - s.position : 0);
+  }
+  family("reef_module_failures_total", "counter",
+         "Handler failures (projector stops, effect attempts that failed, command executions "
+         "that failed) since the process started.");
+  for (const ModuleStatus& s : statuses) {
+    out += fmt::format("reef_module_failures_total{{{}}} {}\n", labels(s), s.failures);
+  }
+  family("reef_module_restarts_total", "counter",
+         "Module starts after the first (activations, replays, env changes) since the process "
+         "started.");
+  for (const ModuleStatus& s : statuses) {
+    out += fmt::format("reef_module_restarts_total{{{}}} {}\n", labels(s), s.restarts);
+  }
+  family("reef_module_backoff_seconds", "gauge",
+         "Current retry delay of a failing effect event, 0 when none is failing.");
+  for (const ModuleStatus& s : statuses) {
+    if (s.kind != ModuleKind::kEffect) continue;
+    out += fmt::format("reef_module_backoff_seconds{{{}}} {}\n", labels(s), s.backoff_seconds);
+  }
+  family("reef_command_executions_total", "counter",
+         "Command executions by outcome since the process started.");
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [name, c] : impl_->command_counters) {
+      for (auto [outcome, n] : {std::pair<const char*, uint64_t>{"appended", c.appended},
+                                {"rejected", c.rejected},
+                                {"failed", c.failed}}) {
+        out += fmt::format("reef_command_executions_total{{name=\"{}\",outcome=\"{}\"}} {}\n",
+                           EscapeLabel(name), outcome, n);
+      }
+    }
+  }
+  family("reef_command_conflicts_total", "counter",
+         "Command attempts retried because the append condition failed.");
+  {
+    std::lock_guard lock(impl_->mu);
+    for (const auto& [name, c] : impl_->command_counters) {
+      out += fmt::format("reef_command_conflicts_total{{name=\"{}\"}} {}\n", EscapeLabel(name),
+                         c.conflicts);
+    }
+  }
+  family("reef_event_store_head", "gauge", "Position of the last event in the event store.");
+  out += fmt::format("reef_event_store_head {}\n", impl_->events.Head());
+  return out;
+}
+
+const RuntimeOptions& ModuleRuntime::options() const { return impl_->options; }
+store::ModuleStore& ModuleRuntime::modules() { return *impl_->store; }
+KeyRing& ModuleRuntime::keys() { return *impl_->keys; }
+events::EventStore& ModuleRuntime::event_store() { return impl_->events; }
+
+}  // namespace reef::apps

@@ -1,0 +1,160 @@
+// ModuleRuntime: the event-sourced application layer of spec 000. It owns the module store and
+// runs the active modules against the event store:
+//   commands    executed on demand (Execute): read by the command's query, fold, decide, append
+//               under the DCB condition; conflicts retried with jittered backoff
+//   projectors  one thread each, one subscription each; each event's handler and the
+//               projector's position commit in one transaction of projectors/<name>.sqlite
+//   effects     a dispatcher thread routes events by partition key to a global worker or one of
+//               8 keyed workers; the watermark (highest contiguous handled position) is
+//               persisted in effects/<name>.sqlite; failures retried with backoff 1 s doubling
+//               to 600 s, reset after progress
+// Lifecycle (spec 000 "Module lifecycle"): upload a version, activate (a rolling upgrade: the
+// old version stops, then the new one resumes at its position), deactivate (state kept),
+// replay (the module's database deleted, restart from position 0).
+//
+// Thread ownership: every public method may be called from any thread (the HTTP handler
+// threads). Module threads are owned by the runtime and joined by Stop / the destructor.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/event_values.h"
+#include "core/status.h"
+#include "core/value.h"
+#include "events/event_store.h"
+#include "store/module_store.h"
+
+namespace reef::apps {
+
+struct RuntimeOptions {
+  // Where reef.sqlite, projectors/, effects/ and cache/ live.
+  std::filesystem::path data_dir;
+  // Commands: how often a conflicting append is retried (after the first attempt), and the
+  // base of the jittered backoff between attempts (attempt n waits a random time in
+  // [0, base * 2^n]).
+  uint32_t command_max_retries = 5;
+  std::chrono::milliseconds command_retry_base{2};
+  // Effects: the first retry delay of a failed event, doubling up to the cap.
+  std::chrono::milliseconds effect_backoff_initial{1'000};
+  std::chrono::milliseconds effect_backoff_max{600'000};
+  // Effects: events dispatched and not yet handled, at most (the dispatcher waits beyond it).
+  uint32_t effect_max_in_flight = 4'096;
+  // Projectors: events per SQLite transaction while catching up.
+  uint32_t projector_batch_events = 512;
+  store::ModuleStoreOptions store;
+};
+
+// What the caller of a command learns.
+struct CommandOutcome {
+  enum class Kind { kAppended, kRejected };
+  Kind kind = Kind::kAppended;
+  std::string message;                          // kRejected: the module's exact message
+  std::vector<events::SequencedEvent> events;   // kAppended: what was appended
+  std::vector<Value> event_data;                // their data as the module wrote it
+  events::Position position = 0;                // kAppended: last appended position
+  std::string execution_id;                     // causation id of the appended events
+  uint32_t attempts = 1;                        // 1 + conflicts retried
+  bool replayed = false;                        // answered from the idempotency record
+};
+
+struct ExecuteOptions {
+  std::string idempotency_key;  // the Idempotency-Key header; empty = none
+  std::string correlation_id;   // the X-Correlation-Id header; empty = the execution id
+};
+
+// A running (or stopped) projector or effect, or an active command, as status and metrics see it.
+struct ModuleStatus {
+  store::ModuleKind kind = store::ModuleKind::kCommand;
+  std::string name;
+  std::string version;
+  std::string state;      // "running", "catching_up", "backoff", "failed", "stopped", "active"
+  std::string error;      // the last failure ("" when none)
+  bool up = false;        // running without a failure
+  uint64_t position = 0;  // projectors: last committed; effects: the watermark
+  uint64_t failures = 0;  // handler failures since the runtime started
+  uint64_t restarts = 0;  // starts after the first (activations, replays, env changes)
+  double backoff_seconds = 0;  // effects: the current retry delay, 0 when none
+  std::optional<events::Query> query;  // projectors / effects: their query
+};
+
+class ModuleRuntime {
+ public:
+  // Opens data_dir/reef.sqlite and starts every active projector and effect.
+  // REQUIRES: `events` outlives the runtime. Errors: those of ModuleStore::Open.
+  static Result<std::unique_ptr<ModuleRuntime>> Open(events::EventStore& events,
+                                                     RuntimeOptions options);
+  ~ModuleRuntime();
+  ModuleRuntime(const ModuleRuntime&) = delete;
+  ModuleRuntime& operator=(const ModuleRuntime&) = delete;
+
+  // Validates `wasm` (a wasm binary with the kind's exports) and stores it (idempotent for the
+  // same bytes; AlreadyExists for other bytes under the same version). With `activate`, then
+  // activates it. Errors: InvalidArgument (bad name, version or module), LimitExceeded, those
+  // of Activate.
+  Result<store::UploadResult> Upload(store::ModuleKind kind, std::string_view name,
+                                     std::string_view version, std::span<const uint8_t> wasm,
+                                     bool activate);
+  // Makes `version` the active one; a running projector or effect is stopped first and the new
+  // version resumes from its position. Errors: NotFound; those of loading the module.
+  Status Activate(store::ModuleKind kind, std::string_view name, std::string_view version);
+  // Stops the module and clears its active version; its database and position are kept.
+  Status Deactivate(store::ModuleKind kind, std::string_view name);
+  // Projectors and effects: stops, deletes the module's database, restarts from position 0.
+  // Errors: InvalidArgument for commands; FailedPrecondition when the module is not active.
+  Status Replay(store::ModuleKind kind, std::string_view name);
+  // Env changes restart a running projector or effect so it sees them.
+  Status SetEnv(store::ModuleKind kind, std::string_view name, std::string_view key,
+                std::string_view value);
+  Status DeleteEnv(store::ModuleKind kind, std::string_view name, std::string_view key);
+  Status DeleteVersion(store::ModuleKind kind, std::string_view name, std::string_view version);
+  Status DeleteModule(store::ModuleKind kind, std::string_view name);
+
+  // Runs the active version of command `name` on `input`.
+  // Errors: NotFound (no active command), Conflict (still conflicting after the retries),
+  // Trapped (the module failed), InvalidArgument (the module returned a malformed decision or
+  // events the store refuses), those of the event store.
+  Result<CommandOutcome> Execute(std::string_view name, const Value& input,
+                                 const ExecuteOptions& options = {});
+
+  // Runs one read-only SQL query on projector `name`'s database: rows as JSON objects.
+  // Errors: NotFound (no such projector database), InvalidArgument (SQL errors, a statement
+  // that writes, bad params), LimitExceeded (more than 10,000 rows).
+  Result<nlohmann::json> QueryProjector(std::string_view name, std::string_view sql,
+                                        const nlohmann::json& params);
+
+  // Shreds the scope's keys (crypto-shredding). Errors: NotFound when the scope has no key.
+  Status ShredScope(std::string_view scope);
+
+  // Status of every active or running module of `kind` (all kinds when nullopt), by name.
+  std::vector<ModuleStatus> Statuses(std::optional<store::ModuleKind> kind = std::nullopt);
+  std::optional<ModuleStatus> StatusOf(store::ModuleKind kind, std::string_view name);
+
+  // Prometheus text exposition (format 0.0.4) of the module and store metrics.
+  std::string Metrics();
+
+  const RuntimeOptions& options() const;
+  store::ModuleStore& modules();
+  KeyRing& keys();
+  events::EventStore& event_store();
+
+  // Stops every module thread (idempotent; the destructor calls it).
+  void Stop();
+
+  struct Impl;
+
+ private:
+  explicit ModuleRuntime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace reef::apps

@@ -1,0 +1,108 @@
+#include "apps/runners.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+namespace reef::apps {
+
+events::EventView ViewOf(const events::SequencedEvent& event) {
+  events::EventView view;
+  view.position = event.position;
+  view.type = event.event.type;
+  view.tags.assign(event.event.tags.begin(), event.event.tags.end());
+  view.data = event.event.data;
+  view.id = event.event.id;
+  view.timestamp_ms = event.event.metadata.timestamp_ms;
+  view.correlation_id = event.event.metadata.correlation_id;
+  view.causation_id = event.event.metadata.causation_id;
+  view.idempotency_key = event.event.metadata.idempotency_key;
+  return view;
+}
+
+Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) {
+    return Status::Unavailable(
+        fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
+  }
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    return Status::Unavailable(fmt::format("cannot open {}: {}", path.string(), message));
+  }
+  sqlite3_busy_timeout(db, 5'000);
+  // WAL with synchronous=NORMAL: a commit survives a process crash (SIGKILL); an OS crash may
+  // lose the last commits, and then the module redoes them from its stored position.
+  Status configured = ExecSql(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+  if (!configured.ok()) {
+    sqlite3_close_v2(db);
+    return Status::Unavailable(
+        fmt::format("cannot configure {}: {}", path.string(), configured.message()));
+  }
+  return db;
+}
+
+Status ExecSql(sqlite3* db, const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    std::string message = error != nullptr ? error : sqlite3_errmsg(db);
+    sqlite3_free(error);
+    return Status::Internal(fmt::format("{} (in: {})", message, sql));
+  }
+  return Status::Ok();
+}
+
+RunnerStatus::RunnerStatus(const RunnerSpec& spec) {
+  status_.kind = spec.kind;
+  status_.name = spec.name;
+  status_.version = spec.version;
+  status_.restarts = spec.restarts;
+  status_.state = "starting";
+}
+
+void RunnerStatus::SetState(std::string state) {
+  std::lock_guard lock(mu_);
+  if (status_.state == "failed") return;  // a failure is final for this run
+  status_.state = std::move(state);
+  status_.up = status_.state != "stopped";
+}
+
+void RunnerStatus::Fail(std::string error) {
+  std::lock_guard lock(mu_);
+  status_.state = "failed";
+  status_.error = std::move(error);
+  status_.up = false;
+  ++status_.failures;
+}
+
+void RunnerStatus::CountFailure(std::string error) {
+  std::lock_guard lock(mu_);
+  status_.error = std::move(error);
+  ++status_.failures;
+}
+
+void RunnerStatus::SetPosition(uint64_t position) {
+  std::lock_guard lock(mu_);
+  status_.position = position;
+}
+
+void RunnerStatus::SetBackoff(double seconds) {
+  std::lock_guard lock(mu_);
+  status_.backoff_seconds = seconds;
+}
+
+void RunnerStatus::SetQuery(events::Query query) {
+  std::lock_guard lock(mu_);
+  status_.query = std::move(query);
+}
+
+ModuleStatus RunnerStatus::Get() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+}  // namespace reef::apps

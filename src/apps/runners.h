@@ -1,0 +1,78 @@
+// Internal to src/apps: the threads that run one active projector or effect (module_runtime.h
+// describes the behaviour), and helpers shared by the runtime's parts.
+//
+// Thread ownership: a Runner is started and stopped by the runtime under its lifecycle lock;
+// Snapshot may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "apps/event_values.h"
+#include "apps/module_runtime.h"
+#include "events/event_store.h"
+#include "wasm/module.h"
+
+struct sqlite3;
+
+namespace reef::apps {
+
+// A stored event seen as a view (for EventToValue).
+events::EventView ViewOf(const events::SequencedEvent& event);
+
+// Opens (creating) a module database with WAL and a busy timeout. Errors: Unavailable.
+Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path);
+// Runs SQL text without results. Errors: Internal with SQLite's message.
+Status ExecSql(sqlite3* db, const char* sql);
+
+// What a runner needs to start.
+struct RunnerSpec {
+  store::ModuleKind kind = store::ModuleKind::kProjector;
+  std::string name;
+  std::string version;
+  std::shared_ptr<const wasm::Module> module;
+  std::map<std::string, std::string> env;
+  std::filesystem::path db_path;  // projectors/<name>.sqlite or effects/<name>.sqlite
+  events::EventStore* events = nullptr;
+  KeyRing* keys = nullptr;
+  const RuntimeOptions* options = nullptr;
+  uint64_t restarts = 0;
+};
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Starts the module's threads. Failures while starting are reported through the status.
+  virtual void Start() = 0;
+  // Asks the threads to stop and joins them; idempotent.
+  virtual void Stop() = 0;
+  virtual ModuleStatus Snapshot() const = 0;
+};
+
+std::unique_ptr<Runner> MakeProjectorRunner(RunnerSpec spec);
+std::unique_ptr<Runner> MakeEffectRunner(RunnerSpec spec);
+
+// The mutable status of a runner, shared by its threads.
+class RunnerStatus {
+ public:
+  explicit RunnerStatus(const RunnerSpec& spec);
+  void SetState(std::string state);
+  void Fail(std::string error);  // state "failed", up = false, failures + 1
+  void CountFailure(std::string error);  // failures + 1, error kept, still up
+  void SetPosition(uint64_t position);
+  void SetBackoff(double seconds);
+  void SetQuery(events::Query query);
+  ModuleStatus Get() const;
+
+ private:
+  mutable std::mutex mu_;
+  ModuleStatus status_;
+};
+
+}  // namespace reef::apps
