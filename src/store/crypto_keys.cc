@@ -1,0 +1,120 @@
+// ModuleStore's crypto-shredding keys: table crypto_keys (spec 000, "Module store schema").
+#include <fmt/format.h>
+#include <openssl/rand.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/ids.h"
+#include "store/detail/sqlite_stmt.h"
+#include "store/module_store.h"
+
+namespace reef::store {
+namespace {
+
+using detail::NowMs;
+using detail::SqlError;
+using detail::Stmt;
+
+bool IsLowerHex(std::string_view text, std::size_t length) {
+  return text.size() == length && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+// A CryptoKey from a stored row whose key is not NULL.
+Result<CryptoKey> KeyFromRow(std::string id, std::string scope, const std::vector<uint8_t>& key) {
+  CryptoKey crypto_key{std::move(id), std::move(scope), {}};
+  if (key.size() != crypto_key.key.size()) {
+    return Status::DataLoss(fmt::format("module store: crypto key {} has {} bytes instead of {}",
+                                        crypto_key.id, key.size(), crypto_key.key.size()));
+  }
+  std::copy(key.begin(), key.end(), crypto_key.key.begin());
+  return crypto_key;
+}
+
+Status RandomBytes(std::span<uint8_t> out) {
+  if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1) {
+    return Status::Unavailable("module store: OpenSSL RAND_bytes failed (no entropy)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CryptoKey> ModuleStore::GetOrCreateKey(std::string_view scope) {
+  REEF_RETURN_IF_ERROR(ValidateKeyScope(scope));
+  std::lock_guard lock(mu_);
+  std::optional<CryptoKey> result;
+  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+    Stmt find(db_, "SELECT id, key FROM crypto_keys WHERE scope = ?1 AND deleted_at IS NULL");
+    REEF_RETURN_IF_ERROR(find.prepared());
+    find.Text(1, scope);
+    int rc = find.Step();
+    if (rc == SQLITE_ROW) {
+      REEF_ASSIGN_OR_RETURN(result,
+                            KeyFromRow(find.ColumnText(0), std::string(scope), find.ColumnBlob(1)));
+      return Status::Ok();
+    }
+    if (rc != SQLITE_DONE) return SqlError(db_, "find key");
+    std::array<uint8_t, kKeyIdLength / 2> id{};
+    CryptoKey key{"", std::string(scope), {}};
+    REEF_RETURN_IF_ERROR(RandomBytes(id));
+    REEF_RETURN_IF_ERROR(RandomBytes(key.key));
+    key.id = HexLower(id);
+    Stmt insert(db_,
+                "INSERT INTO crypto_keys (id, scope, key, deleted_at, created_at) "
+                "VALUES (?1, ?2, ?3, NULL, ?4)");
+    REEF_RETURN_IF_ERROR(insert.prepared());
+    insert.Text(1, key.id).Text(2, scope).Blob(3, key.key).Int(4, NowMs());
+    REEF_RETURN_IF_ERROR(insert.Run("create key"));
+    result = std::move(key);
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
+  return std::move(*result);
+}
+
+Result<std::optional<CryptoKey>> ModuleStore::FindKey(std::string_view key_id) {
+  if (!IsLowerHex(key_id, kKeyIdLength)) {
+    return Status::InvalidArgument(
+        fmt::format("crypto key id of {} bytes: it must be {} lowercase hex characters",
+                    key_id.size(), kKeyIdLength));
+  }
+  std::lock_guard lock(mu_);
+  Stmt stmt(db_, "SELECT scope, key FROM crypto_keys WHERE id = ?1");
+  REEF_RETURN_IF_ERROR(stmt.prepared());
+  stmt.Text(1, key_id);
+  int rc = stmt.Step();
+  if (rc == SQLITE_DONE) {
+    return Status::NotFound(fmt::format("no crypto key with id {}", key_id));
+  }
+  if (rc != SQLITE_ROW) return SqlError(db_, "find key");
+  if (stmt.ColumnIsNull(1)) return std::optional<CryptoKey>();  // shredded
+  REEF_ASSIGN_OR_RETURN(CryptoKey key,
+                        KeyFromRow(std::string(key_id), stmt.ColumnText(0), stmt.ColumnBlob(1)));
+  return std::optional<CryptoKey>(std::move(key));
+}
+
+Status ModuleStore::ShredScope(std::string_view scope) {
+  REEF_RETURN_IF_ERROR(ValidateKeyScope(scope));
+  std::lock_guard lock(mu_);
+  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+    Stmt stmt(db_,
+              "UPDATE crypto_keys SET key = NULL, deleted_at = ?2 "
+              "WHERE scope = ?1 AND deleted_at IS NULL");
+    REEF_RETURN_IF_ERROR(stmt.prepared());
+    REEF_RETURN_IF_ERROR(stmt.Text(1, scope).Int(2, NowMs()).Run("shred"));
+    if (sqlite3_changes(db_) == 0) {
+      return Status::NotFound(fmt::format("crypto key scope '{}' has no live key", scope));
+    }
+    return Status::Ok();
+  });
+  if (!status.ok()) return status;
+  // Best effort: copy the zeroed page into the database and drop the WAL's older copies.
+  (void)ExecLocked("PRAGMA wal_checkpoint(TRUNCATE);");
+  return Status::Ok();
+}
+
+}  // namespace reef::store
