@@ -191,6 +191,7 @@ class EffectRunner final : public Runner {
     dispatched_ = watermark;
     status_.SetPosition(watermark);
     REEF_ASSIGN_OR_RETURN(auto instance, NewInstance());
+    instance->context().db = db_;  // reef_query and reef_partition_key may use SQL too
     REEF_ASSIGN_OR_RETURN(Value query_value, instance->CallForValue("reef_query", {}));
     REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
     status_.SetQuery(query);

@@ -21,12 +21,13 @@ struct HttpResult {
   std::string allow;    // the Allow header
 };
 
-// Sends `method target` with `body` (as application/json when non-empty) to 127.0.0.1:port
+// Sends `method target` with `body` (as `content_type` when non-empty) to 127.0.0.1:port
 // and reads the reply, each step within `timeout`.
 inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
                            const std::string& target, const std::string& body = "",
                            const std::string& token = "",
-                           std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+                           std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                           const std::string& content_type = "application/json") {
   namespace asio = boost::asio;
   namespace beast = boost::beast;
   namespace http = beast::http;
@@ -47,7 +48,7 @@ inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
   http::request<http::string_body> request(method, target, 11);
   request.set(http::field::host, "127.0.0.1");
   if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-  if (!body.empty()) request.set(http::field::content_type, "application/json");
+  if (!body.empty()) request.set(http::field::content_type, content_type);
   request.body() = body;
   request.prepare_payload();
   out.ec = await([&](auto handler) { http::async_write(stream, request, handler); });

@@ -1,0 +1,561 @@
+// ModuleRuntime with real guest modules (tests/modules, examples/bank), a real event store and
+// real SQLite databases in a temporary directory: the lifecycle (rolling upgrade, replay,
+// deactivate/reactivate), projector exactly-once (also across SIGKILL), effect watermark,
+// backoff and partition order, commands (conflicts, idempotency, determinism) and
+// crypto-shredding.
+#include "apps/module_runtime.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "../events/event_store_test_support.h"
+
+namespace reef::apps {
+namespace {
+
+using events::testing::MakeEvent;
+using events::testing::TempDir;
+using json = nlohmann::json;
+using store::ModuleKind;
+
+std::vector<uint8_t> GuestBytes(const std::string& name) {
+  std::ifstream in(std::string(REEF_GUEST_DIR) + "/" + name + ".wasm", std::ios::binary);
+  EXPECT_TRUE(in.good()) << "missing guest " << name;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+Value Input(const json& j) {
+  auto v = ValueFromJsonPlain(j);
+  EXPECT_TRUE(v.ok()) << v.status().ToString();
+  return v.ok() ? *v : Value::Null();
+}
+
+// Rows of a read-only query on any SQLite file, as JSON objects (integers and text).
+json SqliteRows(const std::filesystem::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  json rows = json::array();
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(db);
+    return rows;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      json row = json::object();
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        if (sqlite3_column_type(s, c) == SQLITE_INTEGER) {
+          row[sqlite3_column_name(s, c)] = sqlite3_column_int64(s, c);
+        } else if (sqlite3_column_type(s, c) == SQLITE_TEXT) {
+          row[sqlite3_column_name(s, c)] =
+              std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, c)));
+        } else {
+          row[sqlite3_column_name(s, c)] = nullptr;
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  sqlite3_finalize(s);
+  sqlite3_close_v2(db);
+  return rows;
+}
+
+class ModuleRuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+  void TearDown() override { Close(); }
+
+  void Open(RuntimeOptions options = {}) {
+    auto opened = events::OpenEventStore(dir_.path() / "events");
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    events_ = std::move(*opened);
+    options.data_dir = dir_.path();
+    if (options.effect_backoff_initial == std::chrono::milliseconds(1000)) {
+      options.effect_backoff_initial = std::chrono::milliseconds(40);
+    }
+    auto runtime = ModuleRuntime::Open(*events_, options);
+    ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+    runtime_ = std::move(*runtime);
+  }
+
+  void Close() {
+    runtime_.reset();
+    events_.reset();
+  }
+
+  void Upload(ModuleKind kind, const std::string& name, const std::string& version,
+              const std::string& guest, bool activate = true) {
+    auto bytes = GuestBytes(guest);
+    auto uploaded = runtime_->Upload(kind, name, version, bytes, activate);
+    ASSERT_TRUE(uploaded.ok()) << uploaded.status().ToString();
+  }
+
+  void AppendTicks(int count, int first_n = 0) {
+    std::vector<events::Event> batch;
+    for (int i = 0; i < count; ++i) {
+      batch.push_back(MakeEvent("Tick", {"tick"}, fmt::format("{{\"n\":{}}}", first_n + i)));
+    }
+    ASSERT_TRUE(events_->Append(std::move(batch), std::nullopt).ok());
+  }
+
+  json Ticks() {
+    auto rows = runtime_->QueryProjector(
+        "ticks", "SELECT position, version, n FROM ticks ORDER BY position", json::array());
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok() ? *rows : json::array();
+  }
+
+  uint64_t Position(ModuleKind kind, const std::string& name) {
+    auto s = runtime_->StatusOf(kind, name);
+    return s ? s->position : 0;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<events::EventStore> events_;
+  std::unique_ptr<ModuleRuntime> runtime_;
+};
+
+// ---- Projectors ----------------------------------------------------------------------------
+
+TEST_F(ModuleRuntimeTest, ProjectorSeesEveryEventOnceAndResumesAfterRestart) {
+  AppendTicks(300);
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 300; }));
+  Close();
+  Open();
+  AppendTicks(50, 300);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 350; }));
+  json rows = Ticks();
+  ASSERT_EQ(rows.size(), 350u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["position"], i + 1);
+    EXPECT_EQ(rows[i]["n"], i);
+  }
+}
+
+TEST_F(ModuleRuntimeTest, RollingUpgradeResumesAtTheOldVersionsPosition) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(100);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 100; }));
+  Upload(ModuleKind::kProjector, "ticks", "2.0.0", "test_projector_v2", /*activate=*/false);
+  ASSERT_TRUE(runtime_->Activate(ModuleKind::kProjector, "ticks", "2.0.0").ok());
+  AppendTicks(100, 100);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 200; }));
+  json rows = Ticks();
+  ASSERT_EQ(rows.size(), 200u);  // nothing projected twice, nothing skipped
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["position"], i + 1);
+    EXPECT_EQ(rows[i]["version"], i < 100 ? 1 : 2) << "position " << i + 1;
+  }
+  auto status = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->version, "2.0.0");
+  EXPECT_EQ(status->restarts, 1u);
+}
+
+TEST_F(ModuleRuntimeTest, ReplayRebuildsTheReadModelFromPositionZero) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(80);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 80; }));
+  Upload(ModuleKind::kProjector, "ticks", "2.0.0", "test_projector_v2");
+  ASSERT_TRUE(runtime_->Replay(ModuleKind::kProjector, "ticks").ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 80; }));
+  json rows = Ticks();
+  ASSERT_EQ(rows.size(), 80u);
+  for (const json& row : rows) EXPECT_EQ(row["version"], 2);  // all rebuilt by the new version
+}
+
+TEST_F(ModuleRuntimeTest, DeactivateKeepsStateAndReactivateResumes) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(40);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 40; }));
+  ASSERT_TRUE(runtime_->Deactivate(ModuleKind::kProjector, "ticks").ok());
+  EXPECT_FALSE(runtime_->StatusOf(ModuleKind::kProjector, "ticks").has_value());
+  AppendTicks(40, 40);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(Ticks().size(), 40u);  // stopped: nothing projected
+  ASSERT_TRUE(runtime_->Activate(ModuleKind::kProjector, "ticks", "1.0.0").ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 80; }));
+  EXPECT_EQ(Ticks().size(), 80u);
+}
+
+TEST_F(ModuleRuntimeTest, AFailingProjectorStopsWithItsErrorAndKeepsEarlierEvents) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(5);
+  ASSERT_TRUE(events_->Append({MakeEvent("Poison", {}, "{}")}, std::nullopt).ok());
+  AppendTicks(5, 5);
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
+    return s && s->state == "failed";
+  }));
+  auto status = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
+  EXPECT_FALSE(status->up);
+  EXPECT_EQ(status->position, 5u);
+  EXPECT_NE(status->error.find("position 6"), std::string::npos) << status->error;
+  EXPECT_NE(status->error.find("reef_project returned 7"), std::string::npos) << status->error;
+  EXPECT_EQ(Ticks().size(), 5u);  // the Poison handler's insert was rolled back
+  std::string metrics = runtime_->Metrics();
+  EXPECT_NE(metrics.find("reef_module_up{kind=\"projector\",name=\"ticks\",version=\"1.0.0\"} 0"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("reef_module_lag_positions{kind=\"projector\",name=\"ticks\","
+                         "version=\"1.0.0\"} 6"),
+            std::string::npos)
+      << metrics;
+}
+
+// A child process projects while another thread appends; it is SIGKILLed at a random moment.
+// After each restart the read model holds every event up to the stored position exactly once.
+TEST_F(ModuleRuntimeTest, ProjectorIsExactlyOnceAcrossSigkill) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  Close();
+  std::mt19937 rng(42);
+  for (int round = 0; round < 6; ++round) {
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      auto store = events::OpenEventStore(dir_.path() / "events");
+      if (!store.ok()) _exit(2);
+      RuntimeOptions options;
+      options.data_dir = dir_.path();
+      options.projector_batch_events = 64;
+      auto runtime = ModuleRuntime::Open(**store, options);
+      if (!runtime.ok()) _exit(3);
+      for (int i = 0;; ++i) {
+        std::vector<events::Event> batch;
+        for (int j = 0; j < 20; ++j) batch.push_back(MakeEvent("Tick", {"tick"}, "{\"n\":1}"));
+        if (!(*store)->Append(std::move(batch), std::nullopt).ok()) _exit(4);
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 250));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited with " << WEXITSTATUS(status);
+    auto db = dir_.path() / "projectors" / "ticks.sqlite";
+    json stored = SqliteRows(db, "SELECT position FROM reef_projector");
+    json counts = SqliteRows(db,
+                             "SELECT count(*) AS n, count(DISTINCT position) AS d, "
+                             "coalesce(max(position), 0) AS m FROM ticks");
+    ASSERT_EQ(counts.size(), 1u);
+    uint64_t position = stored.empty() ? 0 : stored[0]["position"].get<uint64_t>();
+    EXPECT_EQ(counts[0]["n"], counts[0]["d"]) << "round " << round << ": an event projected twice";
+    EXPECT_EQ(counts[0]["n"].get<uint64_t>(), position) << "round " << round;
+    EXPECT_EQ(counts[0]["m"].get<uint64_t>(), position) << "round " << round;
+  }
+  Open();
+  uint64_t head = events_->Head();
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == head; }));
+  json counts = SqliteRows(dir_.path() / "projectors" / "ticks.sqlite",
+                           "SELECT count(*) AS n, count(DISTINCT position) AS d, min(position) AS "
+                           "lo, max(position) AS hi FROM ticks");
+  ASSERT_EQ(counts.size(), 1u);
+  EXPECT_EQ(counts[0]["n"].get<uint64_t>(), head);  // every event once
+  EXPECT_EQ(counts[0]["d"].get<uint64_t>(), head);
+  EXPECT_EQ(counts[0]["lo"], 1);
+  EXPECT_EQ(counts[0]["hi"].get<uint64_t>(), head);
+}
+
+// ---- Effects -------------------------------------------------------------------------------
+
+json Attempts(const std::filesystem::path& dir) {
+  return SqliteRows(dir / "effects" / "jobs.sqlite",
+                    "SELECT position, key, at_ms FROM attempts ORDER BY rowid");
+}
+
+TEST_F(ModuleRuntimeTest, EffectRetriesAFailingEventWithGrowingDelaysThenProgresses) {
+  Upload(ModuleKind::kEffect, "jobs", "1.0.0", "test_effect");
+  ASSERT_TRUE(events_->Append({MakeEvent("Job", {}, "{\"key\":\"k\",\"fail_times\":4}"),
+                               MakeEvent("Job", {}, "{\"key\":\"k\"}"),
+                               MakeEvent("Job", {}, "{}")},
+                              std::nullopt)
+                  .ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "jobs") == 3; }));
+  json attempts = Attempts(dir_.path());
+  std::vector<int64_t> first;
+  std::vector<uint64_t> order_k;
+  for (const json& a : attempts) {
+    if (a["position"] == 1) first.push_back(a["at_ms"].get<int64_t>());
+    if (a["key"] == "k") order_k.push_back(a["position"].get<uint64_t>());
+  }
+  ASSERT_EQ(first.size(), 5u);  // four failures, then the success
+  // Delays of 40, 80, 160, 320 ms (backoff_initial 40 ms, doubling).
+  for (size_t i = 1; i < first.size(); ++i) {
+    int64_t expected = 40 << (i - 1);
+    EXPECT_GE(first[i] - first[i - 1], expected - 5) << "retry " << i;
+  }
+  EXPECT_GT(first[4] - first[3], (first[2] - first[1]) * 3 / 2) << "delays did not grow";
+  // Within the key, position 2 waited for position 1.
+  EXPECT_EQ(order_k, (std::vector<uint64_t>{1, 1, 1, 1, 1, 2}));
+  auto status = runtime_->StatusOf(ModuleKind::kEffect, "jobs");
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->failures, 4u);
+  EXPECT_EQ(status->backoff_seconds, 0);  // reset after progress
+  EXPECT_TRUE(status->up);
+}
+
+TEST_F(ModuleRuntimeTest, EffectBackoffIsVisibleWhileFailing) {
+  Upload(ModuleKind::kEffect, "jobs", "1.0.0", "test_effect");
+  ASSERT_TRUE(events_->Append({MakeEvent("Job", {}, "{\"fail_times\":100}")}, std::nullopt).ok());
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = runtime_->StatusOf(ModuleKind::kEffect, "jobs");
+    return s && s->backoff_seconds >= 0.16;
+  }));
+  auto status = runtime_->StatusOf(ModuleKind::kEffect, "jobs");
+  EXPECT_EQ(status->state, "backoff");
+  EXPECT_EQ(status->position, 0u);  // the watermark stays below the failing event
+  EXPECT_NE(status->error.find("event at position 1"), std::string::npos) << status->error;
+  EXPECT_NE(runtime_->Metrics().find("reef_module_backoff_seconds{kind=\"effect\",name=\"jobs\""),
+            std::string::npos);
+}
+
+TEST_F(ModuleRuntimeTest, EffectWatermarkIsPersistedAndNothingIsRedoneAfterRestart) {
+  Upload(ModuleKind::kEffect, "jobs", "1.0.0", "test_effect");
+  std::vector<events::Event> batch;
+  for (int i = 0; i < 200; ++i) {
+    batch.push_back(MakeEvent("Job", {}, fmt::format("{{\"key\":\"k{}\"}}", i % 13)));
+  }
+  ASSERT_TRUE(events_->Append(std::move(batch), std::nullopt).ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "jobs") == 200; }));
+  Close();
+  json stored = SqliteRows(dir_.path() / "effects" / "jobs.sqlite", "SELECT watermark FROM reef_effect");
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0]["watermark"], 200);
+  Open();
+  ASSERT_TRUE(events_->Append({MakeEvent("Job", {}, "{}")}, std::nullopt).ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "jobs") == 201; }));
+  json attempts = Attempts(dir_.path());
+  EXPECT_EQ(attempts.size(), 201u);  // every event once: none redone after the restart
+  // In order within each key.
+  std::map<std::string, uint64_t> last;
+  for (const json& a : attempts) {
+    if (a["key"].is_null()) continue;
+    auto key = a["key"].get<std::string>();
+    EXPECT_GT(a["position"].get<uint64_t>(), last[key]) << key;
+    last[key] = a["position"].get<uint64_t>();
+  }
+}
+
+// ---- Commands ------------------------------------------------------------------------------
+
+TEST_F(ModuleRuntimeTest, CommandReadsFoldsDecidesAndAppendsWithItsTags) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  for (int i = 0; i < 3; ++i) {
+    auto outcome = runtime_->Execute("count", Input({{"tag", "t1"}}));
+    ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+    ASSERT_EQ(outcome->kind, CommandOutcome::Kind::kAppended);
+    ASSERT_EQ(outcome->events.size(), 1u);
+    EXPECT_EQ(outcome->events[0].event.type, "Counted");
+    EXPECT_EQ(outcome->events[0].event.tags, std::vector<std::string>{"t1"});
+    EXPECT_EQ(outcome->event_data[0].as_record().at("count").as_int(), i);
+  }
+  auto rejected = runtime_->Execute("count", Input({{"tag", "t1"}, {"expect", 7}}));
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_EQ(rejected->kind, CommandOutcome::Kind::kRejected);
+  EXPECT_EQ(rejected->message, "expected 7 events, found 3");
+  EXPECT_EQ(events_->Head(), 3u);
+  auto missing = runtime_->Execute("nope", Input(json::object()));
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+}
+
+TEST_F(ModuleRuntimeTest, ConcurrentCommandsRetryConflictsAndNeverDecideOnStaleState) {
+  RuntimeOptions options;
+  options.command_max_retries = 1000;
+  Close();
+  Open(options);
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  constexpr int kThreads = 8;
+  constexpr int kEach = 15;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        auto outcome = runtime_->Execute("count", Input({{"tag", "shared"}}));
+        if (!outcome.ok() || outcome->kind != CommandOutcome::Kind::kAppended) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures, 0);
+  // Every Counted saw exactly the events before it: counts are 0, 1, 2, ... with no repeat.
+  auto read = events_->Read({}, {});
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->events.size(), size_t{kThreads * kEach});
+  for (size_t i = 0; i < read->events.size(); ++i) {
+    json data = json::parse(read->events[i].event.data);
+    EXPECT_EQ(data["count"], i) << "event " << i + 1;
+  }
+  EXPECT_NE(runtime_->Metrics().find("reef_command_conflicts_total{name=\"count\"}"),
+            std::string::npos);
+}
+
+TEST_F(ModuleRuntimeTest, IdempotencyKeyAnswersARepeatWithTheFirstOutcome) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "req-1"};
+  auto first = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(first.ok());
+  auto again = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->position, first->position);
+  EXPECT_EQ(again->events.at(0).event.id, first->events.at(0).event.id);
+  EXPECT_EQ(events_->Head(), 1u);  // appended once
+  // Survives a restart (the record is in reef.sqlite).
+  Close();
+  Open();
+  auto after = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->replayed);
+  EXPECT_EQ(events_->Head(), 1u);
+}
+
+TEST_F(ModuleRuntimeTest, CommandSandboxIsDeterministicPerIdempotencyKey) {
+  // The same key in two fresh data directories gives the same ids, clock-independent random
+  // bytes and causation ids.
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "same", .correlation_id = "corr-7"};
+  auto a = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(a.ok());
+  TempDir other;
+  auto store_b = events::OpenEventStore(other.path() / "events");
+  ASSERT_TRUE(store_b.ok());
+  RuntimeOptions options_b;
+  options_b.data_dir = other.path();
+  auto runtime_b = ModuleRuntime::Open(**store_b, options_b);
+  ASSERT_TRUE(runtime_b.ok());
+  auto bytes = GuestBytes("test_command");
+  ASSERT_TRUE((*runtime_b)->Upload(ModuleKind::kCommand, "count", "1.0.0", bytes, true).ok());
+  auto b = (*runtime_b)->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->events[0].event.id, b->events[0].event.id);
+  EXPECT_EQ(a->execution_id, b->execution_id);
+  EXPECT_EQ(a->event_data[0].as_record().at("random"), b->event_data[0].as_record().at("random"));
+  EXPECT_EQ(a->events[0].event.metadata.correlation_id, "corr-7");
+  EXPECT_EQ(a->events[0].event.metadata.causation_id, a->execution_id);
+  // The module's clock is the request time, not a constant.
+  int64_t now = a->event_data[0].as_record().at("now").as_int();
+  EXPECT_NEAR(static_cast<double>(now), static_cast<double>(a->events[0].event.metadata.timestamp_ms), 0);
+}
+
+// ---- Crypto-shredding ----------------------------------------------------------------------
+
+TEST_F(ModuleRuntimeTest, ShreddingAScopeMakesItsEventsDataNullForModules) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  auto secret = runtime_->Execute(
+      "count", Input({{"tag", "user:1"}, {"secret", "alice@example.com"}, {"scope", "user:1"}}));
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  // Stored encrypted: the plaintext is nowhere in the event's bytes.
+  auto stored = events_->Read({}, {});
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->events[0].event.data.find("alice"), std::string::npos);
+  // Readable by modules while the key lives.
+  auto seen = runtime_->Execute("count", Input({{"tag", "user:1"}}));
+  ASSERT_TRUE(seen.ok());
+  EXPECT_EQ(seen->event_data[0].as_record().at("last_secret").as_string(), "alice@example.com");
+  ASSERT_TRUE(runtime_->ShredScope("user:1").ok());
+  EXPECT_EQ(runtime_->ShredScope("user:1").code(), Code::kNotFound);
+  auto after = runtime_->Execute("count", Input({{"tag", "user:1"}}));
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->event_data[0].as_record().at("last_secret").is_null());
+  EXPECT_EQ(after->event_data[0].as_record().at("count").as_int(), 2);  // the event is still there
+  // A new event of the scope gets a new key and is readable again.
+  ASSERT_TRUE(runtime_->Execute("count", Input({{"tag", "user:1"}, {"secret", "new"}, {"scope", "user:1"}})).ok());
+  auto latest = runtime_->Execute("count", Input({{"tag", "user:1"}}));
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->event_data[0].as_record().at("last_secret").as_string(), "new");
+}
+
+// ---- The bank example, end to end ------------------------------------------------------------
+
+TEST_F(ModuleRuntimeTest, BankExampleProjectsBalancesAndAlertsOnLargeWithdrawals) {
+  for (const char* c : {"open_account", "deposit", "withdraw"}) {
+    std::string name(c);
+    std::replace(name.begin(), name.end(), '_', '-');
+    Upload(ModuleKind::kCommand, name, "1.0.0", std::string("bank_") + c);
+  }
+  Upload(ModuleKind::kProjector, "balances", "1.0.0", "bank_balances");
+  Upload(ModuleKind::kEffect, "withdrawal-alert", "1.0.0", "bank_withdrawal_alert");
+  ASSERT_TRUE(runtime_->SetEnv(ModuleKind::kEffect, "withdrawal-alert", "LARGE_AMOUNT", "500").ok());
+  auto ok = [&](const char* command, const json& input) {
+    auto outcome = runtime_->Execute(command, Input(input));
+    ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+    ASSERT_EQ(outcome->kind, CommandOutcome::Kind::kAppended) << outcome->message;
+  };
+  ok("open-account", {{"account_id", "a1"}, {"owner", "Ada"}});
+  ok("deposit", {{"account_id", "a1"}, {"amount", 1000}});
+  ok("withdraw", {{"account_id", "a1"}, {"amount", 600}});
+  ok("withdraw", {{"account_id", "a1"}, {"amount", 100}});
+  auto overdraw = runtime_->Execute("withdraw", Input({{"account_id", "a1"}, {"amount", 1000}}));
+  ASSERT_TRUE(overdraw.ok());
+  EXPECT_EQ(overdraw->message, "insufficient funds: balance 300, withdrawal 1000");
+  ASSERT_TRUE(WaitFor([&] {
+    auto rows = runtime_->QueryProjector("balances", "SELECT balance FROM accounts", json::array());
+    return rows.ok() && rows->size() == 1 && (*rows)[0]["balance"] == 300;
+  }));
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "withdrawal-alert") == 4; }));
+  auto alerts = events_->Read({{events::QueryItem{{"LargeWithdrawalNoticed"}, {}}}}, {});
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_EQ(alerts->events.size(), 1u);  // 600 >= 500; 100 is not
+  EXPECT_EQ(json::parse(alerts->events[0].event.data)["amount"], 600);
+  // Shred the account's personal data, replay: the owner is gone, the balance is not.
+  ASSERT_TRUE(runtime_->ShredScope("account:a1").ok());
+  ASSERT_TRUE(runtime_->Replay(ModuleKind::kProjector, "balances").ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "balances") >= 4; }));
+  auto rows = runtime_->QueryProjector("balances", "SELECT owner, balance FROM accounts", json::array());
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_TRUE((*rows)[0]["owner"].is_null());
+  EXPECT_EQ((*rows)[0]["balance"], 300);
+}
+
+TEST_F(ModuleRuntimeTest, UploadRefusesBadModulesAndKeepsVersionsImmutable) {
+  auto bytes = GuestBytes("test_command");
+  auto wrong_kind = runtime_->Upload(ModuleKind::kProjector, "x", "1.0.0", bytes, false);
+  EXPECT_EQ(wrong_kind.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(wrong_kind.status().message().find("missing export `reef_project`"), std::string::npos)
+      << wrong_kind.status().message();
+  std::vector<uint8_t> garbage = {0, 'a', 's', 'm', 9, 9};
+  EXPECT_EQ(runtime_->Upload(ModuleKind::kCommand, "x", "1.0.0", garbage, false).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(runtime_->Upload(ModuleKind::kCommand, "x", "v1", bytes, false).status().code(),
+            Code::kInvalidArgument);
+  auto first = runtime_->Upload(ModuleKind::kCommand, "x", "1.0.0", bytes, false);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->created);
+  auto same = runtime_->Upload(ModuleKind::kCommand, "x", "1.0.0", bytes, false);
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->created);
+  auto other = GuestBytes("bank_deposit");
+  EXPECT_EQ(runtime_->Upload(ModuleKind::kCommand, "x", "1.0.0", other, false).status().code(),
+            Code::kAlreadyExists);
+  ASSERT_TRUE(runtime_->Activate(ModuleKind::kCommand, "x", "1.0.0").ok());
+  EXPECT_EQ(runtime_->DeleteVersion(ModuleKind::kCommand, "x", "1.0.0").code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(runtime_->Replay(ModuleKind::kCommand, "x").code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace reef::apps
