@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace reef::testing {
 
@@ -19,6 +21,7 @@ struct HttpResult {
   std::string text;     // the body as received
   nlohmann::json body;  // the body parsed as JSON (discarded when it is not JSON)
   std::string allow;    // the Allow header
+  std::string content_type;  // the Content-Type header
 };
 
 // Sends `method target` with `body` (as `content_type` when non-empty) to 127.0.0.1:port
@@ -27,7 +30,8 @@ inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
                            const std::string& target, const std::string& body = "",
                            const std::string& token = "",
                            std::chrono::milliseconds timeout = std::chrono::seconds(10),
-                           const std::string& content_type = "application/json") {
+                           const std::string& content_type = "application/json",
+                           const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   namespace asio = boost::asio;
   namespace beast = boost::beast;
   namespace http = beast::http;
@@ -49,6 +53,7 @@ inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
   request.set(http::field::host, "127.0.0.1");
   if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
   if (!body.empty()) request.set(http::field::content_type, content_type);
+  for (const auto& [name, value] : headers) request.set(name, value);
   request.body() = body;
   request.prepare_payload();
   out.ec = await([&](auto handler) { http::async_write(stream, request, handler); });
@@ -60,6 +65,7 @@ inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
   out.status = parser.get().result_int();
   out.text = parser.get().body();
   out.allow = std::string(parser.get()[http::field::allow]);
+  out.content_type = std::string(parser.get()[http::field::content_type]);
   out.body = nlohmann::json::parse(out.text, nullptr, false);
   return out;
 }
