@@ -73,6 +73,10 @@ class EffectRunner final : public Runner {
 
   void Start() override {
     status_.SetState("starting");
+    // The workers exist before any thread runs, so Snapshot may read them from any thread.
+    for (uint32_t i = 0; i <= kKeyedWorkers; ++i) {
+      workers_.push_back(std::make_unique<Worker>(*this, i));
+    }
     dispatcher_ = std::thread([this] { RunDispatcher(); });
   }
 
@@ -88,7 +92,7 @@ class EffectRunner final : public Runner {
   ModuleStatus Snapshot() const override {
     ModuleStatus s = status_.Get();
     double backoff = 0;
-    for (const auto& w : workers_snapshot_) backoff = std::max(backoff, w->backoff_seconds());
+    for (const auto& w : workers_) backoff = std::max(backoff, w->backoff_seconds());
     s.backoff_seconds = backoff;
     if (backoff > 0 && s.state != "failed") s.state = "backoff";
     return s;
@@ -195,13 +199,7 @@ class EffectRunner final : public Runner {
     REEF_ASSIGN_OR_RETURN(Value query_value, instance->CallForValue("reef_query", {}));
     REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
     status_.SetQuery(query);
-    for (uint32_t i = 0; i <= kKeyedWorkers; ++i) {
-      workers_.push_back(std::make_unique<Worker>(*this, i));
-    }
-    for (auto& w : workers_) {
-      workers_snapshot_.push_back(w.get());
-      w->Start();
-    }
+    for (auto& w : workers_) w->Start();
     REEF_ASSIGN_OR_RETURN(auto subscription, spec_.events->Subscribe(query, watermark));
     spdlog::info("{} started after watermark {}", label_, watermark);
     auto last_persist = std::chrono::steady_clock::now();
@@ -255,8 +253,8 @@ class EffectRunner final : public Runner {
   std::thread dispatcher_;
   sqlite3* db_ = nullptr;  // dispatcher thread only
   events::Position persisted_ = 0;  // dispatcher thread only
-  std::vector<std::unique_ptr<Worker>> workers_;  // dispatcher thread only
-  std::vector<const Worker*> workers_snapshot_;   // set once before workers start
+  // Created by Start before the dispatcher runs, never resized after: any thread may read.
+  std::vector<std::unique_ptr<Worker>> workers_;
 
   std::mutex mu_;  // guards in_flight_ and dispatched_
   std::condition_variable cv_;
