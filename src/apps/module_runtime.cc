@@ -112,6 +112,8 @@ struct ModuleRuntime::Impl {
   std::map<ModuleKey, uint64_t> carried_failures;
   std::map<std::string, CommandCounters, std::less<>> command_counters;
   std::map<std::string, std::map<std::string, std::string>, std::less<>> env_cache;  // commands
+  // Active command versions (nullopt: none), so an execution does not query reef.sqlite.
+  std::map<std::string, std::optional<store::ActiveModule>, std::less<>> active_commands;
 
   Impl(events::EventStore& e, RuntimeOptions o) : events(e), options(std::move(o)) {}
 
@@ -200,8 +202,7 @@ struct ModuleRuntime::Impl {
   // REQUIRES: lifecycle_mu.
   Status EnvChanged(ModuleKind kind, const std::string& name) {
     if (kind == ModuleKind::kCommand) {
-      std::lock_guard lock(mu);
-      env_cache.erase(name);
+      Forget(kind, name);
       return Status::Ok();
     }
     bool running;
@@ -210,6 +211,25 @@ struct ModuleRuntime::Impl {
       running = runners.count({kind, name}) > 0;
     }
     return running ? StartRunner(kind, name) : Status::Ok();
+  }
+
+  Result<std::optional<store::ActiveModule>> ActiveCommand(std::string_view name) {
+    {
+      std::lock_guard lock(mu);
+      if (auto it = active_commands.find(name); it != active_commands.end()) return it->second;
+    }
+    REEF_ASSIGN_OR_RETURN(auto active, store->Active(ModuleKind::kCommand, name));
+    std::lock_guard lock(mu);
+    active_commands[std::string(name)] = active;
+    return active;
+  }
+
+  // Drops cached facts about module (kind, name) after a lifecycle change.
+  void Forget(ModuleKind kind, std::string_view name) {
+    if (kind != ModuleKind::kCommand) return;
+    std::lock_guard lock(mu);
+    if (auto it = active_commands.find(name); it != active_commands.end()) active_commands.erase(it);
+    if (auto it = env_cache.find(name); it != env_cache.end()) env_cache.erase(it);
   }
 
   Result<std::map<std::string, std::string>> CommandEnv(std::string_view name) {
@@ -333,7 +353,7 @@ Result<CommandOutcome> OutcomeFromJson(const json& j) {
 Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
                                                         const Value& input,
                                                         const ExecuteOptions& opts) {
-  REEF_ASSIGN_OR_RETURN(auto active, store->Active(ModuleKind::kCommand, name));
+  REEF_ASSIGN_OR_RETURN(auto active, ActiveCommand(name));
   if (!active) {
     return Status::NotFound(fmt::format("no active command named '{}'", name));
   }
@@ -545,9 +565,16 @@ Status ModuleRuntime::Activate(ModuleKind kind, std::string_view name, std::stri
   if (found == nullptr) {
     return Status::NotFound(fmt::format("{} has no version {}", Key(kind, name), version));
   }
+  if (info.active_version == version) {
+    std::lock_guard inner(impl_->mu);
+    if (kind == ModuleKind::kCommand || impl_->runners.count({kind, std::string(name)})) {
+      return Status::Ok();  // already active and running: nothing to upgrade
+    }
+  }
   // Load before switching, so a broken version never replaces a working one.
   REEF_RETURN_IF_ERROR(impl_->LoadModule(kind, name, version, found->sha256).status());
   REEF_RETURN_IF_ERROR(impl_->store->SetActive(kind, name, version));
+  impl_->Forget(kind, name);
   spdlog::info("{} version {} is active", Key(kind, name), version);
   if (kind == ModuleKind::kCommand) return Status::Ok();
   return impl_->StartRunner(kind, std::string(name));
@@ -556,6 +583,7 @@ Status ModuleRuntime::Activate(ModuleKind kind, std::string_view name, std::stri
 Status ModuleRuntime::Deactivate(ModuleKind kind, std::string_view name) {
   std::lock_guard lock(impl_->lifecycle_mu);
   REEF_RETURN_IF_ERROR(impl_->store->ClearActive(kind, name));
+  impl_->Forget(kind, name);
   impl_->StopRunner({kind, std::string(name)});
   spdlog::info("{} deactivated", Key(kind, name));
   return Status::Ok();
@@ -607,8 +635,7 @@ Status ModuleRuntime::DeleteVersion(ModuleKind kind, std::string_view name,
 Status ModuleRuntime::DeleteModule(ModuleKind kind, std::string_view name) {
   std::lock_guard lock(impl_->lifecycle_mu);
   REEF_RETURN_IF_ERROR(impl_->store->DeleteModule(kind, name));
-  std::lock_guard inner(impl_->mu);
-  impl_->env_cache.erase(std::string(name));
+  impl_->Forget(kind, name);
   return Status::Ok();
 }
 
