@@ -308,7 +308,8 @@ void Worker::Run() {
       }
       std::string error = rc.ok() ? fmt::format("reef_effect returned {}", *rc) : rc.status().message();
       error = fmt::format("event at position {}: {}", item.event.position, error);
-      spdlog::warn("effects/{}: {}; retrying in {} ms", spec.name, error, delay);
+      spdlog::warn("effects/{} (worker {}): {}; retrying in {} ms", spec.name,
+                   index_ == 0 ? std::string("global") : std::to_string(index_), error, delay);
       runner_.status().CountFailure(error);
       backoff_ms_ = delay;
       {

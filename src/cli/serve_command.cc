@@ -39,6 +39,9 @@ struct ServeArgs {
   std::string data_dir = std::string(kDefaultDataDir);
   std::string auth_token;            // empty = none
   events::EventLimits event_limits;  // max_event_bytes, max_append_bytes from the flags
+  uint32_t command_max_retries = apps::RuntimeOptions{}.command_max_retries;
+  uint64_t effect_backoff_initial_ms = apps::RuntimeOptions{}.effect_backoff_initial.count();
+  uint64_t effect_backoff_max_ms = apps::RuntimeOptions{}.effect_backoff_max.count();
 };
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
@@ -100,18 +103,27 @@ int Serve(const ServeArgs& args) {
   // Appends block their handler thread until their fdatasync: enough threads that concurrent
   // appends over HTTP share syncs (group commit) and do not hold up other requests.
   server_options.handler_threads = 32;
-  for (server::HttpRoute& route : events::http::EventRoutes(**events)) {
-    server_options.routes.push_back(std::move(route));
-  }
   // The event-sourced modules: the module store in reef.sqlite, active projectors and effects
   // started now. Declared after the store (destroyed before it), before the server.
   apps::RuntimeOptions runtime_options;
   runtime_options.data_dir = args.data_dir;
+  runtime_options.command_max_retries = args.command_max_retries;
+  runtime_options.effect_backoff_initial = std::chrono::milliseconds(args.effect_backoff_initial_ms);
+  runtime_options.effect_backoff_max = std::chrono::milliseconds(
+      std::max(args.effect_backoff_max_ms, args.effect_backoff_initial_ms));
   auto runtime = apps::ModuleRuntime::Open(**events, runtime_options);
   if (!runtime.ok()) {
     fmt::print(stderr, "reef serve: cannot open the module store in data dir {}: {}\n",
                args.data_dir, runtime.status().ToString());
     return 1;
+  }
+  events::http::EventRouteOptions event_route_options;
+  event_route_options.encrypt = [keys = &(*runtime)->keys()](std::string_view scope,
+                                                               std::string_view data) {
+    return keys->Encrypt(scope, data);
+  };
+  for (server::HttpRoute& route : events::http::EventRoutes(**events, event_route_options)) {
+    server_options.routes.push_back(std::move(route));
   }
   for (server::HttpRoute& route : apps::http::ModuleRoutes(**runtime)) {
     server_options.routes.push_back(std::move(route));
@@ -154,7 +166,7 @@ const Command kServeCommands[] = {
            ->envname("REEF_LISTEN")
            ->capture_default_str();
        app.add_option("--data-dir", args->data_dir,
-                      "Data directory (source store reef.sqlite, event store events/); created "
+                      "Data directory (reef.sqlite: source and module stores; events/; projectors/, effects/, cache/); created "
                       "when missing")
            ->envname("REEF_DATA_DIR")
            ->capture_default_str();
@@ -171,6 +183,21 @@ const Command kServeCommands[] = {
                       "Event store: largest append (all its events), in stored bytes")
            ->envname("REEF_MAX_APPEND_BYTES")
            ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 30))
+           ->capture_default_str();
+       app.add_option("--command-max-retries", args->command_max_retries,
+                      "Commands: retries after a conflicting append (jittered backoff between)")
+           ->envname("REEF_COMMAND_MAX_RETRIES")
+           ->check(CLI::Range(0u, 1000u))
+           ->capture_default_str();
+       app.add_option("--effect-backoff-initial-ms", args->effect_backoff_initial_ms,
+                      "Effects: first retry delay of a failed event, in ms (doubles per failure)")
+           ->envname("REEF_EFFECT_BACKOFF_INITIAL_MS")
+           ->check(CLI::Range(uint64_t{1}, uint64_t{3'600'000}))
+           ->capture_default_str();
+       app.add_option("--effect-backoff-max-ms", args->effect_backoff_max_ms,
+                      "Effects: longest retry delay, in ms")
+           ->envname("REEF_EFFECT_BACKOFF_MAX_MS")
+           ->check(CLI::Range(uint64_t{1}, uint64_t{86'400'000}))
            ->capture_default_str();
        return [args] { return Serve(*args); };
      }},

@@ -31,7 +31,8 @@ Result<json> ParseBody(const server::HttpRequest& request) {
   return body;
 }
 
-Result<json> Append(EventStore& store, const server::HttpRequest& request) {
+Result<json> Append(EventStore& store, const EventRouteOptions& options,
+                    const server::HttpRequest& request) {
   REEF_ASSIGN_OR_RETURN(json body, ParseBody(request));
   REEF_RETURN_IF_ERROR(CheckObjectFields(body, "", {"events", "condition"}));
   auto events_json = body.find("events");
@@ -41,8 +42,28 @@ Result<json> Append(EventStore& store, const server::HttpRequest& request) {
   std::vector<Event> events;
   events.reserve(events_json->size());
   for (size_t i = 0; i < events_json->size(); ++i) {
-    REEF_ASSIGN_OR_RETURN(Event event,
-                          EventFromJson((*events_json)[i], fmt::format("events[{}]", i)));
+    json& item = (*events_json)[i];
+    std::string path = fmt::format("events[{}]", i);
+    // "encryption_scope" is the routes' field, not the store's: taken off before parsing.
+    std::optional<std::string> scope;
+    if (item.is_object()) {
+      if (auto it = item.find("encryption_scope"); it != item.end()) {
+        if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
+          return Status::InvalidArgument(path + ".encryption_scope must be a non-empty string");
+        }
+        scope = it->get<std::string>();
+        item.erase(it);
+      }
+    }
+    REEF_ASSIGN_OR_RETURN(Event event, EventFromJson(item, path));
+    if (scope) {
+      if (!options.encrypt) {
+        return Status::FailedPrecondition(path + ".encryption_scope: this server has no keys");
+      }
+      auto encrypted = options.encrypt(*scope, event.data);
+      if (!encrypted.ok()) return encrypted.status().WithContext(path + ".encryption_scope");
+      event.data = std::move(*encrypted);
+    }
     events.push_back(std::move(event));
   }
   std::optional<AppendCondition> condition;
@@ -119,7 +140,9 @@ std::vector<server::HttpRoute> EventRoutes(EventStore& store, const EventRouteOp
   std::vector<server::HttpRoute> routes;
   server::HttpRoute append{
       "POST", "/events/append",
-      [&store](const server::HttpRequest& request) { return Append(store, request); },
+      [&store, options](const server::HttpRequest& request) {
+        return Append(store, options, request);
+      },
       "Append events atomically, optionally with a DCB append condition"};
   append.max_body_bytes = 2 * store.limits().max_append_bytes + (1u << 20);
   routes.push_back(std::move(append));

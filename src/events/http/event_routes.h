@@ -1,6 +1,7 @@
 // The event store's HTTP routes, for tools and tests (docs/http-api.md "Event store"):
 //
 //   POST /events/append   {"events": [event...], "condition": condition?}  -> {"position": N}
+//                         (an event may carry "encryption_scope": its data is stored encrypted)
 //   POST /events/read     {"query": query?, "from": N?, "backwards": bool?, "limit": N?,
 //                          "data_encoding": "auto" | "base64"?}
 //                         -> {"events": [...], "head": N, "truncated": bool}
@@ -14,6 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "events/event_store.h"
@@ -26,6 +30,10 @@ struct EventRouteOptions {
   uint64_t max_read_events = 10'000;
   // Bytes of event data and metadata one read returns at most (approximate: stored bytes).
   uint64_t max_read_bytes = 16u << 20;
+  // Encrypts the data of an appended event that has "encryption_scope": returns the bytes to
+  // store (crypto-shredding, apps::KeyRing::Encrypt). Unset: such events are refused with
+  // FailedPrecondition.
+  std::function<Result<std::string>(std::string_view scope, std::string_view data)> encrypt;
 };
 
 // The three routes above over `store`. The append route accepts bodies up to twice the

@@ -41,7 +41,11 @@ class ModuleRoutesTest : public ::testing::Test {
     server::ServerOptions server_options;
     server_options.listen = "127.0.0.1:0";
     server_options.handler_threads = 4;
-    server_options.routes = events::http::EventRoutes(*events_);
+    events::http::EventRouteOptions event_options;  // as `reef serve` wires them
+    event_options.encrypt = [this](std::string_view scope, std::string_view data) {
+      return runtime_->keys().Encrypt(scope, data);
+    };
+    server_options.routes = events::http::EventRoutes(*events_, event_options);
     for (auto& route : http::ModuleRoutes(*runtime_)) server_options.routes.push_back(route);
     auto started = server::Server::Start(std::move(server_options));
     ASSERT_TRUE(started.ok()) << started.status().ToString();
@@ -222,6 +226,26 @@ TEST_F(ModuleRoutesTest, CryptoKeyDeletionShredsOverHttp) {
   EXPECT_EQ(shred.body, json::parse(R"({"scope": "user:9", "shredded": true})"));
   auto after = Call(verb::post, "/commands/count/execute", R"({"tag": "u"})");
   EXPECT_TRUE(after.body["events"][0]["data"]["last_secret"].is_null()) << after.text;
+}
+
+TEST_F(ModuleRoutesTest, EventsAppendedOverHttpWithAScopeAreEncryptedAndShreddable) {
+  ASSERT_EQ(UploadGuest("commands", "count", "1.0.0", "test_command").status, 201u);
+  auto appended = Call(verb::post, "/events/append",
+                       R"({"events": [{"type": "Profile", "tags": ["u"], "encryption_scope": "user:5",
+                                       "data": {"secret": "bob@example.com"}}]})");
+  ASSERT_EQ(appended.status, 200u) << appended.text;
+  auto stored = Call(verb::post, "/events/read", "{}");
+  EXPECT_TRUE(stored.body["events"][0].contains("data_base64")) << stored.text;
+  EXPECT_EQ(stored.text.find("bob@"), std::string::npos);
+  auto seen = Call(verb::post, "/commands/count/execute", R"({"tag": "u"})");
+  EXPECT_EQ(seen.body["events"][0]["data"]["last_secret"], "bob@example.com") << seen.text;
+  ASSERT_EQ(Call(verb::delete_, "/crypto-keys/user:5").status, 200u);
+  auto gone = Call(verb::post, "/commands/count/execute", R"({"tag": "u"})");
+  EXPECT_EQ(gone.body["events"][0]["data"]["count"], 2);
+  EXPECT_TRUE(gone.body["events"][0]["data"]["last_secret"].is_null()) << gone.text;
+  ExpectError(Call(verb::post, "/events/append",
+                   R"({"events": [{"type": "P", "encryption_scope": 7}]})"),
+              400, "invalid_argument", "events[0].encryption_scope");
 }
 
 // promtool (Debian package prometheus, installed by scripts/setup.sh) lints the exposition.
