@@ -168,6 +168,36 @@ struct StatementCloser {
 };
 using Statement = std::unique_ptr<sqlite3_stmt, StatementCloser>;
 
+// What a guest's SQL may not do, checked when its statement is prepared: control
+// transactions (the host commits each projector event with its position), attach other
+// databases, change settings with PRAGMA, or touch the host's own tables (reef_*: the
+// projector position, the effect watermark).
+int GuestAuthorizer(void*, int action, const char* arg1, const char* arg2, const char*,
+                    const char*) {
+  auto host_table = [](const char* table) {
+    return table != nullptr && sqlite3_strnicmp(table, "reef_", 5) == 0;
+  };
+  switch (action) {
+    case SQLITE_TRANSACTION:
+    case SQLITE_SAVEPOINT:
+    case SQLITE_ATTACH:
+    case SQLITE_DETACH:
+      return SQLITE_DENY;
+    case SQLITE_PRAGMA:
+      return arg2 == nullptr ? SQLITE_OK : SQLITE_DENY;  // reading a pragma is fine
+    case SQLITE_INSERT:
+    case SQLITE_UPDATE:
+    case SQLITE_DELETE:
+    case SQLITE_DROP_TABLE:
+    case SQLITE_ALTER_TABLE:
+    case SQLITE_CREATE_INDEX:
+    case SQLITE_CREATE_TRIGGER:
+      return host_table(arg1) ? SQLITE_DENY : SQLITE_OK;
+    default:
+      return SQLITE_OK;
+  }
+}
+
 // Prepares `sql` (one statement) and binds `params` (a list of scalars) to ?1, ?2, ...
 Result<Statement> Prepare(sqlite3* db, const std::string& sql, const Value& params) {
   if (db == nullptr) return Status::FailedPrecondition("this module kind has no SQL database");
@@ -177,9 +207,16 @@ Result<Statement> Prepare(sqlite3* db, const std::string& sql, const Value& para
   }
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &raw, &tail) !=
-      SQLITE_OK) {
-    return Status::InvalidArgument(fmt::format("{} (in: {})", sqlite3_errmsg(db), sql));
+  sqlite3_set_authorizer(db, GuestAuthorizer, nullptr);
+  int prepared = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &raw, &tail);
+  sqlite3_set_authorizer(db, nullptr, nullptr);
+  if (prepared != SQLITE_OK) {
+    std::string why = sqlite3_errmsg(db);
+    if (prepared == SQLITE_AUTH) {
+      why += "; module SQL may not control transactions, ATTACH, set PRAGMAs or write reef_* "
+             "tables";
+    }
+    return Status::InvalidArgument(fmt::format("{} (in: {})", why, sql));
   }
   Statement statement(raw);
   if (raw == nullptr) return Status::InvalidArgument("the SQL text holds no statement");

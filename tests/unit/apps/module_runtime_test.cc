@@ -225,6 +225,29 @@ TEST_F(ModuleRuntimeTest, AFailingProjectorStopsWithItsErrorAndKeepsEarlierEvent
       << metrics;
 }
 
+TEST_F(ModuleRuntimeTest, ProjectorSqlCannotTouchTransactionsOrTheHostsTables) {
+  for (const char* sql : {"COMMIT", "UPDATE reef_projector SET position = 0", "ROLLBACK",
+                          "SAVEPOINT x", "ATTACH DATABASE '/tmp/x.sqlite' AS x",
+                          "PRAGMA synchronous = OFF", "DROP TABLE reef_projector"}) {
+    SCOPED_TRACE(sql);
+    Close();
+    std::filesystem::remove_all(dir_.path());
+    std::filesystem::create_directories(dir_.path());
+    Open();
+    Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+    AppendTicks(3);
+    ASSERT_TRUE(events_->Append({MakeEvent("Meddle", {}, json{{"sql", sql}}.dump())}, std::nullopt).ok());
+    ASSERT_TRUE(WaitFor([&] {
+      auto s = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
+      return s && s->state == "failed";
+    }));
+    auto status = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
+    EXPECT_EQ(status->position, 3u);
+    EXPECT_NE(status->error.find("not authorized"), std::string::npos) << status->error;
+    EXPECT_EQ(Ticks().size(), 3u);
+  }
+}
+
 // A child process projects while another thread appends; it is SIGKILLed at a random moment.
 // After each restart the read model holds every event up to the stored position exactly once.
 TEST_F(ModuleRuntimeTest, ProjectorIsExactlyOnceAcrossSigkill) {
