@@ -1,22 +1,135 @@
 #!/usr/bin/env bash
-# `make run`: starts the live image (`reef serve`) in the foreground on 127.0.0.1:7433 with
-# the data directory ./reef-data; the bundled counter example is in its working source at
-# actors/counter. Stop it with Ctrl+C. Override with REEF_LISTEN / REEF_DATA_DIR.
+# `make run`: starts the live image (`reef serve`) on 127.0.0.1:7433 with the data directory
+# ./reef-data, uploads and activates the example modules over HTTP, then keeps the server in
+# the foreground until Ctrl+C (SIGINT) or SIGTERM, which it passes on so the server stops
+# cleanly. Override with REEF_LISTEN / REEF_DATA_DIR (and REEF_AUTH_TOKEN) as for `reef serve`.
+#
+# The modules (the table below) are uploaded with ?activate=true: examples/bank (commands
+# open-account, deposit, withdraw; projector balances; effect withdrawal-alert) and the DCB
+# commands of examples/dcb. Uploading the same bytes again is idempotent (HTTP 200), so
+# running this again on the same data dir works; it makes these versions the active ones.
 set -euo pipefail
 build=${1:-build}
 reef="$build/reef"
+guests="$build/guests"
+
+# kind name version file (under $guests)
+modules=(
+  "commands open-account 1.0.0 bank_open_account.wasm"
+  "commands deposit 1.0.0 bank_deposit.wasm"
+  "commands withdraw 1.0.0 bank_withdraw.wasm"
+  "projectors balances 1.0.0 bank_balances.wasm"
+  "effects withdrawal-alert 1.0.0 bank_withdrawal_alert.wasm"
+  "commands register-account 4.0.0 dcb_register_account_v4.wasm"
+  "commands create-invoice 1.0.0 dcb_create_invoice.wasm"
+  "commands define-course 1.0.0 dcb_define_course.wasm"
+  "commands change-course-capacity 1.0.0 dcb_change_course_capacity.wasm"
+  "commands subscribe-student-to-course 1.0.0 dcb_subscribe_student_to_course.wasm"
+)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkfifo "$work/stderr"
+
+# The server's stderr goes through a forwarder that copies it to ours and to a file, where the
+# ready line is looked for. The forwarder ignores INT/TERM so the shutdown lines still show;
+# it ends when the server closes its stderr.
+( trap '' INT TERM
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >&2
+    printf '%s\n' "$line" >>"$work/log"
+  done <"$work/stderr" ) &
+forwarder=$!
+"$reef" serve 2>"$work/stderr" &
+server=$!
+
+stopping=""      # set once a signal arrived: no more uploads
+interrupted=""   # set by a signal that may have cut a `wait` short
+stop() {
+  stopping=1
+  interrupted=1
+  kill -"$1" "$server" 2>/dev/null || true
+}
+trap 'stop INT' INT
+trap 'stop TERM' TERM
+
+# Waits for the server to exit, then for the forwarder; exits with the server's status. A
+# trapped signal ends `wait` early, so it waits again; 127 means the status was already taken.
+finish() {
+  local status=0 rc
+  while :; do
+    interrupted=""
+    wait "$server" && rc=0 || rc=$?
+    [[ $rc -eq 127 ]] || status=$rc
+    [[ -n $interrupted ]] || break
+  done
+  wait "$forwarder" || true
+  exit "$status"
+}
+
+# The ready line: "reef: serving on ws://ADDR (data dir DIR)[ with bearer token auth]".
+ready=""
+for _ in $(seq 600); do
+  ready=$(grep -m1 'serving on ws://' "$work/log" 2>/dev/null || true)
+  [[ -n $ready ]] && break
+  kill -0 "$server" 2>/dev/null || finish  # it failed to start; its reason is on stderr
+  sleep 0.1
+done
+if [[ -z $ready ]]; then
+  echo "run.sh: reef serve printed no ready line within 60 s; stopping it" >&2
+  stop TERM
+  finish
+fi
+address=${ready#*ws://}
+address=${address%% *}
+data_dir=${ready#*(data dir }
+data_dir=${data_dir%%)*}
+
+auth=()
+if [[ -n ${REEF_AUTH_TOKEN:-} ]]; then auth=(-H "Authorization: Bearer $REEF_AUTH_TOKEN"); fi
+
+echo "Uploading the example modules to http://$address:" >&2
+for row in "${modules[@]}"; do
+  [[ -z $stopping ]] || finish
+  read -r kind name version file <<<"$row"
+  if [[ ! -f $guests/$file ]]; then
+    echo "  $kind/$name $version: skipped, $guests/$file is missing (guests not built?)" >&2
+    continue
+  fi
+  # 201: stored; 200: the same bytes were stored already. Either way now active.
+  code=$(curl -sS -g -o "$work/answer" -w '%{http_code}' "${auth[@]}" \
+    --data-binary "@$guests/$file" \
+    "http://$address/$kind/$name/versions/$version?activate=true") || code=000
+  case $code in
+    201) echo "  $kind/$name $version: uploaded, active" >&2 ;;
+    200) echo "  $kind/$name $version: already uploaded, active" >&2 ;;
+    409) echo "  $kind/$name $version: HTTP 409, this version holds other bytes (an older" \
+           "build?); the active version stays. Use a fresh REEF_DATA_DIR, or upload the" \
+           "new build under a new version." >&2 ;;
+    *) echo "  $kind/$name $version: HTTP $code $(cat "$work/answer" 2>/dev/null)" >&2 ;;
+  esac
+done
+
+[[ -z $stopping ]] || finish
 
 # Clients find a server on another address through REEF_CONNECT.
 client="$reef"
-if [[ -n ${REEF_LISTEN:-} ]]; then client="REEF_CONNECT=$REEF_LISTEN $reef"; fi
+if [[ $address != 127.0.0.1:7433 ]]; then client="REEF_CONNECT=$address $reef"; fi
 
 cat >&2 <<MSG
-Reef $("$reef" --version | cut -d' ' -f2): starting the live image. In another terminal:
 
-  $client repl                    # interactive; type 'help'
-  $client spawn actors/counter 0  # one-shot commands; see '$reef --help'
-  curl -s http://${REEF_LISTEN:-127.0.0.1:7433}/health
+Reef $("$reef" --version | cut -d' ' -f2) is serving on $address (data dir $data_dir). In another terminal:
 
-Ctrl+C stops the server.
+  curl -s $address/commands/open-account/execute -d '{"account_id": "demo", "owner": "Ada"}'
+  curl -s $address/commands/deposit/execute -d '{"account_id": "demo", "amount": 100}'
+  curl -s $address/projectors/balances/query -d '{"sql": "SELECT * FROM accounts"}'
+  curl -s $address/metrics
+  $client repl   # the actors of the live image; type 'help'
+
+README.md has the whole tour; docs/http-api.md every route. Ctrl+C stops the server.
 MSG
-exec "$reef" serve
+if [[ -n ${REEF_AUTH_TOKEN:-} ]]; then
+  echo "(With REEF_AUTH_TOKEN set, add -H \"Authorization: Bearer \$REEF_AUTH_TOKEN\" to each curl.)" >&2
+fi
+
+finish
