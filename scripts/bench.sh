@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Runs Reef's benchmarks against an existing build and prints three tables (docs/benchmarks.md):
-# the engine kernels against V8 and native code, the actor workloads against Erlang/OTP, and the
-# event store against this disk's fdatasync and plain SQLite inserts.
+# Runs Reef's benchmarks against an existing build and prints four tables (docs/benchmarks.md):
+# the engine kernels against V8 and native code, the actor workloads against Erlang/OTP, the
+# event store against this disk's fdatasync and plain SQLite inserts, and the event-sourced
+# modules against the store's own HTTP append and plain SQLite inserts.
 #
 #   bash scripts/bench.sh BUILD_DIR          (what `make bench` runs after building)
-#   REEF_BENCH_ACTORS=0 REEF_BENCH_EVENTS=0 bash scripts/bench.sh BUILD_DIR   (the engine table)
-#   REEF_BENCH_ENGINE=0 REEF_BENCH_ACTORS=0 bash scripts/bench.sh BUILD_DIR   (event store only)
+#   REEF_BENCH_ACTORS=0 REEF_BENCH_EVENTS=0 REEF_BENCH_APPS=0 bash scripts/bench.sh BUILD_DIR
+#                                            (the engine table)
+#   REEF_BENCH_ENGINE=0 REEF_BENCH_ACTORS=0 REEF_BENCH_APPS=0 bash scripts/bench.sh BUILD_DIR
+#                                            (event store only)
+#   REEF_BENCH_ENGINE=0 REEF_BENCH_ACTORS=0 REEF_BENCH_EVENTS=0 bash scripts/bench.sh BUILD_DIR
+#                                            (event-sourced modules only)
 #
-# Each table can be skipped: REEF_BENCH_ENGINE=0, REEF_BENCH_ACTORS=0, REEF_BENCH_EVENTS=0.
+# Each table can be skipped: REEF_BENCH_ENGINE=0, REEF_BENCH_ACTORS=0, REEF_BENCH_EVENTS=0,
+# REEF_BENCH_APPS=0.
 #
 # Engine table. In one run, the same kernels (bench/kernels/kernels.c) go through three runners:
 #   Reef interp  BUILD_DIR/bench/reef_bench on BUILD_DIR/guests/bench_kernels.wasm
@@ -38,6 +44,18 @@
 # <= 10%; >= 1 M events/s at 100 events per append (64 writers); full scan >= 5 M events/s.
 # Sizes: REEF_BENCH_EVENTS_MILLIS (2000 ms per append case), REEF_BENCH_EVENTS_SCAN (1000000
 # events scanned, both programs). About 70 s where fdatasync takes ~4 ms.
+#
+# Event-sourced modules table. BUILD_DIR/bench/apps_bench (in REEF_BENCH_APPS_DIR, default
+# $TMPDIR or /tmp) runs a server on loopback in-process, wired like `reef serve`, and measures
+# the bank example's deposit command over HTTP (1 and 64 keep-alive clients, each on its own
+# accounts; 64 clients on one shared account, with the conflict retries) against the anchor
+# POST /events/append of one conditional event with the same clients; deposit latency on
+# accounts of 10, 100 and 1000 events; and the projector test_projector_v1 catching up on a
+# store of REEF_BENCH_APPS_EVENTS (1000000) Tick events against plain SQLite inserting as many
+# rows in transactions of 512 (WAL, synchronous=NORMAL). Issue 6 sets no numeric goal, so the
+# table has no PASS/MISS. Sizes: REEF_BENCH_APPS_MILLIS (3000 ms per append anchor),
+# REEF_BENCH_APPS_EVENTS. About 2.5 minutes on 2 cores, nearly all of it the catch-up
+# (REEF_BENCH_APPS_EVENTS=200000: about 1 minute).
 set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
@@ -52,6 +70,7 @@ wasm=$build/guests/bench_kernels.wasm
 engine=${REEF_BENCH_ENGINE:-1}
 actors=${REEF_BENCH_ACTORS:-1}
 events=${REEF_BENCH_EVENTS:-1}
+apps=${REEF_BENCH_APPS:-1}
 actor_bench=$build/bench/actor_bench
 needed=()
 if [[ $engine != 0 ]]; then
@@ -63,6 +82,10 @@ if [[ $actors != 0 ]]; then
 fi
 if [[ $events != 0 ]]; then
   needed+=("$build/bench/storage_candidates" "$build/bench/events_bench")
+fi
+if [[ $apps != 0 ]]; then
+  needed+=("$build/bench/apps_bench" "$build/guests/bank_open_account.wasm"
+    "$build/guests/bank_deposit.wasm" "$build/guests/test_projector_v1.wasm")
 fi
 for f in "${needed[@]}"; do
   if [[ ! -e $f ]]; then
@@ -79,7 +102,8 @@ fi
 lines=$(mktemp)
 reef_actor_lines=$(mktemp)
 event_lines=$(mktemp)
-trap 'rm -f "$lines" "$reef_actor_lines" "$event_lines"' EXIT
+app_lines=$(mktemp)
+trap 'rm -f "$lines" "$reef_actor_lines" "$event_lines" "$app_lines"' EXIT
 
 if [[ $engine != 0 ]]; then
   echo "bench: fib($fib_n), loop($loop_n), $calls nop calls; median of $repeats rounds;" \
@@ -306,4 +330,108 @@ if [[ $events != 0 ]]; then
       }
     }
   ' "$event_lines"
+fi
+
+if [[ $apps != 0 ]]; then
+  # ---- event-sourced modules: commands over HTTP, projector catch-up (apps_bench) ----
+  apps_dir=${REEF_BENCH_APPS_DIR:-${TMPDIR:-/tmp}}
+  apps_millis=${REEF_BENCH_APPS_MILLIS:-3000}
+  apps_events=${REEF_BENCH_APPS_EVENTS:-1000000}
+  echo
+  echo "bench: event-sourced modules in $apps_dir; apps_bench ($apps_millis ms per append" \
+    "anchor, $apps_events events caught up); load average $(cut -d' ' -f1-3 /proc/loadavg)" \
+    "on $(nproc) cores"
+  "$build/bench/apps_bench" --dir "$apps_dir" --millis "$apps_millis" --events "$apps_events" |
+    tee -a "$app_lines"
+  echo
+
+  # One row per Reef figure next to its anchor from the same run; no goal (issue 6 sets none).
+  awk '
+    $1 == "bench" {
+      for (i = 2; i <= NF; ++i) {
+        split($i, kv, "=")
+        f[kv[1]] = substr($i, length(kv[1]) + 2)
+      }
+      key = "ap/" f["apps"]
+      if ("accounts" in f) key = key "/" f["accounts"]
+      if ("clients" in f) key = key "/" f["clients"]
+      if ("history" in f) key = key "/" f["history"]
+      if ("case" in f) key = key "/" f["case"]
+      for (name in f) val[key, name] = f[name]
+      split("", f)
+    }
+    function get(key, name) {
+      if (!((key, name) in val)) {
+        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
+        bad = 1
+        return 0
+      }
+      return val[key, name] + 0
+    }
+    function num(v) { return sprintf("%.0f", v) }
+    function ratio(a, r) { return r > 0 ? sprintf("%.1fx", a / r) : "-" }
+    function row(figure, unit, reef, p50, p99, anchor, anchor_value, anchor_lat, cost) {
+      printf "| %-54s | %-8s | %8s | %7s | %8s | %-42s | %8s | %-13s | %8s |\n", figure, unit,
+             reef, p50, p99, anchor, anchor_value, anchor_lat, cost
+    }
+    function deposit_row(figure, k, a,   reef, anc) {
+      reef = get(k, "per_s"); anc = get(a, "per_s")
+      row(figure, "exec/s", num(reef), num(get(k, "p50_us")), num(get(k, "p99_us")),
+          sprintf("POST /events/append, %d client%s", get(a, "clients"),
+                  get(a, "clients") > 1 ? "s" : ""), num(anc),
+          num(get(a, "p50_us")) " / " num(get(a, "p99_us")), ratio(anc, reef))
+    }
+    END {
+      own1 = "ap/deposit/own/1"; own64 = "ap/deposit/own/64"; shared = "ap/deposit/shared/64"
+      row("figure", "unit", "Reef", "p50 us", "p99 us", "anchor (same run)", "anchor",
+          "p50 / p99 us", "cost")
+      printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n",
+             "--------------------------------------------------------", "----------",
+             "----------", "---------", "----------",
+             "--------------------------------------------", "----------", "---------------",
+             "----------"
+      deposit_row(sprintf("deposit, 1 client, own accounts (%d events max)",
+                          get(own1, "history_end")), own1, "ap/append/1")
+      deposit_row(sprintf("deposit, 64 clients, own accounts (%d events max)",
+                          get(own64, "history_end")), own64, "ap/append/64")
+      deposit_row(sprintf("deposit, 64 clients, ONE account (%d events at end)",
+                          get(shared, "history_end")), shared, "ap/append/64")
+      row("  conflict retries per execution (shared account)", "retries",
+          sprintf("%.2f", get(shared, "retries_per_execution")), "", "",
+          sprintf("gave up (409 after the last retry), of %d",
+                  get(shared, "requests") + get(shared, "gave_up")),
+          num(get(shared, "gave_up")), "", "")
+      split("10 100 1000", hs, " ")
+      for (i = 1; i <= 3; ++i) {
+        k = "ap/deposit_history/" hs[i]
+        row(sprintf("deposit latency, 1 client, account of %d events", get(k, "history")), "us",
+            num(get(k, "p50_us")), num(get(k, "p50_us")), num(get(k, "p99_us")), "", "", "", "")
+      }
+      c = get("ap/catchup", "events_per_s"); sq = get("ap/sqlite", "rows_per_s")
+      st = get("ap/sqlite_stmt", "rows_per_s")
+      row(sprintf("projector catch-up, %d Tick events", get("ap/catchup", "events")), "events/s",
+          num(c), "", "", sprintf("SQLite inserts, %d rows/txn, WAL+NORMAL",
+                                  get("ap/sqlite", "batch_rows")), num(sq), "", ratio(sq, c))
+      row("  the same, against the runner SQL pattern, no wasm", "events/s", num(c), "", "",
+          "SQLite, + savepoint + prepare per row", num(st), "", ratio(st, c))
+      if (bad) exit 1
+
+      dt = get("ap/deposit_history/1000", "p50_us") - get("ap/deposit_history/10", "p50_us")
+      dn = get("ap/deposit_history/1000", "history") - get("ap/deposit_history/10", "history")
+      slope = dn > 0 ? dt / dn : 0
+      printf "\nexec/s: deposits answered 200 / wall time; p50/p99 per request at the client; " \
+             "cost = anchor / Reef\n"
+      printf "a deposit reads and folds the whole account history: %.0f us more per event " \
+             "(deposit latency rows)\n", slope
+      printf "process CPU per request (server, runtime, store and the clients): deposit %s us " \
+             "(1 client), %s us (64), %s us per execution on the shared account; append %s us " \
+             "(1 client), %s us (64)\n", num(get(own1, "cpu_us_per_request")),
+             num(get(own64, "cpu_us_per_request")), num(get(shared, "cpu_us_per_request")),
+             num(get("ap/append/1", "cpu_us_per_request")),
+             num(get("ap/append/64", "cpu_us_per_request"))
+      printf "catch-up: %.1f us of process CPU per event, %d events per transaction; " \
+             "SQLite anchors: one connection, same table\n", get("ap/catchup", "cpu_us_per_event"),
+             get("ap/catchup", "batch_events")
+    }
+  ' "$app_lines"
 fi
