@@ -1,7 +1,7 @@
 # Reef's front door. Every target installs what is missing first (scripts/setup.sh is
 # idempotent and takes well under a second when nothing is missing).
 #
-#   make run     build, then run the bundled counter actor through the engine
+#   make run     build, then start `reef serve` with the example modules uploaded (scripts/run.sh)
 #   make test    build, run every test, then the ASan+UBSan build of the unit tests and the
 #                ThreadSanitizer build of the runtime tests, then a 10 s smoke of each fuzzer
 #   make bench   build and run the benchmarks, printing each figure
@@ -39,15 +39,16 @@ test-asan: setup
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L unit -E "$(ASAN_EXCLUDE)"
 
-# ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned).
+# ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned), from
+# their own binary (tests/CMakeLists.txt REEF_TSAN_TEST_SOURCES).
 TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= FreeRunning*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill
 test-tsan: setup
 	@cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_TSAN=ON \
 	  -DREEF_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target reef_unit_tests
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target reef_tsan_tests
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  $(TSAN_BUILD)/tests/reef_unit_tests --gtest_filter='$(TSAN_TESTS)' --gtest_brief=1
+	  $(TSAN_BUILD)/tests/reef_tsan_tests --gtest_filter='$(TSAN_TESTS)' --gtest_brief=1
 
 fuzz-build: setup
 	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_FUZZ=ON \

@@ -4,10 +4,11 @@
 # the foreground until Ctrl+C (SIGINT) or SIGTERM, which it passes on so the server stops
 # cleanly. Override with REEF_LISTEN / REEF_DATA_DIR (and REEF_AUTH_TOKEN) as for `reef serve`.
 #
-# The modules (the table below) are uploaded with ?activate=true: examples/bank (commands
-# open-account, deposit, withdraw; projector balances; effect withdrawal-alert) and the DCB
-# commands of examples/dcb. Uploading the same bytes again is idempotent (HTTP 200), so
-# running this again on the same data dir works; it makes these versions the active ones.
+# The modules (the table below) are uploaded: examples/bank (commands open-account, deposit,
+# withdraw; projector balances; effect withdrawal-alert) and the DCB commands of examples/dcb.
+# Each is activated when it has no active version yet. Uploading the same bytes again is
+# idempotent (HTTP 200), so running this again on the same data dir works and keeps any
+# version you activated yourself.
 set -euo pipefail
 build=${1:-build}
 reef="$build/reef"
@@ -96,13 +97,27 @@ for row in "${modules[@]}"; do
     echo "  $kind/$name $version: skipped, $guests/$file is missing (guests not built?)" >&2
     continue
   fi
-  # 201: stored; 200: the same bytes were stored already. Either way now active.
+  # 201: stored; 200: the same bytes were stored already. Activated only when the module has
+  # no active version, so a version you activated yourself stays active across restarts.
   code=$(curl -sS -g -o "$work/answer" -w '%{http_code}' "${auth[@]}" \
     --data-binary "@$guests/$file" \
-    "http://$address/$kind/$name/versions/$version?activate=true") || code=000
+    "http://$address/$kind/$name/versions/$version") || code=000
+  if [[ $code == 200 || $code == 201 ]]; then
+    state="already uploaded"
+    [[ $code == 201 ]] && state="uploaded"
+    active=$(curl -sS -g "${auth[@]}" "http://$address/$kind/$name" |
+      grep -o '"active_version":[^,]*' | cut -d: -f2 | tr -d '"') || active=""
+    if [[ $active == null || -z $active ]]; then
+      code=$(curl -sS -g -o "$work/answer" -w '%{http_code}' "${auth[@]}" -X PUT \
+        -d "{\"version\": \"$version\"}" "http://$address/$kind/$name/active") || code=000
+      [[ $code == 200 ]] && code="activated"
+    else
+      code="kept $active"
+    fi
+  fi
   case $code in
-    201) echo "  $kind/$name $version: uploaded, active" >&2 ;;
-    200) echo "  $kind/$name $version: already uploaded, active" >&2 ;;
+    activated) echo "  $kind/$name $version: $state, active" >&2 ;;
+    kept*) echo "  $kind/$name $version: $state; version ${code#kept } stays active" >&2 ;;
     409) echo "  $kind/$name $version: HTTP 409, this version holds other bytes (an older" \
            "build?); the active version stays. Use a fresh REEF_DATA_DIR, or upload the" \
            "new build under a new version." >&2 ;;

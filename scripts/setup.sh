@@ -16,7 +16,7 @@ packages=(
   clang-16 lld-16 libclang-rt-16-dev libclang-rt-16-dev-wasm32 wasi-libc
   clang-format-16
   tmux curl  # the REPL end-to-end test drives `reef repl` in tmux; HTTP checks use curl
-  prometheus  # promtool validates the /metrics output (tests/cli/metrics_test.sh)
+  prometheus  # promtool validates the /metrics output (tests/unit/apps/module_routes_test.cc)
   # the V8 anchor of the benchmarks
   nodejs
   erlang-base  # the Erlang/OTP anchor of the actor benchmarks (bench/anchors/)

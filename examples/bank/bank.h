@@ -14,18 +14,20 @@
 
 typedef struct bank_input {
   reef_str account_id;
-  int64_t amount; /* 0 when the input has none */
-  reef_str owner; /* empty when the input has none */
+  int64_t amount;    /* 0 when the input has none */
+  reef_str owner;    /* empty when the input has none */
+  const char* error; /* NULL, or why the input is unusable (decide rejects with it) */
 } bank_input;
 
-/* Reads {"account_id": str, "amount"?: int, "owner"?: str}; fails the execution on bad input. */
+/* Reads {"account_id": str, "amount"?: int, "owner"?: str}. A bad input is not a module failure
+ * but the caller's mistake: `error` says what is wrong and decide rejects with it (HTTP 422). */
 static inline bank_input bank_read_input(reef_cbor input, int need_amount) {
-  bank_input in = {{"", 0}, 0, {"", 0}};
+  bank_input in = {{"", 0}, 0, {"", 0}, NULL};
   if (reef_field_text(input, "account_id", &in.account_id) != REEF_OK || in.account_id.len == 0) {
-    reef_fail("input needs a non-empty string \"account_id\"");
-  }
-  if (need_amount && (reef_field_int(input, "amount", &in.amount) != REEF_OK || in.amount <= 0)) {
-    reef_fail("input needs a positive integer \"amount\"");
+    in.error = "input needs a non-empty string \"account_id\"";
+  } else if (need_amount &&
+             (reef_field_int(input, "amount", &in.amount) != REEF_OK || in.amount <= 0)) {
+    in.error = "input needs a positive integer \"amount\"";
   }
   reef_field_text(input, "owner", &in.owner);
   return in;
@@ -56,8 +58,10 @@ static inline void bank_read_state(reef_cbor state, bool* open, int64_t* balance
   }
 }
 
+/* Reads nothing (and decide rejects) when the input has no account id. */
 static inline reef_cbor bank_init(reef_cbor input, reef_writer* query) {
-  bank_account_query(query, bank_read_input(input, 0).account_id);
+  bank_input in = bank_read_input(input, 0);
+  if (in.error == NULL) bank_account_query(query, in.account_id);
   return bank_state(false, 0);
 }
 

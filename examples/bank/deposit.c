@@ -7,6 +7,7 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
   int64_t balance;
   bank_read_state(state, &open, &balance);
   bank_input in = bank_read_input(input, 1);
+  if (in.error != NULL) return reef_reject("%s", in.error);
   if (!open) return reef_reject("account %.*s does not exist", (int)in.account_id.len, in.account_id.ptr);
   return bank_money_event("MoneyDeposited", in.account_id, in.amount);
 }

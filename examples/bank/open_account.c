@@ -8,6 +8,7 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
   int64_t balance;
   bank_read_state(state, &open, &balance);
   bank_input in = bank_read_input(input, 0);
+  if (in.error != NULL) return reef_reject("%s", in.error);
   if (open) return reef_reject("account %.*s already exists", (int)in.account_id.len, in.account_id.ptr);
   if (in.owner.len == 0) return reef_reject("input needs a non-empty string \"owner\"");
   reef_str tag = reef_strf("account:%.*s", (int)in.account_id.len, in.account_id.ptr);

@@ -1,6 +1,7 @@
 /* Command withdraw {"account_id": str, "amount": int > 0}: appends MoneyWithdrawn when the
- * balance covers it. The DCB condition makes two concurrent withdrawals of the same account
- * see each other: the second one is retried on the new balance. */
+ * balance covers it. Two concurrent withdrawals of the same account see each other: the host
+ * runs executions with the same query in turn, and the DCB condition catches any other writer
+ * (the execution is then retried on the new balance). */
 #include "bank.h"
 
 static reef_cbor decide(reef_cbor state, reef_cbor input) {
@@ -8,6 +9,7 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
   int64_t balance;
   bank_read_state(state, &open, &balance);
   bank_input in = bank_read_input(input, 1);
+  if (in.error != NULL) return reef_reject("%s", in.error);
   if (!open) return reef_reject("account %.*s does not exist", (int)in.account_id.len, in.account_id.ptr);
   if (balance < in.amount) {
     return reef_reject("insufficient funds: balance %lld, withdrawal %lld", (long long)balance,

@@ -28,7 +28,7 @@ struct CipherCtx {
 // Plain JSON -> value (no markers: event data is the application's JSON as it is).
 // Integers beyond int64 become floats.
 Result<Value> PlainValue(const json& j, size_t depth) {
-  if (depth > 66) return Status::LimitExceeded("event data nests deeper than 64 levels");
+  if (depth > 66) return Status::LimitExceeded("the JSON value nests deeper than 64 levels");
   switch (j.type()) {
     case json::value_t::null: return Value::Null();
     case json::value_t::boolean: return Value::Bool(j.get<bool>());

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <array>
 #include <map>
 #include <mutex>
 #include <random>
@@ -12,6 +13,7 @@
 
 #include "apps/module_abi.h"
 #include "apps/runners.h"
+#include "core/cbor.h"
 #include "wasm/module.h"
 
 namespace reef::apps {
@@ -103,6 +105,9 @@ struct ModuleRuntime::Impl {
   std::mutex compiled_mu;
   std::map<std::string, std::shared_ptr<const wasm::Module>> compiled;  // by SHA-256
 
+  // Command executions whose queries hash to the same stripe take turns (ExecuteOnce).
+  std::array<std::mutex, 256> query_turns;
+
   // Serializes lifecycle changes (activate, deactivate, replay, env, delete).
   std::mutex lifecycle_mu;
   // Guards runners, restarts, carried_failures, command_counters, env_cache.
@@ -151,25 +156,28 @@ struct ModuleRuntime::Impl {
   }
 
   // Stops the runner of (kind, name), if any. REQUIRES: lifecycle_mu.
-  void StopRunner(const ModuleKey& key) {
+  // Returns the stopped runner's position (0 when there was none).
+  uint64_t StopRunner(const ModuleKey& key) {
     std::unique_ptr<Runner> runner;
     {
       std::lock_guard lock(mu);
       auto it = runners.find(key);
-      if (it == runners.end()) return;
+      if (it == runners.end()) return 0;
       runner = std::move(it->second);
       runners.erase(it);
     }
     runner->Stop();
+    ModuleStatus last = runner->Snapshot();
     std::lock_guard lock(mu);
-    carried_failures[key] += runner->Snapshot().failures;
+    carried_failures[key] += last.failures;
+    return last.position;
   }
 
   // Starts the active version of a projector or effect (stopping a running one first).
   // REQUIRES: lifecycle_mu.
   Status StartRunner(ModuleKind kind, const std::string& name) {
     ModuleKey key{kind, name};
-    StopRunner(key);
+    uint64_t position = StopRunner(key);
     REEF_ASSIGN_OR_RETURN(auto active, store->Active(kind, name));
     if (!active) return Status::Ok();
     REEF_ASSIGN_OR_RETURN(auto module, LoadModule(kind, name, active->version, active->sha256));
@@ -183,6 +191,7 @@ struct ModuleRuntime::Impl {
     spec.events = &events;
     spec.keys = keys.get();
     spec.options = &options;
+    spec.initial_position = position;  // shown until the runner has read its database
     std::unique_ptr<Runner> runner;
     {
       std::lock_guard lock(mu);
@@ -304,12 +313,41 @@ struct ModuleRuntime::Impl {
     c.failed += delta.failed;
   }
 
+  // The outcome of an earlier execution from its idempotency record: the events are read back
+  // from the store, so shredded data reads as null like everywhere else.
+  Result<CommandOutcome> ReplayOutcome(const json& record) {
+    CommandOutcome out;
+    out.kind = record.value("kind", "") == "rejected" ? CommandOutcome::Kind::kRejected
+                                                      : CommandOutcome::Kind::kAppended;
+    out.message = record.value("message", "");
+    out.position = record.value("position", uint64_t{0});
+    out.execution_id = record.value("execution_id", "");
+    out.attempts = record.value("attempts", 1u);
+    out.replayed = true;
+    for (const json& p : record.value("positions", json::array())) {
+      if (!p.is_number_unsigned()) continue;
+      auto read = events.Read({}, {.from = p.get<uint64_t>(), .limit = 1});
+      if (!read.ok()) return read.status();
+      if (read->events.empty() || read->events[0].position != p.get<uint64_t>()) {
+        return Status::DataLoss(fmt::format("the idempotency record names position {}, which the "
+                                            "event store does not hold",
+                                            p.get<uint64_t>()));
+      }
+      REEF_ASSIGN_OR_RETURN(Value v, EventToValue(ViewOf(read->events[0]), keys.get()));
+      out.event_data.push_back(v.as_record().at("data"));
+      out.events.push_back(std::move(read->events[0]));
+    }
+    return out;
+  }
+
   Result<CommandOutcome> ExecuteOnce(const std::string& name, const Value& input,
                                      const ExecuteOptions& options_in);
 };
 
 namespace {
 
+// The idempotency record of an outcome: what happened and where, never event data (data
+// may be encrypted, and a record must not keep a copy that crypto-shredding cannot reach).
 json OutcomeJson(const CommandOutcome& outcome) {
   json j;
   j["kind"] = outcome.kind == CommandOutcome::Kind::kRejected ? "rejected" : "appended";
@@ -317,35 +355,10 @@ json OutcomeJson(const CommandOutcome& outcome) {
   j["position"] = outcome.position;
   j["execution_id"] = outcome.execution_id;
   j["attempts"] = outcome.attempts;
-  json list = json::array();
-  for (size_t i = 0; i < outcome.events.size(); ++i) {
-    list.push_back(AppendedEventJson(outcome.events[i], outcome.event_data[i]));
-  }
-  j["events"] = std::move(list);
+  json positions = json::array();
+  for (const auto& event : outcome.events) positions.push_back(event.position);
+  j["positions"] = std::move(positions);
   return j;
-}
-
-Result<CommandOutcome> OutcomeFromJson(const json& j) {
-  CommandOutcome out;
-  out.kind = j.value("kind", "") == "rejected" ? CommandOutcome::Kind::kRejected
-                                               : CommandOutcome::Kind::kAppended;
-  out.message = j.value("message", "");
-  out.position = j.value("position", uint64_t{0});
-  out.execution_id = j.value("execution_id", "");
-  out.attempts = j.value("attempts", 1u);
-  out.replayed = true;
-  for (const json& e : j.value("events", json::array())) {
-    events::SequencedEvent event;
-    event.position = e.value("position", uint64_t{0});
-    event.event.type = e.value("type", "");
-    event.event.tags = e.value("tags", std::vector<std::string>{});
-    auto id = events::ParseEventId(e.value("id", ""));
-    if (id.ok()) event.event.id = *id;
-    auto data = ValueFromJsonPlain(e.contains("data") ? e["data"] : json(nullptr));
-    out.events.push_back(std::move(event));
-    out.event_data.push_back(data.ok() ? std::move(*data) : Value::Null());
-  }
-  return out;
 }
 
 }  // namespace
@@ -400,8 +413,17 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     Value state = init.as_record().at("state");
     const Value& query_value = init.as_record().at("query");
     std::optional<events::AppendCondition> condition;
+    // Executions with the same query take turns from read to append, so within this process
+    // they never conflict with each other (no retries, no 409 on a hot key); executions with
+    // other queries run in parallel, and conflicts with them are retried.
+    std::unique_lock<std::mutex> turn;
     if (!query_value.is_null()) {
       REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
+      REEF_ASSIGN_OR_RETURN(auto query_bytes, EncodeCbor(query_value, ModuleValueLimits()));
+      size_t stripe = std::hash<std::string_view>{}(std::string_view(
+                          reinterpret_cast<const char*>(query_bytes.data()), query_bytes.size())) %
+                      query_turns.size();
+      turn = std::unique_lock(query_turns[stripe]);
       events::Position from = 1;
       events::Position head = 0;
       while (true) {
@@ -491,6 +513,7 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
       return appended.status();
     }
     Count(name, {.conflicts = 1});
+    if (turn.owns_lock()) turn.unlock();  // others may go while this one backs off
     uint64_t cap_ms = static_cast<uint64_t>(options.command_retry_base.count()) << std::min(attempt, 10u);
     std::uniform_int_distribution<uint64_t> pick(0, std::max<uint64_t>(cap_ms * 1000, 1));
     std::this_thread::sleep_for(std::chrono::microseconds(pick(jitter)));
@@ -567,9 +590,12 @@ Status ModuleRuntime::Activate(ModuleKind kind, std::string_view name, std::stri
   }
   if (info.active_version == version) {
     std::lock_guard inner(impl_->mu);
-    if (kind == ModuleKind::kCommand || impl_->runners.count({kind, std::string(name)})) {
+    auto it = impl_->runners.find({kind, std::string(name)});
+    if (kind == ModuleKind::kCommand ||
+        (it != impl_->runners.end() && it->second->Snapshot().state != "failed")) {
       return Status::Ok();  // already active and running: nothing to upgrade
     }
+    // A failed runner of this version is started again below.
   }
   // Load before switching, so a broken version never replaces a working one.
   REEF_RETURN_IF_ERROR(impl_->LoadModule(kind, name, version, found->sha256).status());
@@ -647,7 +673,7 @@ Result<CommandOutcome> ModuleRuntime::Execute(std::string_view name, const Value
       return Status::InvalidArgument("the idempotency key is longer than 256 bytes");
     }
     if (auto stored = impl_->FindResult(command, options.idempotency_key)) {
-      return OutcomeFromJson(*stored);
+      return impl_->ReplayOutcome(*stored);
     }
   }
   auto outcome = impl_->ExecuteOnce(command, input, options);
@@ -808,7 +834,8 @@ std::string ModuleRuntime::Metrics() {
     query_heads[labels(s)] = head;
   }
   family("reef_module_up", "gauge",
-         "1 when the module is active and running without a failure, else 0.");
+         "1 when the module is active and its runner is alive (an effect retrying a failed event "
+         "is up: see reef_module_backoff_seconds), 0 when it failed or stopped.");
   for (const ModuleStatus& s : statuses) {
     out += fmt::format("reef_module_up{{{}}} {}\n", labels(s), s.up ? 1 : 0);
   }

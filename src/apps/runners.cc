@@ -61,6 +61,7 @@ RunnerStatus::RunnerStatus(const RunnerSpec& spec) {
   status_.name = spec.name;
   status_.version = spec.version;
   status_.restarts = spec.restarts;
+  status_.position = spec.initial_position;
   status_.state = "starting";
 }
 

@@ -43,6 +43,7 @@ struct RunnerSpec {
   KeyRing* keys = nullptr;
   const RuntimeOptions* options = nullptr;
   uint64_t restarts = 0;
+  uint64_t initial_position = 0;  // the status's position until the runner reads its own
 };
 
 class Runner {

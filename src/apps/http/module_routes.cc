@@ -142,9 +142,14 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
                     [rt, kind](const HttpRequest& r) -> Result<json> {
                       REEF_RETURN_IF_ERROR(
                           rt->DeleteVersion(kind, Param(r, "name"), Param(r, "version")));
-                      return ModuleBody(*rt, kind, Param(r, "name"));
+                      auto module = ModuleBody(*rt, kind, Param(r, "name"));
+                      // Deleting the last version deletes the module: say what was deleted.
+                      if (!module.ok() && module.status().code() == Code::kNotFound) {
+                        return json{{"deleted", Param(r, "name")}};
+                      }
+                      return module;
                     },
-                    "delete one version (never the active one)"});
+                    "delete one version (never the active one); the last one deletes the module"});
   routes.push_back({"PUT", base + "/{name}/active",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
                       REEF_ASSIGN_OR_RETURN(json body, ParseBody(r));

@@ -188,7 +188,7 @@ TEST_F(ModuleRoutesTest, ProjectorStatusEnvReplayAndQuery) {
   }
   EXPECT_EQ(module["status"]["position"], 2) << module.dump();
   EXPECT_EQ(module["status"]["up"], true);
-  EXPECT_EQ(module["status"]["query"]["items"][0]["types"], json({"Tick", "Poison"}));
+  EXPECT_EQ(module["status"]["query"]["items"][0]["types"], json({"Tick", "Poison", "Meddle"}));
   auto rows = Call(verb::post, "/projectors/ticks/query",
                    R"({"sql": "SELECT n FROM ticks WHERE n > ?1 ORDER BY n", "params": [0]})");
   ASSERT_EQ(rows.status, 200u) << rows.text;
