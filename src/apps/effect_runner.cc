@@ -123,16 +123,8 @@ class EffectRunner final : public Runner {
   }
 
   Status PersistWatermark(events::Position watermark) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db_,
-                       "INSERT INTO reef_effect (id, watermark, version) VALUES (1, ?1, ?2) "
-                       "ON CONFLICT (id) DO UPDATE SET watermark = ?1, version = ?2",
-                       -1, &s, nullptr);
-    sqlite3_bind_int64(s, 1, static_cast<int64_t>(watermark));
-    sqlite3_bind_text(s, 2, spec_.version.c_str(), -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return Status::Internal(sqlite3_errmsg(db_));
+    REEF_RETURN_IF_ERROR(
+        SaveRunnerPosition(db_, "reef_effect", "watermark", watermark, spec_.version));
     persisted_ = watermark;
     status_.SetPosition(watermark);
     return Status::Ok();
@@ -146,21 +138,6 @@ class EffectRunner final : public Runner {
     }
     if (watermark == persisted_) return Status::Ok();
     return PersistWatermark(watermark);
-  }
-
-  Result<events::Position> LoadWatermark() {
-    REEF_RETURN_IF_ERROR(ExecSql(db_,
-                                 "CREATE TABLE IF NOT EXISTS reef_effect ("
-                                 " id INTEGER PRIMARY KEY CHECK (id = 1),"
-                                 " watermark INTEGER NOT NULL, version TEXT NOT NULL)"));
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db_, "SELECT watermark FROM reef_effect WHERE id = 1", -1, &s, nullptr);
-    events::Position watermark = 0;
-    if (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
-      watermark = static_cast<events::Position>(sqlite3_column_int64(s, 0));
-    }
-    sqlite3_finalize(s);
-    return watermark;
   }
 
   // The worker of `key`: 0 (global) for null, else 1 + FNV-1a(key) % 8.
@@ -190,7 +167,8 @@ class EffectRunner final : public Runner {
 
   Status Dispatch() {
     REEF_ASSIGN_OR_RETURN(db_, OpenModuleDatabase(spec_.db_path));
-    REEF_ASSIGN_OR_RETURN(events::Position watermark, LoadWatermark());
+    REEF_ASSIGN_OR_RETURN(events::Position watermark,
+                          LoadRunnerPosition(db_, "reef_effect", "watermark"));
     persisted_ = watermark;
     dispatched_ = watermark;
     status_.SetPosition(watermark);

@@ -45,38 +45,10 @@ class ProjectorRunner final : public Runner {
     db_ = nullptr;
   }
 
-  Result<uint64_t> LoadPosition() {
-    REEF_RETURN_IF_ERROR(ExecSql(db_,
-                                 "CREATE TABLE IF NOT EXISTS reef_projector ("
-                                 " id INTEGER PRIMARY KEY CHECK (id = 1),"
-                                 " position INTEGER NOT NULL, version TEXT NOT NULL)"));
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db_, "SELECT position FROM reef_projector WHERE id = 1", -1, &s, nullptr);
-    uint64_t position = 0;
-    if (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
-      position = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
-    }
-    sqlite3_finalize(s);
-    return position;
-  }
-
-  Status SavePosition(uint64_t position) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db_,
-                       "INSERT INTO reef_projector (id, position, version) VALUES (1, ?1, ?2) "
-                       "ON CONFLICT (id) DO UPDATE SET position = ?1, version = ?2",
-                       -1, &s, nullptr);
-    sqlite3_bind_int64(s, 1, static_cast<int64_t>(position));
-    sqlite3_bind_text(s, 2, spec_.version.c_str(), -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    if (rc != SQLITE_DONE) return Status::Internal(sqlite3_errmsg(db_));
-    return Status::Ok();
-  }
-
   Status Loop() {
     REEF_ASSIGN_OR_RETURN(db_, OpenModuleDatabase(spec_.db_path));
-    REEF_ASSIGN_OR_RETURN(uint64_t position, LoadPosition());
+    REEF_ASSIGN_OR_RETURN(uint64_t position,
+                          LoadRunnerPosition(db_, "reef_projector", "position"));
     status_.SetPosition(position);
     std::string label = fmt::format("projectors/{}@{}", spec_.name, spec_.version);
     REEF_ASSIGN_OR_RETURN(auto instance,
@@ -109,7 +81,8 @@ class ProjectorRunner final : public Runner {
         committed = event.position;
       }
       if (committed != position) {
-        Status saved = SavePosition(committed);
+        Status saved =
+            SaveRunnerPosition(db_, "reef_projector", "position", committed, spec_.version);
         if (!saved.ok()) {
           (void)ExecSql(db_, "ROLLBACK");
           return saved;

@@ -56,6 +56,41 @@ Status ExecSql(sqlite3* db, const char* sql) {
   return Status::Ok();
 }
 
+Result<uint64_t> LoadRunnerPosition(sqlite3* db, const char* table, const char* column) {
+  std::string create = fmt::format(
+      "CREATE TABLE IF NOT EXISTS {} (id INTEGER PRIMARY KEY CHECK (id = 1), {} INTEGER NOT NULL, "
+      "version TEXT NOT NULL)",
+      table, column);
+  REEF_RETURN_IF_ERROR(ExecSql(db, create.c_str()));
+  std::string select = fmt::format("SELECT {} FROM {} WHERE id = 1", column, table);
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, select.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+    return Status::Internal(sqlite3_errmsg(db));
+  }
+  uint64_t position = 0;
+  if (sqlite3_step(s) == SQLITE_ROW) position = static_cast<uint64_t>(sqlite3_column_int64(s, 0));
+  sqlite3_finalize(s);
+  return position;
+}
+
+Status SaveRunnerPosition(sqlite3* db, const char* table, const char* column, uint64_t position,
+                          const std::string& version) {
+  std::string upsert = fmt::format(
+      "INSERT INTO {0} (id, {1}, version) VALUES (1, ?1, ?2) "
+      "ON CONFLICT (id) DO UPDATE SET {1} = ?1, version = ?2",
+      table, column);
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, upsert.c_str(), -1, &s, nullptr) != SQLITE_OK) {
+    return Status::Internal(sqlite3_errmsg(db));
+  }
+  sqlite3_bind_int64(s, 1, static_cast<int64_t>(position));
+  sqlite3_bind_text(s, 2, version.c_str(), -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(s);
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE) return Status::Internal(sqlite3_errmsg(db));
+  return Status::Ok();
+}
+
 RunnerStatus::RunnerStatus(const RunnerSpec& spec) {
   status_.kind = spec.kind;
   status_.name = spec.name;

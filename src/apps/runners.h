@@ -31,6 +31,14 @@ Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path);
 // Runs SQL text without results. Errors: Internal with SQLite's message.
 Status ExecSql(sqlite3* db, const char* sql);
 
+// The host's one-row bookkeeping table of a module database: `table` (reef_projector or
+// reef_effect) holds in `column` (position or watermark) how far the module got, and the
+// version that got there. Load creates the table when missing and gives 0 for a new database.
+// `table` and `column` are the host's constants, never user input. Errors: Internal.
+Result<uint64_t> LoadRunnerPosition(sqlite3* db, const char* table, const char* column);
+Status SaveRunnerPosition(sqlite3* db, const char* table, const char* column, uint64_t position,
+                          const std::string& version);
+
 // What a runner needs to start.
 struct RunnerSpec {
   store::ModuleKind kind = store::ModuleKind::kProjector;
