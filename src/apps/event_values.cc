@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::string_view kMagic("\0RC1", 4);
+constexpr std::string_view kMagic = KeyRing::kMarker;
 constexpr size_t kKeyIdBytes = 32;
 constexpr size_t kNonceBytes = 12;
 constexpr size_t kTagBytes = 16;
@@ -248,7 +249,13 @@ Result<Value> EventToValue(const events::EventView& event, KeyRing* keys) {
   if (KeyRing::IsEncrypted(event.data)) {
     std::optional<std::string> plain;
     if (keys != nullptr) {
-      REEF_ASSIGN_OR_RETURN(plain, keys->Open(event.data));
+      auto opened = keys->Open(event.data);
+      if (opened.ok()) {
+        plain = std::move(*opened);
+      } else {
+        spdlog::warn("event at position {}: its encrypted data reads as null: {}",
+                     event.position, opened.status().message());
+      }
     }
     r["data"] = plain ? DataValue(*plain) : Value::Null();
   } else {

@@ -53,6 +53,9 @@ class KeyRing {
   Status Shred(std::string_view scope);
 
   static bool IsEncrypted(std::string_view data);
+  // The first bytes of every encrypted data ("\0RC1"); clients may not store plain data
+  // starting with them (events::http::EventRouteOptions::reserved_data_prefix).
+  static constexpr std::string_view kMarker{"\0RC1", 4};
 
  private:
   store::ModuleStore& store_;
@@ -67,7 +70,9 @@ class KeyRing {
 Result<events::Query> QueryFromValue(const Value& query);
 
 // The module value of a stored event; data is decrypted through `keys` (may be null: then
-// encrypted data reads as null). Errors: those of KeyRing::Open.
+// encrypted data reads as null). Encrypted data that cannot be opened (malformed, unknown key,
+// failed authentication) also reads as null, with a warning in the log: one damaged event
+// must not stop every module that reads its stream. Errors: none today (Result for callers).
 Result<Value> EventToValue(const events::EventView& event, KeyRing* keys);
 
 // The events a module asked to append: data serialized as compact JSON text (encrypted when

@@ -255,6 +255,39 @@ Result<Statement> Prepare(sqlite3* db, const std::string& sql, const Value& para
   return statement;
 }
 
+// Longest one SQL call of a module may run, and most bytes of rows one sql_query returns: the
+// instruction budget does not see time spent inside SQLite.
+constexpr auto kMaxSqlTime = std::chrono::seconds(10);
+constexpr uint64_t kMaxSqlRowBytes = 32u << 20;
+
+// Interrupts the statements of `db` once `deadline` passes (sqlite3_progress_handler) while
+// alive.
+class SqlDeadline {
+ public:
+  SqlDeadline(sqlite3* db, std::chrono::steady_clock::duration limit)
+      : db_(db), until_(std::chrono::steady_clock::now() + limit) {
+    sqlite3_progress_handler(db_, 10'000, &SqlDeadline::Check, this);
+  }
+  ~SqlDeadline() { sqlite3_progress_handler(db_, 0, nullptr, nullptr); }
+  SqlDeadline(const SqlDeadline&) = delete;
+  SqlDeadline& operator=(const SqlDeadline&) = delete;
+
+ private:
+  static int Check(void* self) {
+    return std::chrono::steady_clock::now() > static_cast<SqlDeadline*>(self)->until_ ? 1 : 0;
+  }
+  sqlite3* db_;
+  std::chrono::steady_clock::time_point until_;
+};
+
+std::string SqlError(sqlite3* db, int rc, const std::string& sql) {
+  if (rc == SQLITE_INTERRUPT) {
+    return fmt::format("the statement ran longer than {} s and was interrupted (in: {})",
+                       std::chrono::seconds(kMaxSqlTime).count(), sql);
+  }
+  return fmt::format("{} (in: {})", sqlite3_errmsg(db), sql);
+}
+
 // Reads the call's SQL text and params, or traps.
 std::optional<std::pair<std::string, Value>> SqlArgs(HostCall& call, HostCallOutcome* outcome) {
   auto sql = ReadText(call, 0, 1, outcome);
@@ -272,11 +305,12 @@ HostCallOutcome SqlExec(HostCall& call) {
   auto statement = Prepare(db, args->first, args->second);
   if (!statement.ok()) return HostError(call, "sql_exec: " + statement.status().message());
   int rc;
-  while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
+  {
+    SqlDeadline deadline(db, kMaxSqlTime);
+    while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
+    }
   }
-  if (rc != SQLITE_DONE) {
-    return HostError(call, fmt::format("sql_exec: {} (in: {})", sqlite3_errmsg(db), args->first));
-  }
+  if (rc != SQLITE_DONE) return HostError(call, "sql_exec: " + SqlError(db, rc, args->first));
   call.results()[0] = static_cast<int64_t>(sqlite3_changes64(db));
   return HostCallOutcome::kComplete;
 }
@@ -291,7 +325,15 @@ HostCallOutcome SqlQuery(HostCall& call) {
   sqlite3_stmt* s = statement->get();
   List rows;
   int rc;
+  uint64_t row_bytes = 0;
+  SqlDeadline deadline(db, kMaxSqlTime);
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    for (int c = 0; c < sqlite3_column_count(s); ++c) row_bytes += 9 + sqlite3_column_bytes(s, c);
+    if (row_bytes > kMaxSqlRowBytes) {
+      return HostError(call, fmt::format("sql_query: the rows exceed {} bytes; add a LIMIT "
+                                         "(in: {})",
+                                         kMaxSqlRowBytes, args->first));
+    }
     Record row;
     for (int c = 0; c < sqlite3_column_count(s); ++c) {
       std::string name = sqlite3_column_name(s, c);
@@ -311,9 +353,7 @@ HostCallOutcome SqlQuery(HostCall& call) {
     }
     rows.push_back(Value::RecordOf(std::move(row)));
   }
-  if (rc != SQLITE_DONE) {
-    return HostError(call, fmt::format("sql_query: {} (in: {})", sqlite3_errmsg(db), args->first));
-  }
+  if (rc != SQLITE_DONE) return HostError(call, "sql_query: " + SqlError(db, rc, args->first));
   auto encoded = EncodeCbor(Value::ListOf(std::move(rows)), ModuleValueLimits());
   if (!encoded.ok()) return HostError(call, "sql_query: the rows " + encoded.status().message());
   return WriteSized(call, 4, 5, *encoded);

@@ -25,6 +25,8 @@ namespace {
 
 constexpr size_t kFoldBatchEvents = 256;
 constexpr size_t kMaxProjectorRows = 10'000;
+constexpr uint64_t kMaxProjectorBytes = 16u << 20;  // of row data in one query answer
+constexpr std::chrono::seconds kMaxProjectorQueryTime{5};
 
 std::array<uint8_t, 32> Sha256(std::string_view text) {
   std::array<uint8_t, 32> out;
@@ -740,10 +742,27 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
   }
   json rows = json::array();
   int rc;
+  uint64_t bytes = 0;
+  // A query may not hold a handler thread for long: interrupted after kMaxProjectorQueryTime.
+  auto until = std::chrono::steady_clock::now() + kMaxProjectorQueryTime;
+  sqlite3_progress_handler(
+      db, 10'000,
+      [](void* deadline) {
+        return std::chrono::steady_clock::now() >
+                       *static_cast<const std::chrono::steady_clock::time_point*>(deadline)
+                   ? 1
+                   : 0;
+      },
+      &until);
   while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
     if (rows.size() >= kMaxProjectorRows) {
       return Status::LimitExceeded(
           fmt::format("the query returns more than {} rows; add a LIMIT", kMaxProjectorRows));
+    }
+    for (int c = 0; c < sqlite3_column_count(raw); ++c) bytes += 16 + sqlite3_column_bytes(raw, c);
+    if (bytes > kMaxProjectorBytes) {
+      return Status::LimitExceeded(fmt::format(
+          "the query's rows exceed {} bytes; select fewer columns or rows", kMaxProjectorBytes));
     }
     json row = json::object();
     for (int c = 0; c < sqlite3_column_count(raw); ++c) {
@@ -760,6 +779,10 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
       }
     }
     rows.push_back(std::move(row));
+  }
+  if (rc == SQLITE_INTERRUPT) {
+    return Status::LimitExceeded(fmt::format("the query ran longer than {} s and was interrupted",
+                                             kMaxProjectorQueryTime.count()));
   }
   if (rc != SQLITE_DONE) return Status::InvalidArgument(fmt::format("sql: {}", sqlite3_errmsg(db)));
   return rows;

@@ -118,6 +118,7 @@ int Serve(const ServeArgs& args) {
     return 1;
   }
   events::http::EventRouteOptions event_route_options;
+  event_route_options.reserved_data_prefix = std::string(apps::KeyRing::kMarker);
   event_route_options.encrypt = [keys = &(*runtime)->keys()](std::string_view scope,
                                                                std::string_view data) {
     return keys->Encrypt(scope, data);

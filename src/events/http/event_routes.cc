@@ -56,6 +56,11 @@ Result<json> Append(EventStore& store, const EventRouteOptions& options,
       }
     }
     REEF_ASSIGN_OR_RETURN(Event event, EventFromJson(item, path));
+    if (!scope && options.reserved_data_prefix.size() > 0 &&
+        event.data.starts_with(options.reserved_data_prefix)) {
+      return Status::InvalidArgument(path + ": data starting with the bytes 00 52 43 31 (\"\\0RC1\") "
+                                     "is reserved for encrypted data; use encryption_scope");
+    }
     if (scope) {
       if (!options.encrypt) {
         return Status::FailedPrecondition(path + ".encryption_scope: this server has no keys");

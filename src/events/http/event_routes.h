@@ -34,6 +34,9 @@ struct EventRouteOptions {
   // store (crypto-shredding, apps::KeyRing::Encrypt). Unset: such events are refused with
   // FailedPrecondition.
   std::function<Result<std::string>(std::string_view scope, std::string_view data)> encrypt;
+  // Data a client may not store as plain data (the marker of encrypted data, so a client cannot
+  // forge an "encrypted" event); empty = none.
+  std::string reserved_data_prefix;
 };
 
 // The three routes above over `store`. The append route accepts bodies up to twice the

@@ -42,6 +42,7 @@ class ModuleRoutesTest : public ::testing::Test {
     server_options.listen = "127.0.0.1:0";
     server_options.handler_threads = 4;
     events::http::EventRouteOptions event_options;  // as `reef serve` wires them
+    event_options.reserved_data_prefix = std::string(KeyRing::kMarker);
     event_options.encrypt = [this](std::string_view scope, std::string_view data) {
       return runtime_->keys().Encrypt(scope, data);
     };
@@ -195,6 +196,10 @@ TEST_F(ModuleRoutesTest, ProjectorStatusEnvReplayAndQuery) {
   EXPECT_EQ(rows.body["rows"], json::parse(R"([{"n": 1}, {"n": 2}])"));
   ExpectError(Call(verb::post, "/projectors/ticks/query", R"({"sql": "DELETE FROM ticks"})"), 400,
               "invalid_argument", "read-only");
+  // A query that never ends is interrupted instead of holding a handler thread.
+  ExpectError(Call(verb::post, "/projectors/ticks/query",
+                   R"({"sql": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"})"),
+              413, "limit_exceeded", "longer than 5 s");
   auto env = Call(verb::put, "/projectors/ticks/env/MODE", R"({"value": "fast"})");
   ASSERT_EQ(env.status, 200u) << env.text;
   EXPECT_EQ(env.body["env"]["MODE"], "fast");
@@ -246,6 +251,10 @@ TEST_F(ModuleRoutesTest, EventsAppendedOverHttpWithAScopeAreEncryptedAndShreddab
   ExpectError(Call(verb::post, "/events/append",
                    R"({"events": [{"type": "P", "encryption_scope": 7}]})"),
               400, "invalid_argument", "events[0].encryption_scope");
+  // A client cannot forge encrypted data: the marker is refused as plain data.
+  ExpectError(Call(verb::post, "/events/append",
+                   R"({"events": [{"type": "P", "tags": ["u"], "data_base64": "AFJDMQ=="}]})"),
+              400, "invalid_argument", "reserved for encrypted data");
 }
 
 // promtool (Debian package prometheus, installed by scripts/setup.sh) lints the exposition.

@@ -571,6 +571,25 @@ TEST_F(ModuleRuntimeTest, ShreddingAScopeMakesItsEventsDataNullForModules) {
   EXPECT_EQ(latest->event_data[0].as_record().at("last_secret").as_string(), "new");
 }
 
+TEST_F(ModuleRuntimeTest, DamagedEncryptedDataReadsAsNullInsteadOfStoppingModules) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  // Written straight to the store (the HTTP route refuses the marker): a forged header, and a
+  // well-formed header with an unknown key.
+  std::string forged(KeyRing::kMarker);
+  std::string unknown = forged + std::string(32, 'f') + std::string(40, '\0');
+  ASSERT_TRUE(events_->Append({MakeEvent("Tick", {"t"}, forged), MakeEvent("Tick", {"t"}, unknown)},
+                              std::nullopt)
+                  .ok());
+  AppendTicks(2);
+  auto outcome = runtime_->Execute("count", Input({{"tag", "t"}}));
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->event_data[0].as_record().at("count").as_int(), 2);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 4; }))
+      << Describe(ModuleKind::kProjector, "ticks");
+  EXPECT_EQ(Ticks().size(), 4u);  // both damaged events projected (their data null)
+}
+
 // ---- The bank example, end to end ------------------------------------------------------------
 
 TEST_F(ModuleRuntimeTest, BankExampleProjectsBalancesAndAlertsOnLargeWithdrawals) {
