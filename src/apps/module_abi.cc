@@ -37,24 +37,29 @@ HostCallOutcome HostError(HostCall& call, std::string message) {
   return call.Fail(TrapKind::kHostError, std::move(message));
 }
 
-// Reads guest bytes [ptr, ptr + len) or traps with host_bounds.
-std::optional<std::string> ReadText(HostCall& call, size_t ptr_arg, size_t len_arg,
-                                    HostCallOutcome* outcome) {
+// Views guest bytes [ptr, ptr + len) given by two of the call's arguments, or traps with
+// host_bounds (setting *outcome).
+std::optional<std::span<const uint8_t>> ViewArg(HostCall& call, size_t ptr_arg, size_t len_arg,
+                                                HostCallOutcome* outcome) {
   auto bytes = call.memory().View(U32(call, ptr_arg), U32(call, len_arg));
   if (!bytes.ok()) {
     *outcome = call.Fail(TrapKind::kHostBounds, bytes.status().message());
     return std::nullopt;
   }
+  return *bytes;
+}
+
+std::optional<std::string> ReadText(HostCall& call, size_t ptr_arg, size_t len_arg,
+                                    HostCallOutcome* outcome) {
+  auto bytes = ViewArg(call, ptr_arg, len_arg, outcome);
+  if (!bytes) return std::nullopt;
   return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
 }
 
 std::optional<Value> ReadValue(HostCall& call, size_t ptr_arg, size_t len_arg,
                                HostCallOutcome* outcome, std::string_view what) {
-  auto bytes = call.memory().View(U32(call, ptr_arg), U32(call, len_arg));
-  if (!bytes.ok()) {
-    *outcome = call.Fail(TrapKind::kHostBounds, bytes.status().message());
-    return std::nullopt;
-  }
+  auto bytes = ViewArg(call, ptr_arg, len_arg, outcome);
+  if (!bytes) return std::nullopt;
   auto value = DecodeCbor(*bytes, ModuleValueLimits());
   if (!value.ok()) {
     *outcome = HostError(call, fmt::format("{}: {}", what, value.status().message()));
