@@ -54,6 +54,8 @@ struct Implementation {
   std::string id;  // lowercase hex SHA-256, see ImplementationId
   std::shared_ptr<const wasm::Module> module;
   std::string label;  // where it came from, e.g. a source path; for people only
+  // The handler export run for each message: reef_handle, or a unit's handler (programs).
+  std::string handler = std::string(kDefaultHandler);
 };
 
 // Where an implementation came from, the first input of its identity:
@@ -69,12 +71,14 @@ std::string ModuleOrigin(const wasm::Module& module);
 // them changes.
 std::string ImplementationId(std::string_view origin, const wasm::HostRegistry& registry);
 
-// Checks the module exports ABI v1's actor entry points and wraps it. `origin` defaults to
-// ModuleOrigin(*module).
+// Checks the module exports ABI v1's actor entry points, with `handler` as the handler
+// export, and wraps it. `origin` defaults to ModuleOrigin(*module); a handler other than
+// reef_handle adds "\nhandler <name>" to it, so the identity covers the entry point.
 // Errors: InvalidArgument naming the missing exports (CheckActorExports).
 Result<std::shared_ptr<const Implementation>> MakeImplementation(
     std::shared_ptr<const wasm::Module> module, std::string label,
-    std::optional<std::string> origin = std::nullopt);
+    std::optional<std::string> origin = std::nullopt,
+    std::string_view handler = kDefaultHandler);
 
 // A copy of one actor's observable state, for inspect and tests.
 struct ActorSnapshot {

@@ -243,7 +243,7 @@ const wasm::HostRegistry& AbiV1Registry() {
   return registry;
 }
 
-Status CheckActorExports(const wasm::Module& module) {
+Status CheckActorExports(const wasm::Module& module, std::string_view handler) {
   struct Required {
     std::string_view name;
     wasm::ExternKind kind;
@@ -254,7 +254,7 @@ Status CheckActorExports(const wasm::Module& module) {
       {"memory", wasm::ExternKind::kMemory, {}},
       {"reef_abi_version", wasm::ExternKind::kFunc, {{}, {i32}}},
       {"reef_alloc", wasm::ExternKind::kFunc, {{i32}, {i32}}},
-      {"reef_handle", wasm::ExternKind::kFunc, {{i32, i32, i32, i32, i32, i32}, {ValType::kI64}}},
+      {handler, wasm::ExternKind::kFunc, {{i32, i32, i32, i32, i32, i32}, {ValType::kI64}}},
   };
   std::string problems;
   for (const Required& r : required) {
@@ -296,21 +296,23 @@ Status CheckAbiVersion(wasm::Instance& instance, ActorCallContext& context) {
 
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
                                                       ActorCallContext& context, const Value& state,
-                                                      const Value& sender, const Value& message) {
+                                                      const Value& sender, const Value& message,
+                                                      std::string_view handler) {
   if (!sender.is_null() && !sender.is_actor_ref()) {
     return Status::InvalidArgument(
         fmt::format("sender must be null or an actor ref, not {}", sender.kind_name()));
   }
-  REEF_RETURN_IF_ERROR(CheckActorExports(instance.module()));
+  REEF_RETURN_IF_ERROR(CheckActorExports(instance.module(), handler));
   REEF_RETURN_IF_ERROR(CheckAbiVersion(instance, context));
   REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {&state, &sender, &message}));
-  return instance.Start("reef_handle", args, &context);
+  return instance.Start(handler, args, &context);
 }
 
 Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance,
                                                         ActorCallContext& context,
-                                                        const Value& state) {
-  REEF_RETURN_IF_ERROR(CheckActorExports(instance.module()));
+                                                        const Value& state,
+                                                        std::string_view handler) {
+  REEF_RETURN_IF_ERROR(CheckActorExports(instance.module(), handler));
   if (!HasShutdownHook(instance.module())) {
     return Status::NotFound("module has no reef_on_shutdown export");
   }

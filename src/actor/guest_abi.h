@@ -27,6 +27,9 @@ namespace reef::actor {
 
 inline constexpr std::string_view kAbiName = "reef";
 inline constexpr uint32_t kAbiVersion = 1;
+// The handler export of an actor. A program's unit may name another export with the same
+// signature (docs/programs.md "Units").
+inline constexpr std::string_view kDefaultHandler = "reef_handle";
 
 // Log levels, in order; the `log` import takes their index (0..5).
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kFatal };
@@ -73,7 +76,8 @@ const wasm::HostRegistry& AbiV1Registry();
 // Engine instructions `reef_alloc` may take before the invocation fails.
 inline constexpr uint64_t kAllocBudget = 1'000'000;
 
-// Starts `reef_handle(state, sender, message)`. `sender` must be null or an actor ref.
+// Starts `handler(state, sender, message)` (an export with reef_handle's signature; default
+// `reef_handle`). `sender` must be null or an actor ref.
 // Encodes the inputs (CBOR, deterministic), asks the guest for a buffer with `reef_alloc`,
 // copies them in, and returns the started (not yet run) invocation.
 // Errors: InvalidArgument (sender kind, a module without the ABI exports), LimitExceeded
@@ -81,18 +85,22 @@ inline constexpr uint64_t kAllocBudget = 1'000'000;
 // out-of-bounds buffer, did not finish within kAllocBudget, or trapped).
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
                                                       ActorCallContext& context, const Value& state,
-                                                      const Value& sender, const Value& message);
+                                                      const Value& sender, const Value& message,
+                                                      std::string_view handler = kDefaultHandler);
 
 // Starts `reef_on_shutdown(state)`. Errors: as StartHandle; NotFound when the module has no
 // shutdown hook (HasShutdownHook() is false).
+// `handler` names the actor's handler export, checked with the others.
 Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance,
                                                         ActorCallContext& context,
-                                                        const Value& state);
+                                                        const Value& state,
+                                                        std::string_view handler = kDefaultHandler);
 bool HasShutdownHook(const wasm::Module& module);
 
 // Checks that `module` exports what ABI v1 requires of an actor (memory, reef_abi_version,
-// reef_alloc, reef_handle with their signatures). Errors: InvalidArgument naming each gap.
-Status CheckActorExports(const wasm::Module& module);
+// reef_alloc, and `handler` (default reef_handle) with their signatures).
+// Errors: InvalidArgument naming each gap.
+Status CheckActorExports(const wasm::Module& module, std::string_view handler = kDefaultHandler);
 
 // Calls `reef_abi_version` (within kAllocBudget instructions) and checks it returns 1.
 // StartHandle and StartShutdown call it. Errors: FailedPrecondition naming both versions.

@@ -29,11 +29,13 @@ std::string ImplementationId(std::string_view origin, const wasm::HostRegistry& 
 
 Result<std::shared_ptr<const Implementation>> MakeImplementation(
     std::shared_ptr<const wasm::Module> module, std::string label,
-    std::optional<std::string> origin) {
-  REEF_RETURN_IF_ERROR(CheckActorExports(*module));
+    std::optional<std::string> origin, std::string_view handler) {
+  REEF_RETURN_IF_ERROR(CheckActorExports(*module, handler));
   auto implementation = std::make_shared<Implementation>();
-  implementation->id =
-      ImplementationId(origin ? *origin : ModuleOrigin(*module), AbiV1Registry());
+  std::string from = origin ? *origin : ModuleOrigin(*module);
+  if (handler != kDefaultHandler) from += fmt::format("\nhandler {}", handler);
+  implementation->id = ImplementationId(from, AbiV1Registry());
+  implementation->handler = std::string(handler);
   implementation->module = std::move(module);
   implementation->label = std::move(label);
   return std::shared_ptr<const Implementation>(std::move(implementation));

@@ -66,12 +66,17 @@ Status Runtime::Kill(const ActorRef& ref) {
     s.DropInvocation(r, a);
     a.stopping = false;
     a.paused_from.reset();
-    a.SetStatus(ActorStatus::kStopped);
     if (a.reserved && a.reserved->sender) {
       if (auto slot = s.FindCall(*a.reserved->sender)) {
         slot->Complete(Status::FailedPrecondition("the actor was killed"));
       }
     }
+    if (a.reset_state) {
+      a.failure = "killed";
+      s.ResetPoisoned(r, a, "killed");
+      return Status::Ok();
+    }
+    a.SetStatus(ActorStatus::kStopped);
     s.Publish(LifecycleKind::kStopped, a, "killed");
     return Status::Ok();
   });

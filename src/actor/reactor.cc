@@ -123,6 +123,9 @@ void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope enve
     auto it = r.actors.find(cell->ref);
     if (it != r.actors.end()) {
       Deliver(r, *it->second, std::move(*shared));
+    } else if (cell->removed.load()) {
+      // Unreachable by construction (senders back off once `removed` is set); never loop.
+      cell->Release(1);
     } else {
       Route(cell, std::move(*shared));  // it moved away: the old owner forwards it
     }

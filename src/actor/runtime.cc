@@ -120,6 +120,7 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   auto actor = std::make_unique<Actor>();
   actor->cell = std::make_shared<ActorCell>(ref, capacity, reactor->id);
   actor->implementation = std::move(implementation);
+  if (options.failure_policy == FailurePolicy::kReset) actor->reset_state = initial;
   actor->state = std::move(initial);
   actor->context = std::make_unique<ActorCallContext>(ActorCallContext{ref});
   actor->context->value_limits = s.options.value_limits;
@@ -199,6 +200,37 @@ Result<ActorSnapshot> Runtime::Inspect(const ActorRef& ref) {
   return std::move(*snap);
 }
 
+Result<MailboxUsage> Runtime::Mailbox(const ActorRef& ref) {
+  auto cell = state_->FindCell(ref);
+  if (!cell) return Status::NotFound(fmt::format("no actor @{}", ref.str()));
+  return MailboxUsage{cell->used.load(), cell->capacity.load(), cell->status.load()};
+}
+
+Status Runtime::Remove(const ActorRef& ref) {
+  State& s = *state_;
+  REEF_RETURN_IF_ERROR(s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (a.active || a.HasInput() || a.stopping) {
+      return Status::FailedPrecondition(
+          fmt::format("@{} is busy ({}), so it stays", ref.str(), ActorStatusName(a.status)));
+    }
+    // Senders re-check `removed` after reserving a slot (SendAs, ReserveEffects): either
+    // this load sees their slot, or they see the flag and back off.
+    a.cell->removed.store(true);
+    if (a.cell->used.load() != 0) {
+      a.cell->removed.store(false);
+      return Status::FailedPrecondition(
+          fmt::format("a message is on its way to @{}, so it stays", ref.str()));
+    }
+    r.actors.erase(ref);
+    r.queued_to_run.erase(ref);  // a stale run_queue entry is skipped by Turn
+    r.actor_count.fetch_sub(1);
+    return Status::Ok();
+  }));
+  std::unique_lock lock(s.directory_mu);
+  s.directory.erase(ref);
+  return Status::Ok();
+}
+
 // ---------------------------------------------------------------------------------------
 // Host sends
 
@@ -226,6 +258,10 @@ static SendOutcome SendAs(Runtime::State& s, const ActorRef& target, Value messa
     return {Status::LimitExceeded(fmt::format("mailbox of @{} is full ({} messages)", target.str(),
                                               cell->capacity.load())),
             std::move(message)};
+  }
+  if (cell->removed.load()) {  // Remove ran between the lookup and the reservation
+    cell->Release(1);
+    return {Status::NotFound(fmt::format("no actor @{}", target.str())), std::move(message)};
   }
   s.Route(cell, Envelope{sender, std::move(message)});
   return {Status::Ok(), std::nullopt};
@@ -263,7 +299,7 @@ SendOutcome Runtime::Send(const ActorRef& target, Value message,
 }
 
 Result<Value> Runtime::Call(const ActorRef& target, Value message,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, ReplyPolicy reply_policy) {
   State& s = *state_;
   if (s.options.mode == SchedulingMode::kManual) {
     return Status::FailedPrecondition(
@@ -299,19 +335,36 @@ Result<Value> Runtime::Call(const ActorRef& target, Value message,
     }
   } clear_wait{here};
   REEF_ASSIGN_OR_RETURN(ActorRef reply_to, ActorRef::Generate());
+  // Checked once up front, so LimitExceeded in the loop below can only mean a full mailbox.
+  REEF_RETURN_IF_ERROR(CheckLimits(message, s.options.value_limits).WithContext("message"));
   auto slot = std::make_shared<CallSlot>();
+  slot->reply = reply_policy;
   std::future<Result<Value>> reply = slot->promise.get_future();
   {
     std::lock_guard lock(s.calls_mu);
     s.calls.emplace(reply_to, slot);
   }
   auto forget = [&] { s.RetireCall(reply_to); };
-  SendOutcome sent = SendAs(s, target, std::move(message), reply_to);
-  if (!sent.status.ok()) {
-    forget();
-    return sent.status;
+  // Wait for mailbox capacity (as Send does), then for the reply, within one deadline.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    SendOutcome sent = SendAs(s, target, std::move(message), reply_to);
+    if (sent.status.ok()) break;
+    if (sent.status.code() != Code::kLimitExceeded || !sent.returned) {
+      forget();
+      return sent.status;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      forget();
+      return Status::Unavailable(
+          fmt::format("mailbox of @{} stayed full for {} ms", target.str(), timeout.count()));
+    }
+    message = std::move(*sent.returned);
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2'000));
   }
-  bool ready = reply.wait_for(timeout) == std::future_status::ready;
+  bool ready = reply.wait_until(deadline) == std::future_status::ready;
   forget();
   if (!ready) {
     return Status::Unavailable(

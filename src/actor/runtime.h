@@ -57,11 +57,37 @@ struct RuntimeOptions {
   LogStoreOptions log_options;
 };
 
+// What a failed handler, or a kill, does to an actor.
+enum class FailurePolicy : uint8_t {
+  // Spec 001: the actor fails (a kill stops it) and keeps its state and the failed input for
+  // inspection and repair.
+  kRetain,
+  // Spec 003 poisoning, for program units: the failed input is dropped (a waiting Call gets
+  // the error), the state goes back to the spawn state, the incarnation goes up by one, and
+  // the actor goes on with its queued input. Nothing of the failed invocation survives: its
+  // engine instance is discarded.
+  kReset,
+};
+
 struct SpawnOptions {
   std::optional<uint32_t> mailbox_capacity;  // default: RuntimeOptions'
   std::optional<uint32_t> reactor;           // pin to this reactor (must be Up)
   std::optional<PlacementPolicy> placement;  // default: RuntimeOptions'
   LogLevel log_level = LogLevel::kInfo;
+  FailurePolicy failure_policy = FailurePolicy::kRetain;
+};
+
+// A moment's view of one mailbox, read without a reactor round trip.
+struct MailboxUsage {
+  uint32_t used = 0;      // messages queued + the reserved one + sends in flight to it
+  uint32_t capacity = 0;  // messages
+  ActorStatus status = ActorStatus::kIdle;
+};
+
+// Whether Runtime::Call needs the handler to reply.
+enum class ReplyPolicy : uint8_t {
+  kRequired,  // a handler that commits without replying fails the call
+  kOptional,  // ... answers null instead
 };
 
 // What a host-side send did. On any failure the message is handed back in `returned`.
@@ -108,6 +134,13 @@ class Runtime {
   std::vector<ActorSnapshot> List();
   // Errors: NotFound.
   Result<ActorSnapshot> Inspect(const ActorRef& ref);
+  // Mailbox occupancy from the actor's atomics (no reactor round trip). Errors: NotFound.
+  Result<MailboxUsage> Mailbox(const ActorRef& ref);
+
+  // Removes an actor that has nothing to do (idle eviction, spec 003): no active
+  // invocation, no input, no send on its way. Its ref is unknown afterwards (sends get
+  // NotFound). Errors: NotFound; FailedPrecondition when it is busy (nothing changes).
+  Status Remove(const ActorRef& ref);
 
   // ---- host-side sends (the sender is the host: actors see null) ------------------------
 
@@ -119,9 +152,11 @@ class Runtime {
   // Unavailable on timeout.
   SendOutcome Send(const ActorRef& target, Value message, std::chrono::milliseconds timeout);
   // Sends and waits for the handler's reply: the first message the target sends to the
-  // reply address (the sender it sees) while handling it. Errors as Send; Unavailable on
-  // timeout; FailedPrecondition if the handler fails or commits without replying.
-  Result<Value> Call(const ActorRef& target, Value message, std::chrono::milliseconds timeout);
+  // reply address (the sender it sees) while handling it. Waits for mailbox capacity first,
+  // within the same `timeout`. Errors as Send; Unavailable on timeout; FailedPrecondition
+  // if the handler fails, is killed, or (ReplyPolicy::kRequired) commits without replying.
+  Result<Value> Call(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
+                     ReplyPolicy reply = ReplyPolicy::kRequired);
 
   // ---- scheduling -----------------------------------------------------------------------
 
@@ -133,7 +168,8 @@ class Runtime {
   // ---- lifecycle (host-only system messages; spec 001) ----------------------------------
 
   Status Stop(const ActorRef& ref);     // finish the handler, run on_shutdown, no draining
-  Status Kill(const ActorRef& ref);     // drop the invocation now; keep state and input
+  // Drops the invocation now; keeps state and input (FailurePolicy::kReset: resets instead).
+  Status Kill(const ActorRef& ref);
   Status Restart(const ActorRef& ref);  // incarnation + 1; reserved input to the front
   Status Pause(const ActorRef& ref);    // keep the invocation; not scheduled
   Status Resume(const ActorRef& ref);   // restore the prior status

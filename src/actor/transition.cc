@@ -88,18 +88,51 @@ void FailPendingCall(Runtime::State& state, const std::optional<Envelope>& input
   if (auto slot = state.FindCall(*input->sender)) slot->Complete(Status::FailedPrecondition(why));
 }
 
+// A handler committed without replying to `input`'s sender: a call that needs a reply fails,
+// one with ReplyPolicy::kOptional gets null.
+void CompleteUnanswered(Runtime::State& state, const std::optional<Envelope>& input) {
+  if (!input || !input->sender) return;
+  auto slot = state.FindCall(*input->sender);
+  if (!slot) return;
+  if (slot->reply == ReplyPolicy::kOptional) {
+    slot->Complete(Value::Null());
+  } else {
+    slot->Complete(Status::FailedPrecondition("the handler committed without replying"));
+  }
+}
+
 }  // namespace
 
-// Fails the actor: committed state and the reserved input stay; no effect applies.
+void Runtime::State::ResetPoisoned(Reactor& reactor, Actor& actor, std::string_view why) {
+  if (actor.reserved) {
+    actor.reserved.reset();
+    actor.cell->Release(1);  // the dropped input's mailbox slot
+  }
+  actor.state = *actor.reset_state;
+  if (actor.incarnation < UINT32_MAX) ++actor.incarnation;
+  actor.stopping = false;
+  actor.paused_from.reset();
+  actor.SetStatus(ActorStatus::kIdle);
+  ApplyPendingInstall(actor);
+  Publish(LifecycleKind::kRestarted, actor, fmt::format("poisoned: {}", why));
+  if (actor.HasInput()) MarkRunnable(reactor, actor.cell->ref);
+}
+
+// Fails the actor: committed state and the reserved input stay; no effect applies. With
+// FailurePolicy::kReset the actor is reset instead (ResetPoisoned).
 static void FailActor(Runtime::State& state, Reactor& reactor, Actor& actor, std::string why,
                       TickReport* report) {
   state.DropInvocation(reactor, actor);
   actor.stopping = false;
   actor.failure = why;
-  actor.SetStatus(ActorStatus::kFailed);
   FailPendingCall(state, actor.reserved, "the handler failed: " + why);
   if (report) ++report->failures;
-  state.Publish(LifecycleKind::kFailed, actor, std::move(why));
+  state.Publish(LifecycleKind::kFailed, actor, why);
+  if (actor.reset_state) {
+    state.ResetPoisoned(reactor, actor, why);
+    return;
+  }
+  actor.SetStatus(ActorStatus::kFailed);
 }
 
 // Validates every send of a finished invocation and reserves mailbox capacity for all of
@@ -137,6 +170,10 @@ static Status ReserveEffects(
                       target.str(), cell->capacity.load()));
     }
     reserved->emplace(target, std::make_pair(cell, needed));
+    if (cell->removed.load()) {  // Remove ran after the lookup (Runtime::Remove)
+      rollback();
+      return Status::NotFound(fmt::format("send to unknown actor @{}", target.str()));
+    }
   }
   return Status::Ok();
 }
@@ -187,7 +224,7 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
       state.Route(target->second.first, std::move(envelope));
     }
   }
-  if (!replied) FailPendingCall(state, input, "the handler committed without replying");
+  if (!replied) CompleteUnanswered(state, input);
   if (report) ++report->commits;
   ++actor.turn_commits;
   state.Publish(LifecycleKind::kCommitted, actor);
@@ -227,9 +264,10 @@ static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, Tic
   const Value sender = actor.reserved && actor.reserved->sender
                            ? Value::Ref(*actor.reserved->sender)
                            : Value::Null();
-  auto invocation = shutdown ? StartShutdown(**instance, *actor.context, actor.state)
+  const std::string& handler = actor.implementation->handler;
+  auto invocation = shutdown ? StartShutdown(**instance, *actor.context, actor.state, handler)
                              : StartHandle(**instance, *actor.context, actor.state, sender,
-                                           actor.reserved->message);
+                                           actor.reserved->message, handler);
   if (!invocation.ok()) {
     FailActor(state, reactor, actor, invocation.status().ToString(), report);
     return false;

@@ -22,7 +22,9 @@
 
 #include "cli/commands.h"
 #include "apps/http/module_routes.h"
+#include "apps/http/program_routes.h"
 #include "apps/module_runtime.h"
+#include "apps/program/program_runtime.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
 #include "image/image.h"
@@ -42,6 +44,7 @@ struct ServeArgs {
   uint32_t command_max_retries = apps::RuntimeOptions{}.command_max_retries;
   uint64_t effect_backoff_initial_ms = apps::RuntimeOptions{}.effect_backoff_initial.count();
   uint64_t effect_backoff_max_ms = apps::RuntimeOptions{}.effect_backoff_max.count();
+  uint32_t reactors = 0;  // program units' reactor threads; 0 = cores (at least 2)
 };
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
@@ -129,6 +132,20 @@ int Serve(const ServeArgs& args) {
   for (server::HttpRoute& route : apps::http::ModuleRoutes(**runtime)) {
     server_options.routes.push_back(std::move(route));
   }
+  // Programs and units (docs/programs.md): their own free-running reactor fleet; the newest
+  // kept program is deployed again.
+  apps::program::ProgramRuntimeOptions program_options;
+  program_options.data_dir = args.data_dir;
+  program_options.reactors = args.reactors;
+  auto programs = apps::program::ProgramRuntime::Open(std::move(program_options));
+  if (!programs.ok()) {
+    fmt::print(stderr, "reef serve: cannot start the program runtime in data dir {}: {}\n",
+               args.data_dir, programs.status().ToString());
+    return 1;
+  }
+  for (server::HttpRoute& route : apps::http::ProgramRoutes(**programs)) {
+    server_options.routes.push_back(std::move(route));
+  }
   if (!args.auth_token.empty()) server_options.auth_token = args.auth_token;
   if (Status attached = (*image)->Attach(server_options); !attached.ok()) {
     fmt::print(stderr, "reef serve: {}\n", attached.ToString());
@@ -151,6 +168,7 @@ int Serve(const ServeArgs& args) {
   (*server)->Stop();
   server->reset();  // the server goes before the image and the store its handlers refer to
   image->reset();
+  programs->reset();
   runtime->reset();  // module threads stop before the event store they read closes
   events->reset();
   spdlog::info("stopped");
@@ -199,6 +217,12 @@ const Command kServeCommands[] = {
                       "Effects: longest retry delay, in ms")
            ->envname("REEF_EFFECT_BACKOFF_MAX_MS")
            ->check(CLI::Range(uint64_t{1}, uint64_t{86'400'000}))
+           ->capture_default_str();
+       app.add_option("--reactors", args->reactors,
+                      "Programs: reactor threads hosting unit instances (0 = one per core, at "
+                      "least 2)")
+           ->envname("REEF_REACTORS")
+           ->check(CLI::Range(0u, 256u))
            ->capture_default_str();
        return [args] { return Serve(*args); };
      }},

@@ -52,6 +52,9 @@ struct ActorCell {
   uint32_t moving_to = 0;  // GUARDED_BY(route_mu)
   std::atomic<ActorStatus> status{ActorStatus::kIdle};
   std::atomic<uint32_t> used{0};  // queued + reserved + slots reserved by senders in flight
+  // Set by Runtime::Remove. A sender checks it after reserving a slot and backs off, so no
+  // message is ever routed to a removed actor.
+  std::atomic<bool> removed{false};
 };
 
 // A host call waiting for its reply (Runtime::Call). Its reply address is a fresh ref that
@@ -59,6 +62,7 @@ struct ActorCell {
 struct CallSlot {
   std::promise<Result<Value>> promise;
   std::atomic<bool> done{false};
+  ReplyPolicy reply = ReplyPolicy::kRequired;
   // Completes once; later completions are ignored.
   void Complete(Result<Value> result);
 };
@@ -77,6 +81,8 @@ struct Actor {
   std::shared_ptr<const Implementation> pending_install;
   std::optional<std::string> failure;
   uint32_t turn_commits = 0;  // free-running: completions in the current turn
+  // FailurePolicy::kReset: the spawn state a failure or kill goes back to.
+  std::optional<Value> reset_state;
 
   // The active invocation and the instance it borrowed.
   struct Active {
@@ -181,6 +187,9 @@ struct Runtime::State {
   void DropInvocation(Reactor& reactor, Actor& actor);
   // Applies a queued reload/become at a handler boundary.
   void ApplyPendingInstall(Actor& actor);
+  // FailurePolicy::kReset after a failure or kill (`why`): drops the reserved input, restores
+  // the spawn state, incarnation + 1, idle, runnable if input waits.
+  void ResetPoisoned(Reactor& reactor, Actor& actor, std::string_view why);
   void Publish(LifecycleKind kind, const Actor& actor, std::string detail = {});
 
   // ---- reactors (reactor.cc) ----

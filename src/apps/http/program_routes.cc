@@ -1,0 +1,241 @@
+#include "apps/http/program_routes.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/json.h"
+#include "server/protocol.h"
+
+namespace reef::apps::http {
+
+namespace {
+
+using json = nlohmann::json;
+using program::InvokeFailure;
+using program::ProgramRuntime;
+using server::HttpRequest;
+using server::HttpResponse;
+using server::HttpRoute;
+
+// A deploy carries every module in base64: 64 MiB of body, JSON nested 64 levels at most.
+constexpr uint64_t kMaxDeployBytes = 64ull << 20;
+constexpr server::JsonDocumentLimits kDeployLimits{.max_depth = 66, .max_values = 2'000'000};
+constexpr std::string_view kRetryAfterSeconds = "1";
+
+// A whole number in [min, max] from the query parameter `name`, or `fallback` when absent.
+Result<uint64_t> NumberParam(const HttpRequest& r, std::string_view name, uint64_t fallback,
+                             uint64_t min, uint64_t max) {
+  auto text = r.QueryParam(name);
+  if (!text) return fallback;
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size() || value < min || value > max) {
+    return Status::InvalidArgument(
+        fmt::format("query parameter {} must be a whole number {}..{}, not \"{}\"", name, min,
+                    max, *text));
+  }
+  return value;
+}
+
+const std::string& Param(const HttpRequest& request, std::string_view name) {
+  return request.params.find(name)->second;
+}
+
+json ProgramJson(const program::Program& p) {
+  json modules = json::object();
+  for (const auto& [name, m] : p.modules) {
+    modules[name] = {{"file", p.manifest.modules.at(name)},
+                     {"sha256", m.sha256},
+                     {"size_bytes", m.size_bytes}};
+  }
+  json units = json::object();
+  for (const auto& [name, u] : p.units) units[name] = program::UnitSpecJson(u.spec);
+  return {{"generation", p.generation},
+          {"program", p.manifest.program},
+          {"deployed_at_ms", p.deployed_at_ms},
+          {"modules", std::move(modules)},
+          {"units", std::move(units)}};
+}
+
+json InstanceJson(const program::InstanceInfo& i) {
+  json j = {{"instance", i.instance},
+            {"actor", i.actor.str()},
+            {"reactor", i.reactor},
+            {"status", actor::ActorStatusName(i.status)},
+            {"incarnation", i.incarnation},
+            {"queued", i.queued},
+            {"inbox_capacity", i.inbox_capacity},
+            {"invocations", i.invocations},
+            {"idle_ms", i.idle_ms}};
+  if (i.failure) j["failure"] = *i.failure;
+  return j;
+}
+
+json ReactorJson(const actor::ReactorInfo& r) {
+  return {{"id", r.id}, {"liveness", actor::ReactorLivenessName(r.liveness)}, {"actors", r.actors}};
+}
+
+Result<HttpResponse> Deploy(ProgramRuntime& runtime, const HttpRequest& r) {
+  auto body = server::ParseJsonDocument(r.body, kDeployLimits);
+  if (!body.ok()) return body.status().WithContext("POST /programs: the body is not valid JSON");
+  REEF_ASSIGN_OR_RETURN(program::DeployReport report, runtime.Deploy(*body));
+  return HttpResponse::Json(200, {{"generation", report.generation},
+                                  {"program", report.program},
+                                  {"units",
+                                   {{"added", report.added},
+                                    {"changed", report.changed},
+                                    {"unchanged", report.unchanged},
+                                    {"removed", report.removed}}}});
+}
+
+Result<HttpResponse> Invoke(ProgramRuntime& runtime, const HttpRequest& r) {
+  program::InvokeRequest request;
+  request.unit = Param(r, "unit");
+  if (auto mode = r.QueryParam("mode")) {
+    REEF_ASSIGN_OR_RETURN(request.mode, program::ParseInvokeMode(*mode));
+  }
+  if (r.QueryParam("instance")) {
+    REEF_ASSIGN_OR_RETURN(uint64_t instance, NumberParam(r, "instance", 0, 1, UINT32_MAX));
+    request.instance = static_cast<uint32_t>(instance);
+  }
+  REEF_ASSIGN_OR_RETURN(uint64_t timeout,
+                        NumberParam(r, "timeout_ms", 10'000, 0,
+                                    static_cast<uint64_t>(runtime.options().max_timeout.count())));
+  request.timeout = std::chrono::milliseconds(timeout);
+  if (r.body.empty()) {
+    return Status::InvalidArgument("the body must be the message as JSON (e.g. {\"op\": \"add\"})");
+  }
+  auto message = ValueFromJson(std::string_view(r.body), runtime.runtime().options().value_limits);
+  if (!message.ok()) return message.status().WithContext("the message");
+  request.message = std::move(*message);
+  program::InvokeMode mode = request.mode;
+  program::InvokeOutcome outcome = runtime.Invoke(std::move(request));
+  auto error = [&](unsigned status, std::string_view code) {
+    HttpResponse response = HttpResponse::Error(status, code, outcome.message);
+    if (status == 429 || status == 503) response.headers.emplace_back("Retry-After", kRetryAfterSeconds);
+    return response;
+  };
+  switch (outcome.failure) {
+    case InvokeFailure::kNone:
+      break;
+    case InvokeFailure::kInvalid:
+      return error(400, "invalid_argument");
+    case InvokeFailure::kNotFound:
+      return error(404, "not_found");
+    case InvokeFailure::kInboxFull:
+      return error(429, "inbox_full");
+    case InvokeFailure::kNoRoom:
+      return error(503, "no_room");
+    case InvokeFailure::kTimeout:
+      return error(504, "timeout");
+    case InvokeFailure::kFailed:
+      return error(500, "invocation_failed");
+    case InvokeFailure::kUnavailable:
+      return error(503, "unavailable");
+  }
+  if (mode == program::InvokeMode::kWait) {
+    return HttpResponse::Json(200, {{"result", ValueToJson(outcome.result)},
+                                    {"instance", outcome.instance},
+                                    {"generation", outcome.generation}});
+  }
+  return HttpResponse::Json(
+      202, {{"queued", true}, {"instance", outcome.instance}, {"generation", outcome.generation}});
+}
+
+}  // namespace
+
+std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
+  ProgramRuntime* rt = &runtime;
+  std::vector<HttpRoute> routes;
+
+  HttpRoute deploy;
+  deploy.method = "POST";
+  deploy.path = "/programs";
+  deploy.summary = "deploy a program ({\"manifest\": ..., \"modules\": {name: base64}})";
+  deploy.max_body_bytes = kMaxDeployBytes;
+  deploy.response_handler = [rt](const HttpRequest& r) { return Deploy(*rt, r); };
+  routes.push_back(std::move(deploy));
+
+  routes.push_back({"GET", "/programs/current",
+                    [rt](const HttpRequest&) -> Result<json> {
+                      auto current = rt->Current();
+                      if (!current) return Status::NotFound("no program is deployed");
+                      return ProgramJson(*current);
+                    },
+                    "the deployed program: generation, modules and units"});
+  routes.push_back({"GET", "/units",
+                    [rt](const HttpRequest&) -> Result<json> {
+                      auto current = rt->Current();
+                      json units = json::array();
+                      for (const program::UnitInfo& u : rt->Units()) {
+                        json j = program::UnitSpecJson(u.spec);
+                        j["unit"] = u.spec.name;
+                        j["code_generation"] = u.code_generation;
+                        j["instances"] = u.instances;
+                        j["invocations"] = u.invocations;
+                        j["rejected"] = u.rejected;
+                        j["poisoned"] = u.poisoned;
+                        j["evicted"] = u.evicted;
+                        units.push_back(std::move(j));
+                      }
+                      return json{{"generation", current ? current->generation : 0},
+                                  {"units", std::move(units)}};
+                    },
+                    "the units of the deployed program with their counters"});
+  routes.push_back({"GET", "/units/{unit}/instances",
+                    [rt](const HttpRequest& r) -> Result<json> {
+                      REEF_ASSIGN_OR_RETURN(auto instances, rt->Instances(Param(r, "unit")));
+                      json list = json::array();
+                      for (const auto& i : instances) list.push_back(InstanceJson(i));
+                      return json{{"unit", Param(r, "unit")}, {"instances", std::move(list)}};
+                    },
+                    "the unit's live instances"});
+
+  HttpRoute invoke;
+  invoke.method = "POST";
+  invoke.path = "/units/{unit}/invoke";
+  invoke.summary = "invoke a unit (body: the message); ?mode=wait|enqueue|try&instance=N";
+  invoke.response_handler = [rt](const HttpRequest& r) { return Invoke(*rt, r); };
+  routes.push_back(std::move(invoke));
+
+  routes.push_back({"POST", "/units/{unit}/instances/{instance}/kill",
+                    [rt](const HttpRequest& r) -> Result<json> {
+                      const std::string& text = Param(r, "instance");
+                      uint32_t instance = 0;
+                      auto [end, ec] =
+                          std::from_chars(text.data(), text.data() + text.size(), instance);
+                      if (ec != std::errc() || end != text.data() + text.size() || instance == 0) {
+                        return Status::NotFound(fmt::format("no instance \"{}\"", text));
+                      }
+                      REEF_RETURN_IF_ERROR(rt->Kill(Param(r, "unit"), instance));
+                      return json{{"unit", Param(r, "unit")}, {"instance", instance},
+                                  {"killed", true}};
+                    },
+                    "kill the instance's invocation; the instance is poisoned (reset)"});
+  routes.push_back({"GET", "/reactors",
+                    [rt](const HttpRequest&) -> Result<json> {
+                      json list = json::array();
+                      for (const auto& reactor : rt->Reactors()) list.push_back(ReactorJson(reactor));
+                      return json{{"reactors", std::move(list)}};
+                    },
+                    "the reactor threads that host unit instances"});
+  routes.push_back({"POST", "/reactors/{id}/drain",
+                    [rt](const HttpRequest& r) -> Result<json> {
+                      const std::string& text = Param(r, "id");
+                      uint32_t id = 0;
+                      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+                      if (ec != std::errc() || end != text.data() + text.size()) {
+                        return Status::NotFound(fmt::format("no reactor \"{}\"", text));
+                      }
+                      REEF_ASSIGN_OR_RETURN(uint64_t timeout,
+                                            NumberParam(r, "timeout_ms", 5'000, 0, 60'000));
+                      REEF_ASSIGN_OR_RETURN(auto info,
+                                            rt->Drain(id, std::chrono::milliseconds(timeout)));
+                      return ReactorJson(info);
+                    },
+                    "stop placing instances on a reactor and move its idle ones away"});
+  return routes;
+}
+
+}  // namespace reef::apps::http

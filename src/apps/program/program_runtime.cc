@@ -1,0 +1,616 @@
+#include "apps/program/program_runtime.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace reef::apps::program {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Instance {
+  Instance(uint32_t instance_id, ActorRef ref) : id(instance_id), actor(ref) {}
+  uint32_t id = 0;
+  ActorRef actor;
+  uint32_t pending = 0;  // invocations being handed to it right now (blocks eviction)
+  Clock::time_point last_used = Clock::now();
+  uint64_t invocations = 0;
+};
+
+// One unit's code and its instances. A redeploy that changes the unit's code retires this
+// object and makes a new one; an unchanged unit carries it over.
+struct UnitState {
+  std::mutex mu;
+  std::shared_ptr<const actor::Implementation> implementation;
+  std::string code_fingerprint;
+  uint64_t code_generation = 0;
+  UnitSpec spec;                                // GUARDED_BY(mu): limits may change
+  std::map<uint32_t, Instance> instances;       // GUARDED_BY(mu)
+  uint32_t next_instance = 1;                   // GUARDED_BY(mu)
+  uint32_t cursor = 0;                          // GUARDED_BY(mu): round-robin position
+  bool retired = false;                         // GUARDED_BY(mu)
+  std::atomic<uint64_t> invocations{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> evicted{0};
+};
+
+// Writes `text` to `path` through a temporary file, fsync and rename, so a crash leaves
+// either the old file or the whole new one.
+Status WriteFileDurably(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Unavailable(fmt::format("cannot write {}", tmp.string()));
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      ::close(fd);
+      return Status::Unavailable(fmt::format("cannot write {}", tmp.string()));
+    }
+    done += static_cast<size_t>(n);
+  }
+  bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  std::error_code ec;
+  if (!synced) return Status::Unavailable(fmt::format("cannot fsync {}", tmp.string()));
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::Unavailable(fmt::format("cannot rename to {}: {}", path.string(), ec.message()));
+  int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return Status::Ok();
+}
+
+// program-<generation>.json files in `dir`, by generation.
+std::map<uint64_t, std::filesystem::path> KeptPrograms(const std::filesystem::path& dir) {
+  std::map<uint64_t, std::filesystem::path> kept;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    constexpr std::string_view kPrefix = "program-", kSuffix = ".json";
+    if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
+        !name.ends_with(kSuffix)) {
+      continue;
+    }
+    std::string digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) continue;
+    kept.emplace(std::stoull(digits), entry.path());
+  }
+  return kept;
+}
+
+}  // namespace
+
+std::string_view InvokeModeName(InvokeMode mode) {
+  switch (mode) {
+    case InvokeMode::kTry:
+      return "try";
+    case InvokeMode::kEnqueue:
+      return "enqueue";
+    case InvokeMode::kWait:
+      return "wait";
+  }
+  return "?";
+}
+
+Result<InvokeMode> ParseInvokeMode(std::string_view name) {
+  for (InvokeMode mode : {InvokeMode::kTry, InvokeMode::kEnqueue, InvokeMode::kWait}) {
+    if (InvokeModeName(mode) == name) return mode;
+  }
+  return Status::InvalidArgument(
+      fmt::format("unknown mode \"{}\"; expected try, enqueue or wait", name));
+}
+
+struct ProgramRuntime::State {
+  ProgramRuntimeOptions options;
+  std::unique_ptr<actor::Runtime> runtime;
+  std::filesystem::path programs_dir;
+
+  std::mutex deploy_mu;  // one deploy at a time
+  uint64_t last_generation = 0;  // GUARDED_BY(deploy_mu)
+
+  mutable std::mutex mu;
+  std::shared_ptr<const Program> current;                       // GUARDED_BY(mu)
+  std::map<std::string, std::shared_ptr<UnitState>> units;      // GUARDED_BY(mu)
+  std::vector<std::shared_ptr<UnitState>> retired;              // GUARDED_BY(mu)
+  std::atomic<uint32_t> reactor_cursor{0};
+
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;  // GUARDED_BY(stop_mu)
+  std::thread evictor;
+
+  Result<DeployReport> Publish(std::shared_ptr<const Program> program);
+  Result<uint32_t> NextReactor();
+  // Picks (or spawns) the instance an invocation goes to. REQUIRES: unit.mu held.
+  Result<Instance*> Pick(UnitState& unit, const std::optional<uint32_t>& target,
+                         InvokeOutcome* outcome);
+  void EvictIdle();
+  void EvictLoop();
+};
+
+Result<uint32_t> ProgramRuntime::State::NextReactor() {
+  std::vector<uint32_t> up;
+  for (const actor::ReactorInfo& r : runtime->Reactors()) {
+    if (r.liveness == actor::ReactorLiveness::kUp) up.push_back(r.id);
+  }
+  if (up.empty()) return Status::Unavailable("no reactor is up to host a new instance");
+  return up[reactor_cursor.fetch_add(1) % up.size()];
+}
+
+Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
+                                              const std::optional<uint32_t>& target,
+                                              InvokeOutcome* outcome) {
+  if (target) {
+    auto it = unit.instances.find(*target);
+    if (it == unit.instances.end()) {
+      outcome->failure = InvokeFailure::kNotFound;
+      return Status::NotFound(
+          fmt::format("unit {} has no instance {}", unit.spec.name, *target));
+    }
+    return &it->second;
+  }
+  auto spawn = [&]() -> Result<Instance*> {
+    REEF_ASSIGN_OR_RETURN(uint32_t reactor, NextReactor());
+    actor::SpawnOptions spawn_options;
+    spawn_options.mailbox_capacity = unit.spec.inbox_capacity;
+    spawn_options.reactor = reactor;
+    spawn_options.failure_policy = actor::FailurePolicy::kReset;
+    REEF_ASSIGN_OR_RETURN(ActorRef ref, runtime->Spawn(unit.implementation,
+                                                             unit.spec.initial_state,
+                                                             spawn_options));
+    uint32_t id = unit.next_instance++;
+    return &unit.instances.try_emplace(id, id, ref).first->second;
+  };
+  if (unit.spec.placement == Placement::kSingleton) {
+    if (unit.instances.empty()) return spawn();
+    return &unit.instances.begin()->second;
+  }
+  // Replicated: an idle instance, round-robin from the cursor.
+  std::vector<Instance*> ring;
+  for (auto& [id, instance] : unit.instances) ring.push_back(&instance);
+  size_t n = ring.size();
+  Instance* least = nullptr;
+  uint64_t least_load = UINT64_MAX;
+  for (size_t k = 0; k < n; ++k) {
+    size_t index = (unit.cursor + k) % n;
+    Instance* candidate = ring[index];
+    auto usage = runtime->Mailbox(candidate->actor);
+    uint64_t load = (usage.ok() ? usage->used : 0) + candidate->pending;
+    if (load == 0) {
+      unit.cursor = static_cast<uint32_t>(index + 1);
+      return candidate;
+    }
+    if (load < least_load) {
+      least = candidate;
+      least_load = load;
+    }
+  }
+  if (n < unit.spec.instance_limit) return spawn();
+  unit.cursor = unit.cursor + 1;
+  return least;
+}
+
+InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
+  State& s = *state_;
+  InvokeOutcome outcome;
+  auto fail = [&](InvokeFailure failure, std::string message) {
+    outcome.failure = failure;
+    outcome.message = std::move(message);
+    return outcome;
+  };
+  if (request.timeout.count() < 0 || request.timeout > s.options.max_timeout) {
+    return fail(InvokeFailure::kInvalid, fmt::format("timeout must be 0..{} ms",
+                                                     s.options.max_timeout.count()));
+  }
+  if (Status limits = CheckLimits(request.message, s.runtime->options().value_limits);
+      !limits.ok()) {
+    return fail(InvokeFailure::kInvalid, limits.WithContext("message").ToString());
+  }
+  // A deploy may retire the unit between the two lookups below: then route again, on the
+  // program that replaced it.
+  for (int attempt = 0;; ++attempt) {
+    std::shared_ptr<UnitState> unit;
+    {
+      std::lock_guard lock(s.mu);
+      if (!s.current) return fail(InvokeFailure::kNotFound, "no program is deployed");
+      auto it = s.units.find(request.unit);
+      if (it == s.units.end()) {
+        return fail(InvokeFailure::kNotFound,
+                    fmt::format("program {} has no unit {}", s.current->manifest.program,
+                                request.unit));
+      }
+      unit = it->second;
+      outcome.generation = s.current->generation;
+    }
+    std::optional<ActorRef> picked_ref;
+    {
+      std::lock_guard lock(unit->mu);
+      if (unit->retired && attempt < 100) continue;
+      auto picked = s.Pick(*unit, request.instance, &outcome);
+      if (!picked.ok()) {
+        return fail(outcome.failure == InvokeFailure::kNotFound ? InvokeFailure::kNotFound
+                                                                : InvokeFailure::kUnavailable,
+                    picked.status().message());
+      }
+      Instance& instance = **picked;
+      ++instance.pending;
+      instance.last_used = Clock::now();
+      outcome.instance = instance.id;
+      picked_ref = instance.actor;
+    }
+    const ActorRef target = *picked_ref;
+    Status sent = Status::Ok();
+    switch (request.mode) {
+      case InvokeMode::kTry:
+        sent = s.runtime->TrySend(target, std::move(request.message)).status;
+        break;
+      case InvokeMode::kEnqueue:
+        sent = s.runtime->Send(target, std::move(request.message), request.timeout).status;
+        break;
+      case InvokeMode::kWait: {
+        auto result = s.runtime->Call(target, std::move(request.message), request.timeout,
+                                      actor::ReplyPolicy::kOptional);
+        if (result.ok()) {
+          outcome.result = std::move(*result);
+        } else {
+          sent = result.status();
+        }
+        break;
+      }
+    }
+    bool queued = sent.ok() || sent.code() == Code::kFailedPrecondition ||
+                  (sent.code() == Code::kUnavailable &&
+                   sent.message().find("no reply") != std::string::npos);
+    {
+      std::lock_guard lock(unit->mu);
+      auto it = unit->instances.find(outcome.instance);
+      if (it != unit->instances.end() && it->second.actor == target) {
+        --it->second.pending;
+        it->second.last_used = Clock::now();
+        if (queued) ++it->second.invocations;
+      }
+    }
+    (queued ? unit->invocations : unit->rejected).fetch_add(1);
+    if (sent.ok()) return outcome;
+    switch (sent.code()) {
+      case Code::kLimitExceeded:
+        return fail(InvokeFailure::kInboxFull,
+                    fmt::format("the inbox of unit {} instance {} is full", request.unit,
+                                outcome.instance));
+      case Code::kFailedPrecondition:
+        return fail(InvokeFailure::kFailed,
+                    fmt::format("unit {} instance {}: {}", request.unit, outcome.instance,
+                                sent.message()));
+      case Code::kUnavailable:
+        return fail(queued ? InvokeFailure::kTimeout : InvokeFailure::kNoRoom,
+                    fmt::format("unit {} instance {}: {}", request.unit, outcome.instance,
+                                sent.message()));
+      default:
+        return fail(InvokeFailure::kUnavailable,
+                    fmt::format("unit {} instance {}: {}", request.unit, outcome.instance,
+                                sent.ToString()));
+    }
+  }
+}
+
+Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Program> program) {
+  DeployReport report;
+  report.generation = program->generation;
+  report.program = program->manifest.program;
+  std::map<std::string, std::shared_ptr<UnitState>> next;
+  std::lock_guard lock(mu);
+  for (const auto& [name, unit] : program->units) {
+    auto old = units.find(name);
+    if (old != units.end() && old->second->code_fingerprint == unit.code_fingerprint) {
+      std::lock_guard unit_lock(old->second->mu);
+      old->second->spec = unit.spec;  // limits apply from now on; instances stay
+      next.emplace(name, old->second);
+      report.unchanged.push_back(name);
+      continue;
+    }
+    auto state = std::make_shared<UnitState>();
+    state->implementation = unit.implementation;
+    state->code_fingerprint = unit.code_fingerprint;
+    state->code_generation = program->generation;
+    state->spec = unit.spec;
+    next.emplace(name, std::move(state));
+    (old != units.end() ? report.changed : report.added).push_back(name);
+  }
+  for (auto& [name, state] : units) {
+    if (next.count(name) > 0 && next.at(name) == state) continue;
+    if (program->units.count(name) == 0) report.removed.push_back(name);
+    std::lock_guard unit_lock(state->mu);
+    state->retired = true;
+    retired.push_back(state);
+  }
+  units = std::move(next);
+  current = std::move(program);
+  return report;
+}
+
+Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
+  State& s = *state_;
+  std::lock_guard lock(s.deploy_mu);
+  uint64_t generation = s.last_generation + 1;
+  REEF_ASSIGN_OR_RETURN(auto program,
+                        BuildProgram(body, generation, NowMs(), s.options.limits));
+  json kept = {{"generation", generation},
+               {"deployed_at_ms", program->deployed_at_ms},
+               {"request", body}};
+  REEF_RETURN_IF_ERROR(WriteFileDurably(
+      s.programs_dir / fmt::format("program-{}.json", generation), kept.dump()));
+  s.last_generation = generation;
+  auto files = KeptPrograms(s.programs_dir);
+  while (files.size() > std::max<uint32_t>(1, s.options.kept_programs)) {
+    std::error_code ec;
+    std::filesystem::remove(files.begin()->second, ec);
+    files.erase(files.begin());
+  }
+  auto report = s.Publish(std::move(program));
+  if (report.ok()) {
+    spdlog::info("deployed program {} generation {}: {} added, {} changed, {} unchanged, {} "
+                 "removed",
+                 report->program, generation, report->added.size(), report->changed.size(),
+                 report->unchanged.size(), report->removed.size());
+  }
+  return report;
+}
+
+std::shared_ptr<const Program> ProgramRuntime::Current() const {
+  std::lock_guard lock(state_->mu);
+  return state_->current;
+}
+
+void ProgramRuntime::State::EvictIdle() {
+  std::vector<std::shared_ptr<UnitState>> live, old;
+  {
+    std::lock_guard lock(mu);
+    for (auto& [name, unit] : units) live.push_back(unit);
+    old = retired;
+  }
+  auto sweep = [&](UnitState& unit, bool is_retired) {
+    std::lock_guard lock(unit.mu);
+    if (!is_retired && (unit.spec.placement == Placement::kSingleton ||
+                        unit.spec.idle_eviction_ms == 0)) {
+      return;
+    }
+    auto idle_for = std::chrono::milliseconds(is_retired ? 0 : unit.spec.idle_eviction_ms);
+    Clock::time_point now = Clock::now();
+    for (auto it = unit.instances.begin(); it != unit.instances.end();) {
+      Instance& instance = it->second;
+      auto usage = runtime->Mailbox(instance.actor);
+      if (!usage.ok()) {  // gone already
+        it = unit.instances.erase(it);
+        continue;
+      }
+      if (instance.pending > 0 || usage->used > 0) {
+        instance.last_used = now;  // busy counts as used
+        ++it;
+        continue;
+      }
+      if (now - instance.last_used < idle_for || !runtime->Remove(instance.actor).ok()) {
+        ++it;
+        continue;
+      }
+      unit.evicted.fetch_add(1);
+      it = unit.instances.erase(it);
+    }
+  };
+  for (auto& unit : live) sweep(*unit, false);
+  for (auto& unit : old) sweep(*unit, true);
+  std::lock_guard lock(mu);
+  std::erase_if(retired, [](const std::shared_ptr<UnitState>& unit) {
+    std::lock_guard unit_lock(unit->mu);
+    return unit->instances.empty();
+  });
+}
+
+void ProgramRuntime::State::EvictLoop() {
+  std::unique_lock lock(stop_mu);
+  while (!stopping) {
+    stop_cv.wait_for(lock, options.eviction_interval);
+    if (stopping) break;
+    lock.unlock();
+    EvictIdle();
+    lock.lock();
+  }
+}
+
+std::vector<UnitInfo> ProgramRuntime::Units() {
+  State& s = *state_;
+  std::vector<std::pair<std::shared_ptr<UnitState>, std::vector<ActorRef>>> units;
+  {
+    std::lock_guard lock(s.mu);
+    for (auto& [name, unit] : s.units) units.push_back({unit, {}});
+  }
+  std::vector<UnitInfo> infos;
+  for (auto& [unit, refs] : units) {
+    UnitInfo info;
+    {
+      std::lock_guard lock(unit->mu);
+      info.spec = unit->spec;
+      info.instances = unit->instances.size();
+      for (const auto& [id, instance] : unit->instances) refs.push_back(instance.actor);
+    }
+    info.code_generation = unit->code_generation;
+    info.invocations = unit->invocations.load();
+    info.rejected = unit->rejected.load();
+    info.evicted = unit->evicted.load();
+    for (const ActorRef& ref : refs) {
+      auto snapshot = s.runtime->Inspect(ref);
+      if (snapshot.ok()) info.poisoned += snapshot->incarnation - 1;
+    }
+    infos.push_back(std::move(info));
+  }
+  return infos;
+}
+
+Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view name) {
+  State& s = *state_;
+  std::shared_ptr<UnitState> unit;
+  {
+    std::lock_guard lock(s.mu);
+    if (!s.current) return Status::NotFound("no program is deployed");
+    auto it = s.units.find(std::string(name));
+    if (it == s.units.end()) {
+      return Status::NotFound(
+          fmt::format("program {} has no unit {}", s.current->manifest.program, name));
+    }
+    unit = it->second;
+  }
+  std::vector<InstanceInfo> infos;
+  std::vector<Clock::time_point> last_used;
+  {
+    std::lock_guard lock(unit->mu);
+    for (const auto& [id, instance] : unit->instances) {
+      InstanceInfo info(instance.actor);
+      info.instance = id;
+      info.invocations = instance.invocations;
+      infos.push_back(info);
+      last_used.push_back(instance.last_used);
+    }
+  }
+  std::vector<InstanceInfo> present;
+  Clock::time_point now = Clock::now();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    auto snapshot = s.runtime->Inspect(infos[i].actor);
+    if (!snapshot.ok()) continue;  // evicted meanwhile
+    InstanceInfo& info = infos[i];
+    info.reactor = snapshot->reactor;
+    info.status = snapshot->status;
+    info.incarnation = snapshot->incarnation;
+    info.queued = snapshot->queued.size();
+    info.inbox_capacity = snapshot->mailbox_capacity;
+    info.idle_ms = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_used[i]).count());
+    info.failure = snapshot->failure;
+    present.push_back(std::move(info));
+  }
+  return present;
+}
+
+Status ProgramRuntime::Kill(std::string_view name, uint32_t instance) {
+  State& s = *state_;
+  std::shared_ptr<UnitState> unit;
+  {
+    std::lock_guard lock(s.mu);
+    auto it = s.units.find(std::string(name));
+    if (it == s.units.end()) return Status::NotFound(fmt::format("no unit {}", name));
+    unit = it->second;
+  }
+  std::optional<ActorRef> ref;
+  {
+    std::lock_guard lock(unit->mu);
+    auto it = unit->instances.find(instance);
+    if (it == unit->instances.end()) {
+      return Status::NotFound(fmt::format("unit {} has no instance {}", name, instance));
+    }
+    ref = it->second.actor;
+  }
+  return s.runtime->Kill(*ref);
+}
+
+std::vector<actor::ReactorInfo> ProgramRuntime::Reactors() {
+  return state_->runtime->Reactors();
+}
+
+Result<actor::ReactorInfo> ProgramRuntime::Drain(uint32_t reactor,
+                                                 std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    REEF_RETURN_IF_ERROR(state_->runtime->Drain(reactor));
+    actor::ReactorInfo info = state_->runtime->Reactors().at(reactor);
+    if (info.liveness == actor::ReactorLiveness::kDown || Clock::now() >= deadline) return info;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+const ProgramRuntimeOptions& ProgramRuntime::options() const {
+  return state_->options;
+}
+
+actor::Runtime& ProgramRuntime::runtime() {
+  return *state_->runtime;
+}
+
+ProgramRuntime::ProgramRuntime(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+ProgramRuntime::~ProgramRuntime() {
+  {
+    std::lock_guard lock(state_->stop_mu);
+    state_->stopping = true;
+  }
+  state_->stop_cv.notify_all();
+  if (state_->evictor.joinable()) state_->evictor.join();
+  state_->runtime.reset();
+}
+
+Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptions options) {
+  auto state = std::make_unique<State>();
+  state->options = std::move(options);
+  state->programs_dir = state->options.data_dir / "programs";
+  std::error_code ec;
+  std::filesystem::create_directories(state->programs_dir, ec);
+  if (ec) {
+    return Status::Unavailable(fmt::format("cannot create {}: {}", state->programs_dir.string(),
+                                           ec.message()));
+  }
+  actor::RuntimeOptions runtime_options;
+  runtime_options.mode = actor::SchedulingMode::kFreeRunning;
+  runtime_options.reactors = state->options.reactors != 0
+                                 ? state->options.reactors
+                                 : std::max(2u, std::thread::hardware_concurrency());
+  REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::Create(runtime_options));
+
+  auto kept = KeptPrograms(state->programs_dir);
+  if (!kept.empty()) {
+    state->last_generation = kept.rbegin()->first;
+    const auto& [generation, path] = *kept.rbegin();
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    json file = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    Result<std::shared_ptr<const Program>> program =
+        file.is_discarded() || !file.contains("request")
+            ? Result<std::shared_ptr<const Program>>(
+                  Status::DataLoss("not a program file (JSON with \"request\")"))
+            : BuildProgram(file["request"], generation, file.value("deployed_at_ms", int64_t{0}),
+                           state->options.limits);
+    if (program.ok()) {
+      REEF_RETURN_IF_ERROR(state->Publish(std::move(*program)).status());
+      spdlog::info("program {} generation {} redeployed from {}",
+                   state->current->manifest.program, generation, path.string());
+    } else {
+      spdlog::error("cannot redeploy the kept program {}: {} (left in place; deploy again)",
+                    path.string(), program.status().ToString());
+    }
+  }
+  State* raw = state.get();
+  state->evictor = std::thread([raw] { raw->EvictLoop(); });
+  return std::unique_ptr<ProgramRuntime>(new ProgramRuntime(std::move(state)));
+}
+
+}  // namespace reef::apps::program
