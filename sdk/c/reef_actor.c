@@ -57,6 +57,14 @@ int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target, r
   return host_status(reef__import_send_from(s, s_len, t, sizeof t, message.ptr, message.len));
 }
 
+int reef_reply(reef_cbor sender, reef_cbor message) {
+  if (reef_peek(&sender) == REEF_KIND_NULL) return REEF_E_NOT_FOUND;
+  reef_actor_ref target;
+  int rc = reef_read_actor(&sender, &target);
+  if (rc != REEF_OK) return rc;
+  return reef_send(&target, message);
+}
+
 int reef_self(reef_actor_ref* out) {
   uint8_t buf[64];
   int32_t n = reef__import_self(buf, sizeof buf);

@@ -1,8 +1,9 @@
 /* Reef C guest SDK: the actor entry point and the host imports of ABI v1.
  *
  * Concept: what an actor is to the host (docs/abi.md, spec 001 "handle(ctx, state, sender,
- * message) -> new_state"): REEF_ACTOR(handler) defines the module's exports; the functions
- * below wrap the imports of module "reef" (send, send_from, log, self, fail).
+ * message) -> new_state"): REEF_ACTOR(handler) defines the module's exports, REEF_HANDLER adds
+ * more handlers for a program's units; the functions below wrap the imports of module "reef"
+ * (send, send_from, log, self, fail).
  * Thread ownership: one invocation at a time; the imports may only be called while a handler
  * (or the shutdown hook) runs.
  *
@@ -42,6 +43,27 @@ typedef reef_cbor (*reef_shutdown_hook)(reef_cbor state);
   REEF__EXPORT_HANDLE(handler)                      \
   REEF__EXPORT_SHUTDOWN(shutdown) extern int reef__actor_defined
 
+/* ---- Units of a program (docs/abi.md "Handlers of a program's units") -------------------
+ * A module may hold several handlers, each exported under its own name and named by a unit's
+ * "handler" field in program.json. Every handler export has reef_handle's signature. */
+
+/* Exports `handler` (a reef_handler) under the export name `name`, an identifier
+ * (REEF_HANDLER(counter_handle, handle) exports "counter_handle"). Use at file scope, once per
+ * export name, next to REEF_ACTOR (which exports "reef_handle") or REEF_UNIT_MODULE. */
+#define REEF_HANDLER(name, handler)                                                           \
+  __attribute__((export_name(#name))) int64_t reef__export_handler_##name(                    \
+      int32_t sp, int32_t sl, int32_t fp, int32_t fl, int32_t mp, int32_t ml) {               \
+    return reef__pack((handler)(reef__span(sp, sl), reef__span(fp, fl), reef__span(mp, ml))); \
+  }                                                                                           \
+  extern int reef__handler_defined
+
+/* Defines only the common exports reef_abi_version and reef_alloc, for a module without a
+ * reef_handle (its handlers all come from REEF_HANDLER). Use once per module, instead of
+ * REEF_ACTOR:  REEF_UNIT_MODULE();  */
+#define REEF_UNIT_MODULE() \
+  REEF__EXPORT_COMMON      \
+  extern int reef__actor_defined
+
 /* ---- Effects ----------------------------------------------------------------------------
  * Sends are effects of the transition: the host queues them and delivers them only if the
  * invocation commits. Return REEF_OK, REEF_E_INVALID (the host rejected `message` or a ref:
@@ -54,6 +76,12 @@ int reef_send(const reef_actor_ref* target, reef_cbor message);
 /* Sends `message` to `target` with an explicit `sender` (forwarding); sender NULL sends it as
  * host-originated (sender null). */
 int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target, reef_cbor message);
+
+/* Replies to the sender of the message being handled: sends `message` to the actor ref in
+ * `sender` (the handler's `sender` argument), with this actor as the sender. Returns what
+ * reef_send returns, REEF_E_NOT_FOUND when `sender` is null (a host-originated message has no
+ * one to reply to), or REEF_E_TYPE / REEF_E_MALFORMED when it is not an actor ref. */
+int reef_reply(reef_cbor sender, reef_cbor message);
 
 /* Writes this actor's ref to *out. Returns REEF_OK or REEF_E_MALFORMED (unexpected host
  * answer). */

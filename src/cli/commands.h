@@ -33,5 +33,8 @@ std::span<const Command> ServeCommands();
 // Rows of the client commands: `reef repl` and one row per image operation (`reef ps`,
 // `reef spawn`, ...), all talking to a running server (client_commands.cc, repl.cc).
 std::span<const Command> ClientCommands();
+// Rows of the program commands `reef deploy`, `reef invoke` and `reef units`, which talk to
+// a running server over its HTTP API (program_commands.cc).
+std::span<const Command> ProgramCommands();
 
 }  // namespace reef::cli

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   reef::cli::Handler chosen;
   std::vector<std::pair<CLI::App*, reef::cli::Handler>> handlers;
   for (auto table : {reef::cli::ServeCommands(), reef::cli::ClientCommands(),
-                     reef::cli::WasmCommands()}) {
+                     reef::cli::ProgramCommands(), reef::cli::WasmCommands()}) {
     for (const reef::cli::Command& command : table) {
       CLI::App* parent = command.group.empty() ? &app : groups.at(std::string(command.group));
       CLI::App* sub =

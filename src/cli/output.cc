@@ -210,9 +210,9 @@ std::string FormatEvents(const json& result, bool repl) {
   }
   if (BoolField(result, "more")) {
     // The REPL's connection keeps the cursor; a one-shot command starts a new one at 0.
-    std::string hint = repl ? "(more events: run events again)"
-                            : fmt::format("(more events: run events --after {})",
-                                          Field(result, "next_after"));
+    std::string hint =
+        repl ? "(more events: run events again)"
+             : fmt::format("(more events: run events --after {})", Field(result, "next_after"));
     out += (out.empty() ? "" : "\n") + hint;
   }
   return out.empty() ? "no new events" : out;
@@ -267,6 +267,54 @@ std::string FormatLogEntry(const json& entry) {
   return fmt::format("#{} {} {:<5} {} {}", Field(entry, "seq"),
                      UtcTime(entry.is_object() ? entry.value("unix_ms", json()) : json(), false),
                      Field(entry, "level"), Ref(entry), EscapeControl(Field(entry, "message")));
+}
+
+std::string FormatDeploy(const json& body) {
+  std::string out = fmt::format("deployed {} as generation {}", Field(body, "program"),
+                                Field(body, "generation"));
+  const json* units = client::FindField(body, "units");
+  for (std::string_view list : {"added", "changed", "unchanged", "removed"}) {
+    std::string names;
+    for (const json& name : client::ArrayField(units != nullptr ? *units : json(), list)) {
+      if (!names.empty()) names += ", ";
+      names += name.is_string() ? name.get<std::string>() : Compact(name);
+    }
+    out += fmt::format("\n  {:<10} {}", fmt::format("{}:", list), names.empty() ? "-" : names);
+  }
+  return out;
+}
+
+std::string FormatUnits(const json& body) {
+  const json units = client::ArrayField(body, "units");
+  if (units.empty()) return "no units";
+  std::vector<std::vector<std::string>> rows = {{"UNIT", "MODULE", "HANDLER", "PLACEMENT",
+                                                 "INSTANCES", "INBOX", "INVOCATIONS", "REJECTED",
+                                                 "POISONED", "EVICTED"}};
+  for (const json& unit : units) {
+    rows.push_back({Field(unit, "unit"), Field(unit, "module"), Field(unit, "handler"),
+                    Field(unit, "placement"),
+                    fmt::format("{}/{}", Field(unit, "instances"), Field(unit, "instance_limit")),
+                    Field(unit, "inbox_capacity"), Field(unit, "invocations"),
+                    Field(unit, "rejected"), Field(unit, "poisoned"), Field(unit, "evicted")});
+  }
+  return Table(rows);
+}
+
+std::string FormatInstances(const json& body) {
+  const json instances = client::ArrayField(body, "instances");
+  if (instances.empty()) return fmt::format("no instances of {}", Field(body, "unit"));
+  std::vector<std::vector<std::string>> rows = {{"INSTANCE", "ACTOR", "REACTOR", "STATUS", "INC",
+                                                 "QUEUED", "INVOCATIONS", "IDLE", "FAILURE"}};
+  for (const json& instance : instances) {
+    bool failed = instance.is_object() && instance.contains("failure");
+    rows.push_back(
+        {Field(instance, "instance"), Ref(instance), Field(instance, "reactor"),
+         Field(instance, "status"), Field(instance, "incarnation"),
+         fmt::format("{}/{}", Field(instance, "queued"), Field(instance, "inbox_capacity")),
+         Field(instance, "invocations"), fmt::format("{} ms", Field(instance, "idle_ms")),
+         failed ? Cut(EscapeControl(Field(instance, "failure"))) : "-"});
+  }
+  return Table(rows);
 }
 
 }  // namespace reef::cli

@@ -1,7 +1,8 @@
-// Human output of the image commands: compact text for the results of docs/protocol.md's
-// operations (tables for lists, `key: value` lines for a snapshot). Every function takes the
-// operation's "result" JSON, tolerates missing or ill-typed fields (printed as "?"), and
-// returns the text without a trailing newline. `--json` bypasses all of this.
+// Human output of the client commands: compact text for the results of docs/protocol.md's
+// operations and of the HTTP API's program routes (tables for lists, `key: value` lines for a
+// snapshot). Every function takes the operation's "result" JSON (for the HTTP routes: the
+// response body), tolerates missing or ill-typed fields (printed as "?"), and returns the text
+// without a trailing newline. `--json` bypasses all of this.
 //
 // Thread ownership: pure functions; any thread.
 #pragma once
@@ -42,5 +43,16 @@ std::string FormatHistory(const nlohmann::json& result);
 // One log entry: "#seq HH:MM:SS.mmm level @ref message" (UTC time; control characters in the
 // message escaped, see EscapeControl).
 std::string FormatLogEntry(const nlohmann::json& entry);
+
+// `deploy` (POST /programs): "deployed counter-demo as generation 2", then one line per unit
+// list: "  added:     counter, worker" ("-" for an empty list).
+std::string FormatDeploy(const nlohmann::json& body);
+// `units` (GET /units): an aligned table UNIT MODULE HANDLER PLACEMENT INSTANCES INBOX
+// INVOCATIONS REJECTED POISONED EVICTED ("INSTANCES" is "live/limit"), or "no units".
+std::string FormatUnits(const nlohmann::json& body);
+// `units UNIT` (GET /units/{unit}/instances): an aligned table INSTANCE ACTOR REACTOR STATUS
+// INC QUEUED INVOCATIONS IDLE FAILURE ("QUEUED" is "queued/capacity", IDLE in ms), or
+// "no instances of UNIT".
+std::string FormatInstances(const nlohmann::json& body);
 
 }  // namespace reef::cli

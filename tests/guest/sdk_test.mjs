@@ -186,9 +186,10 @@ class Guest {
 
   get memory() { return new Uint8Array(this.instance.exports.memory.buffer); }
 
-  // One invocation: reef_alloc, copy the inputs, reef_handle, decode the new state.
+  // One invocation: reef_alloc, copy the inputs, reef_handle (or the handler export `entry`,
+  // as a program's unit names it), decode the new state.
   // Sends are returned only when the invocation commits, like the real host.
-  handle(state, sender, message, { raw = false } = {}) {
+  handle(state, sender, message, { raw = false, entry = 'reef_handle' } = {}) {
     const parts = [state, sender, message].map((v) => (v instanceof Uint8Array ? v : encode(v)));
     const total = parts.reduce((n, p) => n + p.length, 0);
     this.sends = [];
@@ -198,7 +199,7 @@ class Guest {
     const args = [];
     let at = ptr;
     for (const p of parts) { this.memory.set(p, at); args.push(at, p.length); at += p.length; }
-    const packed = this.instance.exports.reef_handle(...args);
+    const packed = this.instance.exports[entry](...args);
     const outPtr = Number(packed & 0xffffffffn), outLen = Number(packed >> 32n);
     const bytes = this.memory.slice(outPtr, outPtr + outLen);
     assert.equal(bytes.length, outLen, 'returned state out of bounds');
@@ -385,6 +386,50 @@ test('REEF_ACTOR_WITH_SHUTDOWN: reef_on_shutdown returns the hook\'s final state
   const packed = g.instance.exports.reef_on_shutdown(ptr, state.length);
   const out = g.memory.slice(Number(packed & 0xffffffffn), Number(packed & 0xffffffffn) + Number(packed >> 32n));
   assert.deepEqual(decode(out), { stopped: { n: 7n } });
+});
+
+// Program units (examples/program): REEF_HANDLER, REEF_UNIT_MODULE, reef_reply --------------------
+test('REEF_UNIT_MODULE + REEF_HANDLER: counter exports counter_handle and no reef_handle', () => {
+  const { exports } = signatures(readFileSync(join(guestDir, 'program_counter.wasm')));
+  const byName = Object.fromEntries(exports.map((e) => [e.field, e]));
+  assert.deepEqual(Object.keys(byName).sort(), ['counter_handle', 'memory', 'reef_abi_version', 'reef_alloc']);
+  assert.deepEqual(byName.counter_handle.type, EXPORT_TABLE.reef_handle, 'signature of counter_handle');
+});
+
+test('program counter: add replies {"count": new} to the sender with reef_reply', () => {
+  const g = new Guest('program_counter');
+  const r = g.handle(41, new Ref(REF_A), { op: 'add' }, { entry: 'counter_handle' });
+  assert.equal(r.state, 42n);
+  assert.deepEqual(r.sends, [{ sender: new Ref(SELF), target: new Ref(REF_A), msg: { count: 42n } }]);
+  const get = g.handle(42, new Ref(REF_B), { op: 'get' }, { entry: 'counter_handle' });
+  assert.equal(get.state, 42n);
+  assert.deepEqual(get.sends, [{ sender: new Ref(SELF), target: new Ref(REF_B), msg: { count: 42n } }]);
+});
+
+test('program counter: a null sender gets no reply (reef_reply: not found) and still commits', () => {
+  const r = new Guest('program_counter').handle(0, null, { op: 'add' }, { entry: 'counter_handle' });
+  assert.equal(r.state, 1n);
+  assert.equal(r.sends.length, 0);
+});
+
+test('program counter: fail and unknown ops fail with a reason', () => {
+  const g = new Guest('program_counter');
+  expectFail(() => g.handle(0, new Ref(REF_A), { op: 'fail' }, { entry: 'counter_handle' }), /failed on request/);
+  expectFail(() => g.handle(0, null, { op: 'mul' }, { entry: 'counter_handle' }), /unknown op 'mul'; expected add, get or fail/);
+  expectFail(() => g.handle(0, null, 7, { entry: 'counter_handle' }), /text field 'op'/);
+});
+
+test('program worker: v1 and v2 count what they served and echo the message with their version', () => {
+  for (const version of [1n, 2n]) {
+    const g = new Guest(`program_worker_v${version}`);
+    const first = g.handle(null, new Ref(REF_A), { x: 1 });
+    assert.deepEqual(first.state, { served: 1n });
+    assert.deepEqual(first.sends, [{ sender: new Ref(SELF), target: new Ref(REF_A), msg: { version, echo: { x: 1n }, served: 1n } }]);
+    const next = g.handle({ served: 1 }, null, 'hi');
+    assert.deepEqual(next.state, { served: 2n });
+    assert.equal(next.sends.length, 0);
+    expectFail(() => g.handle(null, new Ref(REF_A), { op: 'fail' }), /failed on request/);
+  }
 });
 
 // CBOR reader and writer (sdk_probe) ----------------------------------------------------------------
