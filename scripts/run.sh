@@ -8,7 +8,8 @@
 # withdraw; projector balances; effect withdrawal-alert) and the DCB commands of examples/dcb.
 # Each is activated when it has no active version yet. Uploading the same bytes again is
 # idempotent (HTTP 200), so running this again on the same data dir works and keeps any
-# version you activated yourself.
+# version you activated yourself. Then the example program (examples/program) is deployed
+# unless a program is deployed already.
 set -euo pipefail
 build=${1:-build}
 reef="$build/reef"
@@ -131,6 +132,23 @@ done
 client="$reef"
 if [[ $address != 127.0.0.1:7433 ]]; then client="REEF_CONNECT=$address $reef"; fi
 
+# The example program (examples/program: units counter and worker), deployed when no program
+# is deployed yet, so a program you deployed yourself stays.
+program_dir="$build/examples/program/v1"
+current=$(curl -sS -g -o /dev/null -w '%{http_code}' "${auth[@]}" \
+  "http://$address/programs/current") || current=000
+if [[ ! -f $program_dir/program.json ]]; then
+  echo "Program: skipped, $program_dir is missing (guests not built?)" >&2
+elif [[ $current == 404 ]]; then
+  echo "Deploying the example program $program_dir:" >&2
+  REEF_CONNECT=$address "$reef" deploy "$program_dir" >&2 ||
+    echo "  the deploy failed (see above); the server keeps running" >&2
+else
+  echo "Program: a program is deployed already; it stays (reef deploy DIR replaces it)." >&2
+fi
+
+[[ -z $stopping ]] || finish
+
 cat >&2 <<MSG
 
 Reef $("$reef" --version | cut -d' ' -f2) is serving on $address (data dir $data_dir). In another terminal:
@@ -139,6 +157,8 @@ Reef $("$reef" --version | cut -d' ' -f2) is serving on $address (data dir $data
   curl -s $address/commands/deposit/execute -d '{"account_id": "demo", "amount": 100}'
   curl -s $address/projectors/balances/query -d '{"sql": "SELECT * FROM accounts"}'
   curl -s $address/metrics
+  $client invoke counter '{"op": "add"}'   # the example program's singleton unit
+  $client units
   $client repl   # the actors of the live image; type 'help'
 
 README.md has the whole tour; docs/http-api.md every route. Ctrl+C stops the server.

@@ -129,9 +129,6 @@ int Serve(const ServeArgs& args) {
   for (server::HttpRoute& route : events::http::EventRoutes(**events, event_route_options)) {
     server_options.routes.push_back(std::move(route));
   }
-  for (server::HttpRoute& route : apps::http::ModuleRoutes(**runtime)) {
-    server_options.routes.push_back(std::move(route));
-  }
   // Programs and units (docs/programs.md): their own free-running reactor fleet; the newest
   // kept program is deployed again.
   apps::program::ProgramRuntimeOptions program_options;
@@ -142,6 +139,11 @@ int Serve(const ServeArgs& args) {
     fmt::print(stderr, "reef serve: cannot start the program runtime in data dir {}: {}\n",
                args.data_dir, programs.status().ToString());
     return 1;
+  }
+  auto* program_runtime = programs->get();
+  for (server::HttpRoute& route : apps::http::ModuleRoutes(
+           **runtime, [program_runtime] { return program_runtime->Metrics(); })) {
+    server_options.routes.push_back(std::move(route));
   }
   for (server::HttpRoute& route : apps::http::ProgramRoutes(**programs)) {
     server_options.routes.push_back(std::move(route));

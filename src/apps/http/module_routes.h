@@ -28,6 +28,8 @@
 // server.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "apps/module_runtime.h"
@@ -35,6 +37,9 @@
 
 namespace reef::apps::http {
 
-std::vector<server::HttpRoute> ModuleRoutes(ModuleRuntime& runtime);
+// `more_metrics`, when set, is called for each GET /metrics and its Prometheus text appended
+// (the program runtime's series).
+std::vector<server::HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
+                                            std::function<std::string()> more_metrics = {});
 
 }  // namespace reef::apps::http

@@ -146,6 +146,9 @@ class ProgramRuntime {
   Status Kill(std::string_view unit, uint32_t instance);
 
   std::vector<actor::ReactorInfo> Reactors();
+  // Prometheus text (0.0.4) of the program, its units and the reactors (docs/http-api.md
+  // "GET /metrics"), for the server's /metrics.
+  std::string Metrics();
   // Drains `reactor` (Runtime::Drain) and keeps draining until it hosts nothing or `timeout`
   // passed; returns its state then. Errors: NotFound, FailedPrecondition (no other Up
   // reactor).
