@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "cli/image_commands.h"
 #include "cli/repl.h"
 
@@ -29,23 +30,6 @@ void CatchStopSignals() {
   action.sa_flags = 0;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-}
-
-// Options every client command takes.
-struct CommonOptions {
-  std::string connect;
-  bool json = false;
-  double timeout_seconds = 60;
-};
-
-void AddCommonOptions(CLI::App& app, CommonOptions& common) {
-  app.add_option("--connect", common.connect,
-                 fmt::format("server address HOST:PORT (env REEF_CONNECT, default {})",
-                             client::kDefaultAddress));
-  app.add_flag("--json", common.json, "print the raw result JSON instead of text");
-  app.add_option("--timeout", common.timeout_seconds,
-                 "seconds to wait for each response (default 60)")
-      ->check(CLI::Range(0.001, 86400.0));
 }
 
 // One subcommand from one table row: CLI11 arguments from its params and options.

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 #include "cli/image_commands.h"
 #include "cli/output.h"
 #include "client/http_client.h"
@@ -41,28 +42,20 @@ constexpr std::string_view kWasmMagic{"\0asm", 4};
 // the server's 504 arrives before the client gives up.
 constexpr std::chrono::milliseconds kInvokeGrace{5'000};
 
-// Options every program command takes.
-struct CommonOptions {
-  std::string connect;
+// Options every program command takes: the common ones and the server's bearer token (the
+// WebSocket commands read REEF_AUTH_TOKEN only).
+struct ProgramOptions : CommonOptions {
   std::string auth_token;
-  bool json = false;
-  double timeout_seconds = 60;
 };
 
-void AddCommonOptions(CLI::App& app, CommonOptions& common) {
-  app.add_option("--connect", common.connect,
-                 fmt::format("server address HOST:PORT (env REEF_CONNECT, default {})",
-                             client::kDefaultAddress));
+void AddProgramOptions(CLI::App& app, ProgramOptions& common) {
+  AddCommonOptions(app, common);
   app.add_option("--auth-token", common.auth_token, "the server's bearer token")
       ->envname("REEF_AUTH_TOKEN");
-  app.add_flag("--json", common.json, "print the server's JSON answer instead of text");
-  app.add_option("--timeout", common.timeout_seconds,
-                 "seconds to wait for the server's answer (default 60)")
-      ->check(CLI::Range(0.001, 86400.0));
 }
 
 // The HTTP options of a command: its address, token and deadline (at least `at_least`).
-client::HttpOptions HttpOptionsOf(const CommonOptions& common,
+client::HttpOptions HttpOptionsOf(const ProgramOptions& common,
                                   std::chrono::milliseconds at_least = {}) {
   client::HttpOptions options;
   options.address = ConnectAddress(common.connect);
@@ -240,11 +233,11 @@ Result<json> DeployRequest(const fs::path& dir) {
 
 Handler SetupDeploy(CLI::App& app) {
   struct State {
-    CommonOptions common;
+    ProgramOptions common;
     std::string dir;
   };
   auto state = std::make_shared<State>();
-  AddCommonOptions(app, state->common);
+  AddProgramOptions(app, state->common);
   app.add_option("PROGRAM_DIR", state->dir,
                  "directory holding program.json and the .wasm files its \"modules\" name")
       ->required();
@@ -265,7 +258,7 @@ Handler SetupDeploy(CLI::App& app) {
 
 Handler SetupInvoke(CLI::App& app) {
   struct State {
-    CommonOptions common;
+    ProgramOptions common;
     std::string unit;
     std::string message;
     std::string mode = "wait";
@@ -273,7 +266,7 @@ Handler SetupInvoke(CLI::App& app) {
     uint64_t timeout_ms = 10'000;
   };
   auto state = std::make_shared<State>();
-  AddCommonOptions(app, state->common);
+  AddProgramOptions(app, state->common);
   app.add_option("UNIT", state->unit, "the unit to invoke")->required();
   app.add_option("MESSAGE", state->message,
                  "the message, a JSON value as one argument (quote it for the shell)")
@@ -290,7 +283,7 @@ Handler SetupInvoke(CLI::App& app) {
   app.add_option("--timeout-ms", state->timeout_ms,
                  "milliseconds the server waits for the reply (wait) or for inbox room "
                  "(enqueue); default 10000")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{86'400'000}));
+      ->check(CLI::Range(uint64_t{0}, uint64_t{60'000}));
   app.get_option("--timeout")
       ->description(
           "seconds to wait for the server's answer (default 60, and at least --timeout-ms "
@@ -322,11 +315,11 @@ Handler SetupInvoke(CLI::App& app) {
 
 Handler SetupUnits(CLI::App& app) {
   struct State {
-    CommonOptions common;
+    ProgramOptions common;
     std::string unit;
   };
   auto state = std::make_shared<State>();
-  AddCommonOptions(app, state->common);
+  AddProgramOptions(app, state->common);
   app.add_option("UNIT", state->unit, "list this unit's instances instead of the table of units");
   return [state]() -> int {
     bool one = !state->unit.empty();
