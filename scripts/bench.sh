@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs Reef's benchmarks against an existing build and prints four tables (docs/benchmarks.md):
+# Runs Reef's benchmarks against an existing build and prints five tables (docs/benchmarks.md):
 # the engine kernels against V8 and native code, the actor workloads against Erlang/OTP, the
-# event store against this disk's fdatasync and plain SQLite inserts, and the event-sourced
-# modules against the store's own HTTP append and plain SQLite inserts.
+# event store against this disk's fdatasync and plain SQLite inserts, the event-sourced
+# modules against the store's own HTTP append and plain SQLite inserts, and program unit
+# invocations over HTTP against a native Boost.Beast handler.
 #
 #   bash scripts/bench.sh BUILD_DIR          (what `make bench` runs after building)
 #   REEF_BENCH_ACTORS=0 REEF_BENCH_EVENTS=0 REEF_BENCH_APPS=0 bash scripts/bench.sh BUILD_DIR
@@ -12,8 +13,11 @@
 #   REEF_BENCH_ENGINE=0 REEF_BENCH_ACTORS=0 REEF_BENCH_EVENTS=0 bash scripts/bench.sh BUILD_DIR
 #                                            (event-sourced modules only)
 #
+#   REEF_BENCH_ENGINE=0 REEF_BENCH_ACTORS=0 REEF_BENCH_EVENTS=0 REEF_BENCH_APPS=0 \
+#     bash scripts/bench.sh BUILD_DIR        (programs and units only)
+#
 # Each table can be skipped: REEF_BENCH_ENGINE=0, REEF_BENCH_ACTORS=0, REEF_BENCH_EVENTS=0,
-# REEF_BENCH_APPS=0.
+# REEF_BENCH_APPS=0, REEF_BENCH_PROGRAMS=0.
 #
 # Engine table. In one run, the same kernels (bench/kernels/kernels.c) go through three runners:
 #   Reef interp  BUILD_DIR/bench/reef_bench on BUILD_DIR/guests/bench_kernels.wasm
@@ -56,6 +60,13 @@
 # table has no PASS/MISS. Sizes: REEF_BENCH_APPS_MILLIS (3000 ms per append anchor),
 # REEF_BENCH_APPS_EVENTS. About 2.5 minutes on 2 cores, nearly all of it the catch-up
 # (REEF_BENCH_APPS_EVENTS=200000: about 1 minute).
+#
+# Programs and units table. BUILD_DIR/bench/program_bench starts the real `reef serve`, deploys
+# the example program (examples/program, v1) and measures POST /units/worker/invoke?mode=wait
+# (the replicated worker unit) with 1 and 64 keep-alive clients, then the same load against a
+# native Boost.Beast handler in the bench process answering a fixed reply of the same size
+# (the limit). Issue 7 sets no numeric goal, so no PASS/MISS. Size: REEF_BENCH_PROGRAM_SECONDS
+# (3 s per row); about 15 s.
 set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
@@ -71,6 +82,7 @@ engine=${REEF_BENCH_ENGINE:-1}
 actors=${REEF_BENCH_ACTORS:-1}
 events=${REEF_BENCH_EVENTS:-1}
 apps=${REEF_BENCH_APPS:-1}
+programs=${REEF_BENCH_PROGRAMS:-1}
 actor_bench=$build/bench/actor_bench
 needed=()
 if [[ $engine != 0 ]]; then
@@ -86,6 +98,9 @@ fi
 if [[ $apps != 0 ]]; then
   needed+=("$build/bench/apps_bench" "$build/guests/bank_open_account.wasm"
     "$build/guests/bank_deposit.wasm" "$build/guests/test_projector_v1.wasm")
+fi
+if [[ $programs != 0 ]]; then
+  needed+=("$build/bench/program_bench" "$build/reef" "$build/examples/program/v1/program.json")
 fi
 for f in "${needed[@]}"; do
   if [[ ! -e $f ]]; then
@@ -103,7 +118,8 @@ lines=$(mktemp)
 reef_actor_lines=$(mktemp)
 event_lines=$(mktemp)
 app_lines=$(mktemp)
-trap 'rm -f "$lines" "$reef_actor_lines" "$event_lines" "$app_lines"' EXIT
+program_lines=$(mktemp)
+trap 'rm -f "$lines" "$reef_actor_lines" "$event_lines" "$app_lines" "$program_lines"' EXIT
 
 if [[ $engine != 0 ]]; then
   echo "bench: fib($fib_n), loop($loop_n), $calls nop calls; median of $repeats rounds;" \
@@ -434,4 +450,56 @@ if [[ $apps != 0 ]]; then
              get("ap/catchup", "batch_events")
     }
   ' "$app_lines"
+fi
+
+if [[ $programs != 0 ]]; then
+  # ---- programs and units: unit invocations over HTTP, native Beast handler (program_bench) ----
+  program_seconds=${REEF_BENCH_PROGRAM_SECONDS:-3}
+  echo
+  echo "bench: programs and units; program_bench ($program_seconds s per row); load average" \
+    "$(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+  "$build/bench/program_bench" --seconds "$program_seconds" | tee -a "$program_lines"
+  echo
+
+  # One row per figure; the native handler is the limit, measured in the same run.
+  awk '
+    $1 == "bench" {
+      for (i = 2; i <= NF; ++i) {
+        split($i, kv, "=")
+        f[kv[1]] = substr($i, length(kv[1]) + 2)
+      }
+      key = "pr/" f["program"] "/" f["clients"]
+      for (name in f) val[key, name] = f[name]
+      split("", f)
+    }
+    function get(key, name) {
+      if (!((key, name) in val)) {
+        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
+        bad = 1
+        return 0
+      }
+      return val[key, name] + 0
+    }
+    function row(label, key) {
+      printf "| %-34s | %8.0f | %7.3f | %7.3f | %14.1f |\n", label, get(key, "per_s"),
+             get(key, "p50_ms"), get(key, "p99_ms"), get(key, "server_cpu_us")
+    }
+    END {
+      printf "| %-34s | %8s | %7s | %7s | %14s |\n", "figure", "req/s", "p50 ms", "p99 ms",
+             "server CPU us"
+      printf "|%s|%s|%s|%s|%s|\n", "------------------------------------", "----------",
+             "---------", "---------", "----------------"
+      row("reef invoke wait, 1 client", "pr/reef_invoke/1")
+      row("reef invoke wait, 64 clients", "pr/reef_invoke/64")
+      row("native Beast handler, 1 client", "pr/native_beast/1")
+      row("native Beast handler, 64 clients", "pr/native_beast/64")
+      if (bad) exit 1
+      n1 = get("pr/native_beast/1", "per_s"); r1 = get("pr/reef_invoke/1", "per_s")
+      n64 = get("pr/native_beast/64", "per_s"); r64 = get("pr/reef_invoke/64", "per_s")
+      printf "\nreq/s: 200 replies / wall time; p50/p99 per request at the client; server CPU us:" \
+             " CPU time per request of the reef serve process / of the native server threads\n"
+      printf "native / reef: %.1fx req/s with 1 client, %.1fx with 64; native server threads: %s\n",
+             (r1 > 0 ? n1 / r1 : 0), (r64 > 0 ? n64 / r64 : 0), val["pr/native_beast/64", "threads"]
+    }
+  ' "$program_lines"
 fi

@@ -14,18 +14,11 @@
 // The scenario files are read at test start; a block `extends` an earlier one by meta.id and
 // inherits its eventDefinitions and commandHandlerDefinitions. One server per case, because
 // cases reuse ids (course c1, username u1) and start from an empty store.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -34,12 +27,10 @@
 #include <regex>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/http_test_client.h"
-
-extern char** environ;
+#include "support/reef_server.h"
 
 namespace reef::testing {
 namespace {
@@ -279,104 +270,7 @@ int64_t NowMs() {
       .count();
 }
 
-// ---- The server -----------------------------------------------------------------------------
-
-// `reef serve` on 127.0.0.1:0 with a fresh data directory, its log in the same temporary
-// directory. Stopped (SIGTERM, then SIGKILL after 5 s) and removed on destruction.
-class ReefServer {
- public:
-  ReefServer() = default;
-  ReefServer(const ReefServer&) = delete;
-  ReefServer& operator=(const ReefServer&) = delete;
-  ~ReefServer() {
-    Stop();
-    if (!dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-    }
-  }
-
-  // Starts the server and waits (10 s at most) for "serving on ws://HOST:PORT".
-  // Returns an empty string, or what went wrong with the log so far.
-  std::string Start() {
-    std::string templ = (fs::temp_directory_path() / "reef-dcb-XXXXXX").string();
-    if (::mkdtemp(templ.data()) == nullptr) return "mkdtemp failed";
-    dir_ = templ;
-    log_ = dir_ / "serve.log";
-    std::string data_dir = (dir_ / "data").string();
-    std::vector<std::string> args = {kReefBinary,   "serve",      "--listen",
-                                     "127.0.0.1:0", "--data-dir", data_dir};
-    std::vector<char*> argv;
-    for (std::string& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    // The outer environment's REEF_* settings (an auth token, a log filter) do not apply.
-    std::vector<char*> envp;
-    for (char** e = environ; *e != nullptr; e++) {
-      if (std::string_view(*e).starts_with("REEF_")) continue;
-      envp.push_back(*e);
-    }
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    int rc = ::posix_spawn(&pid_, kReefBinary, &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      pid_ = -1;
-      return std::string("cannot start ") + kReefBinary + ": " + std::strerror(rc);
-    }
-    static const std::regex kReady(R"(serving on ws://[^ ]*:([0-9]+))");
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      std::smatch match;
-      std::string log = Log();
-      if (std::regex_search(log, match, kReady)) {
-        port_ = static_cast<uint16_t>(std::stoi(match[1].str()));
-        return "";
-      }
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return "reef serve exited before it was ready:\n" + log;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return "reef serve was not ready within 10 s:\n" + Log();
-  }
-
-  uint16_t port() const { return port_; }
-
-  // What the server wrote to stdout and stderr so far.
-  std::string Log() const {
-    std::ifstream in(log_);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
- private:
-  void Stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    pid_ = -1;
-  }
-
-  fs::path dir_;
-  fs::path log_;
-  pid_t pid_ = -1;
-  uint16_t port_ = 0;
-};
+// ---- HTTP -----------------------------------------------------------------------------------
 
 HttpResult Post(uint16_t port, const std::string& target, const json& body) {
   return HttpCall(port, http::verb::post, target, body.dump());
@@ -406,7 +300,7 @@ TEST_P(DcbExamplesTest, CommandDecidesAsTheScenarioExpects) {
   SCOPED_TRACE(c.file + " / " + c.block + " / " + c.description);
 
   // Given: a fresh server with the block's command modules ...
-  ReefServer server;
+  ReefServer server(kReefBinary);
   std::string started = server.Start();
   ASSERT_EQ(started, "");
   const uint16_t port = server.port();

@@ -18,10 +18,11 @@ namespace reef::testing {
 struct HttpResult {
   boost::beast::error_code ec;  // set when connecting, writing or reading failed
   unsigned status = 0;
-  std::string text;     // the body as received
-  nlohmann::json body;  // the body parsed as JSON (discarded when it is not JSON)
-  std::string allow;    // the Allow header
+  std::string text;          // the body as received
+  nlohmann::json body;       // the body parsed as JSON (discarded when it is not JSON)
+  std::string allow;         // the Allow header
   std::string content_type;  // the Content-Type header
+  std::string retry_after;   // the Retry-After header
 };
 
 // Sends `method target` with `body` (as `content_type` when non-empty) to 127.0.0.1:port
@@ -62,10 +63,12 @@ inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
   http::response_parser<http::string_body> parser;
   parser.body_limit(256u << 20);
   out.ec = await([&](auto handler) { http::async_read(stream, buffer, parser, handler); });
-  out.status = parser.get().result_int();
+  // A read that failed before the status line leaves status 0 (not the parser's default 200).
+  if (parser.is_header_done()) out.status = parser.get().result_int();
   out.text = parser.get().body();
   out.allow = std::string(parser.get()[http::field::allow]);
   out.content_type = std::string(parser.get()[http::field::content_type]);
+  out.retry_after = std::string(parser.get()[http::field::retry_after]);
   out.body = nlohmann::json::parse(out.text, nullptr, false);
   return out;
 }

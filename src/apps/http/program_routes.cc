@@ -67,7 +67,9 @@ json InstanceJson(const program::InstanceInfo& i) {
             {"queued", i.queued},
             {"inbox_capacity", i.inbox_capacity},
             {"invocations", i.invocations},
-            {"idle_ms", i.idle_ms}};
+            {"idle_ms", i.idle_ms},
+            {"code_generation", i.code_generation},
+            {"retired", i.retired}};
   if (i.failure) j["failure"] = *i.failure;
   return j;
 }

@@ -45,7 +45,9 @@ struct UnitState {
   uint64_t code_generation = 0;
   UnitSpec spec;                                // GUARDED_BY(mu): limits may change
   std::map<uint32_t, Instance> instances;       // GUARDED_BY(mu)
-  uint32_t next_instance = 1;                   // GUARDED_BY(mu)
+  // The unit's next instance id, shared by every UnitState of the unit's name, so an id
+  // never names two instances (old code's and new code's) at once.
+  std::shared_ptr<std::atomic<uint32_t>> next_instance;
   uint32_t cursor = 0;                          // GUARDED_BY(mu): round-robin position
   bool retired = false;                         // GUARDED_BY(mu)
   std::atomic<uint64_t> invocations{0};
@@ -134,6 +136,8 @@ struct ProgramRuntime::State {
   mutable std::mutex mu;
   std::shared_ptr<const Program> current;                       // GUARDED_BY(mu)
   std::map<std::string, std::shared_ptr<UnitState>> units;      // GUARDED_BY(mu)
+  // Next instance id per unit name, across deploys (UnitState::next_instance).
+  std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids;  // GUARDED_BY(mu)
   std::vector<std::shared_ptr<UnitState>> retired;              // GUARDED_BY(mu)
   std::atomic<uint32_t> reactor_cursor{0};
 
@@ -181,7 +185,7 @@ Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
     REEF_ASSIGN_OR_RETURN(ActorRef ref, runtime->Spawn(unit.implementation,
                                                              unit.spec.initial_state,
                                                              spawn_options));
-    uint32_t id = unit.next_instance++;
+    uint32_t id = unit.next_instance->fetch_add(1);
     return &unit.instances.try_emplace(id, id, ref).first->second;
   };
   if (unit.spec.placement == Placement::kSingleton) {
@@ -332,6 +336,9 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
       continue;
     }
     auto state = std::make_shared<UnitState>();
+    auto& ids = instance_ids[name];
+    if (!ids) ids = std::make_shared<std::atomic<uint32_t>>(1);
+    state->next_instance = ids;
     state->implementation = unit.implementation;
     state->code_fingerprint = unit.code_fingerprint;
     state->code_generation = program->generation;
@@ -470,7 +477,8 @@ std::vector<UnitInfo> ProgramRuntime::Units() {
 
 Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view name) {
   State& s = *state_;
-  std::shared_ptr<UnitState> unit;
+  // The unit's current instances, then those of its old code still finishing their work.
+  std::vector<std::shared_ptr<UnitState>> states;
   {
     std::lock_guard lock(s.mu);
     if (!s.current) return Status::NotFound("no program is deployed");
@@ -479,16 +487,21 @@ Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view nam
       return Status::NotFound(
           fmt::format("program {} has no unit {}", s.current->manifest.program, name));
     }
-    unit = it->second;
+    states.push_back(it->second);
+    for (const auto& old : s.retired) {
+      if (old->spec.name == name) states.push_back(old);
+    }
   }
   std::vector<InstanceInfo> infos;
   std::vector<Clock::time_point> last_used;
-  {
+  for (const auto& unit : states) {
     std::lock_guard lock(unit->mu);
     for (const auto& [id, instance] : unit->instances) {
       InstanceInfo info(instance.actor);
       info.instance = id;
       info.invocations = instance.invocations;
+      info.code_generation = unit->code_generation;
+      info.retired = unit->retired;
       infos.push_back(info);
       last_used.push_back(instance.last_used);
     }
@@ -514,23 +527,26 @@ Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view nam
 
 Status ProgramRuntime::Kill(std::string_view name, uint32_t instance) {
   State& s = *state_;
-  std::shared_ptr<UnitState> unit;
+  std::vector<std::shared_ptr<UnitState>> states;  // current code first, then old code
   {
     std::lock_guard lock(s.mu);
     auto it = s.units.find(std::string(name));
     if (it == s.units.end()) return Status::NotFound(fmt::format("no unit {}", name));
-    unit = it->second;
-  }
-  std::optional<ActorRef> ref;
-  {
-    std::lock_guard lock(unit->mu);
-    auto it = unit->instances.find(instance);
-    if (it == unit->instances.end()) {
-      return Status::NotFound(fmt::format("unit {} has no instance {}", name, instance));
+    states.push_back(it->second);
+    for (const auto& old : s.retired) {
+      if (old->spec.name == name) states.push_back(old);
     }
-    ref = it->second.actor;
   }
-  return s.runtime->Kill(*ref);
+  for (const auto& unit : states) {
+    std::optional<ActorRef> ref;
+    {
+      std::lock_guard lock(unit->mu);
+      auto it = unit->instances.find(instance);
+      if (it != unit->instances.end()) ref = it->second.actor;
+    }
+    if (ref) return s.runtime->Kill(*ref);
+  }
+  return Status::NotFound(fmt::format("unit {} has no instance {}", name, instance));
 }
 
 std::vector<actor::ReactorInfo> ProgramRuntime::Reactors() {

@@ -113,6 +113,9 @@ struct InstanceInfo {
   uint64_t invocations = 0;  // routed to this instance
   uint64_t idle_ms = 0;      // since the last invocation was routed to it
   std::optional<std::string> failure;  // why it was last poisoned
+  uint64_t code_generation = 0;  // the deploy whose code it runs
+  bool retired = false;  // it runs a unit's old code, finishing what it accepted before a
+                         // deploy changed the unit; it is removed once idle
 };
 
 class ProgramRuntime {
@@ -139,10 +142,12 @@ class ProgramRuntime {
 
   // The current program's units, by name.
   std::vector<UnitInfo> Units();
-  // Errors: NotFound (no program or no such unit).
+  // The unit's live instances: its current code's, then (retired) its old code's that still
+  // finish work accepted before a deploy. Instance ids are unique per unit name across
+  // deploys. Errors: NotFound (no program or no such unit).
   Result<std::vector<InstanceInfo>> Instances(std::string_view unit);
-  // Kills the instance's invocation: it is poisoned (reset) like a trapped one.
-  // Errors: NotFound.
+  // Kills the instance's invocation (a retired one too): it is poisoned (reset) like a
+  // trapped one. Errors: NotFound.
   Status Kill(std::string_view unit, uint32_t instance);
 
   std::vector<actor::ReactorInfo> Reactors();

@@ -394,8 +394,20 @@ TEST_F(ProgramRuntimeTest, RedeployKeepsUnchangedUnitsAndFinishesInFlightWorkOnT
   EXPECT_EQ(Invoke("c", R"({"op":"reply"})").result, Value::Int(5));  // kept its instance
   EXPECT_EQ(Invoke("gone", "{}").failure, InvokeFailure::kNotFound);
 
-  // The old instance finishes what it held on the old code and state, then goes away.
-  ASSERT_TRUE(runtime_->runtime().Kill(old_r).ok());
+  // The old instance is listed (retired, generation 1) beside the new one, whose id is new.
+  auto listed = Instances("r");
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_FALSE(listed[0].retired);
+  EXPECT_EQ(listed[0].code_generation, 2u);
+  EXPECT_EQ(listed[0].instance, 2u);
+  EXPECT_TRUE(listed[1].retired);
+  EXPECT_EQ(listed[1].code_generation, 1u);
+  EXPECT_EQ(listed[1].instance, 1u);
+  EXPECT_EQ(listed[1].actor, old_r);
+  EXPECT_EQ(Invoke("r", R"({"op":"reply"})", InvokeMode::kWait, 1).failure,
+            InvokeFailure::kNotFound);  // Specific reaches the current code's instances only
+  // It finishes what it held on the old code and state, then goes away.
+  ASSERT_TRUE(runtime_->Kill("r", 1).ok());
   waiter.join();
   ASSERT_EQ(in_flight.failure, InvokeFailure::kNone) << in_flight.message;
   EXPECT_EQ(in_flight.generation, 1u);

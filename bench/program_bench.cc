@@ -1,0 +1,379 @@
+// program_bench: invocations of a program's unit over HTTP (issue 7, docs/programs.md), for
+// the "Programs and units" table of `make bench` (docs/benchmarks.md), next to the limit: a
+// native Boost.Beast handler in this process serving the same load.
+//
+// reef invoke   the real `reef serve` binary (REEF_BINARY) on 127.0.0.1:0 with a fresh data
+//               directory; the example program v1 (REEF_PROGRAM_V1_DIR, examples/program)
+//               deployed through POST /programs. Each client loops on
+//               POST /units/worker/invoke?mode=wait with {"n": k}: the replicated worker unit
+//               (AnyOrSpawn, instance limit 4) replies {"version", "echo", "served"} and the
+//               server answers {"result": ..., "instance", "generation"}.
+// native Beast  the limit: an HTTP/1.1 server in this process (Boost.Beast, one io_context run
+//               by --native-threads threads, the handler inline) answering every request with
+//               a fixed JSON body of the same shape and size as reef's reply. No routing, no
+//               actor, no wasm: what HTTP on loopback costs on this machine.
+//
+// Clients are threads with one keep-alive HTTP/1.1 connection each (1, then 64), every one
+// sending its next request when the previous reply is read, for --seconds per row. One untimed
+// warm-up (64 clients, 0.5 s) first against each server, so reef's worker instances are
+// spawned. per_s = 200 replies / wall time from the start until the last reply; p50/p99 per
+// request round trip at the client, in ms; server_cpu_us: the server's CPU time per request
+// (reef: the whole `reef serve` process from /proc/PID/stat; native: its server threads'
+// CPU clocks), clients not counted. Any reply but 200 ends the run with exit 1.
+//
+//   build/bench/program_bench [--seconds N] [--clients N] [--native-threads N]  (--help)
+//
+// Output: one machine-readable line per row, e.g.
+//   bench program=reef_invoke mode=wait clients=64 requests=... seconds=... per_s=...
+//         p50_ms=... p99_ms=... server_cpu_us=...
+//   bench program=native_beast clients=64 threads=2 requests=... seconds=... per_s=... ...
+#include <fmt/format.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "bench_flags.h"
+#include "support/program_body.h"
+#include "support/reef_server.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Sizes, flags and failure
+
+struct Sizes {
+  int64_t seconds = 3;         // per row
+  int64_t clients = 0;         // only the rows with this many clients (0: 1 and 64)
+  int64_t native_threads = 0;  // threads of the native server (0: hardware threads)
+};
+
+using Flag = reef::bench::CountFlag<Sizes>;
+constexpr Flag kFlags[] = {
+    {"--seconds", &Sizes::seconds, 1, "seconds per row"},
+    {"--clients", &Sizes::clients, 0, "run only the rows with N clients (0: 1 and 64)"},
+    {"--native-threads", &Sizes::native_threads, 0,
+     "threads running the native Beast server (0: hardware threads)"},
+};
+
+constexpr int kClients[] = {1, 64};
+constexpr int kWarmupClients = 64;
+constexpr auto kWarmup = std::chrono::milliseconds(500);
+constexpr auto kStepTimeout = std::chrono::seconds(30);  // connect, write or read, each
+constexpr char kInvokeTarget[] = "/units/worker/invoke?mode=wait";
+// What the native handler answers: reef's reply to {"n": 12345} from an instance of worker v1,
+// byte for byte in shape and size.
+constexpr char kNativeReply[] =
+    R"({"generation":1,"instance":1,"result":{"echo":{"n":12345},"served":1000,"version":1}})"
+    "\n";
+
+template <typename... Args>
+[[noreturn]] void Die(fmt::format_string<Args...> format, Args&&... args) {
+  fmt::print(stderr, "program_bench: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  std::fflush(stdout);
+  std::_Exit(1);
+}
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+/// The q-quantile (0..1) of `samples`, nearest rank.
+double Quantile(std::vector<double> samples, double q) {
+  if (samples.empty()) return 0;
+  std::sort(samples.begin(), samples.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(samples.size())));
+  return samples[std::clamp<size_t>(rank, 1, samples.size()) - 1];
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP client: one keep-alive connection, owned by one thread
+
+/// A keep-alive HTTP/1.1 connection to 127.0.0.1:port; every step within kStepTimeout.
+class Connection {
+ public:
+  explicit Connection(uint16_t port) : stream_(ioc_) {
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
+    if (auto ec = Await([&](auto handler) { stream_.async_connect(endpoint, handler); })) {
+      Die("connect to port {}: {}", port, ec.message());
+    }
+  }
+
+  /// POSTs `body` to `target`; returns the status and body of the reply.
+  std::pair<unsigned, std::string> Post(const std::string& target, const std::string& body) {
+    http::request<http::string_body> request(http::verb::post, target, 11);
+    request.set(http::field::host, "127.0.0.1");
+    request.set(http::field::content_type, "application/json");
+    request.keep_alive(true);
+    request.body() = body;
+    request.prepare_payload();
+    if (auto ec = Await([&](auto handler) { http::async_write(stream_, request, handler); })) {
+      Die("POST {}: write: {}", target, ec.message());
+    }
+    http::response<http::string_body> response;
+    if (auto ec =
+            Await([&](auto handler) { http::async_read(stream_, buffer_, response, handler); })) {
+      Die("POST {}: read: {}", target, ec.message());
+    }
+    if (!response.keep_alive()) Die("POST {}: the server closed the connection", target);
+    return {response.result_int(), std::move(response.body())};
+  }
+
+ private:
+  template <typename Start>
+  beast::error_code Await(Start start) {
+    std::optional<beast::error_code> done;
+    stream_.expires_after(kStepTimeout);
+    start([&done](beast::error_code ec, auto&&...) { done = ec; });
+    ioc_.restart();
+    ioc_.run();
+    return done.value_or(asio::error::timed_out);
+  }
+
+  asio::io_context ioc_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The load: n clients for a while
+
+/// What one row measured.
+struct Figures {
+  int64_t answered = 0;     // 200 replies
+  double seconds = 0;       // from the start until the last reply
+  double server_cpu_s = 0;  // the server's CPU time over the row
+  std::vector<double> latencies_ms;
+};
+
+/// CPU seconds the server has used so far (a monotonic clock of its own).
+using CpuClock = std::function<double()>;
+
+/// CPU seconds (user + system) process `pid` has used, from /proc/PID/stat.
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const size_t comm_end = stat.rfind(')');  // the command name may hold spaces
+  if (comm_end == std::string::npos) Die("cannot read /proc/{}/stat", pid);
+  std::istringstream fields(stat.substr(comm_end + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // utime is field 14, stime 15
+    if (i >= 14) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+/// `n` client threads, each on its own fresh connection to `port`, POST kInvokeTarget with
+/// {"n": k} until `duration` has passed since they all started; `server_cpu` is read before
+/// and after.
+Figures RunClients(uint16_t port, int n, Clock::duration duration, const CpuClock& server_cpu) {
+  struct Client {
+    std::unique_ptr<Connection> connection;
+    Figures figures;
+    Clock::time_point finished;
+  };
+  std::vector<Client> clients(static_cast<size_t>(n));
+  for (Client& c : clients) c.connection = std::make_unique<Connection>(port);
+  std::latch go(1);
+  Clock::time_point start, deadline;
+  std::vector<std::thread> threads;
+  for (Client& c : clients) {
+    threads.emplace_back([&c, &go, &deadline] {
+      go.wait();
+      for (int64_t k = 0; Clock::now() < deadline; ++k) {
+        const std::string body = fmt::format(R"({{"n":{}}})", k);
+        const Clock::time_point t0 = Clock::now();
+        auto [status, reply] = c.connection->Post(kInvokeTarget, body);
+        c.finished = Clock::now();
+        if (status != 200) Die("POST {}: HTTP {}: {}", kInvokeTarget, status, reply);
+        c.figures.latencies_ms.push_back(
+            std::chrono::duration<double, std::milli>(c.finished - t0).count());
+        ++c.figures.answered;
+      }
+    });
+  }
+  const double cpu_before = server_cpu();
+  start = Clock::now();
+  deadline = start + duration;
+  go.count_down();
+  for (std::thread& t : threads) t.join();
+  Figures out;
+  out.server_cpu_s = server_cpu() - cpu_before;
+  Clock::time_point end = start;
+  for (Client& c : clients) {
+    end = std::max(end, c.finished);
+    out.answered += c.figures.answered;
+    out.latencies_ms.insert(out.latencies_ms.end(), c.figures.latencies_ms.begin(),
+                            c.figures.latencies_ms.end());
+  }
+  out.seconds = Seconds(end - start);
+  return out;
+}
+
+void Print(std::string_view head, const Figures& f) {
+  const double n = static_cast<double>(f.answered);
+  fmt::print(
+      "bench program={} requests={} seconds={:.3f} per_s={:.0f} p50_ms={:.3f} p99_ms={:.3f} "
+      "server_cpu_us={:.1f}\n",
+      head, f.answered, f.seconds, f.seconds > 0 ? n / f.seconds : 0.0,
+      Quantile(f.latencies_ms, 0.5), Quantile(f.latencies_ms, 0.99),
+      n > 0 ? f.server_cpu_s * 1e6 / n : 0.0);
+  std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The native limit: a Beast server answering kNativeReply
+
+/// One keep-alive connection of the native server: read a request, write the fixed reply,
+/// until the client closes. Runs on the io_context's threads (one handler at a time).
+class NativeSession : public std::enable_shared_from_this<NativeSession> {
+ public:
+  explicit NativeSession(asio::ip::tcp::socket socket) : stream_(std::move(socket)) {}
+
+  void Read() {
+    request_ = {};
+    http::async_read(stream_, buffer_, request_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (!ec) self->Write();
+                     });
+  }
+
+ private:
+  void Write() {
+    response_ = http::response<http::string_body>(http::status::ok, request_.version());
+    response_.set(http::field::content_type, "application/json");
+    response_.keep_alive(request_.keep_alive());
+    response_.body() = kNativeReply;
+    response_.prepare_payload();
+    http::async_write(stream_, response_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (!ec && self->response_.keep_alive()) self->Read();
+                      });
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response<http::string_body> response_;
+};
+
+/// The native server on 127.0.0.1:0, run by `threads` threads until destroyed.
+class NativeServer {
+ public:
+  explicit NativeServer(uint32_t threads)
+      : acceptor_(ioc_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    Accept();
+    for (uint32_t i = 0; i < threads; ++i) threads_.emplace_back([this] { ioc_.run(); });
+  }
+  ~NativeServer() {
+    ioc_.stop();
+    for (std::thread& t : threads_) t.join();
+  }
+  NativeServer(const NativeServer&) = delete;
+  NativeServer& operator=(const NativeServer&) = delete;
+
+  uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+  /// CPU seconds its threads have used so far.
+  double CpuSeconds() {
+    double total = 0;
+    for (std::thread& t : threads_) {
+      clockid_t clock;
+      timespec ts{};
+      if (pthread_getcpuclockid(t.native_handle(), &clock) != 0 || clock_gettime(clock, &ts) != 0) {
+        Die("cannot read a native server thread's CPU clock");
+      }
+      total += static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+    }
+    return total;
+  }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept(asio::make_strand(ioc_),
+                           [this](beast::error_code ec, asio::ip::tcp::socket socket) {
+                             if (!ec) std::make_shared<NativeSession>(std::move(socket))->Read();
+                             Accept();
+                           });
+  }
+
+  asio::io_context ioc_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::vector<std::thread> threads_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reef: the server and its program
+
+/// Deploys the example program v1 on the server at `port`.
+void DeployExample(uint16_t port) {
+  std::string error;
+  const json body = reef::testing::ProgramBody(REEF_PROGRAM_V1_DIR, nullptr, error);
+  if (!error.empty()) Die("{}", error);
+  Connection connection(port);
+  auto [status, reply] = connection.Post("/programs", body.dump());
+  if (status != 200) Die("POST /programs: HTTP {}: {}", status, reply);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Sizes sizes;
+  // --dir is accepted but unused: the server's data directory goes under $TMPDIR (ReefServer).
+  reef::bench::ParseFlags(argc, argv, "program_bench", kFlags, sizes);
+  const auto duration = std::chrono::seconds(sizes.seconds);
+  const uint32_t native_threads = sizes.native_threads > 0
+                                      ? static_cast<uint32_t>(sizes.native_threads)
+                                      : std::max(1u, std::thread::hardware_concurrency());
+  fmt::print("program_bench: seconds={} native_threads={} reef={} program={}\n", sizes.seconds,
+             native_threads, REEF_BINARY, REEF_PROGRAM_V1_DIR);
+  std::fflush(stdout);
+
+  reef::testing::ReefServer reef(REEF_BINARY);
+  if (std::string started = reef.Start(); !started.empty()) Die("{}", started);
+  DeployExample(reef.port());
+  NativeServer native(native_threads);
+
+  const pid_t reef_pid = reef.pid();
+  const CpuClock reef_cpu = [reef_pid] { return ProcessCpuSeconds(reef_pid); };
+  const CpuClock native_cpu = [&native] { return native.CpuSeconds(); };
+
+  RunClients(reef.port(), kWarmupClients, kWarmup, reef_cpu);
+  RunClients(native.port(), kWarmupClients, kWarmup, native_cpu);
+  for (int n : kClients) {
+    if (sizes.clients != 0 && sizes.clients != n) continue;
+    Print(fmt::format("reef_invoke mode=wait clients={}", n),
+          RunClients(reef.port(), n, duration, reef_cpu));
+    Print(fmt::format("native_beast clients={} threads={}", n, native_threads),
+          RunClients(native.port(), n, duration, native_cpu));
+  }
+  return 0;
+}
