@@ -63,6 +63,10 @@ Status Runtime::Stop(const ActorRef& ref) {
 Status Runtime::Kill(const ActorRef& ref) {
   State& s = *state_;
   return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (a.reset_state && !a.active) {  // kReset: a kill poisons a running invocation only
+      return Status::FailedPrecondition(
+          fmt::format("@{} has no running invocation; nothing to kill", ref.str()));
+    }
     s.DropInvocation(r, a);
     a.stopping = false;
     a.paused_from.reset();

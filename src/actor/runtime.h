@@ -168,7 +168,8 @@ class Runtime {
   // ---- lifecycle (host-only system messages; spec 001) ----------------------------------
 
   Status Stop(const ActorRef& ref);     // finish the handler, run on_shutdown, no draining
-  // Drops the invocation now; keeps state and input (FailurePolicy::kReset: resets instead).
+  // Drops the invocation now; keeps state and input (FailurePolicy::kReset: resets instead,
+  // and FailedPrecondition when no invocation runs, so a late kill never wipes state).
   Status Kill(const ActorRef& ref);
   Status Restart(const ActorRef& ref);  // incarnation + 1; reserved input to the front
   Status Pause(const ActorRef& ref);    // keep the invocation; not scheduled

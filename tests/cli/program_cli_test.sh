@@ -123,16 +123,19 @@ expect invoke-unknown-instance 1 "error: not_found:" -- "$reef" invoke worker '{
 expect units-unknown-unit 1 "error: not_found:" -- "$reef" units nosuch
 
 # A worker instance that spins: `try` fills its inbox, then answers 429 with Retry-After.
-expect invoke-spin 0 "queued on instance 1" \
-  -- "$reef" invoke worker '{"op":"spin"}' --mode enqueue --instance 1
+# Instance ids are unique per unit across deploys, so v2's worker instance has a new id: the
+# spin goes to whichever instance AnyOrSpawn picks, and the rest targets that one.
+expect invoke-spin 0 "queued on instance" -- "$reef" invoke worker '{"op":"spin"}' --mode enqueue
+spin_instance=${out##*queued on instance }
+spin_instance=${spin_instance%%[^0-9]*}
 for n in $(seq 100); do
-  "$reef" invoke worker "{\"n\":$n}" --mode try --instance 1 >/dev/null 2>&1 || break
+  "$reef" invoke worker "{\"n\":$n}" --mode try --instance "$spin_instance" >/dev/null 2>&1 || break
 done
 expect invoke-inbox-full 1 "error: inbox_full:" \
-  -- "$reef" invoke worker '{}' --mode try --instance 1
+  -- "$reef" invoke worker '{}' --mode try --instance "$spin_instance"
 contains invoke-retry-after "(retry after 1 s)"
 expect invoke-no-room 1 "error: no_room:" \
-  -- "$reef" invoke worker '{}' --mode enqueue --instance 1 --timeout-ms 200
+  -- "$reef" invoke worker '{}' --mode enqueue --instance "$spin_instance" --timeout-ms 200
 
 # 5. Bad input is refused before anything is sent.
 expect invoke-bad-json 1 "error: invalid_argument:" -- "$reef" invoke counter '{"op":'

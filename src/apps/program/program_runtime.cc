@@ -483,13 +483,13 @@ Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view nam
     std::lock_guard lock(s.mu);
     if (!s.current) return Status::NotFound("no program is deployed");
     auto it = s.units.find(std::string(name));
-    if (it == s.units.end()) {
+    if (it != s.units.end()) states.push_back(it->second);
+    for (const auto& old : s.retired) {  // a removed unit's old instances count too
+      if (old->spec.name == name) states.push_back(old);
+    }
+    if (states.empty()) {
       return Status::NotFound(
           fmt::format("program {} has no unit {}", s.current->manifest.program, name));
-    }
-    states.push_back(it->second);
-    for (const auto& old : s.retired) {
-      if (old->spec.name == name) states.push_back(old);
     }
   }
   std::vector<InstanceInfo> infos;
@@ -531,11 +531,11 @@ Status ProgramRuntime::Kill(std::string_view name, uint32_t instance) {
   {
     std::lock_guard lock(s.mu);
     auto it = s.units.find(std::string(name));
-    if (it == s.units.end()) return Status::NotFound(fmt::format("no unit {}", name));
-    states.push_back(it->second);
-    for (const auto& old : s.retired) {
+    if (it != s.units.end()) states.push_back(it->second);
+    for (const auto& old : s.retired) {  // a removed unit's old instances count too
       if (old->spec.name == name) states.push_back(old);
     }
+    if (states.empty()) return Status::NotFound(fmt::format("no unit {}", name));
   }
   for (const auto& unit : states) {
     std::optional<ActorRef> ref;

@@ -43,6 +43,17 @@ class UnitSupportTest : public ::testing::Test {
     return *ref;
   }
 
+  // Kills `ref` once an invocation runs (kReset refuses to kill an idle actor).
+  Status KillRunning(const ActorRef& ref) {
+    Status killed = Status::Ok();
+    for (int i = 0; i < 500; ++i) {
+      killed = runtime_->Kill(ref);
+      if (killed.code() != Code::kFailedPrecondition) return killed;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return killed;
+  }
+
   // Waits until `ref` is idle with an empty mailbox; returns its snapshot.
   ActorSnapshot Settled(const ActorRef& ref) {
     for (int i = 0; i < 500; ++i) {
@@ -100,7 +111,7 @@ TEST_F(UnitSupportTest, KillUnderResetPolicyDropsTheInvocationAndKeepsTheQueue) 
     if (snap.ok() && snap->telemetry && snap->state == Value::Int(13)) break;
     std::this_thread::sleep_for(milliseconds(5));
   }
-  ASSERT_TRUE(runtime_->Kill(a).ok());
+  ASSERT_TRUE(KillRunning(a).ok());
   ActorSnapshot after = Settled(a);
   EXPECT_EQ(after.incarnation, 2u);
   EXPECT_EQ(after.state, Value::Int(5));  // reset to 3, then the queued add of 2
@@ -118,8 +129,10 @@ TEST_F(UnitSupportTest, RemoveTakesOnlyAnIdleActorAndItsRefIsGoneAfterwards) {
   EXPECT_EQ(usage->capacity, 256u);
   Status busy = runtime_->Remove(a);
   EXPECT_EQ(busy.code(), Code::kFailedPrecondition) << busy.ToString();
-  ASSERT_TRUE(runtime_->Kill(a).ok());
+  ASSERT_TRUE(KillRunning(a).ok());
   Settled(a);
+  EXPECT_EQ(runtime_->Kill(a).code(), Code::kFailedPrecondition);  // idle: nothing to kill
+  EXPECT_EQ(runtime_->Inspect(a)->incarnation, 2u);                 // and no reset
   uint64_t before = 0;
   for (const ReactorInfo& r : runtime_->Reactors()) before += r.actors;
   ASSERT_TRUE(runtime_->Remove(a).ok());
@@ -147,7 +160,7 @@ TEST_F(UnitSupportTest, CallWaitsForRoomAndAnOptionalReplyMayBeNull) {
   ASSERT_TRUE(runtime_->TrySend(a, Op(R"({"op":"spin"})")).status.ok());
   std::thread killer([&] {
     std::this_thread::sleep_for(milliseconds(200));
-    EXPECT_TRUE(runtime_->Kill(a).ok());
+    EXPECT_TRUE(KillRunning(a).ok());
   });
   auto reply = runtime_->Call(a, Op(R"({"op":"reply"})"), milliseconds(10'000));
   killer.join();
@@ -158,7 +171,7 @@ TEST_F(UnitSupportTest, CallWaitsForRoomAndAnOptionalReplyMayBeNull) {
   auto late = runtime_->Call(a, Op(R"({"op":"reply"})"), milliseconds(100));
   EXPECT_EQ(late.status().code(), Code::kUnavailable);
   EXPECT_NE(late.status().message().find("stayed full"), std::string::npos);
-  ASSERT_TRUE(runtime_->Kill(a).ok());
+  ASSERT_TRUE(KillRunning(a).ok());
 }
 
 TEST_F(UnitSupportTest, HandlerExportIsCheckedAndPartOfTheIdentity) {
