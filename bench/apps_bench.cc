@@ -86,6 +86,7 @@
 #include "apps/http/module_routes.h"
 #include "apps/module_runtime.h"
 #include "bench_flags.h"
+#include "bench_http.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
 #include "server/server.h"
@@ -178,14 +179,6 @@ double PerSecond(double n, double seconds) {
   return seconds > 0 ? n / seconds : 0;
 }
 
-/// The q-quantile (0..1) of `samples`, nearest rank.
-double Quantile(std::vector<double> samples, double q) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(samples.size())));
-  return samples[std::clamp<size_t>(rank, 1, samples.size()) - 1];
-}
-
 std::vector<uint8_t> GuestBytes(std::string_view name) {
   const std::string path = fmt::format("{}/{}.wasm", REEF_GUEST_DIR, name);
   std::ifstream in(path, std::ios::binary);
@@ -201,49 +194,17 @@ struct Reply {
   json body;  // discarded (is_discarded()) when not JSON
 };
 
-/// A keep-alive HTTP/1.1 connection to 127.0.0.1:port; every step within kStepTimeout.
+/// A keep-alive connection whose replies are parsed as JSON (bench_http.h).
 class Connection {
  public:
-  explicit Connection(uint16_t port) : stream_(ioc_) {
-    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-    if (auto ec = Await([&](auto handler) { stream_.async_connect(endpoint, handler); })) {
-      Die("connect to port {}: {}", port, ec.message());
-    }
-  }
-
+  explicit Connection(uint16_t port) : http_("apps_bench", port, kStepTimeout) {}
   Reply Post(const std::string& target, const std::string& body) {
-    http::request<http::string_body> request(http::verb::post, target, 11);
-    request.set(http::field::host, "127.0.0.1");
-    request.set(http::field::content_type, "application/json");
-    request.keep_alive(true);
-    request.body() = body;
-    request.prepare_payload();
-    if (auto ec = Await([&](auto handler) { http::async_write(stream_, request, handler); })) {
-      Die("POST {}: write: {}", target, ec.message());
-    }
-    http::response<http::string_body> response;
-    if (auto ec =
-            Await([&](auto handler) { http::async_read(stream_, buffer_, response, handler); })) {
-      Die("POST {}: read: {}", target, ec.message());
-    }
-    if (!response.keep_alive()) Die("POST {}: the server closed the connection", target);
-    return {response.result_int(), json::parse(response.body(), nullptr, false)};
+    auto [status, text] = http_.Post(target, body);
+    return {status, json::parse(text, nullptr, false)};
   }
 
  private:
-  template <typename Start>
-  beast::error_code Await(Start start) {
-    std::optional<beast::error_code> done;
-    stream_.expires_after(kStepTimeout);
-    start([&done](beast::error_code ec, auto&&...) { done = ec; });
-    ioc_.restart();
-    ioc_.run();
-    return done.value_or(asio::error::timed_out);
-  }
-
-  asio::io_context ioc_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
+  reef::bench::KeepAliveConnection http_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -373,7 +334,7 @@ void PrintRate(std::string_view head, const Figures& f) {
       "bench apps={} requests={} seconds={:.3f} per_s={:.0f} p50_us={:.0f} p99_us={:.0f} "
       "cpu_us_per_request={:.0f}",
       head, f.answered, f.seconds, PerSecond(static_cast<double>(f.answered), f.seconds),
-      Quantile(f.latencies_us, 0.5), Quantile(f.latencies_us, 0.99),
+      reef::bench::Quantile(f.latencies_us, 0.5), reef::bench::Quantile(f.latencies_us, 0.99),
       requests > 0 ? f.cpu_seconds * 1e6 / requests : 0.0);
 }
 
@@ -490,7 +451,7 @@ void RunHistory(uint16_t port, ev::EventStore& store, int64_t history, const Htt
     for (int i = 0; i < kHistorySamples; ++i) Deposit(c, account, env);
   });
   fmt::print("bench apps=deposit_history history={} samples={} p50_us={:.0f} p99_us={:.0f}\n",
-             before, f.answered, Quantile(f.latencies_us, 0.5), Quantile(f.latencies_us, 0.99));
+             before, f.answered, reef::bench::Quantile(f.latencies_us, 0.5), reef::bench::Quantile(f.latencies_us, 0.99));
   std::fflush(stdout);
 }
 

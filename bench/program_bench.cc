@@ -55,6 +55,7 @@
 #include <vector>
 
 #include "bench_flags.h"
+#include "bench_http.h"
 #include "support/program_body.h"
 #include "support/reef_server.h"
 
@@ -105,63 +106,6 @@ double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-/// The q-quantile (0..1) of `samples`, nearest rank.
-double Quantile(std::vector<double> samples, double q) {
-  if (samples.empty()) return 0;
-  std::sort(samples.begin(), samples.end());
-  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(samples.size())));
-  return samples[std::clamp<size_t>(rank, 1, samples.size()) - 1];
-}
-
-// ---------------------------------------------------------------------------------------------
-// HTTP client: one keep-alive connection, owned by one thread
-
-/// A keep-alive HTTP/1.1 connection to 127.0.0.1:port; every step within kStepTimeout.
-class Connection {
- public:
-  explicit Connection(uint16_t port) : stream_(ioc_) {
-    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-    if (auto ec = Await([&](auto handler) { stream_.async_connect(endpoint, handler); })) {
-      Die("connect to port {}: {}", port, ec.message());
-    }
-  }
-
-  /// POSTs `body` to `target`; returns the status and body of the reply.
-  std::pair<unsigned, std::string> Post(const std::string& target, const std::string& body) {
-    http::request<http::string_body> request(http::verb::post, target, 11);
-    request.set(http::field::host, "127.0.0.1");
-    request.set(http::field::content_type, "application/json");
-    request.keep_alive(true);
-    request.body() = body;
-    request.prepare_payload();
-    if (auto ec = Await([&](auto handler) { http::async_write(stream_, request, handler); })) {
-      Die("POST {}: write: {}", target, ec.message());
-    }
-    http::response<http::string_body> response;
-    if (auto ec =
-            Await([&](auto handler) { http::async_read(stream_, buffer_, response, handler); })) {
-      Die("POST {}: read: {}", target, ec.message());
-    }
-    if (!response.keep_alive()) Die("POST {}: the server closed the connection", target);
-    return {response.result_int(), std::move(response.body())};
-  }
-
- private:
-  template <typename Start>
-  beast::error_code Await(Start start) {
-    std::optional<beast::error_code> done;
-    stream_.expires_after(kStepTimeout);
-    start([&done](beast::error_code ec, auto&&...) { done = ec; });
-    ioc_.restart();
-    ioc_.run();
-    return done.value_or(asio::error::timed_out);
-  }
-
-  asio::io_context ioc_;
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-};
-
 // ---------------------------------------------------------------------------------------------
 // The load: n clients for a while
 
@@ -196,12 +140,15 @@ double ProcessCpuSeconds(pid_t pid) {
 /// and after.
 Figures RunClients(uint16_t port, int n, Clock::duration duration, const CpuClock& server_cpu) {
   struct Client {
-    std::unique_ptr<Connection> connection;
+    std::unique_ptr<reef::bench::KeepAliveConnection> connection;
     Figures figures;
     Clock::time_point finished;
   };
   std::vector<Client> clients(static_cast<size_t>(n));
-  for (Client& c : clients) c.connection = std::make_unique<Connection>(port);
+  for (Client& c : clients) {
+    c.connection =
+        std::make_unique<reef::bench::KeepAliveConnection>("program_bench", port, kStepTimeout);
+  }
   std::latch go(1);
   Clock::time_point start, deadline;
   std::vector<std::thread> threads;
@@ -244,7 +191,7 @@ void Print(std::string_view head, const Figures& f) {
       "bench program={} requests={} seconds={:.3f} per_s={:.0f} p50_ms={:.3f} p99_ms={:.3f} "
       "server_cpu_us={:.1f}\n",
       head, f.answered, f.seconds, f.seconds > 0 ? n / f.seconds : 0.0,
-      Quantile(f.latencies_ms, 0.5), Quantile(f.latencies_ms, 0.99),
+      reef::bench::Quantile(f.latencies_ms, 0.5), reef::bench::Quantile(f.latencies_ms, 0.99),
       n > 0 ? f.server_cpu_s * 1e6 / n : 0.0);
   std::fflush(stdout);
 }
@@ -338,7 +285,7 @@ void DeployExample(uint16_t port) {
   std::string error;
   const json body = reef::testing::ProgramBody(REEF_PROGRAM_V1_DIR, nullptr, error);
   if (!error.empty()) Die("{}", error);
-  Connection connection(port);
+  reef::bench::KeepAliveConnection connection("program_bench", port, kStepTimeout);
   auto [status, reply] = connection.Post("/programs", body.dump());
   if (status != 200) Die("POST /programs: HTTP {}: {}", status, reply);
 }
