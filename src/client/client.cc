@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "client/detail/tcp_connect.h"
 #include "client/json_fields.h"
 
 namespace reef::client {
@@ -88,30 +89,8 @@ class Client::Impl {
       return Status::Unavailable(fmt::format("cannot connect to {}: {} — is `reef serve` running?",
                                              options_.address, why));
     };
-
-    tcp::resolver resolver(ioc_);
-    std::optional<beast::error_code> resolved;
-    tcp::resolver::results_type endpoints;
-    resolver.async_resolve(host, std::to_string(port),
-                           [&](beast::error_code ec, tcp::resolver::results_type results) {
-                             resolved = ec;
-                             endpoints = std::move(results);
-                           });
-    if (!RunUntil(deadline, [&] { return resolved.has_value(); })) {
-      resolver.cancel();
-      RunUntil(Clock::now() + std::chrono::seconds(1), [&] { return resolved.has_value(); });
-      return cannot("resolving the host timed out");
-    }
-    if (*resolved) return cannot(fmt::format("cannot resolve '{}': {}", host, resolved->message()));
-
     auto& stream = beast::get_lowest_layer(ws_);
-    std::optional<beast::error_code> connected;
-    stream.expires_at(deadline);
-    stream.async_connect(endpoints,
-                         [&](beast::error_code ec, const tcp::endpoint&) { connected = ec; });
-    RunUntil(Clock::time_point::max(), [&] { return connected.has_value(); });
-    if (*connected == beast::error::timeout) return cannot("timed out");
-    if (*connected) return cannot(connected->message());
+    REEF_RETURN_IF_ERROR(detail::ConnectTcp(ioc_, stream, options_.address, host, port, deadline));
 
     stream.expires_never();
     websocket::stream_base::timeout timeouts =
@@ -288,17 +267,7 @@ class Client::Impl {
 
   // Runs handlers until `done()` or `deadline`; returns done().
   bool RunUntil(Clock::time_point deadline, const std::function<bool()>& done) {
-    while (!done()) {
-      if (Clock::now() >= deadline) return false;
-      if (ioc_.stopped()) ioc_.restart();
-      size_t ran =
-          deadline == Clock::time_point::max() ? ioc_.run_one() : ioc_.run_one_until(deadline);
-      if (ran == 0 && ioc_.stopped()) {
-        // Nothing left to run: what we wait for cannot happen any more.
-        if (!done()) return false;
-      }
-    }
-    return true;
+    return detail::RunIoUntil(ioc_, deadline, done);
   }
 
   void StartRead() {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "client/client.h"
+#include "client/detail/tcp_connect.h"
 #include "client/json_fields.h"
 
 namespace reef::client {
@@ -27,19 +28,6 @@ namespace {
 // Longest error body text quoted when it is not the server's JSON error shape, in bytes.
 constexpr size_t kMaxQuotedBody = 200;
 
-// Runs `ioc` on this thread until `*done` holds a value or `deadline` passes (an unbounded
-// wait when deadline is max). Returns whether it holds a value.
-bool RunUntil(asio::io_context& ioc, Clock::time_point deadline,
-              const std::optional<beast::error_code>& done) {
-  while (!done.has_value()) {
-    if (Clock::now() >= deadline) return false;
-    if (ioc.stopped()) ioc.restart();
-    size_t ran = deadline == Clock::time_point::max() ? ioc.run_one() : ioc.run_one_until(deadline);
-    if (ran == 0 && ioc.stopped() && !done.has_value()) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string_view HttpMethodName(HttpMethod method) {
@@ -51,39 +39,14 @@ Result<HttpResponse> HttpCall(const HttpOptions& options, const HttpRequest& req
   auto [host, port] = host_port;
   Clock::time_point deadline = Clock::now() + options.timeout;
   std::string what = fmt::format("{} {}", HttpMethodName(request.method), request.target);
-  auto cannot = [&](std::string_view why) {
-    return Status::Unavailable(
-        fmt::format("cannot connect to {}: {} — is `reef serve` running?", options.address, why));
-  };
   auto timed_out = [&] {
     return Status::Unavailable(fmt::format("{} did not answer {} within {} ms", options.address,
                                            what, options.timeout.count()));
   };
 
   asio::io_context ioc;
-  tcp::resolver resolver(ioc);
-  std::optional<beast::error_code> resolved;
-  tcp::resolver::results_type endpoints;
-  resolver.async_resolve(host, std::to_string(port),
-                         [&](beast::error_code ec, tcp::resolver::results_type results) {
-                           resolved = ec;
-                           endpoints = std::move(results);
-                         });
-  if (!RunUntil(ioc, deadline, resolved)) {
-    resolver.cancel();
-    RunUntil(ioc, Clock::now() + std::chrono::seconds(1), resolved);
-    return cannot("resolving the host timed out");
-  }
-  if (*resolved) return cannot(fmt::format("cannot resolve '{}': {}", host, resolved->message()));
-
   beast::tcp_stream stream(ioc);
-  stream.expires_at(deadline);
-  std::optional<beast::error_code> connected;
-  stream.async_connect(endpoints,
-                       [&](beast::error_code ec, const tcp::endpoint&) { connected = ec; });
-  RunUntil(ioc, Clock::time_point::max(), connected);
-  if (*connected == beast::error::timeout) return cannot("timed out");
-  if (*connected) return cannot(connected->message());
+  REEF_RETURN_IF_ERROR(detail::ConnectTcp(ioc, stream, options.address, host, port, deadline));
 
   http::request<http::string_body> message(
       request.method == HttpMethod::kPost ? http::verb::post : http::verb::get, request.target, 11);
@@ -102,7 +65,7 @@ Result<HttpResponse> HttpCall(const HttpOptions& options, const HttpRequest& req
 
   std::optional<beast::error_code> written;
   http::async_write(stream, message, [&](beast::error_code ec, size_t) { written = ec; });
-  RunUntil(ioc, Clock::time_point::max(), written);
+  detail::RunIoUntil(ioc, Clock::time_point::max(), [&] { return written.has_value(); });
   if (*written == beast::error::timeout) return timed_out();
   if (*written) {
     return Status::Unavailable(
@@ -114,7 +77,7 @@ Result<HttpResponse> HttpCall(const HttpOptions& options, const HttpRequest& req
   parser.body_limit(options.max_body_bytes);
   std::optional<beast::error_code> read;
   http::async_read(stream, buffer, parser, [&](beast::error_code ec, size_t) { read = ec; });
-  RunUntil(ioc, Clock::time_point::max(), read);
+  detail::RunIoUntil(ioc, Clock::time_point::max(), [&] { return read.has_value(); });
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   if (*read == beast::error::timeout) return timed_out();
