@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <optional>
 
 #include "core/json.h"
 #include "server/protocol.h"
@@ -23,19 +24,27 @@ constexpr uint64_t kMaxDeployBytes = 64ull << 20;
 constexpr server::JsonDocumentLimits kDeployLimits{.max_depth = 66, .max_values = 2'000'000};
 constexpr std::string_view kRetryAfterSeconds = "1";
 
+// `text` as a whole number of type T, or nullopt when it is not one (or does not fit).
+template <typename T>
+std::optional<T> ParseNumber(std::string_view text) {
+  T value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 // A whole number in [min, max] from the query parameter `name`, or `fallback` when absent.
 Result<uint64_t> NumberParam(const HttpRequest& r, std::string_view name, uint64_t fallback,
                              uint64_t min, uint64_t max) {
   auto text = r.QueryParam(name);
   if (!text) return fallback;
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec != std::errc() || end != text->data() + text->size() || value < min || value > max) {
+  std::optional<uint64_t> value = ParseNumber<uint64_t>(*text);
+  if (!value || *value < min || *value > max) {
     return Status::InvalidArgument(
         fmt::format("query parameter {} must be a whole number {}..{}, not \"{}\"", name, min,
                     max, *text));
   }
-  return value;
+  return *value;
 }
 
 const std::string& Param(const HttpRequest& request, std::string_view name) {
@@ -203,15 +212,13 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
 
   routes.push_back({"POST", "/units/{unit}/instances/{instance}/kill",
                     [rt](const HttpRequest& r) -> Result<json> {
-                      const std::string& text = Param(r, "instance");
-                      uint32_t instance = 0;
-                      auto [end, ec] =
-                          std::from_chars(text.data(), text.data() + text.size(), instance);
-                      if (ec != std::errc() || end != text.data() + text.size() || instance == 0) {
-                        return Status::NotFound(fmt::format("no instance \"{}\"", text));
+                      auto instance = ParseNumber<uint32_t>(Param(r, "instance"));
+                      if (!instance || *instance == 0) {
+                        return Status::NotFound(
+                            fmt::format("no instance \"{}\"", Param(r, "instance")));
                       }
-                      REEF_RETURN_IF_ERROR(rt->Kill(Param(r, "unit"), instance));
-                      return json{{"unit", Param(r, "unit")}, {"instance", instance},
+                      REEF_RETURN_IF_ERROR(rt->Kill(Param(r, "unit"), *instance));
+                      return json{{"unit", Param(r, "unit")}, {"instance", *instance},
                                   {"killed", true}};
                     },
                     "kill the instance's invocation; the instance is poisoned (reset)"});
@@ -224,16 +231,14 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
                     "the reactor threads that host unit instances"});
   routes.push_back({"POST", "/reactors/{id}/drain",
                     [rt](const HttpRequest& r) -> Result<json> {
-                      const std::string& text = Param(r, "id");
-                      uint32_t id = 0;
-                      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-                      if (ec != std::errc() || end != text.data() + text.size()) {
-                        return Status::NotFound(fmt::format("no reactor \"{}\"", text));
+                      auto id = ParseNumber<uint32_t>(Param(r, "id"));
+                      if (!id) {
+                        return Status::NotFound(fmt::format("no reactor \"{}\"", Param(r, "id")));
                       }
                       REEF_ASSIGN_OR_RETURN(uint64_t timeout,
                                             NumberParam(r, "timeout_ms", 5'000, 0, 60'000));
                       REEF_ASSIGN_OR_RETURN(auto info,
-                                            rt->Drain(id, std::chrono::milliseconds(timeout)));
+                                            rt->Drain(*id, std::chrono::milliseconds(timeout)));
                       return ReactorJson(info);
                     },
                     "stop placing instances on a reactor and move its idle ones away"});
