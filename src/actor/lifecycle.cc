@@ -96,6 +96,7 @@ Status Runtime::Restart(const ActorRef& ref) {
     s.DropInvocation(r, a);
     RequeueReserved(a);
     ++a.incarnation;
+    a.cell->incarnation.store(a.incarnation);
     a.stopping = false;
     a.paused_from.reset();
     a.failure.reset();

@@ -203,7 +203,8 @@ Result<ActorSnapshot> Runtime::Inspect(const ActorRef& ref) {
 Result<MailboxUsage> Runtime::Mailbox(const ActorRef& ref) {
   auto cell = state_->FindCell(ref);
   if (!cell) return Status::NotFound(fmt::format("no actor @{}", ref.str()));
-  return MailboxUsage{cell->used.load(), cell->capacity.load(), cell->status.load()};
+  return MailboxUsage{cell->used.load(), cell->capacity.load(), cell->status.load(),
+                      cell->incarnation.load()};
 }
 
 Status Runtime::Remove(const ActorRef& ref) {

@@ -82,6 +82,7 @@ struct MailboxUsage {
   uint32_t used = 0;      // messages queued + the reserved one + sends in flight to it
   uint32_t capacity = 0;  // messages
   ActorStatus status = ActorStatus::kIdle;
+  uint32_t incarnation = 1;
 };
 
 // Whether Runtime::Call needs the handler to reply.
@@ -134,7 +135,8 @@ class Runtime {
   std::vector<ActorSnapshot> List();
   // Errors: NotFound.
   Result<ActorSnapshot> Inspect(const ActorRef& ref);
-  // Mailbox occupancy from the actor's atomics (no reactor round trip). Errors: NotFound.
+  // Mailbox occupancy, status and incarnation from the actor's atomics (no reactor round
+  // trip). Errors: NotFound.
   Result<MailboxUsage> Mailbox(const ActorRef& ref);
 
   // Removes an actor that has nothing to do (idle eviction, spec 003): no active

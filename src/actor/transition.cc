@@ -110,6 +110,7 @@ void Runtime::State::ResetPoisoned(Reactor& reactor, Actor& actor, std::string_v
   }
   actor.state = *actor.reset_state;
   if (actor.incarnation < UINT32_MAX) ++actor.incarnation;
+  actor.cell->incarnation.store(actor.incarnation);
   actor.stopping = false;
   actor.paused_from.reset();
   actor.SetStatus(ActorStatus::kIdle);

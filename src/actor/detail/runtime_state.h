@@ -55,6 +55,7 @@ struct ActorCell {
   // Set by Runtime::Remove. A sender checks it after reserving a slot and backs off, so no
   // message is ever routed to a removed actor.
   std::atomic<bool> removed{false};
+  std::atomic<uint32_t> incarnation{1};  // mirrors Actor::incarnation for Runtime::Mailbox
 };
 
 // A host call waiting for its reply (Runtime::Call). Its reply address is a fresh ref that

@@ -466,9 +466,9 @@ std::vector<UnitInfo> ProgramRuntime::Units() {
     info.invocations = unit->invocations.load();
     info.rejected = unit->rejected.load();
     info.evicted = unit->evicted.load();
-    for (const ActorRef& ref : refs) {
-      auto snapshot = s.runtime->Inspect(ref);
-      if (snapshot.ok()) info.poisoned += snapshot->incarnation - 1;
+    for (const ActorRef& ref : refs) {  // atomics only: no reactor round trip per instance
+      auto usage = s.runtime->Mailbox(ref);
+      if (usage.ok()) info.poisoned += usage->incarnation - 1;
     }
     infos.push_back(std::move(info));
   }
