@@ -300,7 +300,9 @@ SendOutcome Runtime::Send(const ActorRef& target, Value message,
 }
 
 Result<Value> Runtime::Call(const ActorRef& target, Value message,
-                            std::chrono::milliseconds timeout, ReplyPolicy reply_policy) {
+                            std::chrono::milliseconds timeout, ReplyPolicy reply_policy,
+                            bool* queued) {
+  if (queued != nullptr) *queued = false;
   State& s = *state_;
   if (s.options.mode == SchedulingMode::kManual) {
     return Status::FailedPrecondition(
@@ -351,7 +353,10 @@ Result<Value> Runtime::Call(const ActorRef& target, Value message,
   auto pause = std::chrono::microseconds(20);
   for (;;) {
     SendOutcome sent = SendAs(s, target, std::move(message), reply_to);
-    if (sent.status.ok()) break;
+    if (sent.status.ok()) {
+      if (queued != nullptr) *queued = true;
+      break;
+    }
     if (sent.status.code() != Code::kLimitExceeded || !sent.returned) {
       forget();
       return sent.status;

@@ -157,8 +157,10 @@ class Runtime {
   // reply address (the sender it sees) while handling it. Waits for mailbox capacity first,
   // within the same `timeout`. Errors as Send; Unavailable on timeout; FailedPrecondition
   // if the handler fails, is killed, or (ReplyPolicy::kRequired) commits without replying.
+  // `queued`, when given, tells whether the message got into the mailbox (so an Unavailable
+  // means "no reply in time", not "no room").
   Result<Value> Call(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
-                     ReplyPolicy reply = ReplyPolicy::kRequired);
+                     ReplyPolicy reply = ReplyPolicy::kRequired, bool* queued = nullptr);
 
   // ---- scheduling -----------------------------------------------------------------------
 

@@ -267,16 +267,19 @@ InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
     }
     const ActorRef target = *picked_ref;
     Status sent = Status::Ok();
+    bool queued = false;  // the message got into the instance's inbox
     switch (request.mode) {
       case InvokeMode::kTry:
         sent = s.runtime->TrySend(target, std::move(request.message)).status;
+        queued = sent.ok();
         break;
       case InvokeMode::kEnqueue:
         sent = s.runtime->Send(target, std::move(request.message), request.timeout).status;
+        queued = sent.ok();
         break;
       case InvokeMode::kWait: {
         auto result = s.runtime->Call(target, std::move(request.message), request.timeout,
-                                      actor::ReplyPolicy::kOptional);
+                                      actor::ReplyPolicy::kOptional, &queued);
         if (result.ok()) {
           outcome.result = std::move(*result);
         } else {
@@ -285,9 +288,6 @@ InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
         break;
       }
     }
-    bool queued = sent.ok() || sent.code() == Code::kFailedPrecondition ||
-                  (sent.code() == Code::kUnavailable &&
-                   sent.message().find("no reply") != std::string::npos);
     {
       std::lock_guard lock(unit->mu);
       auto it = unit->instances.find(outcome.instance);
