@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -18,9 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "code/guest_sandbox.h"
 #include "core/ids.h"
-
-extern char** environ;
 
 namespace reef::code {
 namespace {
@@ -39,6 +40,14 @@ const std::vector<std::string> kCompileFlags = {"--target=wasm32",
                                                 "-Wall",
                                                 "-Wextra",
                                                 "-fno-color-diagnostics"};
+// Flags only the compile of a guest's own source gets: the sandbox (guest_sandbox.h).
+const std::vector<std::string> kSandboxFlags = {"-nostdinc",
+                                                "-fno-crash-diagnostics",
+                                                "-ivfsoverlay",
+                                                std::string(kSandboxOverlayFile),
+                                                "-include",
+                                                std::string(kSandboxPreludeFile),
+                                                "-I" + std::string(kSandboxIncludeDir)};
 const std::vector<std::string> kLinkFlags = {
     "--target=wasm32",      "-nostdlib",        "-fuse-ld=lld", "-flto", "-Wl,--no-entry",
     "-Wl,--export-dynamic", "-Wl,--stack-first"};
@@ -77,8 +86,8 @@ Status WriteFile(const fs::path& path, std::string_view bytes) {
   return Status::Ok();
 }
 
-// A fresh directory under the system temporary directory, removed with its contents on
-// destruction.
+// A fresh directory (0700, canonical path) under the system temporary directory, removed with
+// its contents on destruction.
 class TempDir {
  public:
   static Result<std::unique_ptr<TempDir>> Create() {
@@ -90,7 +99,10 @@ class TempDir {
       return Status::Unavailable(
           fmt::format("compiler: cannot create a temporary directory under '{}'", base.string()));
     }
-    return std::unique_ptr<TempDir>(new TempDir(pattern));
+    // Canonical, so that its path is the one clang's working directory resolves to (the
+    // sandbox overlay names files by absolute path).
+    fs::path canonical = fs::canonical(pattern, ec);
+    return std::unique_ptr<TempDir>(new TempDir(ec ? fs::path(pattern) : canonical));
   }
   ~TempDir() {
     std::error_code ec;
@@ -111,14 +123,26 @@ struct ProcessResult {
   std::string output;  // stdout and stderr interleaved
 };
 
-// Runs `argv` (argv[0] is a path) in `cwd`, in its own process group, with stdin from
-// /dev/null and stdout+stderr into `cwd`/kDiagnosticsFile. After `timeout` the whole group is
-// killed with SIGKILL.
+// The environment clang runs with: only PATH (to find its linker), the C locale, and TMPDIR
+// set to `cwd`, so no variable of the server (CPATH, C_INCLUDE_PATH, ...) reaches it.
+std::vector<std::string> ClangEnvironment(const fs::path& cwd) {
+  const char* path = std::getenv("PATH");
+  return {std::string("PATH=") + (path != nullptr ? path : "/usr/bin:/bin"), "LC_ALL=C",
+          "TMPDIR=" + cwd.string()};
+}
+
+// Runs `argv` (argv[0] is a path) in `cwd` with the environment ClangEnvironment(cwd), in its
+// own process group, with stdin from /dev/null and stdout+stderr into `cwd`/kDiagnosticsFile.
+// After `timeout` the whole group is killed with SIGKILL.
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const fs::path& cwd,
                                  std::chrono::milliseconds timeout, std::size_t max_output) {
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> env_text = ClangEnvironment(cwd);
+  std::vector<char*> env;
+  for (const std::string& entry : env_text) env.push_back(const_cast<char*>(entry.c_str()));
+  env.push_back(nullptr);
   std::string cwd_text = cwd.string();
   std::string output_file = (cwd / kDiagnosticsFile).string();
 
@@ -142,7 +166,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const fs:
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+  int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
@@ -209,6 +233,15 @@ std::shared_ptr<const Compiler> Compiler::Create(CompilerOptions options) {
       auto run = RunProcess({compiler->options_.clang, "--version"}, (*dir)->path(),
                             compiler->options_.timeout, 4096);
       if (run.ok() && run->exit_code == 0) version = run->output;
+      run = RunProcess({compiler->options_.clang, "-print-resource-dir"}, (*dir)->path(),
+                       compiler->options_.timeout, 4096);
+      if (run.ok() && run->exit_code == 0) {
+        std::string resource = run->output;
+        while (!resource.empty() && std::isspace(static_cast<unsigned char>(resource.back()))) {
+          resource.pop_back();
+        }
+        if (!resource.empty()) compiler->resource_include_dir_ = fs::path(resource) / "include";
+      }
     }
   }
   std::string sdk;
@@ -223,9 +256,10 @@ std::shared_ptr<const Compiler> Compiler::Create(CompilerOptions options) {
     sdk += fmt::format("{} {}\n", file.filename().string(),
                        text.ok() ? Sha256Hex(AsBytes(*text)) : "unreadable");
   }
-  compiler->c_fingerprint_ = fmt::format("c: clang {}\nversion {}\ncompile {}\nlink {}\nsdk {}\n{}",
-                                         compiler->options_.clang, version, Join(kCompileFlags),
-                                         Join(kLinkFlags), compiler->options_.sdk_dir, sdk);
+  compiler->c_fingerprint_ =
+      fmt::format("c: clang {}\nversion {}\ncompile {}\nsandbox {}\n{}link {}\nsdk {}\n{}",
+                  compiler->options_.clang, version, Join(kCompileFlags), Join(kSandboxFlags),
+                  SandboxPrelude(), Join(kLinkFlags), compiler->options_.sdk_dir, sdk);
   return compiler;
 }
 
@@ -254,10 +288,35 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
         "compiler: no clang for wasm32 is configured (install clang-16 and lld-16), so .c "
         "sources cannot compile");
   }
+  if (resource_include_dir_.empty()) {
+    return Status::FailedPrecondition(fmt::format(
+        "compiler: '{} -print-resource-dir' named no directory, so the C freestanding headers "
+        "(stdint.h, ...) cannot be found and .c sources cannot compile",
+        options_.clang));
+  }
+  std::string source_file = std::string(stem) + ".c";
+  REEF_RETURN_IF_ERROR(CheckIncludes(bytes, source_file));
   REEF_ASSIGN_OR_RETURN(std::unique_ptr<TempDir> dir, TempDir::Create());
   const fs::path& cwd = dir->path();
-  std::string source_file = std::string(stem) + ".c";
   REEF_RETURN_IF_ERROR(WriteFile(cwd / source_file, bytes));
+
+  // The sandbox: the source, the prelude and include/ (SDK and freestanding headers) only.
+  REEF_RETURN_IF_ERROR(WriteFile(cwd / kSandboxPreludeFile, SandboxPrelude()));
+  std::vector<SandboxFile> files = {{source_file, cwd / source_file},
+                                    {std::string(kSandboxPreludeFile), cwd / kSandboxPreludeFile}};
+  auto add_header = [&files](const fs::path& file) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) return;
+    files.push_back({fmt::format("{}/{}", kSandboxIncludeDir, file.filename().string()), file});
+  };
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(options_.sdk_dir, ec)) {
+    if (entry.path().extension() == ".h") add_header(entry.path());
+  }
+  for (std::string_view header : FreestandingHeaders()) add_header(resource_include_dir_ / header);
+  std::vector<std::string> visible;
+  for (const SandboxFile& file : files) visible.push_back(file.name);
+  REEF_RETURN_IF_ERROR(WriteFile(cwd / kSandboxOverlayFile, SandboxOverlay(cwd, files)));
 
   // Runs one clang step; a failure carries its diagnostics verbatim.
   std::string warnings;
@@ -270,6 +329,7 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
           fmt::format("compile of '{}' exceeded the {} ms compiler timeout", source_file,
                       options_.timeout.count()));
     }
+    if (user_error) run.output = FilterDiagnostics(run.output, cwd, visible);
     if (run.exit_code != 0) {
       if (user_error) return Status::InvalidArgument("compile error:\n" + run.output);
       return Status::Internal(fmt::format("compiler: the C SDK in '{}' does not build:\n{}",
@@ -279,16 +339,16 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
     return Status::Ok();
   };
 
-  std::string include = "-I" + options_.sdk_dir;
   std::vector<std::string> user = kCompileFlags;
-  user.insert(user.end(), {include, "-o", kSourceObject, source_file});
+  user.insert(user.end(), kSandboxFlags.begin(), kSandboxFlags.end());
+  user.insert(user.end(), {"-o", kSourceObject, source_file});
   REEF_RETURN_IF_ERROR(step(user, true));
   std::string user_warnings = std::move(warnings);
   warnings.clear();
 
   std::vector<fs::path> sdk_sources = SdkSources(options_.sdk_dir);
   std::vector<std::string> sdk = kCompileFlags;
-  sdk.push_back(include);
+  sdk.push_back("-I" + options_.sdk_dir);
   std::vector<std::string> link = kLinkFlags;
   link.insert(link.end(), {"-o", kOutputWasm, kSourceObject});
   for (const fs::path& source : sdk_sources) {

@@ -5,8 +5,11 @@
 // cmake/guest.cmake: each file is compiled with -O2 -c -mbulk-memory -flto, then linked by
 // wasm-ld through clang without -O (so clang never runs a wasm-opt found on PATH) with
 // --no-entry --export-dynamic --stack-first. Clang runs as a child process in its own process
-// group, inside a fresh temporary directory, with a wall-clock timeout; its stderr is captured
-// and returned verbatim. Compile never throws and never stores anything: invalid source gives
+// group, inside a fresh temporary directory, with a wall-clock timeout and an environment of
+// PATH only. The compile of the guest's source runs in the sandbox of guest_sandbox.h: it sees
+// only that source, the SDK headers and the C freestanding headers (no absolute or `..`
+// includes, no system headers, no inline assembly), and its diagnostics are returned without
+// any line of another file. Compile never throws and never stores anything: invalid source gives
 // an error and no module (spec 001, "Invalid source is retained ... but does not produce a
 // compiled artifact").
 //
@@ -16,6 +19,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,17 +50,19 @@ struct CompileOutput {
 class Compiler {
  public:
   // Resolves the options' defaults and computes the toolchain fingerprints (runs
-  // `clang --version` once when clang is present). Never fails: without clang, .wat still
-  // compiles and .c compiles fail with FailedPrecondition.
+  // `clang --version` and `clang -print-resource-dir` once when clang is present). Never fails:
+  // without clang, .wat still compiles and .c compiles fail with FailedPrecondition.
   static std::shared_ptr<const Compiler> Create(CompilerOptions options = {});
 
   // Compiles `bytes` of kind `kind`. `label` names the source in diagnostics: when it is a
   // valid source path, clang reports "<label>.c:LINE:COL: error: ..." and wabt
   // "<label>.wat:LINE:COL: ..."; otherwise "source.c" / "source.wat".
   // Errors: InvalidArgument "compile error:\n<diagnostics>" when the source does not compile
-  // (diagnostics verbatim: clang's stderr, or wabt's message); LimitExceeded for the size
+  // (clang's stderr filtered by FilterDiagnostics, or wabt's message) or includes a file by an
+  // absolute or `..` path (CheckIncludes); LimitExceeded for the size
   // (ValidateSourceSize) or when clang exceeds the timeout; FailedPrecondition when .c is
-  // asked for but no clang is configured; Unavailable when the temporary directory or the
+  // asked for but no clang is configured (or it names no resource directory); Unavailable
+  // when the temporary directory or the
   // child process cannot be created.
   Result<CompileOutput> Compile(SourceKind kind, std::string_view bytes,
                                 std::string_view label) const;
@@ -77,6 +83,7 @@ class Compiler {
   CompilerOptions options_;
   std::string wat_fingerprint_;
   std::string c_fingerprint_;
+  std::filesystem::path resource_include_dir_;  // clang's own headers; empty without clang
 };
 
 }  // namespace reef::code

@@ -3,7 +3,9 @@
 // boundary, compile errors, argument validation, and bad frames next to a working client.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "image/detail/args.h"
 #include "image_test_support.h"
@@ -251,6 +253,34 @@ TEST_F(ImageOpsTest, CompileErrorReturnsDiagnosticsAndChangesNothing) {
   EXPECT_EQ(snapshot["pending_install"], nullptr);
 }
 
+TEST_F(ImageOpsTest, SpawnOfASourceIncludingServerFilesEchoesNoneOfThem) {
+  if (!HaveClang()) GTEST_SKIP() << "no clang for wasm32 configured";
+  // Given a file of the server next to the data directory, and one inside it
+  std::string beside = data_dir_.string() + "-secret.h";
+  std::ofstream(beside) << "int leaked = 1; /* SECRET-BESIDE */\n";
+  std::ofstream(data_dir_ / "secret.h") << "int leaked = 2; /* SECRET-INSIDE */\n";
+  auto client = Connect();
+  const std::vector<std::string> sources = {
+      "#include \"/etc/passwd\"\n", "#include \"" + beside + "\"\n",
+      "#include \"../../../../../../../../.." + beside + "\"\n",
+      "#define F \"" + (data_dir_ / "secret.h").string() + "\"\n#include F\n",
+      "__asm__(\".include \\\"/etc/passwd\\\"\");\n"};
+  for (size_t i = 0; i < sources.size(); ++i) {
+    std::string path = "actors/nosy" + std::to_string(i);
+    Create(*client, path, "c", sources[i] + "#include \"reef.h\"\n");
+    // when a protocol client spawns it
+    json error = client->Error("spawn", {{"path", path}, {"state", 0}});
+    // then it is a compile error that shows no line of those files, and nothing is spawned
+    EXPECT_EQ(error["code"], "invalid_argument") << sources[i];
+    std::string message = error["message"];
+    EXPECT_TRUE(message.starts_with("compile error:\n" + path + ".c:")) << message;
+    EXPECT_EQ(message.find("root:x:0:0"), std::string::npos) << message;
+    EXPECT_EQ(message.find("SECRET-"), std::string::npos) << message;
+  }
+  EXPECT_TRUE(client->Ok("ps")["actors"].empty());
+  std::filesystem::remove(beside);
+}
+
 TEST_F(ImageOpsTest, WatCompileErrorNamesTheLine) {
   auto client = Connect();
   Create(*client, "actors/badwat", "wat", "(module\n  (func (foo)))");
@@ -376,13 +406,12 @@ TEST_F(ImageOpsTest, OtherClientsGetTheirTurnDuringALongTick) {
   std::string actor = SpawnActor(*other, "actors/spin", 0);
   other->Ok("send", {{"actor", actor}, {"message", 1}});
   // when one client asks for 100,000 ticks of 1,000 instructions
-  ASSERT_FALSE(ticker->SendText(
-      R"({"v":1,"id":"long","op":"tick","args":{"count":100000,"budget":1000}})"));
+  ASSERT_FALSE(
+      ticker->SendText(R"({"v":1,"id":"long","op":"tick","args":{"count":100000,"budget":1000}})"));
   // and another client, once the handler is running, kills the actor
   for (int i = 0; i < 10000; ++i) {
     json snapshot = other->Ok("inspect", {{"actor", actor}});
-    if (snapshot["telemetry"].is_object() &&
-        snapshot["telemetry"].value("instructions", 0) > 0) {
+    if (snapshot["telemetry"].is_object() && snapshot["telemetry"].value("instructions", 0) > 0) {
       break;
     }
   }
@@ -398,8 +427,8 @@ TEST_F(ImageOpsTest, OtherClientsGetTheirTurnDuringALongTick) {
 TEST_F(ImageOpsTest, UnknownActorsAndPathsAreNotFoundForLogsAndHistory) {
   auto client = Connect();
   EXPECT_EQ(client->Error("logs", {{"actors", {"AAAAAAAAAAAAAAAAAAAAA"}}})["code"], "not_found");
-  EXPECT_EQ(client->Error("subscribe", {{"topic", "logs"}, {"actors", {"AAAAAAAAAAAAAAAAAAAAA"}}})
-                ["code"],
+  EXPECT_EQ(client->Error("subscribe",
+                          {{"topic", "logs"}, {"actors", {"AAAAAAAAAAAAAAAAAAAAA"}}})["code"],
             "not_found");
   EXPECT_EQ(client->Error("history", {{"path", "actors/none"}})["code"], "not_found");
   // while an existing path that was never committed has an empty history
