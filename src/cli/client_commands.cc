@@ -121,7 +121,7 @@ Handler SetupImageCommand(const ImageCommand& command, CLI::App& app) {
       }
     }
     if (invocation.Has("follow")) CatchStopSignals();
-    auto client = ConnectClient(ConnectAddress(state->common.connect));
+    auto client = ConnectClient(ConnectAddress(state->common.connect), state->common.auth_token);
     if (!client.ok()) {
       PrintError(client.status());
       return 1;
@@ -153,6 +153,7 @@ std::vector<Command> BuildRows() {
          return [common]() -> int {
            ReplOptions options;
            options.address = ConnectAddress(common->connect);
+           options.auth_token = common->auth_token;
            options.json_output = common->json;
            options.timeout =
                std::chrono::milliseconds(static_cast<int64_t>(common->timeout_seconds * 1000));

@@ -419,7 +419,8 @@ Status RunWrite(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(file));
   json expected;
   if (invocation.Has("expected")) {
-    REEF_ASSIGN_OR_RETURN(expected, ExpectedSourceId(session, path, invocation.options.at("expected")));
+    REEF_ASSIGN_OR_RETURN(expected,
+                          ExpectedSourceId(session, path, invocation.options.at("expected")));
   } else if (!invocation.Has("create")) {
     if (auto seen = session.source_ids.find(path); seen != session.source_ids.end()) {
       expected = seen->second;
@@ -683,8 +684,8 @@ Status RunCommand(const ImageCommand& command, Session& session, const Invocatio
   } catch (const json::exception& e) {
     // The handlers read responses through client/json_fields.h; this is the last line of
     // defence should one still meet a shape it did not expect.
-    return Status::Internal(fmt::format("{}: the server's response was malformed: {}",
-                                        command.name, e.what()));
+    return Status::Internal(
+        fmt::format("{}: the server's response was malformed: {}", command.name, e.what()));
   }
 }
 
@@ -695,11 +696,11 @@ std::string ConnectAddress(std::string_view flag) {
   return std::string(client::kDefaultAddress);
 }
 
-Result<std::unique_ptr<client::Client>> ConnectClient(const std::string& address) {
+Result<std::unique_ptr<client::Client>> ConnectClient(const std::string& address,
+                                                      const std::string& auth_token) {
   client::ClientOptions options;
   options.address = address;
-  const char* token = std::getenv("REEF_AUTH_TOKEN");
-  if (token != nullptr && *token != '\0') options.auth_token = token;
+  if (!auth_token.empty()) options.auth_token = auth_token;
   return client::Client::Connect(std::move(options));
 }
 

@@ -108,7 +108,9 @@ void PrintError(const Status& status);
 // client::kDefaultAddress.
 std::string ConnectAddress(std::string_view flag);
 
-// Connects as the CLI does (REEF_AUTH_TOKEN as bearer token, 5 s connect timeout).
-Result<std::unique_ptr<client::Client>> ConnectClient(const std::string& address);
+// Connects as the CLI does (5 s connect timeout), with `auth_token` as the bearer token unless
+// it is empty (CommonOptions::auth_token: --auth-token or REEF_AUTH_TOKEN).
+Result<std::unique_ptr<client::Client>> ConnectClient(const std::string& address,
+                                                      const std::string& auth_token);
 
 }  // namespace reef::cli

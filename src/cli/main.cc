@@ -2,10 +2,12 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/common_options.h"
 
 namespace {
 
@@ -47,11 +49,39 @@ int main(int argc, char** argv) {
     }
   }
 
+  app.footer(
+      "The client commands' options --connect, --auth-token, --json and --timeout may also come "
+      "before the command, e.g. reef --connect HOST:PORT ps");
+  // `reef --connect ADDR ps` is `reef ps --connect ADDR` (common_options.h).
+  std::set<std::string> group_names;
+  for (const auto& [name, group] : groups) group_names.insert(name);
+  reef::cli::HoistedCommandLine line =
+      reef::cli::HoistGlobalOptions(std::vector<std::string>(argv, argv + argc), group_names);
+  const std::vector<std::string>& args = line.args;
+  // A command that is no client command (`reef --connect ADDR wasm run ...`) says so.
+  CLI::App* command = &app;
+  std::string command_name;
+  for (const std::string& word : line.command) {
+    auto subs = command->get_subcommands([&word](CLI::App* sub) { return sub->check_name(word); });
+    command = subs.empty() ? nullptr : subs.front();
+    if (command == nullptr) break;
+    command_name += (command_name.empty() ? "" : " ") + word;
+  }
+  for (const std::string& option : line.moved) {
+    if (command != nullptr && command->get_option_no_throw(option) == nullptr) {
+      fmt::print(stderr,
+                 "error: reef {} does not take {}: it is an option of the client commands; see "
+                 "reef {} --help\n",
+                 command_name, option, command_name);
+      return 2;
+    }
+  }
+
   // `reef nosuch` and `reef wasm nosuch`: name the word instead of CLI11's complaint.
   CLI::App* level = &app;
   std::string prefix;
-  for (int i = 1; i < argc && level != nullptr; ++i) {
-    std::string_view word = argv[i];
+  for (std::size_t i = 1; i < args.size() && level != nullptr; ++i) {
+    std::string_view word = args[i];
     if (IsUnknownCommand(*level, word)) {
       fmt::print(stderr, "error: unknown command '{}{}'; see reef {}--help\n", prefix, word,
                  prefix);
@@ -64,7 +94,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11's order
+    app.parse(std::move(reversed));
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

@@ -42,20 +42,8 @@ constexpr std::string_view kWasmMagic{"\0asm", 4};
 // the server's 504 arrives before the client gives up.
 constexpr std::chrono::milliseconds kInvokeGrace{5'000};
 
-// Options every program command takes: the common ones and the server's bearer token (the
-// WebSocket commands read REEF_AUTH_TOKEN only).
-struct ProgramOptions : CommonOptions {
-  std::string auth_token;
-};
-
-void AddProgramOptions(CLI::App& app, ProgramOptions& common) {
-  AddCommonOptions(app, common);
-  app.add_option("--auth-token", common.auth_token, "the server's bearer token")
-      ->envname("REEF_AUTH_TOKEN");
-}
-
 // The HTTP options of a command: its address, token and deadline (at least `at_least`).
-client::HttpOptions HttpOptionsOf(const ProgramOptions& common,
+client::HttpOptions HttpOptionsOf(const CommonOptions& common,
                                   std::chrono::milliseconds at_least = {}) {
   client::HttpOptions options;
   options.address = ConnectAddress(common.connect);
@@ -233,11 +221,11 @@ Result<json> DeployRequest(const fs::path& dir) {
 
 Handler SetupDeploy(CLI::App& app) {
   struct State {
-    ProgramOptions common;
+    CommonOptions common;
     std::string dir;
   };
   auto state = std::make_shared<State>();
-  AddProgramOptions(app, state->common);
+  AddCommonOptions(app, state->common);
   app.add_option("PROGRAM_DIR", state->dir,
                  "directory holding program.json and the .wasm files its \"modules\" name")
       ->required();
@@ -258,7 +246,7 @@ Handler SetupDeploy(CLI::App& app) {
 
 Handler SetupInvoke(CLI::App& app) {
   struct State {
-    ProgramOptions common;
+    CommonOptions common;
     std::string unit;
     std::string message;
     std::string mode = "wait";
@@ -266,7 +254,7 @@ Handler SetupInvoke(CLI::App& app) {
     uint64_t timeout_ms = 10'000;
   };
   auto state = std::make_shared<State>();
-  AddProgramOptions(app, state->common);
+  AddCommonOptions(app, state->common);
   app.add_option("UNIT", state->unit, "the unit to invoke")->required();
   app.add_option("MESSAGE", state->message,
                  "the message, a JSON value as one argument (quote it for the shell)")
@@ -315,11 +303,11 @@ Handler SetupInvoke(CLI::App& app) {
 
 Handler SetupUnits(CLI::App& app) {
   struct State {
-    ProgramOptions common;
+    CommonOptions common;
     std::string unit;
   };
   auto state = std::make_shared<State>();
-  AddProgramOptions(app, state->common);
+  AddCommonOptions(app, state->common);
   app.add_option("UNIT", state->unit, "list this unit's instances instead of the table of units");
   return [state]() -> int {
     bool one = !state->unit.empty();

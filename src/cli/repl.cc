@@ -289,7 +289,7 @@ std::optional<std::string> ReadLine(bool terminal, bool* interrupted) {
 }  // namespace
 
 int RunRepl(const ReplOptions& options) {
-  auto client = ConnectClient(options.address);
+  auto client = ConnectClient(options.address, options.auth_token);
   if (!client.ok()) {
     PrintError(client.status());
     return 1;

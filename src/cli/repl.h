@@ -13,6 +13,7 @@ namespace reef::cli {
 
 struct ReplOptions {
   std::string address;                        // HOST:PORT of `reef serve`
+  std::string auth_token;                     // bearer token; empty = none
   bool json_output = false;                   // print raw result JSON for every command
   std::chrono::milliseconds timeout{60'000};  // per request
 };

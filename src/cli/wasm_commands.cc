@@ -3,13 +3,14 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "actor/guest_abi.h"
+#include "apps/module_abi.h"
 #include "cli/commands.h"
 #include "core/json.h"
 #include "wasm/engine.h"
@@ -215,6 +216,73 @@ std::string Limits(const wasm::DeclaredLimits& l) {
                : fmt::format("initial {}, no max", l.initial);
 }
 
+// One kind of Reef module inspect tells apart by its exports, and the imports the host gives it.
+struct ModuleKindRow {
+  std::string_view name;  // "actor", "command", ...
+  const wasm::HostRegistry* registry;
+  Status check;  // ok when the module exports what the kind needs
+};
+
+// The kinds of Reef module `m` could be, each checked against its exports.
+std::vector<ModuleKindRow> CheckKinds(const wasm::Module& m) {
+  std::vector<ModuleKindRow> rows;
+  rows.push_back({"actor", &actor::AbiV1Registry(), actor::CheckActorExports(m)});
+  for (apps::ModuleKind kind :
+       {apps::ModuleKind::kCommand, apps::ModuleKind::kProjector, apps::ModuleKind::kEffect}) {
+    rows.push_back({store::ModuleKindName(kind), &apps::ModuleRegistry(kind),
+                    apps::CheckModuleExports(kind, m)});
+  }
+  return rows;
+}
+
+// The exports a program's unit can name as its "handler" (docs/programs.md): functions with
+// reef_handle's signature next to the actor ABI's other exports. The event-sourced modules'
+// own entry points (reef_* but reef_handle) are left out, though some share the signature.
+std::vector<std::string> UnitHandlers(const wasm::Module& m) {
+  std::vector<std::string> handlers;
+  for (const wasm::ExportInfo& e : m.exports()) {
+    if (e.kind != wasm::ExternKind::kFunc) continue;
+    if (e.name.starts_with("reef_") && e.name != actor::kDefaultHandler) continue;
+    if (actor::CheckActorExports(m, e.name).ok()) handlers.push_back(e.name);
+  }
+  return handlers;
+}
+
+// "reef v1 (reef_abi_version() = 1)", or why the version is not 1 or cannot be read; the module
+// is instantiated with the imports of `registry`.
+std::string AbiVersion(std::shared_ptr<const wasm::Module> module,
+                       const wasm::HostRegistry& registry) {
+  const wasm::ExportInfo* e = module->FindExport("reef_abi_version");
+  if (e == nullptr) return "none: no export `reef_abi_version`";
+  wasm::Engine engine(registry);
+  auto instance = engine.Instantiate(std::move(module));
+  if (!instance.ok()) return "unknown: cannot instantiate: " + instance.status().message();
+  auto results = (*instance)->Call("reef_abi_version", {}, nullptr, 1'000'000);
+  if (!results.ok()) return "unknown: reef_abi_version() failed: " + results.status().message();
+  if (results->size() != 1 || !std::holds_alternative<int32_t>((*results)[0])) {
+    return "unknown: reef_abi_version() does not return one i32";
+  }
+  int32_t version = std::get<int32_t>((*results)[0]);
+  if (version == 1) return "reef v1 (reef_abi_version() = 1)";
+  return fmt::format("reef_abi_version() = {}: this host speaks version 1", version);
+}
+
+// "" when every registry in `registries` provides import `i`, else a note naming the kinds
+// whose host lacks it.
+std::string ImportNote(const wasm::ImportInfo& i, const std::vector<ModuleKindRow>& kinds) {
+  std::string missing;
+  size_t lacking = 0;
+  for (const ModuleKindRow& kind : kinds) {
+    const wasm::HostFunction* host = kind.registry->Find(i.module, i.name);
+    if (host != nullptr && host->signature == i.signature) continue;
+    ++lacking;
+    missing += fmt::format("{}{}", missing.empty() ? "" : ", ", kind.name);
+  }
+  if (lacking == 0) return "";
+  if (lacking == kinds.size()) return "   (not provided by ABI reef v1)";
+  return fmt::format("   (not provided to {} modules)", missing);
+}
+
 Handler SetupInspect(CLI::App& app) {
   auto file = std::make_shared<std::string>();
   app.add_option("file", *file, ".wasm binary or .wat text")->required();
@@ -222,14 +290,26 @@ Handler SetupInspect(CLI::App& app) {
     auto loaded = wasm::Module::FromFile(*file);
     if (!loaded.ok()) return Fail(loaded.status());
     const wasm::Module& m = **loaded;
+    std::vector<ModuleKindRow> all = CheckKinds(m);
+    std::vector<ModuleKindRow> found;
+    for (const ModuleKindRow& kind : all) {
+      if (kind.check.ok()) found.push_back(kind);
+    }
+    std::vector<std::string> handlers = UnitHandlers(m);
+    // The hosts the module may run under: those of its kinds (a unit's is the actor's), else
+    // every kind's.
+    std::vector<ModuleKindRow> hosts = found;
+    if (!handlers.empty() && (found.empty() || found.front().name != "actor")) {
+      hosts.insert(hosts.begin(), all.front());
+    }
+    if (hosts.empty()) hosts = all;
+
     fmt::print("module   {}\nid       {}\nbytes    {}\n", *file, m.id(), m.bytes().size());
     fmt::print("imports  {}\n", m.imports().size());
     for (const wasm::ImportInfo& i : m.imports()) {
-      const wasm::HostFunction* host = actor::AbiV1Registry().Find(i.module, i.name);
-      bool matches = host != nullptr && host->signature == i.signature;
       fmt::print("  {:<6} {}.{} {}{}\n", wasm::ExternKindName(i.kind), i.module, i.name,
                  i.kind == wasm::ExternKind::kFunc ? i.signature.ToString() : "",
-                 matches ? "" : "   (not provided by ABI reef v1)");
+                 ImportNote(i, hosts));
     }
     fmt::print("exports  {}\n", m.exports().size());
     for (const wasm::ExportInfo& e : m.exports()) {
@@ -245,8 +325,25 @@ Handler SetupInspect(CLI::App& app) {
       fmt::print("table {}  {} (elements){}\n", i, Limits(m.tables()[i]),
                  m.tables()[i].imported ? ", imported" : "");
     }
-    Status actor = actor::CheckActorExports(m);
-    fmt::print("actor    {}\n", actor.ok() ? "yes (ABI reef v1)" : "no: " + actor.message());
+
+    // kind: every kind the exports satisfy, then the unit handlers.
+    std::string kinds;
+    for (const ModuleKindRow& kind : found) {
+      kinds += fmt::format("{}{}", kinds.empty() ? "" : ", ", kind.name);
+    }
+    if (!handlers.empty()) {
+      std::string names;
+      for (const std::string& h : handlers) names += (names.empty() ? "" : ", ") + h;
+      kinds += fmt::format("{}program unit handler{}: {}", kinds.empty() ? "" : "; ",
+                           handlers.size() == 1 ? "" : "s", names);
+    }
+    if (kinds.empty()) {
+      fmt::print("kind     none: not a reef v1 module\n");
+      for (const ModuleKindRow& kind : all) fmt::print("  {}\n", kind.check.message());
+    } else {
+      fmt::print("kind     {}\n", kinds);
+    }
+    fmt::print("abi      {}\n", AbiVersion(*loaded, *hosts.front().registry));
     return 0;
   };
 }
@@ -352,7 +449,10 @@ Handler SetupHandle(CLI::App& app) {
 
 const Command kWasmCommands[] = {
     {"wasm", "run", "Call an export of a module with i32/i64/f32/f64 arguments", SetupRun},
-    {"wasm", "inspect", "List a module's imports, exports and declared limits", SetupInspect},
+    {"wasm", "inspect",
+     "List a module's imports, exports and limits, its kind (actor, command, projector, "
+     "effect, program unit handlers) and its ABI version",
+     SetupInspect},
     {"wasm", "handle", "Run one actor handler invocation and show its transition", SetupHandle},
 };
 

@@ -9,11 +9,11 @@ trap 'rm -rf "$work"' EXIT
 passed=0
 failed=0
 
-# expect NAME WANT_STATUS WANT_SUBSTRING -- COMMAND...
+# expect NAME WANT_STATUS WANT_SUBSTRING -- COMMAND... (the output stays in $out)
 expect() {
   local name=$1 want_status=$2 want=$3
   shift 4
-  local out status
+  local status
   out=$("$@" 2>&1)
   status=$?
   if [[ $status -eq $want_status && $out == *"$want"* ]]; then
@@ -22,6 +22,16 @@ expect() {
     failed=$((failed + 1))
     printf 'FAIL %s: status %s (want %s), output:\n%s\n(wanted to contain: %s)\n' \
       "$name" "$status" "$want_status" "$out" "$want"
+  fi
+}
+
+# contains NAME WANT_SUBSTRING: checks the $out of the last expect once more.
+contains() {
+  if [[ $out == *"$2"* ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s: output:\n%s\n(wanted to contain: %s)\n' "$1" "$out" "$2"
   fi
 }
 
@@ -49,8 +59,24 @@ expect run-invalid-wasm 1 "bad.wasm:" -- "$reef" wasm run "$work/bad.wasm" f
 expect run-missing-file 1 "not_found" -- "$reef" wasm run "$work/none.wasm" f
 expect inspect-imports 0 "func   reef.send (i32, i32, i32, i32) -> (i32)" \
   -- "$reef" wasm inspect "$guests/counter.wasm"
-expect inspect-actor 0 "actor    yes (ABI reef v1)" -- "$reef" wasm inspect "$guests/counter.wasm"
-expect inspect-not-actor 0 "actor    no: not a reef v1 actor module" -- "$reef" wasm inspect "$work/t.wat"
+# inspect tells the module kinds apart by their exports and reads the ABI version.
+expect inspect-actor 0 "kind     actor; program unit handler: reef_handle" \
+  -- "$reef" wasm inspect "$guests/counter.wasm"
+contains inspect-abi "abi      reef v1 (reef_abi_version() = 1)"
+expect inspect-command 0 "kind     command" -- "$reef" wasm inspect "$guests/bank_deposit.wasm"
+contains inspect-command-abi "abi      reef v1"
+expect inspect-projector 0 "kind     projector" -- "$reef" wasm inspect "$guests/bank_balances.wasm"
+# a projector's SQL imports are the projector host's: no "not provided" note
+contains inspect-projector-imports "reef.sql_exec (i32, i32, i32, i32) -> (i64)"$'\n'
+expect inspect-not-projector-kind 1 "" -- grep -q "not provided" <<<"$out"
+expect inspect-effect 0 "kind     effect" -- "$reef" wasm inspect "$guests/bank_withdrawal_alert.wasm"
+expect inspect-unit 0 "kind     program unit handler: counter_handle" \
+  -- "$reef" wasm inspect "$guests/program_counter.wasm"
+contains inspect-unit-abi "abi      reef v1"
+expect inspect-not-actor 0 "kind     none: not a reef v1 module" -- "$reef" wasm inspect "$work/t.wat"
+contains inspect-not-actor-why "not a reef v1 actor module: missing export"
+contains inspect-not-command-why "not a reef v1 command module: missing export"
+contains inspect-no-abi "abi      none: no export \`reef_abi_version\`"
 expect handle-add 0 "commit   new state 5" \
   -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":"add","value":5}'
 expect handle-send 0 'send to @receiverBBBBBBBBBBBBB: {"op":"add","value":5}' \
@@ -64,6 +90,13 @@ expect handle-bad-sender 1 "--sender" \
 expect handle-log 0 "log info: hello, reef!" \
   -- "$reef" wasm handle "$guests/hello.wasm" 0 '{"name":"reef"}'
 expect no-subcommand 106 "A subcommand is required" -- "$reef"
+# Global options before the command (reef --connect ADDR ps) reach it: here, no server there.
+expect global-connect-ws 1 "127.0.0.1:1" -- "$reef" --connect 127.0.0.1:1 ps
+expect global-connect-http 1 'is `reef serve` running?' \
+  -- "$reef" --connect=127.0.0.1:1 --timeout 2 --json units
+expect global-connect-repl 1 "127.0.0.1:1" -- "$reef" --connect 127.0.0.1:1 repl
+expect global-not-for-wasm 2 "error: reef wasm inspect does not take --connect" \
+  -- "$reef" --connect 127.0.0.1:1 wasm inspect x.wasm
 expect version 0 "reef 0.1.0" -- "$reef" --version
 # --help and --version on every subcommand, even one whose arguments are missing
 for sub in serve repl ps spawn send tick inspect logs write "wasm run" wasm; do

@@ -166,6 +166,21 @@ expect no-token 1 "error: unauthenticated:" -- "$reef" units
 contains no-token-hint "set REEF_AUTH_TOKEN or --auth-token"
 expect token-flag 0 "deployed counter-demo" -- "$reef" deploy "$v1" --auth-token s3cret
 expect token-env 0 '{"count":1}' -- env REEF_AUTH_TOKEN=s3cret "$reef" invoke counter '{"op":"add"}'
+
+# 8. Global options go before the command too (reef --connect ADDR ps, as docker and kubectl),
+# for the HTTP commands and the WebSocket ones alike; after it they still work.
+addr=$REEF_CONNECT
+expect global-before-http 0 '"result":{"count":1}' -- env -u REEF_CONNECT \
+  "$reef" --connect "$addr" --auth-token s3cret --json invoke counter '{"op":"get"}'
+expect global-equals-form 0 "counter  counter  counter_handle" -- env -u REEF_CONNECT \
+  "$reef" --connect="$addr" --auth-token=s3cret --timeout 5 units
+expect global-before-ws 0 "" -- env -u REEF_CONNECT "$reef" --connect "$addr" --auth-token s3cret ps
+expect global-after-ws 0 "" -- env -u REEF_CONNECT "$reef" ps --connect "$addr" --auth-token s3cret
+expect global-ws-token-refused 1 "error: unauthenticated:" -- env -u REEF_CONNECT \
+  "$reef" --connect "$addr" --auth-token wrong ps
+expect global-mixed 0 '"result":{"count":1}' -- env -u REEF_CONNECT \
+  "$reef" --connect "$addr" invoke counter '{"op":"get"}' --auth-token s3cret --json
+
 stop_server "server with a token"
 
 printf 'program_cli_test: %d passed, %d failed\n' "$passed" "$failed"
