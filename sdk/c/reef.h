@@ -8,9 +8,13 @@
  *   reef_module.h  REEF_COMMAND / REEF_PROJECTOR / REEF_EFFECT, events, queries, SQL
  * Thread ownership: guests are single-threaded; nothing here locks.
  *
- * Build: freestanding C11 for wasm32 (clang --target=wasm32 -ffreestanding -nostdlib, linked
- * with lld); compile the SDK sources (REEF_SDK_C_SOURCES in sdk/c/CMakeLists.txt) into every
- * guest. No libc: the SDK itself provides memcpy, memmove, memset and memcmp. */
+ * Build: freestanding C11 for wasm32, the SDK sources (reef_*.c) compiled into every guest,
+ * linked by wasm-ld without an entry point. From the repository root (docs/quickstart.md
+ * "Build a module yourself", which a test runs):
+ *   clang-16 --target=wasm32 -std=c11 -O2 -ffreestanding -nostdlib -mbulk-memory \
+ *     -Wl,--no-entry -Wl,--export-dynamic -Wl,--stack-first -Wl,-z,stack-size=16384 \
+ *     -I sdk/c -o mine.wasm mine.c sdk/c/reef_*.c
+ * No libc: the SDK itself provides memcpy, memmove, memset and memcmp. */
 #ifndef REEF_H
 #define REEF_H
 
