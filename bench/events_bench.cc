@@ -67,6 +67,7 @@
 #include <vector>
 
 #include "bench_flags.h"
+#include "events/detail/event_id_index.h"
 #include "events/event.h"
 #include "events/event_store.h"
 
@@ -396,6 +397,47 @@ void RunReopen(const fs::path& dir, std::unique_ptr<ev::EventStore> store) {
              seconds, static_cast<double>(head) / seconds);
 }
 
+/// Case id_index: what unique event ids cost. Memory: the store's id index over the read
+/// store, in bytes per event (Stats().id_index_bytes), next to the log's own bytes per event.
+/// Time: the index alone, adding `count` random ids (growth included) and then finding each,
+/// in ns per id; the store does one add and one lookup per appended event.
+void RunIdIndex(const fs::path& dir, const ev::EventStore& store, int64_t count) {
+  const double events = static_cast<double>(store.Head());
+  uint64_t log_bytes = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log") log_bytes += entry.file_size();
+  }
+  std::vector<ev::EventId> ids;
+  ids.reserve(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) ids.push_back(Check(ev::NewEventId(), "id"));
+  ev::detail::EventIdIndex index;
+  auto id_at = [&ids](ev::Position p) { return ids[p - 1]; };
+  auto start = Clock::now();
+  for (int64_t i = 0; i < count; ++i) {
+    if (index.NeedsGrowth(1)) index.Adopt(index.Grown(1, id_at));
+    index.Add(ids[static_cast<size_t>(i)], static_cast<ev::Position>(i + 1));
+  }
+  const double add_s = Seconds(Clock::now() - start);
+  int64_t found = 0;
+  start = Clock::now();
+  for (int64_t i = 0; i < count; ++i) {
+    index.ForEachCandidate(ids[static_cast<size_t>(i)], [&](ev::Position p) {
+      bool hit = ids[p - 1] == ids[static_cast<size_t>(i)];
+      found += hit ? 1 : 0;
+      return hit;
+    });
+  }
+  const double find_s = Seconds(Clock::now() - start);
+  if (found != count) Die("id_index: found {} of {} ids", found, count);
+  fmt::print(
+      "bench events=id_index events_indexed={} index_bytes_per_event={:.1f} "
+      "log_bytes_per_event={:.1f} "
+      "ids={} add_ns={:.1f} find_ns={:.1f}\n",
+      store.Head(), static_cast<double>(store.Stats().id_index_bytes) / events,
+      static_cast<double>(log_bytes) / events, count, add_s * 1e9 / static_cast<double>(count),
+      find_s * 1e9 / static_cast<double>(count));
+}
+
 /// Case scan: the median of kScanRepeats full ReadEach(Query{}) passes, each checked gapless.
 void RunScan(const ev::EventStore& store) {
   std::vector<double> seconds;
@@ -507,6 +549,7 @@ int main(int argc, char** argv) {
     RunScan(*store);
     RunTagQuery(*store);
     RunTagQueryLimit(*store, sizes.queries);
+    RunIdIndex(dir, *store, sizes.scan_events);
     RunReopen(dir, std::move(store));
   }
   // The disk's sync cost can change under a run (a VM's host, other I/O); a recheck shows it.

@@ -320,6 +320,15 @@ if [[ $events != 0 ]]; then
           num(get("ev/tag_query_limit", "p99_us")), "", "", "", "", "")
       row(sprintf("reopen (recover + index), %d events", get("ev/reopen", "events_read")),
           "events/s", num(get("ev/reopen", "events_per_s")), "", "", "", "", "", "", "")
+      ids_bytes = get("ev/id_index", "index_bytes_per_event")
+      row("unique ids: id index memory", "B/event", sprintf("%.1f", ids_bytes), "", "", "",
+          "event log on disk, B/event", sprintf("%.1f", get("ev/id_index", "log_bytes_per_event")),
+          "<= 24 B/event", verdict(ids_bytes <= 24))
+      id_ns = get("ev/id_index", "add_ns") + get("ev/id_index", "find_ns")
+      append_ns = get("ev/append_cond/1x100", "cpu_us_per_append") * 1000 / 100
+      row("unique ids: add + lookup per event", "ns", sprintf("%.0f", id_ns), "", "", "",
+          "append CPU per event (1 writer x 100)", sprintf("%.0f", append_ns),
+          "<= 10% of append CPU", verdict(id_ns <= 0.1 * append_ns))
       if (bad) exit 1
 
       printf "\n1 writer: %.0f conditional appends/s = %.2f / fdatasync p50 (%.0f us); " \

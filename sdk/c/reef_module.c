@@ -37,12 +37,14 @@ enum {
   EV_TIMESTAMP,
   EV_CORRELATION,
   EV_CAUSATION,
+  EV_METADATA,
   EV_FIELDS
 };
 static const reef_str kEventKeys[EV_FIELDS] = {
-    REEF_STR("position"),     REEF_STR("id"),   REEF_STR("type"),
-    REEF_STR("tags"),         REEF_STR("data"), REEF_STR("timestamp_ms"),
-    REEF_STR("correlation_id"), REEF_STR("causation_id")};
+    REEF_STR("position"),       REEF_STR("id"),           REEF_STR("type"),
+    REEF_STR("tags"),           REEF_STR("data"),         REEF_STR("timestamp_ms"),
+    REEF_STR("correlation_id"), REEF_STR("causation_id"), REEF_STR("metadata")};
+static const uint8_t kCborNull[1] = {0xf6};
 
 int reef_event_read(reef_cbor* cursor, reef_event* out) {
   reef_cbor item;
@@ -64,6 +66,10 @@ int reef_event_read(reef_cbor* cursor, reef_event* out) {
   if (reef_skip(&f[EV_DATA], &out->data) != REEF_OK) return REEF_E_MALFORMED;
   if (!reef_at_end(&f[EV_CORRELATION])) reef_read_text(&f[EV_CORRELATION], &out->correlation_id);
   if (!reef_at_end(&f[EV_CAUSATION])) reef_read_text(&f[EV_CAUSATION], &out->causation_id);
+  out->metadata = (reef_cbor){kCborNull, sizeof kCborNull};
+  if (!reef_at_end(&f[EV_METADATA]) && reef_skip(&f[EV_METADATA], &out->metadata) != REEF_OK) {
+    return REEF_E_MALFORMED;
+  }
   return REEF_OK;
 }
 
@@ -97,7 +103,9 @@ reef_str reef_strf(const char* fmt, ...) {
 
 /* ---- Queries --------------------------------------------------------------------------- */
 
-void reef_write_query(reef_writer* w, uint32_t item_count) { reef_write_list(w, item_count); }
+void reef_write_query(reef_writer* w, uint32_t item_count) {
+  reef_write_list(w, item_count);
+}
 
 static void write_str_list(reef_writer* w, uint32_t count, const reef_str items[]) {
   reef_write_list(w, count);
@@ -165,7 +173,9 @@ reef_cbor reef_reject(const char* fmt, ...) {
 
 /* ---- Host services --------------------------------------------------------------------- */
 
-int64_t reef_now_ms(void) { return reef__import_now_ms(); }
+int64_t reef_now_ms(void) {
+  return reef__import_now_ms();
+}
 
 int reef_random(void* buf, uint32_t len) {
   return reef__import_random(buf, len) >= 0 ? REEF_OK : REEF_E_LIMIT;
@@ -220,7 +230,9 @@ reef_cbor reef_sql_query(const char* sql, reef_cbor params) {
   }
 }
 
-int64_t reef_append(reef_cbor events) { return reef__import_append(events.ptr, events.len); }
+int64_t reef_append(reef_cbor events) {
+  return reef__import_append(events.ptr, events.len);
+}
 
 /* ---- Export glue ----------------------------------------------------------------------- */
 

@@ -31,15 +31,17 @@ extern "C" {
 /* ---- Events -----------------------------------------------------------------------------
  * One stored event as the host passes it: a CBOR record with the fields below. */
 typedef struct reef_event {
-  int64_t position;     /* the store position, 1-based, gapless */
-  reef_str id;          /* UUID, 36 characters */
-  reef_str type;        /* event type */
-  reef_cbor tags;       /* the tags: one CBOR list of text items */
-  reef_cbor data;       /* one CBOR item: the data (JSON data as a value); null when the event
-                           has no JSON data or its encryption key was shredded */
-  int64_t timestamp_ms; /* Unix time in ms at which the event was appended */
+  int64_t position;        /* the store position, 1-based, gapless */
+  reef_str id;             /* UUID, 36 characters */
+  reef_str type;           /* event type */
+  reef_cbor tags;          /* the tags: one CBOR list of text items */
+  reef_cbor data;          /* one CBOR item: the data (JSON data as a value); null when the event
+                              has no JSON data or its encryption key was shredded */
+  int64_t timestamp_ms;    /* Unix time in ms at which the event was appended */
   reef_str correlation_id; /* empty when absent */
   reef_str causation_id;   /* empty when absent */
+  reef_cbor metadata;      /* the application's own metadata: one CBOR record (read it with
+                              reef_field_*), or CBOR null when the event has none */
 } reef_event;
 
 /* Reads one event record at the cursor into *out and advances the cursor past it.

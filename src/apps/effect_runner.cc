@@ -35,7 +35,9 @@ class EffectRunner;
 class Worker {
  public:
   Worker(EffectRunner& runner, uint32_t index) : runner_(runner), index_(index) {}
-  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Start() {
+    thread_ = std::thread([this] { Run(); });
+  }
   void Push(Item item) {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(item));
@@ -140,12 +142,13 @@ class EffectRunner final : public Runner {
     return PersistWatermark(watermark);
   }
 
-  // The worker of `key`: 0 (global) for null, else 1 + FNV-1a(key) % 8.
+  // The worker of `key`: 0 (global) for null, else 1 + FNV-1a-64(key's UTF-8 bytes) % 8, with
+  // FNV's standard 64-bit offset basis and prime (draft-eastlake-fnv). Which worker a key gets
+  // matters only while the effect runs (the watermark, not the worker, is stored), so the
+  // mapping may change between versions of Reef without touching stored data.
   static uint32_t WorkerFor(const Value& key) {
     if (!key.is_string()) return 0;
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : key.as_string()) h = (h ^ c) * 1099511628211ull;
-    return 1 + static_cast<uint32_t>(h % kKeyedWorkers);
+    return 1 + static_cast<uint32_t>(Fnv1a64(key.as_string()) % kKeyedWorkers);
   }
 
   void RunDispatcher() {
@@ -198,14 +201,15 @@ class EffectRunner final : public Runner {
         std::lock_guard lock(mu_);
         room = spec_.options->effect_max_in_flight - in_flight_.size();
       }
-      REEF_ASSIGN_OR_RETURN(auto batch, subscription->Next(std::min<size_t>(room, 256), kPollTimeout));
+      REEF_ASSIGN_OR_RETURN(auto batch,
+                            subscription->Next(std::min<size_t>(room, 256), kPollTimeout));
       for (events::SequencedEvent& event : batch) {
         REEF_ASSIGN_OR_RETURN(Value value, EventToValue(ViewOf(event), spec_.keys));
         REEF_ASSIGN_OR_RETURN(Value key, instance->CallForValue("reef_partition_key", {&value}));
         if (!key.is_null() && !key.is_string()) {
-          return Status::InvalidArgument(fmt::format(
-              "{}: reef_partition_key returned a {}; expected a string or null", label_,
-              KindName(key.kind())));
+          return Status::InvalidArgument(
+              fmt::format("{}: reef_partition_key returned a {}; expected a string or null", label_,
+                          KindName(key.kind())));
         }
         uint32_t worker = WorkerFor(key);
         {
@@ -229,7 +233,7 @@ class EffectRunner final : public Runner {
   std::string label_;
   std::atomic<bool> stop_{false};
   std::thread dispatcher_;
-  sqlite3* db_ = nullptr;  // dispatcher thread only
+  sqlite3* db_ = nullptr;           // dispatcher thread only
   events::Position persisted_ = 0;  // dispatcher thread only
   // Created by Start before the dispatcher runs, never resized after: any thread may read.
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -284,7 +288,8 @@ void Worker::Run() {
         runner_.Ack(item.event.position);
         break;
       }
-      std::string error = rc.ok() ? fmt::format("reef_effect returned {}", *rc) : rc.status().message();
+      std::string error =
+          rc.ok() ? fmt::format("reef_effect returned {}", *rc) : rc.status().message();
       error = fmt::format("event at position {}: {}", item.event.position, error);
       spdlog::warn("effects/{} (worker {}): {}; retrying in {} ms", spec.name,
                    index_ == 0 ? std::string("global") : std::to_string(index_), error, delay);

@@ -31,16 +31,21 @@ struct CipherCtx {
 Result<Value> PlainValue(const json& j, size_t depth) {
   if (depth > 66) return Status::LimitExceeded("the JSON value nests deeper than 64 levels");
   switch (j.type()) {
-    case json::value_t::null: return Value::Null();
-    case json::value_t::boolean: return Value::Bool(j.get<bool>());
-    case json::value_t::number_integer: return Value::Int(j.get<int64_t>());
+    case json::value_t::null:
+      return Value::Null();
+    case json::value_t::boolean:
+      return Value::Bool(j.get<bool>());
+    case json::value_t::number_integer:
+      return Value::Int(j.get<int64_t>());
     case json::value_t::number_unsigned: {
       auto u = j.get<uint64_t>();
       if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::Int(static_cast<int64_t>(u));
       return Value::Float(static_cast<double>(u));
     }
-    case json::value_t::number_float: return Value::Float(j.get<double>());
-    case json::value_t::string: return Value::String(j.get<std::string>());
+    case json::value_t::number_float:
+      return Value::Float(j.get<double>());
+    case json::value_t::string:
+      return Value::String(j.get<std::string>());
     case json::value_t::array: {
       List items;
       items.reserve(j.size());
@@ -58,18 +63,24 @@ Result<Value> PlainValue(const json& j, size_t depth) {
       }
       return Value::RecordOf(std::move(fields));
     }
-    default: return Value::Null();
+    default:
+      return Value::Null();
   }
 }
 
 // Value -> plain JSON. Errors: InvalidArgument for an actor ref (module data has none).
 Result<json> PlainJson(const Value& v, std::string_view path) {
   switch (v.kind()) {
-    case Kind::kNull: return json(nullptr);
-    case Kind::kBool: return json(v.as_bool());
-    case Kind::kInt: return json(v.as_int());
-    case Kind::kFloat: return json(v.as_float());
-    case Kind::kString: return json(v.as_string());
+    case Kind::kNull:
+      return json(nullptr);
+    case Kind::kBool:
+      return json(v.as_bool());
+    case Kind::kInt:
+      return json(v.as_int());
+    case Kind::kFloat:
+      return json(v.as_float());
+    case Kind::kString:
+      return json(v.as_string());
     case Kind::kList: {
       json out = json::array();
       for (size_t i = 0; i < v.as_list().size(); ++i) {
@@ -86,7 +97,8 @@ Result<json> PlainJson(const Value& v, std::string_view path) {
       }
       return out;
     }
-    case Kind::kActorRef: break;
+    case Kind::kActorRef:
+      break;
   }
   return Status::InvalidArgument(fmt::format("{} holds an actor ref; event data cannot", path));
 }
@@ -99,7 +111,9 @@ Value DataValue(std::string_view text) {
   return value.ok() ? std::move(*value) : Value::Null();
 }
 
-std::string HexKeyId(std::string_view id) { return std::string(id); }
+std::string HexKeyId(std::string_view id) {
+  return std::string(id);
+}
 
 Result<std::vector<std::string>> StringList(const Value& v, const std::string& path) {
   if (!v.is_list()) return Status::InvalidArgument(path + " must be a list of strings");
@@ -113,11 +127,17 @@ Result<std::vector<std::string>> StringList(const Value& v, const std::string& p
 
 }  // namespace
 
-Result<Value> ValueFromJsonPlain(const nlohmann::json& j) { return PlainValue(j, 2); }
+Result<Value> ValueFromJsonPlain(const nlohmann::json& j) {
+  return PlainValue(j, 2);
+}
 
-Result<nlohmann::json> JsonFromValuePlain(const Value& value) { return PlainJson(value, "value"); }
+Result<nlohmann::json> JsonFromValuePlain(const Value& value) {
+  return PlainJson(value, "value");
+}
 
-bool KeyRing::IsEncrypted(std::string_view data) { return data.starts_with(kMagic); }
+bool KeyRing::IsEncrypted(std::string_view data) {
+  return data.starts_with(kMagic);
+}
 
 Result<std::string> KeyRing::Encrypt(std::string_view scope, std::string_view plaintext) {
   store::CryptoKey key;
@@ -253,8 +273,8 @@ Result<Value> EventToValue(const events::EventView& event, KeyRing* keys) {
       if (opened.ok()) {
         plain = std::move(*opened);
       } else {
-        spdlog::warn("event at position {}: its encrypted data reads as null: {}",
-                     event.position, opened.status().message());
+        spdlog::warn("event at position {}: its encrypted data reads as null: {}", event.position,
+                     opened.status().message());
       }
     }
     r["data"] = plain ? DataValue(*plain) : Value::Null();
@@ -268,6 +288,7 @@ Result<Value> EventToValue(const events::EventView& event, KeyRing* keys) {
   if (!event.causation_id.empty()) {
     r["causation_id"] = Value::String(std::string(event.causation_id));
   }
+  if (!event.user_metadata.empty()) r["metadata"] = DataValue(event.user_metadata);
   return Value::RecordOf(std::move(r));
 }
 
@@ -295,6 +316,10 @@ Result<std::vector<events::Event>> NewEventsFromValue(const Value& list, KeyRing
           REEF_ASSIGN_OR_RETURN(json j, PlainJson(value, path + ".data"));
           event.data = j.dump();
         }
+      } else if (key == "metadata") {
+        if (!value.is_record()) return Status::InvalidArgument(path + ".metadata must be a record");
+        REEF_ASSIGN_OR_RETURN(json j, PlainJson(value, path + ".metadata"));
+        if (!j.empty()) event.metadata.user = j.dump();
       } else if (key == "encryption_scope") {
         if (!value.is_string() || value.as_string().empty()) {
           return Status::InvalidArgument(path + ".encryption_scope must be a non-empty string");
@@ -302,7 +327,8 @@ Result<std::vector<events::Event>> NewEventsFromValue(const Value& list, KeyRing
         scope = value.as_string();
       } else {
         return Status::InvalidArgument(fmt::format(
-            "{}.{} is not a known field (known: type, tags, data, encryption_scope)", path, key));
+            "{}.{} is not a known field (known: type, tags, data, metadata, encryption_scope)",
+            path, key));
       }
     }
     if (!has_type) return Status::InvalidArgument(path + ".type is missing");

@@ -27,9 +27,13 @@ constexpr ValType i64 = ValType::kI64;
 constexpr uint32_t kMaxLogBytes = 512;
 constexpr uint32_t kMaxSqlBytes = 64u << 10;
 
-ModuleCallContext& Ctx(HostCall& call) { return *static_cast<ModuleCallContext*>(call.context()); }
+ModuleCallContext& Ctx(HostCall& call) {
+  return *static_cast<ModuleCallContext*>(call.context());
+}
 
-uint32_t U32(HostCall& call, size_t index) { return static_cast<uint32_t>(call.i32(index)); }
+uint32_t U32(HostCall& call, size_t index) {
+  return static_cast<uint32_t>(call.i32(index));
+}
 
 // Traps the call as a host error, keeping the reason for the caller's error message.
 HostCallOutcome HostError(HostCall& call, std::string message) {
@@ -218,8 +222,9 @@ Result<Statement> Prepare(sqlite3* db, const std::string& sql, const Value& para
   if (prepared != SQLITE_OK) {
     std::string why = sqlite3_errmsg(db);
     if (prepared == SQLITE_AUTH) {
-      why += "; module SQL may not control transactions, ATTACH, set PRAGMAs or write reef_* "
-             "tables";
+      why +=
+          "; module SQL may not control transactions, ATTACH, set PRAGMAs or write reef_* "
+          "tables";
     }
     return Status::InvalidArgument(fmt::format("{} (in: {})", why, sql));
   }
@@ -242,10 +247,18 @@ Result<Statement> Prepare(sqlite3* db, const std::string& sql, const Value& para
     const Value& v = list[i];
     int rc = SQLITE_OK;
     switch (v.kind()) {
-      case Kind::kNull: rc = sqlite3_bind_null(raw, index); break;
-      case Kind::kBool: rc = sqlite3_bind_int(raw, index, v.as_bool() ? 1 : 0); break;
-      case Kind::kInt: rc = sqlite3_bind_int64(raw, index, v.as_int()); break;
-      case Kind::kFloat: rc = sqlite3_bind_double(raw, index, v.as_float()); break;
+      case Kind::kNull:
+        rc = sqlite3_bind_null(raw, index);
+        break;
+      case Kind::kBool:
+        rc = sqlite3_bind_int(raw, index, v.as_bool() ? 1 : 0);
+        break;
+      case Kind::kInt:
+        rc = sqlite3_bind_int64(raw, index, v.as_int());
+        break;
+      case Kind::kFloat:
+        rc = sqlite3_bind_double(raw, index, v.as_float());
+        break;
       case Kind::kString:
         rc = sqlite3_bind_text64(raw, index, v.as_string().data(), v.as_string().size(),
                                  SQLITE_TRANSIENT, SQLITE_UTF8);
@@ -343,13 +356,20 @@ HostCallOutcome SqlQuery(HostCall& call) {
     for (int c = 0; c < sqlite3_column_count(s); ++c) {
       std::string name = sqlite3_column_name(s, c);
       switch (sqlite3_column_type(s, c)) {
-        case SQLITE_INTEGER: row[name] = Value::Int(sqlite3_column_int64(s, c)); break;
-        case SQLITE_FLOAT: row[name] = Value::Float(sqlite3_column_double(s, c)); break;
-        case SQLITE_TEXT:
-          row[name] = Value::String(std::string(
-              reinterpret_cast<const char*>(sqlite3_column_text(s, c)), sqlite3_column_bytes(s, c)));
+        case SQLITE_INTEGER:
+          row[name] = Value::Int(sqlite3_column_int64(s, c));
           break;
-        case SQLITE_NULL: row[name] = Value::Null(); break;
+        case SQLITE_FLOAT:
+          row[name] = Value::Float(sqlite3_column_double(s, c));
+          break;
+        case SQLITE_TEXT:
+          row[name] =
+              Value::String(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, c)),
+                                        sqlite3_column_bytes(s, c)));
+          break;
+        case SQLITE_NULL:
+          row[name] = Value::Null();
+          break;
         default:
           return HostError(call, fmt::format("sql_query: column '{}' is a BLOB; ABI v1 values "
                                              "have no bytes (in: {})",
@@ -379,24 +399,45 @@ HostCallOutcome Append(HostCall& call) {
 wasm::HostRegistry BuildRegistry(ModuleKind kind) {
   wasm::HostRegistry registry("reef." + std::string(store::ModuleKindName(kind)), 1);
   std::vector<wasm::HostFunction> rows = {
-      {"reef", "log", {{i32, i32, i32}, {i32}}, Log,
+      {"reef",
+       "log",
+       {{i32, i32, i32}, {i32}},
+       Log,
        "log a UTF-8 message (at most 512 bytes) at level 0..5 (trace..fatal)"},
       {"reef", "fail", {{i32, i32}, {}}, Fail, "end the call as a failure with a reason"},
-      {"reef", "now_ms", {{}, {i64}}, NowMs,
+      {"reef",
+       "now_ms",
+       {{}, {i64}},
+       NowMs,
        "Unix time in ms (fixed for a whole command execution)"},
-      {"reef", "random", {{i32, i32}, {i32}}, Random,
+      {"reef",
+       "random",
+       {{i32, i32}, {i32}},
+       Random,
        "fill a buffer with random bytes (seeded per command execution)"},
-      {"reef", "env", {{i32, i32, i32, i32}, {i32}}, Env,
+      {"reef",
+       "env",
+       {{i32, i32, i32, i32}, {i32}},
+       Env,
        "copy the module's environment variable into a buffer; -6 when unset"},
   };
   if (kind != ModuleKind::kCommand) {
-    rows.push_back({"reef", "sql_exec", {{i32, i32, i32, i32}, {i64}}, SqlExec,
+    rows.push_back({"reef",
+                    "sql_exec",
+                    {{i32, i32, i32, i32}, {i64}},
+                    SqlExec,
                     "run one SQL statement with bound params on the module's database"});
-    rows.push_back({"reef", "sql_query", {{i32, i32, i32, i32, i32, i32}, {i32}}, SqlQuery,
+    rows.push_back({"reef",
+                    "sql_query",
+                    {{i32, i32, i32, i32, i32, i32}, {i32}},
+                    SqlQuery,
                     "run one SQL query; copy its rows (CBOR list of records) into a buffer"});
   }
   if (kind == ModuleKind::kEffect) {
-    rows.push_back({"reef", "append", {{i32, i32}, {i64}}, Append,
+    rows.push_back({"reef",
+                    "append",
+                    {{i32, i32}, {i64}},
+                    Append,
                     "append a list of new events without a condition"});
   }
   for (auto& row : rows) {
@@ -450,9 +491,12 @@ const wasm::HostRegistry& ModuleRegistry(ModuleKind kind) {
   static const wasm::HostRegistry projector = BuildRegistry(ModuleKind::kProjector);
   static const wasm::HostRegistry effect = BuildRegistry(ModuleKind::kEffect);
   switch (kind) {
-    case ModuleKind::kCommand: return command;
-    case ModuleKind::kProjector: return projector;
-    case ModuleKind::kEffect: return effect;
+    case ModuleKind::kCommand:
+      return command;
+    case ModuleKind::kProjector:
+      return projector;
+    case ModuleKind::kEffect:
+      return effect;
   }
   return command;
 }
@@ -493,16 +537,27 @@ Result<std::unique_ptr<ModuleInstance>> ModuleInstance::Create(
   REEF_ASSIGN_OR_RETURN(out->instance_, out->engine_->Instantiate(std::move(module)));
   REEF_ASSIGN_OR_RETURN(auto version, out->Call("reef_abi_version", {}, kModuleAllocBudget));
   if (version.size() != 1 || std::get<int32_t>(version[0]) != 1) {
-    return Status::FailedPrecondition(fmt::format(
-        "{}: the module speaks ABI reef version {}; this host speaks version 1", out->context_.label,
-        version.empty() ? 0 : std::get<int32_t>(version[0])));
+    return Status::FailedPrecondition(
+        fmt::format("{}: the module speaks ABI reef version {}; this host speaks version 1",
+                    out->context_.label, version.empty() ? 0 : std::get<int32_t>(version[0])));
   }
   return out;
 }
 
-Result<std::vector<wasm::WasmValue>> ModuleInstance::Call(std::string_view name,
-                                                          std::initializer_list<const Value*> inputs,
-                                                          uint64_t budget) {
+Result<std::vector<wasm::WasmValue>> ModuleInstance::Call(
+    std::string_view name, std::initializer_list<const Value*> inputs, uint64_t budget) {
+  auto results = CallOnce(name, inputs, budget);
+  if (!results.ok()) {
+    // A call that did not return normally may leave anything behind (a stack pointer never
+    // restored, a half-built heap): the next call starts from the clean image.
+    Status reset = instance_->Reset();
+    if (!reset.ok()) return reset.WithContext(results.status().message());
+  }
+  return results;
+}
+
+Result<std::vector<wasm::WasmValue>> ModuleInstance::CallOnce(
+    std::string_view name, std::initializer_list<const Value*> inputs, uint64_t budget) {
   context_.failure.reset();
   context_.host_error.clear();
   auto run = [this](std::string_view export_name, std::span<const WasmValue> args,
@@ -511,10 +566,9 @@ Result<std::vector<wasm::WasmValue>> ModuleInstance::Call(std::string_view name,
     wasm::RunState state = invocation->Run(limit);
     if (state == wasm::RunState::kFinished) return invocation->results();
     if (state == wasm::RunState::kTrapped) {
-      std::string reason = context_.failure ? *context_.failure
-                           : !context_.host_error.empty()
-                               ? context_.host_error
-                               : invocation->trap().ToString();
+      std::string reason = context_.failure               ? *context_.failure
+                           : !context_.host_error.empty() ? context_.host_error
+                                                          : invocation->trap().ToString();
       return Status(Code::kTrapped,
                     fmt::format("{}: {} failed: {}", context_.label, export_name, reason));
     }
@@ -546,8 +600,9 @@ Result<std::vector<wasm::WasmValue>> ModuleInstance::Call(std::string_view name,
   for (const auto& bytes : encoded) {
     Status written = instance_->memory().Write(ptr, bytes);
     if (!written.ok()) {
-      return Status::FailedPrecondition(fmt::format(
-          "{}: reef_alloc returned a buffer outside memory: {}", context_.label, written.message()));
+      return Status::FailedPrecondition(
+          fmt::format("{}: reef_alloc returned a buffer outside memory: {}", context_.label,
+                      written.message()));
     }
     args.push_back(static_cast<int32_t>(ptr));
     args.push_back(static_cast<int32_t>(bytes.size()));
@@ -569,7 +624,8 @@ Result<Value> ModuleInstance::CallForValue(std::string_view name,
                                                context_.label, name, bytes.status().message()));
   }
   auto value = DecodeCbor(*bytes, ModuleValueLimits());
-  if (!value.ok()) return value.status().WithContext(fmt::format("{}: {} returned", context_.label, name));
+  if (!value.ok())
+    return value.status().WithContext(fmt::format("{}: {} returned", context_.label, name));
   return std::move(*value);
 }
 

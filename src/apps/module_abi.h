@@ -94,7 +94,8 @@ class ModuleInstance {
   // pairs and runs the export within `budget` instructions. Returns its results.
   // Errors: Trapped "<label>: <export> failed: <reason>" (the guest called `fail`, trapped, or
   // an import trapped: the reason says which); LimitExceeded when the budget runs out or an
-  // input breaks ModuleValueLimits; FailedPrecondition when reef_alloc misbehaves.
+  // input breaks ModuleValueLimits; FailedPrecondition when reef_alloc misbehaves. After any
+  // error the instance is reset (Reset), so a trap never leaks into the next call.
   Result<std::vector<wasm::WasmValue>> Call(std::string_view name,
                                             std::initializer_list<const Value*> inputs,
                                             uint64_t budget = kModuleCallBudget);
@@ -113,6 +114,9 @@ class ModuleInstance {
 
  private:
   ModuleInstance(ModuleKind kind, wasm::EngineLimits limits);
+  Result<std::vector<wasm::WasmValue>> CallOnce(std::string_view name,
+                                                std::initializer_list<const Value*> inputs,
+                                                uint64_t budget);
 
   ModuleCallContext context_;
   std::unique_ptr<wasm::Engine> engine_;

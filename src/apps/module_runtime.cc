@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "apps/detail/keyed_turns.h"
 #include "apps/module_abi.h"
 #include "apps/runners.h"
 #include "core/cbor.h"
@@ -24,9 +25,6 @@ using json = nlohmann::json;
 namespace {
 
 constexpr size_t kFoldBatchEvents = 256;
-constexpr size_t kMaxProjectorRows = 10'000;
-constexpr uint64_t kMaxProjectorBytes = 16u << 20;  // of row data in one query answer
-constexpr std::chrono::seconds kMaxProjectorQueryTime{5};
 
 std::array<uint8_t, 32> Sha256(std::string_view text) {
   std::array<uint8_t, 32> out;
@@ -42,6 +40,18 @@ events::EventId DerivedId(std::string_view text) {
   id[6] = static_cast<uint8_t>((id[6] & 0x0f) | 0x80);
   id[8] = static_cast<uint8_t>((id[8] & 0x3f) | 0x80);
   return id;
+}
+
+// The execution id of a command run with an idempotency key: the same for every run of that
+// key, so its events get the same ids (execution id + "#" + index) and the event store, where
+// ids are unique, stores them once whatever happens between append and record.
+std::string KeyedExecutionId(std::string_view command, std::string_view key) {
+  return events::FormatEventId(
+      DerivedId(fmt::format("command {}\nidempotency key {}", command, key)));
+}
+
+events::EventId CommandEventId(std::string_view execution_id, size_t index) {
+  return DerivedId(fmt::format("{}#{}", execution_id, index));
 }
 
 int64_t NowMs() {
@@ -62,24 +72,8 @@ struct CommandCounters {
   uint64_t rejected = 0;
   uint64_t conflicts = 0;  // attempts retried after a conflict
   uint64_t failed = 0;
+  std::string last_error;  // the last failure's message ("" until one)
 };
-
-// Plain JSON -> value for projector query params (scalars only).
-Result<Value> ParamValue(const json& j, size_t index) {
-  switch (j.type()) {
-    case json::value_t::null: return Value::Null();
-    case json::value_t::boolean: return Value::Bool(j.get<bool>());
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) break;
-      return Value::Int(j.get<int64_t>());
-    case json::value_t::number_float: return Value::Float(j.get<double>());
-    case json::value_t::string: return Value::String(j.get<std::string>());
-    default: break;
-  }
-  return Status::InvalidArgument(
-      fmt::format("params[{}] must be null, a boolean, a 64-bit integer, a number or a string", index));
-}
 
 std::string EscapeLabel(std::string_view text) {
   std::string out;
@@ -109,14 +103,18 @@ struct ModuleRuntime::Impl {
 
   // Command executions whose queries hash to the same stripe take turns (ExecuteOnce).
   std::array<std::mutex, 256> query_turns;
+  // Executions with the same command and idempotency key take turns (Execute).
+  detail::KeyedTurns key_turns;
 
   // Serializes lifecycle changes (activate, deactivate, replay, env, delete).
   std::mutex lifecycle_mu;
-  // Guards runners, restarts, carried_failures, command_counters, env_cache.
+  // Guards runners, restarts, carried_failures, switching, command_counters, env_cache.
   mutable std::mutex mu;
   std::map<ModuleKey, std::unique_ptr<Runner>> runners;
   std::map<ModuleKey, uint64_t> restarts;
   std::map<ModuleKey, uint64_t> carried_failures;
+  // The last status of runners being replaced (StartRunner), shown until the next one runs.
+  std::map<ModuleKey, ModuleStatus> switching;
   std::map<std::string, CommandCounters, std::less<>> command_counters;
   std::map<std::string, std::map<std::string, std::string>, std::less<>> env_cache;  // commands
   // Active command versions (nullopt: none), so an execution does not query reef.sqlite.
@@ -157,29 +155,51 @@ struct ModuleRuntime::Impl {
     return module;
   }
 
-  // Stops the runner of (kind, name), if any. REQUIRES: lifecycle_mu.
-  // Returns the stopped runner's position (0 when there was none).
-  uint64_t StopRunner(const ModuleKey& key) {
+  // Stops the runner of (kind, name), if any, and returns its last status (failures carried
+  // over included); nullopt when none ran. With `handing_over`, the statuses show it as up and
+  // "restarting" from the moment it is taken out until StartRunner puts the next one in.
+  // REQUIRES: lifecycle_mu.
+  std::optional<ModuleStatus> StopRunner(const ModuleKey& key, bool handing_over = false) {
     std::unique_ptr<Runner> runner;
     {
       std::lock_guard lock(mu);
       auto it = runners.find(key);
-      if (it == runners.end()) return 0;
+      if (it == runners.end()) return std::nullopt;
       runner = std::move(it->second);
       runners.erase(it);
+      if (handing_over) {
+        ModuleStatus shown = runner->Snapshot();
+        shown.failures += carried_failures[key];
+        shown.state = "restarting";
+        shown.up = true;
+        switching[key] = std::move(shown);
+      }
     }
     runner->Stop();
     ModuleStatus last = runner->Snapshot();
     std::lock_guard lock(mu);
     carried_failures[key] += last.failures;
-    return last.position;
+    last.failures = carried_failures[key];
+    if (auto it = switching.find(key); it != switching.end()) it->second.failures = last.failures;
+    return last;
   }
 
-  // Starts the active version of a projector or effect (stopping a running one first).
+  // Starts the active version of a projector or effect (stopping a running one first). While
+  // one runner hands over to the next, the statuses show the old one as up and "restarting",
+  // so an upgrade is not an outage and no counter goes back (docs/operations.md "Monitoring").
   // REQUIRES: lifecycle_mu.
   Status StartRunner(ModuleKind kind, const std::string& name) {
     ModuleKey key{kind, name};
-    uint64_t position = StopRunner(key);
+    std::optional<ModuleStatus> last = StopRunner(key, /*handing_over=*/true);
+    uint64_t position = last ? last->position : 0;
+    struct Done {
+      Impl& impl;
+      const ModuleKey& key;
+      ~Done() {
+        std::lock_guard lock(impl.mu);
+        impl.switching.erase(key);
+      }
+    } done{*this, key};
     REEF_ASSIGN_OR_RETURN(auto active, store->Active(kind, name));
     if (!active) return Status::Ok();
     REEF_ASSIGN_OR_RETURN(auto module, LoadModule(kind, name, active->version, active->sha256));
@@ -239,7 +259,8 @@ struct ModuleRuntime::Impl {
   void Forget(ModuleKind kind, std::string_view name) {
     if (kind != ModuleKind::kCommand) return;
     std::lock_guard lock(mu);
-    if (auto it = active_commands.find(name); it != active_commands.end()) active_commands.erase(it);
+    if (auto it = active_commands.find(name); it != active_commands.end())
+      active_commands.erase(it);
     if (auto it = env_cache.find(name); it != env_cache.end()) env_cache.erase(it);
   }
 
@@ -306,13 +327,14 @@ struct ModuleRuntime::Impl {
     sqlite3_finalize(s);
   }
 
-  void Count(std::string_view command, CommandCounters delta) {
+  void Count(std::string_view command, const CommandCounters& delta) {
     std::lock_guard lock(mu);
     auto& c = command_counters[std::string(command)];
     c.appended += delta.appended;
     c.rejected += delta.rejected;
     c.conflicts += delta.conflicts;
     c.failed += delta.failed;
+    if (!delta.last_error.empty()) c.last_error = delta.last_error;
   }
 
   // The outcome of an earlier execution from its idempotency record: the events are read back
@@ -331,15 +353,37 @@ struct ModuleRuntime::Impl {
       auto read = events.Read({}, {.from = p.get<uint64_t>(), .limit = 1});
       if (!read.ok()) return read.status();
       if (read->events.empty() || read->events[0].position != p.get<uint64_t>()) {
-        return Status::DataLoss(fmt::format("the idempotency record names position {}, which the "
-                                            "event store does not hold",
-                                            p.get<uint64_t>()));
+        return Status::DataLoss(
+            fmt::format("the idempotency record names position {}, which the "
+                        "event store does not hold",
+                        p.get<uint64_t>()));
       }
       REEF_ASSIGN_OR_RETURN(Value v, EventToValue(ViewOf(read->events[0]), keys.get()));
       out.event_data.push_back(v.as_record().at("data"));
       out.events.push_back(std::move(read->events[0]));
     }
     return out;
+  }
+
+  // The outcome of an execution with `key` whose events are in the store but whose record is
+  // not (the process stopped between the append and the record, or another node ran it):
+  // found by the events' ids. nullopt when the store holds none of them.
+  Result<std::optional<CommandOutcome>> RecoverOutcome(std::string_view command,
+                                                       std::string_view key) {
+    CommandOutcome out;
+    out.execution_id = KeyedExecutionId(command, key);
+    out.kind = CommandOutcome::Kind::kAppended;
+    out.replayed = true;
+    for (size_t i = 0;; ++i) {
+      REEF_ASSIGN_OR_RETURN(auto found, events.ReadById(CommandEventId(out.execution_id, i)));
+      if (!found) break;
+      REEF_ASSIGN_OR_RETURN(Value v, EventToValue(ViewOf(*found), keys.get()));
+      out.event_data.push_back(v.as_record().at("data"));
+      out.position = found->position;
+      out.events.push_back(std::move(*found));
+    }
+    if (out.events.empty()) return std::optional<CommandOutcome>();
+    return std::optional<CommandOutcome>(std::move(out));
   }
 
   Result<CommandOutcome> ExecuteOnce(const std::string& name, const Value& input,
@@ -365,8 +409,7 @@ json OutcomeJson(const CommandOutcome& outcome) {
 
 }  // namespace
 
-Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
-                                                        const Value& input,
+Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name, const Value& input,
                                                         const ExecuteOptions& opts) {
   REEF_ASSIGN_OR_RETURN(auto active, ActiveCommand(name));
   if (!active) {
@@ -381,16 +424,15 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
   thread_local std::map<std::string, std::unique_ptr<ModuleInstance>> instances;
   auto& slot = instances[active->sha256];
   if (!slot) {
-    REEF_ASSIGN_OR_RETURN(slot, ModuleInstance::Create(
-                                    ModuleKind::kCommand, module,
-                                    fmt::format("commands/{}@{}", name, active->version)));
+    REEF_ASSIGN_OR_RETURN(
+        slot, ModuleInstance::Create(ModuleKind::kCommand, module,
+                                     fmt::format("commands/{}@{}", name, active->version)));
   }
   ModuleInstance& instance = *slot;
 
   CommandOutcome outcome;
   if (!opts.idempotency_key.empty()) {
-    outcome.execution_id = events::FormatEventId(
-        DerivedId(fmt::format("command {}\nidempotency key {}", name, opts.idempotency_key)));
+    outcome.execution_id = KeyedExecutionId(name, opts.idempotency_key);
   } else {
     REEF_ASSIGN_OR_RETURN(auto id, events::NewEventId());
     outcome.execution_id = events::FormatEventId(id);
@@ -452,10 +494,10 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     REEF_ASSIGN_OR_RETURN(Value decision,
                           instance.CallForValue("reef_command_decide", {&state, &input}));
     if (!decision.is_record()) {
-      return Status::InvalidArgument(fmt::format(
-          "commands/{}: reef_command_decide must return {{\"events\": [...]}} or "
-          "{{\"error\": \"...\"}}",
-          name));
+      return Status::InvalidArgument(
+          fmt::format("commands/{}: reef_command_decide must return {{\"events\": [...]}} or "
+                      "{{\"error\": \"...\"}}",
+                      name));
     }
     const Record& fields = decision.as_record();
     if (auto it = fields.find("error"); it != fields.end()) {
@@ -475,14 +517,15 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     events::EventMetadata metadata;
     metadata.timestamp_ms = now;
     metadata.causation_id = outcome.execution_id;
-    metadata.correlation_id = opts.correlation_id.empty() ? outcome.execution_id : opts.correlation_id;
+    metadata.correlation_id =
+        opts.correlation_id.empty() ? outcome.execution_id : opts.correlation_id;
     metadata.idempotency_key = opts.idempotency_key;
     auto new_events = NewEventsFromValue(events_it->second, keys.get(), metadata);
     if (!new_events.ok()) {
       return new_events.status().WithContext(fmt::format("commands/{}: the decision", name));
     }
     for (size_t i = 0; i < new_events->size(); ++i) {
-      (*new_events)[i].id = DerivedId(fmt::format("{}#{}", outcome.execution_id, i));
+      (*new_events)[i].id = CommandEventId(outcome.execution_id, i);
     }
     outcome.event_data.clear();
     for (const Value& e : events_it->second.as_list()) {
@@ -516,7 +559,8 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     }
     Count(name, {.conflicts = 1});
     if (turn.owns_lock()) turn.unlock();  // others may go while this one backs off
-    uint64_t cap_ms = static_cast<uint64_t>(options.command_retry_base.count()) << std::min(attempt, 10u);
+    uint64_t cap_ms = static_cast<uint64_t>(options.command_retry_base.count())
+                      << std::min(attempt, 10u);
     std::uniform_int_distribution<uint64_t> pick(0, std::max<uint64_t>(cap_ms * 1000, 1));
     std::this_thread::sleep_for(std::chrono::microseconds(pick(jitter)));
   }
@@ -532,8 +576,8 @@ ModuleRuntime::~ModuleRuntime() {
 Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& events,
                                                            RuntimeOptions options) {
   auto impl = std::make_unique<Impl>(events, std::move(options));
-  REEF_ASSIGN_OR_RETURN(impl->store, store::ModuleStore::Open(impl->options.data_dir,
-                                                              impl->options.store));
+  REEF_ASSIGN_OR_RETURN(impl->store,
+                        store::ModuleStore::Open(impl->options.data_dir, impl->options.store));
   impl->keys = std::make_unique<KeyRing>(*impl->store);
   REEF_RETURN_IF_ERROR(impl->OpenResults());
   std::unique_ptr<ModuleRuntime> runtime(new ModuleRuntime(std::move(impl)));
@@ -572,7 +616,8 @@ Result<store::UploadResult> ModuleRuntime::Upload(ModuleKind kind, std::string_v
   auto module = wasm::Module::FromBinary(wasm, Key(kind, name) + ".wasm");
   if (!module.ok()) return Status::InvalidArgument(module.status().message());
   // Instantiating checks the imports against the kind's manifest and runs the start function.
-  auto probe = ModuleInstance::Create(kind, *module, fmt::format("{}@{}", Key(kind, name), version));
+  auto probe =
+      ModuleInstance::Create(kind, *module, fmt::format("{}@{}", Key(kind, name), version));
   if (!probe.ok()) return Status::InvalidArgument(probe.status().message());
   REEF_ASSIGN_OR_RETURN(auto uploaded, impl_->store->Upload(kind, name, version, wasm));
   REEF_RETURN_IF_ERROR(impl_->store->PutArtifact(uploaded.version.sha256, "wasm", wasm));
@@ -633,8 +678,8 @@ Status ModuleRuntime::Replay(ModuleKind kind, std::string_view name) {
     std::error_code ec;
     std::filesystem::remove(path.string() + suffix, ec);
     if (ec) {
-      return Status::Unavailable(fmt::format("cannot delete {}{}: {}", path.string(), suffix,
-                                             ec.message()));
+      return Status::Unavailable(
+          fmt::format("cannot delete {}{}: {}", path.string(), suffix, ec.message()));
     }
   }
   spdlog::info("{} replays from position 0", Key(kind, name));
@@ -670,24 +715,39 @@ Status ModuleRuntime::DeleteModule(ModuleKind kind, std::string_view name) {
 Result<CommandOutcome> ModuleRuntime::Execute(std::string_view name, const Value& input,
                                               const ExecuteOptions& options) {
   std::string command(name);
-  if (!options.idempotency_key.empty()) {
-    if (options.idempotency_key.size() > 256) {
+  const std::string& key = options.idempotency_key;
+  // One execution per key: a concurrent duplicate waits for the first and replays its record;
+  // events stored without a record (a crash in between) are found by their derived ids.
+  std::unique_ptr<detail::KeyedTurns::Turn> turn;
+  if (!key.empty()) {
+    if (key.size() > 256) {
       return Status::InvalidArgument("the idempotency key is longer than 256 bytes");
     }
-    if (auto stored = impl_->FindResult(command, options.idempotency_key)) {
-      return impl_->ReplayOutcome(*stored);
+    turn = impl_->key_turns.Take(command + '\n' + key);
+    if (auto stored = impl_->FindResult(command, key)) return impl_->ReplayOutcome(*stored);
+    REEF_ASSIGN_OR_RETURN(auto recovered, impl_->RecoverOutcome(command, key));
+    if (recovered) {
+      impl_->SaveResult(command, key, OutcomeJson(*recovered));
+      return std::move(*recovered);
     }
   }
   auto outcome = impl_->ExecuteOnce(command, input, options);
+  if (!outcome.ok() && outcome.status().code() == Code::kDuplicateEventId && !key.empty()) {
+    // Another process appended this key's events meanwhile (a shared store): its outcome.
+    REEF_ASSIGN_OR_RETURN(auto recovered, impl_->RecoverOutcome(command, key));
+    if (recovered) outcome = std::move(*recovered);
+  }
   if (!outcome.ok()) {
-    if (outcome.status().code() != Code::kNotFound) impl_->Count(command, {.failed = 1});
+    if (outcome.status().code() != Code::kNotFound) {
+      impl_->Count(command, {.failed = 1, .last_error = outcome.status().message()});
+    }
     return outcome.status();
   }
-  bool rejected = outcome->kind == CommandOutcome::Kind::kRejected;
-  impl_->Count(command, {.appended = rejected ? 0u : 1u, .rejected = rejected ? 1u : 0u});
-  if (!options.idempotency_key.empty()) {
-    impl_->SaveResult(command, options.idempotency_key, OutcomeJson(*outcome));
+  if (!outcome->replayed) {
+    bool rejected = outcome->kind == CommandOutcome::Kind::kRejected;
+    impl_->Count(command, {.appended = rejected ? 0u : 1u, .rejected = rejected ? 1u : 0u});
   }
+  if (!key.empty()) impl_->SaveResult(command, key, OutcomeJson(*outcome));
   return outcome;
 }
 
@@ -698,97 +758,12 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
   if (!std::filesystem::exists(path)) {
     return Status::NotFound(fmt::format("projector '{}' has no database yet", name));
   }
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
-      SQLITE_OK) {
-    sqlite3_close_v2(db);
-    return Status::Unavailable(fmt::format("cannot open {}", path.string()));
-  }
-  std::unique_ptr<sqlite3, int (*)(sqlite3*)> guard(db, sqlite3_close_v2);
-  sqlite3_busy_timeout(db, 5'000);
-  sqlite3_stmt* raw = nullptr;
-  const char* tail = nullptr;
-  if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &raw, &tail) != SQLITE_OK) {
-    return Status::InvalidArgument(fmt::format("sql: {}", sqlite3_errmsg(db)));
-  }
-  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(raw, sqlite3_finalize);
-  if (raw == nullptr) return Status::InvalidArgument("sql holds no statement");
-  for (const char* p = tail; p != nullptr && *p != '\0'; ++p) {
-    if (!std::isspace(static_cast<unsigned char>(*p)) && *p != ';') {
-      return Status::InvalidArgument("sql must be one statement");
-    }
-  }
-  if (!sqlite3_stmt_readonly(raw)) {
-    return Status::InvalidArgument("sql must be read-only (a SELECT); projector databases are "
-                                   "written only by their projector");
-  }
-  if (!params.is_array()) return Status::InvalidArgument("params must be an array");
-  if (static_cast<int>(params.size()) != sqlite3_bind_parameter_count(raw)) {
-    return Status::InvalidArgument(fmt::format("the statement has {} parameters; {} were given",
-                                               sqlite3_bind_parameter_count(raw), params.size()));
-  }
-  for (size_t i = 0; i < params.size(); ++i) {
-    REEF_ASSIGN_OR_RETURN(Value v, ParamValue(params[i], i));
-    int index = static_cast<int>(i + 1);
-    switch (v.kind()) {
-      case Kind::kNull: sqlite3_bind_null(raw, index); break;
-      case Kind::kBool: sqlite3_bind_int(raw, index, v.as_bool()); break;
-      case Kind::kInt: sqlite3_bind_int64(raw, index, v.as_int()); break;
-      case Kind::kFloat: sqlite3_bind_double(raw, index, v.as_float()); break;
-      default:
-        sqlite3_bind_text64(raw, index, v.as_string().data(), v.as_string().size(),
-                            SQLITE_TRANSIENT, SQLITE_UTF8);
-    }
-  }
-  json rows = json::array();
-  int rc;
-  uint64_t bytes = 0;
-  // A query may not hold a handler thread for long: interrupted after kMaxProjectorQueryTime.
-  auto until = std::chrono::steady_clock::now() + kMaxProjectorQueryTime;
-  sqlite3_progress_handler(
-      db, 10'000,
-      [](void* deadline) {
-        return std::chrono::steady_clock::now() >
-                       *static_cast<const std::chrono::steady_clock::time_point*>(deadline)
-                   ? 1
-                   : 0;
-      },
-      &until);
-  while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
-    if (rows.size() >= kMaxProjectorRows) {
-      return Status::LimitExceeded(
-          fmt::format("the query returns more than {} rows; add a LIMIT", kMaxProjectorRows));
-    }
-    for (int c = 0; c < sqlite3_column_count(raw); ++c) bytes += 16 + sqlite3_column_bytes(raw, c);
-    if (bytes > kMaxProjectorBytes) {
-      return Status::LimitExceeded(fmt::format(
-          "the query's rows exceed {} bytes; select fewer columns or rows", kMaxProjectorBytes));
-    }
-    json row = json::object();
-    for (int c = 0; c < sqlite3_column_count(raw); ++c) {
-      const char* column = sqlite3_column_name(raw, c);
-      switch (sqlite3_column_type(raw, c)) {
-        case SQLITE_INTEGER: row[column] = sqlite3_column_int64(raw, c); break;
-        case SQLITE_FLOAT: row[column] = sqlite3_column_double(raw, c); break;
-        case SQLITE_TEXT:
-          row[column] = std::string(reinterpret_cast<const char*>(sqlite3_column_text(raw, c)),
-                                    sqlite3_column_bytes(raw, c));
-          break;
-        case SQLITE_NULL: row[column] = nullptr; break;
-        default: row[column] = "(blob)";
-      }
-    }
-    rows.push_back(std::move(row));
-  }
-  if (rc == SQLITE_INTERRUPT) {
-    return Status::LimitExceeded(fmt::format("the query ran longer than {} s and was interrupted",
-                                             kMaxProjectorQueryTime.count()));
-  }
-  if (rc != SQLITE_DONE) return Status::InvalidArgument(fmt::format("sql: {}", sqlite3_errmsg(db)));
-  return rows;
+  return QueryReadModel(path, sql, params);
 }
 
-Status ModuleRuntime::ShredScope(std::string_view scope) { return impl_->keys->Shred(scope); }
+Status ModuleRuntime::ShredScope(std::string_view scope) {
+  return impl_->keys->Shred(scope);
+}
 
 std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind) {
   std::vector<ModuleStatus> out;
@@ -800,6 +775,10 @@ std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind
       ModuleStatus s = runner->Snapshot();
       s.failures += impl_->carried_failures[key];
       by_key[key] = std::move(s);
+    }
+    for (const auto& [key, s] : impl_->switching) {
+      if (kind && key.first != *kind) continue;
+      by_key.try_emplace(key, s);
     }
   }
   auto active = impl_->store->ListActive();
@@ -818,9 +797,18 @@ std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind
         std::lock_guard lock(impl_->mu);
         if (auto it = impl_->command_counters.find(m.name); it != impl_->command_counters.end()) {
           s.failures = it->second.failed;
+          s.error = it->second.last_error;
         }
       } else {
+        // Not running (it could not start, or was stopped): its counters still never go back.
         s.state = "stopped";
+        std::lock_guard lock(impl_->mu);
+        if (auto it = impl_->carried_failures.find(key); it != impl_->carried_failures.end()) {
+          s.failures = it->second;
+        }
+        if (auto it = impl_->restarts.find(key); it != impl_->restarts.end()) {
+          s.restarts = it->second;
+        }
       }
       by_key[key] = std::move(s);
     }
@@ -927,9 +915,17 @@ std::string ModuleRuntime::Metrics() {
   return out;
 }
 
-const RuntimeOptions& ModuleRuntime::options() const { return impl_->options; }
-store::ModuleStore& ModuleRuntime::modules() { return *impl_->store; }
-KeyRing& ModuleRuntime::keys() { return *impl_->keys; }
-events::EventStore& ModuleRuntime::event_store() { return impl_->events; }
+const RuntimeOptions& ModuleRuntime::options() const {
+  return impl_->options;
+}
+store::ModuleStore& ModuleRuntime::modules() {
+  return *impl_->store;
+}
+KeyRing& ModuleRuntime::keys() {
+  return *impl_->keys;
+}
+events::EventStore& ModuleRuntime::event_store() {
+  return impl_->events;
+}
 
 }  // namespace reef::apps

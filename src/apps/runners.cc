@@ -5,18 +5,10 @@
 
 namespace reef::apps {
 
-events::EventView ViewOf(const events::SequencedEvent& event) {
-  events::EventView view;
-  view.position = event.position;
-  view.type = event.event.type;
-  view.tags.assign(event.event.tags.begin(), event.event.tags.end());
-  view.data = event.event.data;
-  view.id = event.event.id;
-  view.timestamp_ms = event.event.metadata.timestamp_ms;
-  view.correlation_id = event.event.metadata.correlation_id;
-  view.causation_id = event.event.metadata.causation_id;
-  view.idempotency_key = event.event.metadata.idempotency_key;
-  return view;
+uint64_t Fnv1a64(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
 }
 
 Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path) {
@@ -27,8 +19,8 @@ Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path) {
         fmt::format("cannot create {}: {}", path.parent_path().string(), ec.message()));
   }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close_v2(db);
@@ -37,6 +29,9 @@ Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path) {
   sqlite3_busy_timeout(db, 5'000);
   // WAL with synchronous=NORMAL: a commit survives a process crash (SIGKILL); an OS crash may
   // lose the last commits, and then the module redoes them from its stored position.
+  // No single string or blob a module's SQL builds may pass 32 MiB (what sql_query may answer
+  // at most): printf('%.*c', 900000000, 'x') fails at once instead of allocating.
+  sqlite3_limit(db, SQLITE_LIMIT_LENGTH, 32 << 20);
   Status configured = ExecSql(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
   if (!configured.ok()) {
     sqlite3_close_v2(db);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "apps/event_values.h"
@@ -23,8 +24,28 @@ struct sqlite3;
 
 namespace reef::apps {
 
+// The 64-bit FNV-1a hash of `bytes` (offset basis 14695981039346656037, prime 1099511628211;
+// draft-eastlake-fnv): how effects spread partition keys over their workers (docs/abi.md).
+uint64_t Fnv1a64(std::string_view bytes);
+
+// Bounds of QueryReadModel: rows per answer, bytes of row data per answer (also the largest
+// string or blob a statement may build), bytes of SQL text, and the time one query may run.
+inline constexpr size_t kMaxReadModelRows = 10'000;
+inline constexpr uint64_t kMaxReadModelAnswerBytes = 16u << 20;
+inline constexpr uint64_t kMaxReadModelSqlBytes = 64u << 10;
+inline constexpr std::chrono::seconds kMaxReadModelQueryTime{5};
+
+// Runs one read-only statement `sql` with positional `params` (a JSON array of scalars) on the
+// SQLite database at `path`, opened read-only, and returns its rows as JSON objects.
+// Errors: InvalidArgument (not one read-only statement, bad params, SQL errors), LimitExceeded
+// (a bound above; the time bound interrupts the statement), Unavailable (cannot open).
+Result<nlohmann::json> QueryReadModel(const std::filesystem::path& path, std::string_view sql,
+                                      const nlohmann::json& params);
+
 // A stored event seen as a view (for EventToValue).
-events::EventView ViewOf(const events::SequencedEvent& event);
+inline events::EventView ViewOf(const events::SequencedEvent& event) {
+  return events::EventView::Of(event);
+}
 
 // Opens (creating) a module database with WAL and a busy timeout. Errors: Unavailable.
 Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path);
@@ -72,7 +93,7 @@ class RunnerStatus {
  public:
   explicit RunnerStatus(const RunnerSpec& spec);
   void SetState(std::string state);
-  void Fail(std::string error);  // state "failed", up = false, failures + 1
+  void Fail(std::string error);          // state "failed", up = false, failures + 1
   void CountFailure(std::string error);  // failures + 1, error kept, still up
   void SetPosition(uint64_t position);
   void SetBackoff(double seconds);

@@ -15,18 +15,20 @@
 #include <spdlog/cfg/helpers.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
-#include "cli/commands.h"
 #include "apps/http/module_routes.h"
 #include "apps/http/program_routes.h"
 #include "apps/module_runtime.h"
 #include "apps/program/program_runtime.h"
+#include "cli/commands.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
+#include "events/http/event_subscriptions.h"
 #include "image/image.h"
 #include "server/server.h"
 
@@ -57,6 +59,33 @@ void SetUpLogging() {
   }
 }
 
+// The data directory holds the crypto-shredding keys and every module's data: it is the
+// owner's alone (docs/operations.md "Data on disk"). Whatever the umask, what Reef creates is
+// 0600 (files) or 0700 (directories), and a directory made by an older Reef is tightened.
+Status PrepareDataDir(const std::filesystem::path& dir) {
+  ::umask(077);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status::Unavailable(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  namespace fs = std::filesystem;
+  auto tighten = [](const fs::path& path, bool is_dir) {
+    std::error_code ignored;
+    fs::permissions(path,
+                    is_dir ? fs::perms::owner_all : fs::perms::owner_read | fs::perms::owner_write,
+                    fs::perm_options::replace, ignored);
+  };
+  tighten(dir, true);
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink()) continue;
+    tighten(it->path(), it->is_directory());
+  }
+  if (ec) return Status::Unavailable(fmt::format("cannot list {}: {}", dir.string(), ec.message()));
+  return Status::Ok();
+}
+
 int Serve(const ServeArgs& args) {
   SetUpLogging();
   // Block before any thread starts (the image and server threads inherit the mask).
@@ -74,6 +103,10 @@ int Serve(const ServeArgs& args) {
     return 1;
   }
 
+  if (Status prepared = PrepareDataDir(args.data_dir); !prepared.ok()) {
+    fmt::print(stderr, "reef serve: {}\n", prepared.ToString());
+    return 1;
+  }
   image::ImageOptions image_options;
   image_options.data_dir = args.data_dir;
   auto image = image::Image::Open(std::move(image_options));
@@ -96,9 +129,10 @@ int Serve(const ServeArgs& args) {
   }
   spdlog::info("event store {}/events: head {}", args.data_dir, (*events)->Head());
   if (uint64_t torn = (*events)->Stats().torn_bytes_cut; torn > 0) {
-    spdlog::warn("event store: cut {} bytes from the end of the log: an append torn by a crash "
-                 "(never acknowledged), or damage to the last one",
-                 torn);
+    spdlog::warn(
+        "event store: cut {} bytes from the end of the log: an append torn by a crash "
+        "(never acknowledged), or damage to the last one",
+        torn);
   }
 
   server::ServerOptions server_options;
@@ -111,7 +145,8 @@ int Serve(const ServeArgs& args) {
   apps::RuntimeOptions runtime_options;
   runtime_options.data_dir = args.data_dir;
   runtime_options.command_max_retries = args.command_max_retries;
-  runtime_options.effect_backoff_initial = std::chrono::milliseconds(args.effect_backoff_initial_ms);
+  runtime_options.effect_backoff_initial =
+      std::chrono::milliseconds(args.effect_backoff_initial_ms);
   runtime_options.effect_backoff_max = std::chrono::milliseconds(
       std::max(args.effect_backoff_max_ms, args.effect_backoff_initial_ms));
   auto runtime = apps::ModuleRuntime::Open(**events, runtime_options);
@@ -123,11 +158,18 @@ int Serve(const ServeArgs& args) {
   events::http::EventRouteOptions event_route_options;
   event_route_options.reserved_data_prefix = std::string(apps::KeyRing::kMarker);
   event_route_options.encrypt = [keys = &(*runtime)->keys()](std::string_view scope,
-                                                               std::string_view data) {
+                                                             std::string_view data) {
     return keys->Encrypt(scope, data);
   };
   for (server::HttpRoute& route : events::http::EventRoutes(**events, event_route_options)) {
     server_options.routes.push_back(std::move(route));
+  }
+  // Event-store subscriptions for outside consumers (protocol ops); declared before the server,
+  // so its pumps are joined after the server stopped.
+  events::http::EventSubscriptions subscriptions(**events);
+  if (Status registered = subscriptions.RegisterOps(server_options.dispatcher); !registered.ok()) {
+    fmt::print(stderr, "reef serve: {}\n", registered.ToString());
+    return 1;
   }
   // Programs and units (docs/programs.md): their own free-running reactor fleet; the newest
   // kept program is deployed again.
@@ -168,7 +210,8 @@ int Serve(const ServeArgs& args) {
   }
   spdlog::info("received {}; shutting down", received == SIGINT ? "SIGINT" : "SIGTERM");
   (*server)->Stop();
-  server->reset();  // the server goes before the image and the store its handlers refer to
+  subscriptions.Stop();  // its pumps may hold connections of the server
+  server->reset();       // the server goes before the image and the store its handlers refer to
   image->reset();
   programs->reset();
   runtime->reset();  // module threads stop before the event store they read closes
@@ -187,7 +230,8 @@ const Command kServeCommands[] = {
            ->envname("REEF_LISTEN")
            ->capture_default_str();
        app.add_option("--data-dir", args->data_dir,
-                      "Data directory (reef.sqlite: source and module stores; events/; projectors/, effects/, cache/); created "
+                      "Data directory (reef.sqlite: source and module stores; events/; "
+                      "projectors/, effects/, cache/); created "
                       "when missing")
            ->envname("REEF_DATA_DIR")
            ->capture_default_str();

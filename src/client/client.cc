@@ -348,11 +348,7 @@ class Client::Impl {
     std::string code = StringField(error, "code", "internal");
     std::string text = StringField(error, "message");
     if (text.empty()) text = "the server answered with an error but no message";
-    for (Code c : {Code::kInvalidArgument, Code::kNotFound, Code::kAlreadyExists, Code::kConflict,
-                   Code::kFailedPrecondition, Code::kLimitExceeded, Code::kUnavailable,
-                   Code::kTrapped, Code::kUnimplemented, Code::kDataLoss, Code::kInternal}) {
-      if (CodeName(c) == code) return Status(c, text);
-    }
+    if (auto c = CodeFromName(code); c && *c != Code::kOk) return Status(*c, text);
     return Status::Internal(fmt::format("{} (server error code '{}')", text, code));
   }
 

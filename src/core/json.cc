@@ -1,5 +1,7 @@
 #include "core/json.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -49,16 +51,11 @@ class RawBuilder {
   bool boolean(bool b) { return Add(Value::Bool(b)); }
   bool number_integer(json::number_integer_t i) { return Add(Value::Int(i)); }
   bool number_unsigned(json::number_unsigned_t u) {
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      return Fail(Invalid("integer " + std::to_string(u) + " is outside the int64 range"));
-    }
+    if (Status s = CheckJsonInteger(u); !s.ok()) return Fail(Invalid(s.message()));
     return Add(Value::Int(static_cast<std::int64_t>(u)));
   }
   bool number_float(json::number_float_t d, const json::string_t& literal) {
-    if (literal.find_first_of(".eE") == std::string::npos) {
-      return Fail(Invalid("integer " + literal + " is outside the int64 range"));
-    }
-    if (!std::isfinite(d)) return Fail(Invalid("number " + literal + " is not a finite float64"));
+    if (Status s = CheckJsonFloat(d, literal); !s.ok()) return Fail(Invalid(s.message()));
     return Add(Value::Float(d));
   }
   bool string(json::string_t& s) {
@@ -317,6 +314,39 @@ Status CheckEncodable(const Value& v) {
 }
 
 }  // namespace
+
+Status CheckJsonInteger(uint64_t value) {
+  if (value <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "integer {} is outside the int64 range (JSON numbers must be exact int64 or finite "
+      "float64; send larger numbers as strings)",
+      value));
+}
+
+Status CheckJsonFloat(double value, std::string_view literal) {
+  if (literal.find_first_of(".eE") == std::string_view::npos) {
+    return Status::InvalidArgument(fmt::format(
+        "integer {} is outside the int64 range (JSON numbers must be exact int64 or finite "
+        "float64; send larger numbers as strings)",
+        literal));
+  }
+  if (!std::isfinite(value)) {
+    return Status::InvalidArgument(
+        fmt::format("number {} is outside the float64 range (JSON numbers must be exact int64 "
+                    "or finite float64)",
+                    literal));
+  }
+  // The mantissa's digits (before any exponent): a nonzero one read as 0 is an underflow.
+  std::string_view mantissa = literal.substr(0, literal.find_first_of("eE"));
+  bool nonzero = mantissa.find_first_of("123456789") != std::string_view::npos;
+  if (value == 0 && nonzero) {
+    return Status::InvalidArgument(
+        fmt::format("number {} is too close to zero for a float64: it would become 0 (JSON "
+                    "floats must be finite float64; the smallest is 4.9406564584124654e-324)",
+                    literal));
+  }
+  return Status::Ok();
+}
 
 Result<Value> ValueFromJson(std::string_view text, const ValueLimits& limits) {
   if (text.size() > limits.max_json_bytes) {

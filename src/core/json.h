@@ -5,9 +5,14 @@
 //   record whose only key is  <-> {"$record": {...}}  (the inner object is taken literally at
 //   "$actor" or "$record"          its own level; values nested inside follow the normal rules)
 //
-// Numbers: an integer literal (no fraction, no exponent) is an int and must fit int64; any
-// literal with a fraction or exponent is a float and must be finite. Floats with an integral
-// value are written with a fraction ("1.0") so they stay floats when read back.
+// Numbers follow one rule at every JSON edge (HTTP bodies, protocol frames, command input,
+// event data, CLI and REPL values; CheckJsonInteger/CheckJsonFloat): an integer literal (no
+// fraction, no exponent) is an int and must fit int64; any literal with a fraction or exponent
+// is a float and must be a finite float64. A number that would change on the way in beyond
+// the float64 rounding every decimal literal gets (an integer past int64 turned into a double,
+// an overflow, or a nonzero literal that underflows to 0) is refused, never stored changed. Floats
+// with an integral value are written with a fraction
+// ("1.0") so they stay floats when read back.
 //
 // Thread ownership: pure functions; any thread.
 #pragma once
@@ -21,6 +26,15 @@
 #include "core/value.h"
 
 namespace reef {
+
+// The number rule above for an integer literal that nlohmann read as unsigned `value`.
+// Errors: InvalidArgument naming the literal and the rule.
+Status CheckJsonInteger(uint64_t value);
+// The number rule above for a literal that nlohmann read as a double (`value`), `literal`
+// being its text: refused when it has no fraction or exponent (an integer beyond 64 bits),
+// is not finite, or underflows (a nonzero literal read as 0).
+// Errors: InvalidArgument naming the literal and the rule.
+Status CheckJsonFloat(double value, std::string_view literal);
 
 // Parses `text` (one JSON document, UTF-8, no comments, nothing but whitespace after it) into
 // a Value. `text` is only read during the call.

@@ -13,6 +13,14 @@ std::string_view CodeName(Code code) {
   return "unknown";
 }
 
+std::optional<Code> CodeFromName(std::string_view name) {
+#define REEF_X(code, text, http) \
+  if (name == text) return Code::code;
+  REEF_STATUS_CODES(REEF_X)
+#undef REEF_X
+  return std::nullopt;
+}
+
 int CodeHttpStatus(Code code) {
   switch (code) {
 #define REEF_X(name, text, http) \

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cassert>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +24,7 @@ namespace reef {
   X(kNotFound, "not_found", 404)                     \
   X(kAlreadyExists, "already_exists", 409)           \
   X(kConflict, "conflict", 409)                      \
+  X(kDuplicateEventId, "duplicate_event_id", 409)    \
   X(kFailedPrecondition, "failed_precondition", 412) \
   X(kLimitExceeded, "limit_exceeded", 413)           \
   X(kUnavailable, "unavailable", 503)                \
@@ -39,6 +41,8 @@ enum class Code {
 
 // Stable lowercase name of `code`, e.g. "invalid_argument".
 std::string_view CodeName(Code code);
+// The code named `name` (CodeName's inverse), or nullopt for a name not in the table.
+std::optional<Code> CodeFromName(std::string_view name);
 // HTTP status code a network edge answers with for `code`.
 int CodeHttpStatus(Code code);
 
@@ -52,6 +56,8 @@ class [[nodiscard]] Status {
   static Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
   static Status Conflict(std::string m) { return {Code::kConflict, std::move(m)}; }
+  // An event id the event store already holds (ids are unique there; events/event_store.h).
+  static Status DuplicateEventId(std::string m) { return {Code::kDuplicateEventId, std::move(m)}; }
   static Status FailedPrecondition(std::string m) {
     return {Code::kFailedPrecondition, std::move(m)};
   }
@@ -81,7 +87,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok());
   }
@@ -107,9 +113,9 @@ class [[nodiscard]] Result {
 }  // namespace reef
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define REEF_RETURN_IF_ERROR(expr)             \
-  do {                                         \
-    ::reef::Status reef_status_ = (expr);      \
+#define REEF_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    ::reef::Status reef_status_ = (expr);        \
     if (!reef_status_.ok()) return reef_status_; \
   } while (0)
 

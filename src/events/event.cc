@@ -110,6 +110,15 @@ Status NormalizeOne(Event& event, const EventLimits& limits, int64_t now_ms) {
           fmt::format("metadata {} is not valid UTF-8 (byte {})", name, *bad));
     }
   }
+  if (m.user.size() > limits.max_user_metadata_bytes) {
+    return Status::LimitExceeded(fmt::format(
+        "its application metadata is {} bytes of JSON; the limit is {} (max_user_metadata_bytes)",
+        m.user.size(), limits.max_user_metadata_bytes));
+  }
+  if (auto bad = FindInvalidUtf8(m.user)) {
+    return Status::InvalidArgument(
+        fmt::format("its application metadata is not valid UTF-8 (byte {})", *bad));
+  }
   if (m.timestamp_ms < 0) {
     return Status::InvalidArgument(
         fmt::format("metadata timestamp {} is negative", m.timestamp_ms));
@@ -250,7 +259,7 @@ bool Matches(const Query& query, std::string_view type, const std::vector<std::s
 uint64_t StoredBytes(const Event& event) {
   const EventMetadata& m = event.metadata;
   return StoredBytes(event.type, event.tags, event.data,
-                     {m.correlation_id, m.causation_id, m.idempotency_key});
+                     {m.correlation_id, m.causation_id, m.idempotency_key, m.user});
 }
 
 Status ValidateQuery(const Query& query, const EventLimits& limits) {

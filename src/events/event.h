@@ -41,6 +41,9 @@ struct EventMetadata {
   std::string correlation_id;   // the request or conversation the event belongs to
   std::string causation_id;     // the command or event that caused it
   std::string idempotency_key;  // the client key of the request that appended it
+  // The application's own metadata: the compact text of a JSON object ("" = none), e.g.
+  // {"minutesAgo":5}. The store keeps it as given; the JSON edges build and check it.
+  std::string user;
   bool operator==(const EventMetadata&) const = default;
 };
 
@@ -119,14 +122,15 @@ struct ReadResult {
 // saying which rule a value breaks (InvalidArgument). Bytes are counted as stored: type, tags,
 // data, metadata strings and a fixed per-event overhead (kEventOverheadBytes).
 struct EventLimits {
-  uint64_t max_event_bytes = 1u << 20;    // one event (1 MiB)
-  uint64_t max_append_bytes = 16u << 20;  // all events of one append (16 MiB)
-  uint32_t max_type_bytes = 256;          // one event type
-  uint32_t max_tag_bytes = 1024;          // one tag
-  uint32_t max_tags_per_event = 256;      // distinct tags on one event
-  uint32_t max_metadata_bytes = 1024;     // each metadata string
-  uint32_t max_query_items = 256;         // items in one query
-  uint32_t max_item_terms = 256;          // types, and tags, in one item
+  uint64_t max_event_bytes = 1u << 20;      // one event (1 MiB)
+  uint64_t max_append_bytes = 16u << 20;    // all events of one append (16 MiB)
+  uint32_t max_type_bytes = 256;            // one event type
+  uint32_t max_tag_bytes = 1024;            // one tag
+  uint32_t max_tags_per_event = 256;        // distinct tags on one event
+  uint32_t max_metadata_bytes = 1024;       // each metadata string
+  uint32_t max_user_metadata_bytes = 4096;  // the application's metadata (its JSON text)
+  uint32_t max_query_items = 256;           // items in one query
+  uint32_t max_item_terms = 256;            // types, and tags, in one item
 };
 
 // Fixed bytes each stored event takes besides its strings (lengths, id, timestamp); each tag
@@ -136,7 +140,7 @@ inline constexpr uint64_t kEventOverheadBytes = 44;
 // Stored size in bytes of an event with these parts (its tags: strings or string views).
 template <typename Tags>
 uint64_t StoredBytes(std::string_view type, const Tags& tags, std::string_view data,
-                     const std::array<std::string_view, 3>& metadata_strings) {
+                     const std::array<std::string_view, 4>& metadata_strings) {
   uint64_t bytes = kEventOverheadBytes + type.size() + data.size();
   for (std::string_view text : metadata_strings) bytes += text.size();
   for (const auto& tag : tags) bytes += 2 + std::string_view(tag).size();

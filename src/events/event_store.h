@@ -36,9 +36,12 @@ struct EventView {
   std::string_view correlation_id;
   std::string_view causation_id;
   std::string_view idempotency_key;
+  std::string_view user_metadata;  // EventMetadata::user
 
   // An owned copy.
   SequencedEvent ToEvent() const;
+  // A view of `event` (valid while `event` lives and is not changed).
+  static EventView Of(const SequencedEvent& event);
   // Its size as stored, counted like StoredBytes(const Event&) (event.h).
   uint64_t StoredBytes() const;
 };
@@ -73,11 +76,17 @@ class Subscription {
 struct EventStoreStats {
   uint64_t appends = 0;         // acknowledged append requests
   uint64_t conflicts = 0;       // requests refused by their condition
+  uint64_t duplicate_ids = 0;   // requests refused for reusing a stored event id
   uint64_t syncs = 0;           // fdatasync calls made for appends (group commits)
   uint64_t events_written = 0;  // events made durable
   // Bytes cut from the end of the log when the store was opened: a torn append that was never
   // acknowledged (or, indistinguishably, damage to the very last frame). 0 after a clean stop.
   uint64_t torn_bytes_cut = 0;
+  // Events of a log written by an older Reef whose id an earlier event already had (ReadById
+  // finds the earlier one).
+  uint64_t duplicate_ids_recovered = 0;
+  // Bytes of memory the id index takes (docs/benchmarks.md: the cost of unique ids).
+  uint64_t id_index_bytes = 0;
 };
 
 class EventStore {
@@ -85,17 +94,20 @@ class EventStore {
   virtual ~EventStore() = default;
 
   // Appends `events` atomically (all or none) at head+1.. and returns the last position
-  // written, once durable. When `condition` is given, the append fails with Conflict if an
-  // event after `condition->after` matches `condition->fail_if_events_match`, except for a
-  // retry: when the only matching events are this append's own events (same ids, same order,
-  // same type, tags and data), already stored after `after`, it returns their original last
-  // position and writes nothing.
+  // written, once durable. Event ids are unique in the store:
+  //  - when every event is already stored, unchanged (id, type, tags, data, metadata; the
+  //    timestamp only when given), at consecutive positions in this order, the append is a
+  //    retry: it returns their original last position and writes nothing, whatever the
+  //    condition says (the condition was checked when they were written);
+  //  - otherwise an id the store already holds refuses the append (DuplicateEventId, naming
+  //    the id and the position holding it).
+  // When `condition` is given, the append fails with Conflict if an event after
+  // `condition->after` matches `condition->fail_if_events_match`.
   // Each event is normalized first (NormalizeEvent: repeated tags dropped, nil id and zero
-  // timestamp filled). Ids must differ within one append; across appends the store does not
-  // check them, so only a conditional append is protected against being stored twice.
+  // timestamp filled). Ids must differ within one append (InvalidArgument).
   // Errors: InvalidArgument (no events, a bad event or query), LimitExceeded (event or append
-  // too large), Conflict (the condition), Unavailable (the store is closed, or failed after a
-  // write or sync error: reopen it).
+  // too large), DuplicateEventId, Conflict (the condition), Unavailable (the store is closed,
+  // or failed after a write or sync error: reopen it).
   virtual Result<Position> Append(std::vector<Event> events,
                                   std::optional<AppendCondition> condition = std::nullopt) = 0;
 
@@ -107,6 +119,10 @@ class EventStore {
   // the visitor returns false. Returns the head for the events visited (ReadResult::head).
   virtual Result<Position> ReadEach(const Query& query, const ReadOptions& options,
                                     const EventVisitor& visitor) const = 0;
+
+  // The durable event with id `id`, or nullopt when the store holds none (an O(1) lookup in
+  // the store's id index).
+  virtual Result<std::optional<SequencedEvent>> ReadById(const EventId& id) const = 0;
 
   // The position of the last durable event; 0 when the store is empty.
   virtual Position Head() const = 0;

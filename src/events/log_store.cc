@@ -11,6 +11,7 @@
 // decoded straight from the segments' read-only mappings, outside the lock.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "events/detail/event_id_index.h"
 #include "events/detail/event_index.h"
 #include "events/detail/log_format.h"
 #include "events/detail/subscription_state.h"
@@ -113,6 +115,7 @@ struct AppendRequest {
   std::string body;                      // the events' records
   std::vector<uint32_t> record_offsets;  // of each record in `body`
   uint32_t body_crc = 0;
+  std::vector<bool> timestamp_given;  // [i]: the client set event i's timestamp
   std::optional<AppendCondition> condition;
   std::promise<Result<Position>> done;
   Result<Position> result = Status::Internal("not decided");
@@ -121,10 +124,40 @@ struct AppendRequest {
   bool needs_this_batch = false;  // a retry whose original is staged in this same batch
 };
 
+// The same event again: a retry of the append that stored `stored`. Everything the client
+// gave must match; the timestamp only when the client gave one (else the store's clock set it).
+bool SameEvent(const EventView& stored, const Event& event, bool timestamp_given) {
+  return stored.id == event.id && stored.type == event.type && stored.data == event.data &&
+         stored.tags.size() == event.tags.size() &&
+         std::equal(event.tags.begin(), event.tags.end(), stored.tags.begin()) &&
+         stored.correlation_id == event.metadata.correlation_id &&
+         stored.causation_id == event.metadata.causation_id &&
+         stored.idempotency_key == event.metadata.idempotency_key &&
+         stored.user_metadata == event.metadata.user &&
+         (!timestamp_given || stored.timestamp_ms == event.metadata.timestamp_ms);
+}
+
 }  // namespace
 
 uint64_t EventView::StoredBytes() const {
-  return events::StoredBytes(type, tags, data, {correlation_id, causation_id, idempotency_key});
+  return events::StoredBytes(type, tags, data,
+                             {correlation_id, causation_id, idempotency_key, user_metadata});
+}
+
+EventView EventView::Of(const SequencedEvent& event) {
+  EventView view;
+  const EventMetadata& m = event.event.metadata;
+  view.position = event.position;
+  view.type = event.event.type;
+  view.tags.assign(event.event.tags.begin(), event.event.tags.end());
+  view.data = event.event.data;
+  view.id = event.event.id;
+  view.timestamp_ms = m.timestamp_ms;
+  view.correlation_id = m.correlation_id;
+  view.causation_id = m.causation_id;
+  view.idempotency_key = m.idempotency_key;
+  view.user_metadata = m.user;
+  return view;
 }
 
 SequencedEvent EventView::ToEvent() const {
@@ -138,6 +171,7 @@ SequencedEvent EventView::ToEvent() const {
   out.event.metadata.correlation_id = std::string(correlation_id);
   out.event.metadata.causation_id = std::string(causation_id);
   out.event.metadata.idempotency_key = std::string(idempotency_key);
+  out.event.metadata.user = std::string(user_metadata);
   return out;
 }
 
@@ -192,6 +226,12 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     REEF_RETURN_IF_ERROR(SyncDirectory(dir_));
     if (dir_.has_parent_path()) REEF_RETURN_IF_ERROR(SyncDirectory(dir_.parent_path()));
     head_.store(index_.last());
+    if (duplicate_ids_recovered_ > 0) {
+      spdlog::warn(
+          "event store {}: {} events reuse an id an earlier event has (written before "
+          "ids were unique); reads by id find the earlier one",
+          dir_.string(), duplicate_ids_recovered_);
+    }
     writer_ = std::thread([this] { WriterLoop(); });
     return Status::Ok();
   }
@@ -206,6 +246,10 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     int64_t now = NowMs();
     REEF_RETURN_IF_ERROR(FillNilEventIds(events));
     REEF_RETURN_IF_ERROR(CheckDistinctIds(events));
+    request->timestamp_given.reserve(events.size());
+    for (const Event& event : events) {
+      request->timestamp_given.push_back(event.metadata.timestamp_ms != 0);
+    }
     uint64_t total = 0;
     for (size_t i = 0; i < events.size(); ++i) {
       REEF_RETURN_IF_ERROR(NormalizeEvent(events[i], i, limits, now));
@@ -303,10 +347,38 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
 
   Position Head() const { return head_.load(); }
 
+  Result<std::optional<SequencedEvent>> ReadById(const EventId& id) const {
+    std::optional<Position> found;
+    Location location = 0;
+    {
+      std::shared_lock lock(index_mu_);
+      const Position head = head_.load();
+      EventView view;
+      ids_.ForEachCandidate(id, [&](Position position) {
+        if (position > head) return false;  // staged, not durable yet
+        if (Decode(position, index_.location(position), view).ok() && view.id == id) {
+          found = position;
+          location = index_.location(position);
+        }
+        return found.has_value();
+      });
+    }
+    if (!found) return std::optional<SequencedEvent>();
+    EventView view;
+    REEF_RETURN_IF_ERROR(Decode(*found, location, view));
+    return std::optional<SequencedEvent>(view.ToEvent());
+  }
+
   EventStoreStats Stats() const {
     EventStoreStats stats;
     stats.appends = appends_.load();
     stats.conflicts = conflicts_.load();
+    stats.duplicate_ids = duplicates_.load();
+    stats.duplicate_ids_recovered = duplicate_ids_recovered_;
+    {
+      std::shared_lock lock(index_mu_);
+      stats.id_index_bytes = ids_.bytes();
+    }
     stats.syncs = syncs_.load();
     stats.events_written = events_written_.load();
     stats.torn_bytes_cut = torn_bytes_;
@@ -503,13 +575,24 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
       }
       auto header = *detail::DecodeFrameHeader(s.base + offset);
       uint64_t record = offset + detail::kFrameHeaderBytes;
+      if (ids_.NeedsGrowth(header.event_count)) {
+        ids_.Adopt(ids_.Grown(header.event_count, [this](Position p) { return IdAt(p); }));
+      }
       for (uint32_t i = 0; i < header.event_count; ++i) {
         size_t size = detail::DecodeRecord(s.base + record, s.size - record, view);
-        index_.Add(header.first_position + i, detail::MakeLocation(number, record), view.type,
-                   view.tags);
+        const Position position = header.first_position + i;
+        index_.Add(position, detail::MakeLocation(number, record), view.type, view.tags);
+        EventId id = view.id;
+        // A log written before ids were unique may hold one twice: the first keeps the id.
+        if (FindId(id)) {
+          ++duplicate_ids_recovered_;
+        } else {
+          ids_.Add(id, position);
+        }
         record += size;
       }
       offset = record;
+      head_.store(index_.last());  // no reader yet; lets IdAt see what was recovered
     }
     return Status::Ok();
   }
@@ -643,9 +726,11 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     Publish(batch);
   }
 
-  // Checks `request`'s condition against everything staged so far; true when it is settled
-  // without writing (a conflict, or a retry of events already stored).
+  // Settles `request` without writing when it must not be written: a retry of events already
+  // stored, an id stored before, or a failed condition. Checks against everything staged so
+  // far. True when settled.
   bool Decide(AppendRequest& request) {
+    if (DecideIds(request)) return true;
     if (!request.condition) return false;
     const AppendCondition& condition = *request.condition;
     Position after = condition.after.value_or(0);
@@ -653,10 +738,6 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     CompiledQuery compiled = index_.Compile(condition.fail_if_events_match);
     std::optional<Position> first = index_.Next(compiled, after + 1, index_.last());
     if (!first) return false;
-    if (auto original = FindRetry(request, compiled, after, *first)) {
-      request.result = *original;
-      return true;
-    }
     conflicts_.fetch_add(1);
     request.result = Status::Conflict(fmt::format(
         "append condition failed: event {} matches fail_if_events_match and comes after {}", *first,
@@ -664,33 +745,53 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     return true;
   }
 
-  // When every event after `after` that matches the condition belongs to `request`'s own
-  // events, already stored (or staged earlier in this batch) in order, returns their last
-  // position.
-  std::optional<Position> FindRetry(AppendRequest& request, const CompiledQuery& compiled,
-                                    Position after, Position first_match) const {
-    EventView view;
-    if (!ViewAt(first_match, view)) return std::nullopt;
+  // Event ids are unique in the store. When every event of `request` is already stored, the
+  // same, at consecutive positions in order, it is a retry and gets their last position;
+  // otherwise any id stored before refuses it (DuplicateEventId). False when no id is stored.
+  bool DecideIds(AppendRequest& request) {
     const std::vector<Event>& events = request.events;
-    auto own =
-        std::find_if(events.begin(), events.end(), [&](const Event& e) { return e.id == view.id; });
-    if (own == events.end()) return std::nullopt;
-    auto index = static_cast<Position>(own - events.begin());
-    if (index >= first_match) return std::nullopt;  // it cannot start before position 1
-    Position start = first_match - index;
-    Position end = start + events.size() - 1;
-    if (start <= after || end > index_.last()) return std::nullopt;
     for (size_t i = 0; i < events.size(); ++i) {
-      if (!ViewAt(start + i, view)) return std::nullopt;
-      const Event& e = events[i];
-      bool same = view.id == e.id && view.type == e.type && view.data == e.data &&
-                  view.tags.size() == e.tags.size() &&
-                  std::equal(e.tags.begin(), e.tags.end(), view.tags.begin());
-      if (!same) return std::nullopt;
+      std::optional<Position> stored = FindId(events[i].id);
+      if (!stored) continue;
+      if (i == 0 && *stored + events.size() - 1 <= index_.last()) {
+        bool retry = true;
+        EventView view;
+        for (size_t k = 0; k < events.size() && retry; ++k) {
+          retry =
+              ViewAt(*stored + k, view) && SameEvent(view, events[k], request.timestamp_given[k]);
+        }
+        if (retry) {
+          Position end = *stored + events.size() - 1;
+          request.result = end;
+          request.needs_this_batch = end > head_.load();
+          return true;
+        }
+      }
+      duplicates_.fetch_add(1);
+      request.result = Status::DuplicateEventId(fmt::format(
+          "event {} has id {}, which the store already holds at position {} (event ids are "
+          "unique; a retry must resend the whole append unchanged)",
+          i, FormatEventId(events[i].id), *stored));
+      return true;
     }
-    if (index_.Next(compiled, end + 1, index_.last())) return std::nullopt;  // someone else's
-    request.needs_this_batch = end > head_.load();
-    return end;
+    return false;
+  }
+
+  // The position holding `id`, staged ones included. Writer thread, or index_mu_ held.
+  std::optional<Position> FindId(const EventId& id) const {
+    std::optional<Position> found;
+    EventView view;
+    ids_.ForEachCandidate(id, [&](Position position) {
+      if (ViewAt(position, view) && view.id == id) found = position;
+      return found.has_value();
+    });
+    return found;
+  }
+
+  // The id at `position`, for growing the id index (writer thread).
+  EventId IdAt(Position position) const {
+    EventView view;
+    return ViewAt(position, view) ? view.id : EventId{};
   }
 
   // The event at `position` (REQUIRES: <= index_.last()) as the writer sees it: from the log
@@ -705,6 +806,11 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
       view.tags.assign(event.tags.begin(), event.tags.end());
       view.data = event.data;
       view.id = event.id;
+      view.timestamp_ms = event.metadata.timestamp_ms;
+      view.correlation_id = event.metadata.correlation_id;
+      view.causation_id = event.metadata.causation_id;
+      view.idempotency_key = event.metadata.idempotency_key;
+      view.user_metadata = event.metadata.user;
       return true;
     }
     return false;
@@ -715,13 +821,20 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   void Stage(AppendRequest& request, uint64_t frame_offset) {
     auto number = static_cast<uint32_t>(segments_.size() - 1);
     std::vector<std::string_view> tags;
+    std::optional<std::vector<uint64_t>> grown;
+    if (ids_.NeedsGrowth(request.events.size())) {
+      // Built before the lock is taken, so readers are held off only for the swap.
+      grown = ids_.Grown(request.events.size(), [this](Position p) { return IdAt(p); });
+    }
     std::unique_lock lock(index_mu_);
+    if (grown) ids_.Adopt(std::move(*grown));
     Position position = index_.last();
     for (size_t i = 0; i < request.events.size(); ++i) {
       const Event& event = request.events[i];
       tags.assign(event.tags.begin(), event.tags.end());
       uint64_t record = frame_offset + detail::kFrameHeaderBytes + request.record_offsets[i];
       index_.Add(++position, detail::MakeLocation(number, record), event.type, tags);
+      ids_.Add(event.id, position);
     }
     request.result = position;
     request.staged = true;
@@ -748,6 +861,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     {
       std::unique_lock lock(index_mu_);
       index_.TruncateAfter(durable);
+      ids_.TruncateAfter(durable, [this](Position p) { return IdAt(p); });
     }
     std::lock_guard lock(subs_mu_);
     WakeSubscribers();
@@ -812,11 +926,13 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   // Owned by the writer thread: the requests staged in the batch being written, by first
   // position (retry checks read them before they reach the file).
   std::vector<std::pair<Position, const AppendRequest*>> staged_;
-  uint64_t torn_bytes_ = 0;  // cut from the end of the log when it was opened
+  uint64_t torn_bytes_ = 0;               // cut from the end of the log when it was opened
+  uint64_t duplicate_ids_recovered_ = 0;  // ids stored more than once by an older Reef
 
   // Protected by index_mu_ (the writer holds it exclusively only to stage or drop entries).
   mutable std::shared_mutex index_mu_;
   EventIndex index_;
+  detail::EventIdIndex ids_;
   // The last durable, visible position; written under subs_mu_.
   std::atomic<Position> head_{0};
   std::atomic<bool> failed_{false};
@@ -832,7 +948,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   std::mutex subs_mu_;
   std::vector<std::shared_ptr<SubscriptionState>> subs_;
 
-  std::atomic<uint64_t> appends_{0}, conflicts_{0}, syncs_{0}, events_written_{0};
+  std::atomic<uint64_t> appends_{0}, conflicts_{0}, duplicates_{0}, syncs_{0}, events_written_{0};
 };
 
 }  // namespace detail
@@ -942,6 +1058,9 @@ class LogEventStore final : public EventStore {
     return core_->ReadEach(query, options, visitor);
   }
   Position Head() const override { return core_->Head(); }
+  Result<std::optional<SequencedEvent>> ReadById(const EventId& id) const override {
+    return core_->ReadById(id);
+  }
   Result<std::unique_ptr<Subscription>> Subscribe(const Query& query, Position after) override {
     REEF_RETURN_IF_ERROR(ValidateQuery(query, core_->options().limits));
     if (core_->ended()) return Status::Unavailable(core_->ClosedMessage());
@@ -957,7 +1076,8 @@ class LogEventStore final : public EventStore {
 Status ValidateOptions(const EventStoreOptions& options) {
   const EventLimits& limits = options.limits;
   if (limits.max_type_bytes > UINT16_MAX || limits.max_tag_bytes > UINT16_MAX ||
-      limits.max_metadata_bytes > UINT16_MAX || limits.max_tags_per_event > UINT16_MAX) {
+      limits.max_metadata_bytes > UINT16_MAX || limits.max_tags_per_event > UINT16_MAX ||
+      limits.max_user_metadata_bytes > UINT16_MAX) {
     return Status::InvalidArgument(
         "event limits: types, tags and metadata strings are stored with 16-bit lengths (at most "
         "65535 bytes, 65535 tags)");

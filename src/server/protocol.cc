@@ -5,6 +5,8 @@
 #include <exception>
 #include <utility>
 
+#include "core/json.h"
+
 namespace reef::server {
 namespace {
 
@@ -42,10 +44,10 @@ int JsonNestingDepth(std::string_view text, int limit) {
 
 namespace {
 
-// Builds the request tree like json::parse, but refuses what nlohmann would silently turn
-// into something else: an integer literal outside the int64/uint64 range (nlohmann makes it
-// a double, so -9223372036854775809 would lose its value) and a number outside the float64
-// range (1e400). Every other event goes to nlohmann's own DOM builder.
+// Builds the request tree like json::parse, but refuses numbers that would change on the way
+// in (core/json.h's one number rule: exact int64 or finite float64): nlohmann would
+// turn 12345678901234567890's neighbours and -9223372036854775809 into doubles and 1e-400
+// into 0. Every other event goes to nlohmann's own DOM builder.
 class RequestSax {
  public:
   RequestSax(json& doc, uint64_t max_values) : dom_(doc, false), values_left_(max_values) {}
@@ -53,11 +55,12 @@ class RequestSax {
   bool null() { return Count() && dom_.null(); }
   bool boolean(bool b) { return Count() && dom_.boolean(b); }
   bool number_integer(json::number_integer_t i) { return Count() && dom_.number_integer(i); }
-  bool number_unsigned(json::number_unsigned_t u) { return Count() && dom_.number_unsigned(u); }
+  bool number_unsigned(json::number_unsigned_t u) {
+    if (Status s = CheckJsonInteger(u); !s.ok()) return Refuse(s.message());
+    return Count() && dom_.number_unsigned(u);
+  }
   bool number_float(json::number_float_t d, const json::string_t& literal) {
-    if (literal.find_first_of(".eE") == std::string::npos) {
-      return Refuse(fmt::format("integer {} is outside the 64-bit integer range", literal));
-    }
+    if (Status s = CheckJsonFloat(d, literal); !s.ok()) return Refuse(s.message());
     return Count() && dom_.number_float(d, literal);
   }
   bool string(json::string_t& text) { return Count() && dom_.string(text); }

@@ -102,9 +102,9 @@ struct JsonDocumentLimits {
 };
 
 // Parses one JSON document as the network edge must (RFC 8259, UTF-8, no comments): nesting is
-// checked before parsing, so a hostile document cannot exhaust the stack; an integer literal
-// outside the int64/uint64 range is refused instead of becoming a double.
-// Errors: InvalidArgument (malformed, too deep, an out-of-range integer; naming the byte),
+// checked before parsing, so a hostile document cannot exhaust the stack; a number breaking
+// core/json.h's number rule (exact int64 or finite float64) is refused, not changed.
+// Errors: InvalidArgument (malformed, too deep, a number breaking the rule; naming it),
 // LimitExceeded (more than max_values values). Any thread.
 Result<nlohmann::json> ParseJsonDocument(std::string_view text,
                                          const JsonDocumentLimits& limits = {});

@@ -67,6 +67,25 @@ if start "serve" "$work/serve.log" --listen 127.0.0.1:0 --data-dir "$work/data";
   check "SIGTERM exits 0" "$([[ $status -eq 0 ]]; echo $?)" "status $status; $(cat "$work/serve.log")"
 fi
 
+# 1a. The data dir is the owner's alone whatever the umask: 0700 directories, 0600 files; a
+# data dir left world-readable by an older Reef is tightened at start.
+mkdir -p "$work/open/events"
+touch "$work/open/reef.sqlite"
+chmod 755 "$work/open" "$work/open/events"
+chmod 644 "$work/open/reef.sqlite"
+saved_umask=$(umask)
+umask 000
+if start "modes" "$work/modes.log" --listen 127.0.0.1:0 --data-dir "$work/open"; then
+  umask "$saved_umask"
+  curl -s --max-time 5 -X POST "http://127.0.0.1:$port/events/append" \
+    -d '{"events":[{"type":"T"}]}' >/dev/null
+  loose=$(find "$work/open" \( -type d ! -perm 700 \) -o \( -type f ! -perm 600 \) | head -5)
+  check "data dir modes are 0700/0600 under umask 000" "$([[ -z $loose ]]; echo $?)" \
+    "$(find "$work/open" -printf '%m %p\n')"
+  stop
+fi
+umask "$saved_umask"
+
 # 1b. The event store routes over real HTTP, and the events survive a restart.
 if start "events" "$work/events.log" --listen 127.0.0.1:0 --data-dir "$work/data"; then
   appended=$(curl -s --max-time 5 -X POST "http://127.0.0.1:$port/events/append" \

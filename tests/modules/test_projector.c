@@ -2,6 +2,7 @@
  * can check exactly-once, rolling upgrades and replays; fails on a Poison event; runs the SQL of
  * a Meddle event (which the host must refuse when it touches transactions or reef_* tables).
  *   ticks(position INTEGER, version INTEGER, n INTEGER)   one row per projected Tick
+ * A Tick's n is its data's "n", else its application metadata's "n", else 0.
  * Built twice: TEST_VERSION=1 and TEST_VERSION=2 (test_projector_v1.wasm, _v2.wasm). */
 #include "reef.h"
 
@@ -32,7 +33,7 @@ static int project(const reef_event* event) {
     return REEF_OK;
   }
   int64_t n = 0;
-  reef_field_int(event->data, "n", &n);
+  if (reef_field_int(event->data, "n", &n) != REEF_OK) reef_field_int(event->metadata, "n", &n);
   reef_writer params = reef_writer_new();
   reef_write_list(&params, 3);
   reef_write_int(&params, event->position);

@@ -113,7 +113,7 @@ void EncodeRecord(const Event& event, std::string& out) {
   Put<uint16_t>(out, static_cast<uint16_t>(m.correlation_id.size()));
   Put<uint16_t>(out, static_cast<uint16_t>(m.causation_id.size()));
   Put<uint16_t>(out, static_cast<uint16_t>(m.idempotency_key.size()));
-  Put<uint16_t>(out, 0);
+  Put<uint16_t>(out, static_cast<uint16_t>(m.user.size()));
   out.append(reinterpret_cast<const char*>(event.id.data()), event.id.size());
   Put<int64_t>(out, m.timestamp_ms);
   out += event.type;
@@ -125,6 +125,7 @@ void EncodeRecord(const Event& event, std::string& out) {
   out += m.correlation_id;
   out += m.causation_id;
   out += m.idempotency_key;
+  out += m.user;
 }
 
 size_t DecodeRecord(const uint8_t* bytes, size_t available, EventView& view) {
@@ -137,6 +138,7 @@ size_t DecodeRecord(const uint8_t* bytes, size_t available, EventView& view) {
   size_t corr_len = Get<uint16_t>(bytes + 12);
   size_t caus_len = Get<uint16_t>(bytes + 14);
   size_t idem_len = Get<uint16_t>(bytes + 16);
+  size_t user_len = Get<uint16_t>(bytes + 18);  // 0 in logs written before user metadata
   std::memcpy(view.id.data(), bytes + 20, 16);
   view.timestamp_ms = Get<int64_t>(bytes + 36);
   const uint8_t* p = bytes + kRecordFixedBytes;
@@ -158,7 +160,8 @@ size_t DecodeRecord(const uint8_t* bytes, size_t available, EventView& view) {
     view.tags.push_back(tag);
   }
   if (!take(data_len, view.data) || !take(corr_len, view.correlation_id) ||
-      !take(caus_len, view.causation_id) || !take(idem_len, view.idempotency_key)) {
+      !take(caus_len, view.causation_id) || !take(idem_len, view.idempotency_key) ||
+      !take(user_len, view.user_metadata)) {
     return 0;
   }
   return p == end ? total : 0;

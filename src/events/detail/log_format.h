@@ -8,9 +8,10 @@
 //                   event count u32 | body bytes u32 | body CRC u32 (CRC-32C of the records) |
 //                   zero u32
 //   event record  = record bytes u32 (after this field) | type length u16 | tag count u16 |
-//                   data length u32 | correlation, causation, idempotency key lengths u16 each |
-//                   zero u16 | id (16 bytes) | timestamp ms i64 | type | tags (u16 length +
-//                   bytes, each) | data | correlation | causation | idempotency key
+//                   data length u32 | correlation, causation, idempotency key and user
+//                   metadata lengths u16 each | id (16 bytes) | timestamp ms i64 | type | tags
+//                   (u16 length + bytes, each) | data | correlation | causation | idempotency
+//                   key | user metadata (logs written before user metadata have length 0)
 //
 // A frame is written with one write and counts only when both CRCs match, so an append is on
 // disk whole or not at all.

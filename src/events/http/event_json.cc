@@ -106,8 +106,17 @@ Result<Event> EventFromJson(const json& value, std::string_view path) {
   }
   if (const json* metadata = Field(value, "metadata")) {
     std::string at = Join(path, "metadata");
-    REEF_RETURN_IF_ERROR(CheckObjectFields(
-        *metadata, at, {"timestamp_ms", "correlation_id", "causation_id", "idempotency_key"}));
+    if (!metadata->is_object()) return Invalid(at, "must be an object");
+    // Keys other than Reef's own are the application's metadata, kept as one JSON object.
+    json user = json::object();
+    for (const auto& [key, item] : metadata->items()) {
+      if (key != "timestamp_ms" && key != "correlation_id" && key != "causation_id" &&
+          key != "idempotency_key") {
+        user[key] = item;
+      }
+    }
+    if (!user.empty())
+      event.metadata.user = user.dump(-1, ' ', false, json::error_handler_t::strict);
     REEF_ASSIGN_OR_RETURN(auto timestamp, OptionalUintField(*metadata, at, "timestamp_ms"));
     if (timestamp && *timestamp > static_cast<uint64_t>(INT64_MAX)) {
       return Invalid(Join(at, "timestamp_ms"), "is out of range");
@@ -171,6 +180,12 @@ json EventToJson(const EventView& event, DataEncoding encoding) {
   if (!event.correlation_id.empty()) metadata["correlation_id"] = event.correlation_id;
   if (!event.causation_id.empty()) metadata["causation_id"] = event.causation_id;
   if (!event.idempotency_key.empty()) metadata["idempotency_key"] = event.idempotency_key;
+  if (!event.user_metadata.empty()) {
+    auto user = server::ParseJsonDocument(event.user_metadata, {.max_depth = kMaxDataDepth});
+    if (user.ok() && user->is_object()) {
+      for (auto& [key, item] : user->items()) metadata.emplace(key, std::move(item));
+    }
+  }
   out["metadata"] = std::move(metadata);
   return out;
 }

@@ -66,10 +66,10 @@ class ModuleRoutesTest : public ::testing::Test {
   HttpResult UploadGuest(const std::string& kind, const std::string& name,
                          const std::string& version, const std::string& guest,
                          bool activate = true) {
-    return HttpCall(server_->port(), verb::post,
-                    "/" + kind + "/" + name + "/versions/" + version +
-                        (activate ? "?activate=true" : ""),
-                    GuestText(guest), "", std::chrono::seconds(20), "application/wasm");
+    return HttpCall(
+        server_->port(), verb::post,
+        "/" + kind + "/" + name + "/versions/" + version + (activate ? "?activate=true" : ""),
+        GuestText(guest), "", std::chrono::seconds(20), "application/wasm");
   }
   void ExpectError(const HttpResult& r, unsigned status, const std::string& code,
                    const std::string& message_part) {
@@ -119,8 +119,8 @@ TEST_F(ModuleRoutesTest, UploadListShowActivateAndDelete) {
 }
 
 TEST_F(ModuleRoutesTest, BadRequestsGetClearErrors) {
-  ExpectError(UploadGuest("commands", "Bad_Name", "1.0.0", "test_command"), 400,
-              "invalid_argument", "name");
+  ExpectError(UploadGuest("commands", "Bad_Name", "1.0.0", "test_command"), 400, "invalid_argument",
+              "name");
   ExpectError(UploadGuest("commands", "x", "1.0", "test_command"), 400, "invalid_argument", "1.0");
   ExpectError(UploadGuest("projectors", "x", "1.0.0", "test_command"), 400, "invalid_argument",
               "missing export `reef_project`");
@@ -139,14 +139,19 @@ TEST_F(ModuleRoutesTest, BadRequestsGetClearErrors) {
   ExpectError(Call(verb::post, "/commands/x/execute", "{not json"), 400, "invalid_argument",
               "not valid JSON");
   ExpectError(Call(verb::post, "/commands/nope/execute", "{}"), 404, "not_found", "nope");
+  // Numbers that would be rounded on the way in are refused, never executed changed.
+  ExpectError(Call(verb::post, "/commands/x/execute", R"({"tag": "t", "n": 12345678901234567890})"),
+              400, "invalid_argument", "outside the int64 range");
+  ExpectError(Call(verb::post, "/commands/x/execute", R"({"tag": "t", "n": 1e-400})"), 400,
+              "invalid_argument", "too close to zero");
   // A module that fails (here: input without "tag") is a 500 naming the module and reason.
   ExpectError(Call(verb::post, "/commands/x/execute", "{}"), 500, "trapped",
               "input needs a string \"tag\"");
   ExpectError(Call(verb::post, "/projectors/nope/query", R"({"sql": "SELECT 1"})"), 404,
               "not_found", "nope");
   ExpectError(Call(verb::delete_, "/crypto-keys/nobody"), 404, "not_found", "nobody");
-  ExpectError(Call(verb::put, "/commands/x/env/1BAD", R"({"value": "v"})"), 400,
-              "invalid_argument", "1BAD");
+  ExpectError(Call(verb::put, "/commands/x/env/1BAD", R"({"value": "v"})"), 400, "invalid_argument",
+              "1BAD");
   // The server keeps serving.
   EXPECT_EQ(Call(verb::get, "/health").status, 200u);
 }
@@ -161,8 +166,8 @@ TEST_F(ModuleRoutesTest, ExecuteAppendsRejectsAndHonoursIdempotencyKeys) {
   EXPECT_EQ(first.body["events"][0]["tags"], json({"t"}));
   EXPECT_EQ(first.body["events"][0]["data"]["count"], 0);
   EXPECT_EQ(first.body["replayed"], false);
-  auto repeat = Call(verb::post, "/commands/count/execute", R"({"tag": "t"})",
-                     {{"Idempotency-Key", "k-1"}});
+  auto repeat =
+      Call(verb::post, "/commands/count/execute", R"({"tag": "t"})", {{"Idempotency-Key", "k-1"}});
   ASSERT_EQ(repeat.status, 200u) << repeat.text;
   EXPECT_EQ(repeat.body["replayed"], true);
   EXPECT_EQ(repeat.body["events"], first.body["events"]);
@@ -177,10 +182,12 @@ TEST_F(ModuleRoutesTest, ExecuteAppendsRejectsAndHonoursIdempotencyKeys) {
 
 TEST_F(ModuleRoutesTest, ProjectorStatusEnvReplayAndQuery) {
   ASSERT_EQ(UploadGuest("projectors", "ticks", "1.0.0", "test_projector_v1").status, 201u);
-  ASSERT_EQ(Call(verb::post, "/events/append",
-                 R"({"events": [{"type": "Tick", "data": {"n": 1}}, {"type": "Tick", "data": {"n": 2}}]})")
-                .status,
-            200u);
+  ASSERT_EQ(
+      Call(
+          verb::post, "/events/append",
+          R"({"events": [{"type": "Tick", "data": {"n": 1}}, {"type": "Tick", "data": {"n": 2}}]})")
+          .status,
+      200u);
   json module;
   for (int i = 0; i < 500; ++i) {
     module = Call(verb::get, "/projectors/ticks").body;
@@ -197,9 +204,11 @@ TEST_F(ModuleRoutesTest, ProjectorStatusEnvReplayAndQuery) {
   ExpectError(Call(verb::post, "/projectors/ticks/query", R"({"sql": "DELETE FROM ticks"})"), 400,
               "invalid_argument", "read-only");
   // A query that never ends is interrupted instead of holding a handler thread.
-  ExpectError(Call(verb::post, "/projectors/ticks/query",
-                   R"({"sql": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"})"),
-              413, "limit_exceeded", "longer than 5 s");
+  ExpectError(
+      Call(
+          verb::post, "/projectors/ticks/query",
+          R"({"sql": "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT count(*) FROM r"})"),
+      413, "limit_exceeded", "longer than 5 s");
   auto env = Call(verb::put, "/projectors/ticks/env/MODE", R"({"value": "fast"})");
   ASSERT_EQ(env.status, 200u) << env.text;
   EXPECT_EQ(env.body["env"]["MODE"], "fast");
@@ -214,7 +223,8 @@ TEST_F(ModuleRoutesTest, ProjectorStatusEnvReplayAndQuery) {
   }
   EXPECT_EQ(module["status"]["position"], 2);
   EXPECT_GE(module["status"]["restarts"].get<int>(), 2);  // two env changes and a replay
-  auto count = Call(verb::post, "/projectors/ticks/query", R"({"sql": "SELECT count(*) AS c FROM ticks"})");
+  auto count =
+      Call(verb::post, "/projectors/ticks/query", R"({"sql": "SELECT count(*) AS c FROM ticks"})");
   EXPECT_EQ(count.body["rows"][0]["c"], 2);
 }
 
@@ -235,8 +245,9 @@ TEST_F(ModuleRoutesTest, CryptoKeyDeletionShredsOverHttp) {
 
 TEST_F(ModuleRoutesTest, EventsAppendedOverHttpWithAScopeAreEncryptedAndShreddable) {
   ASSERT_EQ(UploadGuest("commands", "count", "1.0.0", "test_command").status, 201u);
-  auto appended = Call(verb::post, "/events/append",
-                       R"({"events": [{"type": "Profile", "tags": ["u"], "encryption_scope": "user:5",
+  auto appended =
+      Call(verb::post, "/events/append",
+           R"({"events": [{"type": "Profile", "tags": ["u"], "encryption_scope": "user:5",
                                        "data": {"secret": "bob@example.com"}}]})");
   ASSERT_EQ(appended.status, 200u) << appended.text;
   auto stored = Call(verb::post, "/events/read", "{}");
@@ -248,9 +259,9 @@ TEST_F(ModuleRoutesTest, EventsAppendedOverHttpWithAScopeAreEncryptedAndShreddab
   auto gone = Call(verb::post, "/commands/count/execute", R"({"tag": "u"})");
   EXPECT_EQ(gone.body["events"][0]["data"]["count"], 2);
   EXPECT_TRUE(gone.body["events"][0]["data"]["last_secret"].is_null()) << gone.text;
-  ExpectError(Call(verb::post, "/events/append",
-                   R"({"events": [{"type": "P", "encryption_scope": 7}]})"),
-              400, "invalid_argument", "events[0].encryption_scope");
+  ExpectError(
+      Call(verb::post, "/events/append", R"({"events": [{"type": "P", "encryption_scope": 7}]})"),
+      400, "invalid_argument", "events[0].encryption_scope");
   // A client cannot forge encrypted data: the marker is refused as plain data.
   ExpectError(Call(verb::post, "/events/append",
                    R"({"events": [{"type": "P", "tags": ["u"], "data_base64": "AFJDMQ=="}]})"),
@@ -284,7 +295,8 @@ TEST_F(ModuleRoutesTest, MetricsPassPromtoolCheck) {
   int status = ::pclose(pipe);
   EXPECT_EQ(status, 0) << "promtool check metrics failed (is the prometheus package installed? "
                           "scripts/setup.sh installs it):\n"
-                       << output << "\n" << metrics.text;
+                       << output << "\n"
+                       << metrics.text;
 }
 
 }  // namespace

@@ -5,20 +5,22 @@
 // crypto-shredding.
 #include "apps/module_runtime.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <barrier>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "../events/event_store_test_support.h"
+#include "apps/runners.h"
 
 namespace reef::apps {
 namespace {
@@ -181,6 +183,80 @@ TEST_F(ModuleRuntimeTest, RollingUpgradeResumesAtTheOldVersionsPosition) {
   EXPECT_EQ(status->restarts, 1u);
 }
 
+TEST_F(ModuleRuntimeTest, ARollingUpgradeIsNotAnOutageAndCountersNeverGoBack) {
+  // Given a running projector and a second version, and a scraper reading the statuses the
+  // way /metrics does, as fast as it can.
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  Upload(ModuleKind::kProjector, "ticks", "2.0.0", "test_projector_v2", /*activate=*/false);
+  AppendTicks(10);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 10; }));
+  std::atomic<bool> stop{false};
+  std::atomic<int> samples{0};
+  std::vector<std::string> violations;
+  std::thread scraper([&] {
+    std::map<std::string, std::pair<uint64_t, uint64_t>> seen;  // version -> failures, restarts
+    while (!stop) {
+      for (const ModuleStatus& s : runtime_->Statuses(ModuleKind::kProjector)) {
+        if (!s.up) violations.push_back(fmt::format("{} down in state {}", s.version, s.state));
+        auto& [failures, restarts] = seen[s.version];
+        if (s.failures < failures || s.restarts < restarts) {
+          violations.push_back(fmt::format("{} counters went back", s.version));
+        }
+        failures = s.failures;
+        restarts = s.restarts;
+        ++samples;
+      }
+    }
+  });
+  // When it is upgraded and rolled back six times...
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(
+        runtime_->Activate(ModuleKind::kProjector, "ticks", i % 2 ? "1.0.0" : "2.0.0").ok());
+  }
+  stop = true;
+  scraper.join();
+  // then no status ever showed it down, and no counter of a label set went back.
+  EXPECT_GT(samples.load(), 0);
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: " << violations[0];
+  EXPECT_EQ(runtime_->StatusOf(ModuleKind::kProjector, "ticks")->restarts, 6u);
+}
+
+TEST_F(ModuleRuntimeTest, ModulesReadAnEventsApplicationMetadata) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  events::Event tick = MakeEvent("Tick", {"tick"});
+  tick.metadata.user = R"({"n":42,"minutesAgo":5})";
+  ASSERT_TRUE(events_->Append({tick}, std::nullopt).ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 1; }));
+  EXPECT_EQ(Ticks(), json::parse(R"([{"position":1,"version":1,"n":42}])"));
+}
+
+TEST_F(ModuleRuntimeTest, AProjectorQueryCannotBuildAHugeValue) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(1);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 1; }));
+  // One function call asking for 900 MB or more (a single step, which no deadline check
+  // interrupts) fails at once at the value size limit instead of allocating...
+  for (const char* sql : {"SELECT length(zeroblob(1000000000)) AS n",
+                          "SELECT replace(hex(zeroblob(8000000)), '0', 'xxxx') AS s"}) {
+    auto rows = runtime_->QueryProjector("ticks", sql, json::array());
+    ASSERT_FALSE(rows.ok()) << sql;
+    EXPECT_EQ(rows.status().code(), Code::kLimitExceeded) << sql;
+    EXPECT_NE(rows.status().message().find("16777216 bytes"), std::string::npos)
+        << rows.status().message();
+  }
+  // and printf/format, which loop over a huge width without allocating, are refused.
+  auto printf_rows = runtime_->QueryProjector("ticks", "SELECT printf('%.*c', 900000000, 'x') AS s",
+                                              json::array());
+  EXPECT_EQ(printf_rows.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(printf_rows.status().message().find("printf() and format() are not available"),
+            std::string::npos);
+  // A value under the limit is still answered.
+  auto ok =
+      runtime_->QueryProjector("ticks", "SELECT length(zeroblob(1000000)) AS n", json::array());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0]["n"], 1000000);
+}
+
 TEST_F(ModuleRuntimeTest, ReplayRebuildsTheReadModelFromPositionZero) {
   Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
   AppendTicks(80);
@@ -243,7 +319,8 @@ TEST_F(ModuleRuntimeTest, ProjectorSqlCannotTouchTransactionsOrTheHostsTables) {
     Open();
     Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
     AppendTicks(3);
-    ASSERT_TRUE(events_->Append({MakeEvent("Meddle", {}, json{{"sql", sql}}.dump())}, std::nullopt).ok());
+    ASSERT_TRUE(
+        events_->Append({MakeEvent("Meddle", {}, json{{"sql", sql}}.dump())}, std::nullopt).ok());
     ASSERT_TRUE(WaitFor([&] {
       auto s = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
       return s && s->state == "failed";
@@ -317,10 +394,10 @@ json Attempts(const std::filesystem::path& dir) {
 
 TEST_F(ModuleRuntimeTest, EffectRetriesAFailingEventWithGrowingDelaysThenProgresses) {
   Upload(ModuleKind::kEffect, "jobs", "1.0.0", "test_effect");
-  ASSERT_TRUE(events_->Append({MakeEvent("Job", {}, "{\"key\":\"k\",\"fail_times\":4}"),
-                               MakeEvent("Job", {}, "{\"key\":\"k\"}"),
-                               MakeEvent("Job", {}, "{}")},
-                              std::nullopt)
+  ASSERT_TRUE(events_
+                  ->Append({MakeEvent("Job", {}, "{\"key\":\"k\",\"fail_times\":4}"),
+                            MakeEvent("Job", {}, "{\"key\":\"k\"}"), MakeEvent("Job", {}, "{}")},
+                           std::nullopt)
                   .ok());
   ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "jobs") == 3; }));
   json attempts = Attempts(dir_.path());
@@ -344,6 +421,39 @@ TEST_F(ModuleRuntimeTest, EffectRetriesAFailingEventWithGrowingDelaysThenProgres
   EXPECT_EQ(status->failures, 4u);
   EXPECT_EQ(status->backoff_seconds, 0);  // reset after progress
   EXPECT_TRUE(status->up);
+}
+
+TEST_F(ModuleRuntimeTest, AnEffectWorkerThatTraps10000TimesStillDeliversAfterwards) {
+  // Given no backoff, and an event whose handler traps (leaving guest stack taken) 10,000
+  // times before it succeeds, then more events for the same worker.
+  Close();
+  RuntimeOptions options;
+  options.effect_backoff_initial = std::chrono::milliseconds(0);
+  options.effect_backoff_max = std::chrono::milliseconds(0);
+  Open(options);
+  Upload(ModuleKind::kEffect, "jobs", "1.0.0", "test_effect");
+  ASSERT_TRUE(
+      events_
+          ->Append({MakeEvent("Job", {}, R"({"key":"k","trap_times":10000})"),
+                    MakeEvent("Job", {}, R"({"key":"k"})"), MakeEvent("Job", {}, R"({"key":"k"})")},
+                   std::nullopt)
+          .ok());
+  // Then every event is delivered: each trap left a clean instance behind.
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "jobs") == 3; },
+                      std::chrono::seconds(120)))
+      << Describe(ModuleKind::kEffect, "jobs");
+  json attempts = SqliteRows(dir_.path() / "effects" / "jobs.sqlite",
+                             "SELECT position, count(*) AS n FROM attempts GROUP BY position");
+  EXPECT_EQ(attempts, json::parse(R"([{"position":1,"n":10001},{"position":2,"n":1},
+                                      {"position":3,"n":1}])"));
+  EXPECT_EQ(runtime_->StatusOf(ModuleKind::kEffect, "jobs")->failures, 10000u);
+}
+
+TEST(EffectPartitionTest, KeysAreSpreadByTheStandardFnv1a64) {
+  // The published FNV-1a 64-bit test vectors.
+  EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(Fnv1a64("foobar"), 0x85944171f73967e8ull);
 }
 
 TEST_F(ModuleRuntimeTest, EffectBackoffIsVisibleWhileFailing) {
@@ -370,7 +480,8 @@ TEST_F(ModuleRuntimeTest, EffectWatermarkIsPersistedAndNothingIsRedoneAfterResta
   ASSERT_TRUE(events_->Append(std::move(batch), std::nullopt).ok());
   ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "jobs") == 200; }));
   Close();
-  json stored = SqliteRows(dir_.path() / "effects" / "jobs.sqlite", "SELECT watermark FROM reef_effect");
+  json stored =
+      SqliteRows(dir_.path() / "effects" / "jobs.sqlite", "SELECT watermark FROM reef_effect");
   ASSERT_EQ(stored.size(), 1u);
   EXPECT_EQ(stored[0]["watermark"], 200);
   Open();
@@ -475,6 +586,75 @@ TEST_F(ModuleRuntimeTest, CommandsWithTheSameQueryTakeTurnsInsteadOfConflicting)
   EXPECT_EQ(events_->Head(), 160u);
 }
 
+TEST_F(ModuleRuntimeTest, ConcurrentExecutionsWithOneIdempotencyKeyExecuteOnce) {
+  // Given 20 keys, each sent twice at the same moment (the issue's double deposit).
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  constexpr int kKeys = 20;
+  std::vector<Result<CommandOutcome>> outcomes(2 * kKeys, Status::Internal("unset"));
+  std::vector<std::thread> threads;
+  std::barrier start(2 * kKeys);
+  for (int i = 0; i < 2 * kKeys; ++i) {
+    threads.emplace_back([&, i] {
+      ExecuteOptions options{.idempotency_key = fmt::format("deposit-{}", i / 2)};
+      start.arrive_and_wait();
+      outcomes[i] = runtime_->Execute("count", Input({{"tag", "account:1"}}), options);
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Then each key appended once; its duplicate waited and replayed the same answer.
+  EXPECT_EQ(events_->Head(), static_cast<uint64_t>(kKeys));
+  std::set<events::EventId> ids;
+  for (int k = 0; k < kKeys; ++k) {
+    auto& a = outcomes[2 * k];
+    auto& b = outcomes[2 * k + 1];
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << " / " << b.status().ToString();
+    EXPECT_EQ(a->position, b->position) << "key " << k;
+    EXPECT_NE(a->replayed, b->replayed) << "key " << k << ": exactly one is the replay";
+    EXPECT_EQ(a->events.at(0).event.id, b->events.at(0).event.id);
+    ids.insert(a->events.at(0).event.id);
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kKeys));
+}
+
+TEST_F(ModuleRuntimeTest, AnExecutionWhoseRecordWasLostIsFoundByItsEventIds) {
+  // Given an execution whose events were appended but whose idempotency record was never
+  // written (the process stopped in between: simulated by deleting the record).
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "req-crash"};
+  auto first = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  Close();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_.path() / "reef.sqlite").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM command_results", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  Open();
+  // When the same key is sent again, then it replays the stored events instead of deciding
+  // again, and its record is written this time.
+  auto again = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->position, first->position);
+  EXPECT_EQ(again->events.at(0).event.id, first->events.at(0).event.id);
+  EXPECT_EQ(again->event_data.at(0), first->event_data.at(0));
+  EXPECT_EQ(events_->Head(), 1u);
+  EXPECT_EQ(SqliteRows(dir_.path() / "reef.sqlite", "SELECT count(*) AS n FROM command_results"),
+            json::parse(R"([{"n":1}])"));
+}
+
+TEST_F(ModuleRuntimeTest, ACommandsStatusErrorHoldsItsLastFailure) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  EXPECT_EQ(runtime_->StatusOf(ModuleKind::kCommand, "count")->error, "");
+  // When an execution fails (the module traps on input without "tag")...
+  ASSERT_FALSE(runtime_->Execute("count", Input(json::object())).ok());
+  // then the status names that failure, and a later success does not erase it.
+  ASSERT_TRUE(runtime_->Execute("count", Input({{"tag", "t"}})).ok());
+  auto status = runtime_->StatusOf(ModuleKind::kCommand, "count");
+  EXPECT_EQ(status->failures, 1u);
+  EXPECT_NE(status->error.find("input needs a string \"tag\""), std::string::npos) << status->error;
+}
+
 TEST_F(ModuleRuntimeTest, IdempotencyKeyAnswersARepeatWithTheFirstOutcome) {
   Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
   ExecuteOptions options{.idempotency_key = "req-1"};
@@ -540,7 +720,8 @@ TEST_F(ModuleRuntimeTest, CommandSandboxIsDeterministicPerIdempotencyKey) {
   EXPECT_EQ(a->events[0].event.metadata.causation_id, a->execution_id);
   // The module's clock is the request time, not a constant.
   int64_t now = a->event_data[0].as_record().at("now").as_int();
-  EXPECT_NEAR(static_cast<double>(now), static_cast<double>(a->events[0].event.metadata.timestamp_ms), 0);
+  EXPECT_NEAR(static_cast<double>(now),
+              static_cast<double>(a->events[0].event.metadata.timestamp_ms), 0);
 }
 
 // ---- Crypto-shredding ----------------------------------------------------------------------
@@ -565,7 +746,9 @@ TEST_F(ModuleRuntimeTest, ShreddingAScopeMakesItsEventsDataNullForModules) {
   EXPECT_TRUE(after->event_data[0].as_record().at("last_secret").is_null());
   EXPECT_EQ(after->event_data[0].as_record().at("count").as_int(), 2);  // the event is still there
   // A new event of the scope gets a new key and is readable again.
-  ASSERT_TRUE(runtime_->Execute("count", Input({{"tag", "user:1"}, {"secret", "new"}, {"scope", "user:1"}})).ok());
+  ASSERT_TRUE(
+      runtime_->Execute("count", Input({{"tag", "user:1"}, {"secret", "new"}, {"scope", "user:1"}}))
+          .ok());
   auto latest = runtime_->Execute("count", Input({{"tag", "user:1"}}));
   ASSERT_TRUE(latest.ok());
   EXPECT_EQ(latest->event_data[0].as_record().at("last_secret").as_string(), "new");
@@ -578,8 +761,9 @@ TEST_F(ModuleRuntimeTest, DamagedEncryptedDataReadsAsNullInsteadOfStoppingModule
   // well-formed header with an unknown key.
   std::string forged(KeyRing::kMarker);
   std::string unknown = forged + std::string(32, 'f') + std::string(40, '\0');
-  ASSERT_TRUE(events_->Append({MakeEvent("Tick", {"t"}, forged), MakeEvent("Tick", {"t"}, unknown)},
-                              std::nullopt)
+  ASSERT_TRUE(events_
+                  ->Append({MakeEvent("Tick", {"t"}, forged), MakeEvent("Tick", {"t"}, unknown)},
+                           std::nullopt)
                   .ok());
   AppendTicks(2);
   auto outcome = runtime_->Execute("count", Input({{"tag", "t"}}));
@@ -600,7 +784,8 @@ TEST_F(ModuleRuntimeTest, BankExampleProjectsBalancesAndAlertsOnLargeWithdrawals
   }
   Upload(ModuleKind::kProjector, "balances", "1.0.0", "bank_balances");
   Upload(ModuleKind::kEffect, "withdrawal-alert", "1.0.0", "bank_withdrawal_alert");
-  ASSERT_TRUE(runtime_->SetEnv(ModuleKind::kEffect, "withdrawal-alert", "LARGE_AMOUNT", "500").ok());
+  ASSERT_TRUE(
+      runtime_->SetEnv(ModuleKind::kEffect, "withdrawal-alert", "LARGE_AMOUNT", "500").ok());
   auto ok = [&](const char* command, const json& input) {
     auto outcome = runtime_->Execute(command, Input(input));
     ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
@@ -634,7 +819,8 @@ TEST_F(ModuleRuntimeTest, BankExampleProjectsBalancesAndAlertsOnLargeWithdrawals
   ASSERT_TRUE(runtime_->ShredScope("account:a1").ok());
   ASSERT_TRUE(runtime_->Replay(ModuleKind::kProjector, "balances").ok());
   ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "balances") >= 4; }));
-  auto rows = runtime_->QueryProjector("balances", "SELECT owner, balance FROM accounts", json::array());
+  auto rows =
+      runtime_->QueryProjector("balances", "SELECT owner, balance FROM accounts", json::array());
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_TRUE((*rows)[0]["owner"].is_null());

@@ -78,9 +78,9 @@ TEST_F(CompilerTest, CompileCProducesAnActorImplementation) {
   {
     auto store = SourceStore::Open(pattern);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
-    // The repository's example, found from this file (tests/unit/code/).
+    // The repository's example, found from the fixtures directory (tests/fixtures).
     std::string counter = ReadText(
-        (std::filesystem::path(__FILE__).parent_path() / "../../../examples/counter/counter.c")
+        (std::filesystem::path(REEF_FIXTURES_DIR) / "../../examples/counter/counter.c")
             .lexically_normal()
             .string());
     ASSERT_TRUE((*store)->Write("actors/counter", SourceKind::kC, counter, std::nullopt).ok());

@@ -74,6 +74,22 @@ TEST(JsonTest, RejectsNumbersBeyondFloat64) {
   ExpectRejected("1e400", "invalid JSON at byte offset");
 }
 
+TEST(JsonTest, RefusesNumbersThatWouldChangeInsteadOfRoundingThem) {
+  // Integers past int64 (unsigned or not) and floats that underflow are refused by one rule.
+  ExpectRejected("12345678901234567890", "integer 12345678901234567890 is outside the int64 range");
+  ExpectRejected("18446744073709551615", "outside the int64 range");
+  ExpectRejected("18446744073709551616", "outside the int64 range");
+  ExpectRejected("1e-400", "number 1e-400 is too close to zero for a float64");
+  ExpectRejected("[2e-324]", "at /0: number 2e-324 is too close to zero");
+  // Zero in any spelling, and the extremes of the ranges, are kept exactly.
+  EXPECT_EQ(Parse("0e-999"), Value::Float(0.0));
+  EXPECT_EQ(Parse("-0.000e5"), Value::Float(-0.0));
+  EXPECT_EQ(Parse("2.2250738585072014e-308"), Value::Float(2.2250738585072014e-308));
+  EXPECT_EQ(Parse("4.9406564584124654e-324"), Value::Float(4.9406564584124654e-324));
+  EXPECT_EQ(Parse("9223372036854775807"), Value::Int(INT64_MAX));
+  EXPECT_EQ(Parse("-9223372036854775808"), Value::Int(INT64_MIN));
+}
+
 TEST(JsonTest, FloatsWithIntegralValueAreWrittenAsFloats) {
   EXPECT_EQ(Text(Value::Float(1.0)), "1.0");
   EXPECT_EQ(Text(Value::Float(-0.0)), "-0.0");

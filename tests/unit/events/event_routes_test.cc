@@ -1,6 +1,7 @@
 // The event store's HTTP routes on a real Server over loopback (docs/http-api.md).
 #include "events/http/event_routes.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "event_store_test_support.h"
@@ -93,6 +94,50 @@ TEST_F(EventRoutesTest, ConditionalAppendConflictIs409AndRetryReturnsThePosition
   auto conflict = Post("/events/append", request);
   EXPECT_EQ(conflict.status, 409u);
   EXPECT_EQ(conflict.body["error"]["code"], "conflict");
+  EXPECT_EQ(store_->Head(), 1u);
+}
+
+TEST_F(EventRoutesTest, EventsCarryTheApplicationsOwnMetadata) {
+  // Keys besides Reef's own are kept as the application's metadata, and read back with them.
+  json metadata = {{"correlation_id", "req-1"}, {"minutesAgo", 5}, {"source", {{"app", "web"}}}};
+  ASSERT_EQ(
+      Post("/events/append", {{"events", {{{"type", "Seen"}, {"metadata", metadata}}}}}).status,
+      200u);
+  auto read = Post("/events/read", json::object());
+  ASSERT_EQ(read.status, 200u) << read.text;
+  json got = read.body["events"][0]["metadata"];
+  EXPECT_EQ(got["correlation_id"], "req-1");
+  EXPECT_EQ(got["minutesAgo"], 5);
+  EXPECT_EQ(got["source"], json({{"app", "web"}}));
+  EXPECT_TRUE(got.contains("timestamp_ms"));
+  // Bounded: 4,096 bytes of JSON at most, named in the error.
+  json big = {{"blob", std::string(5000, 'x')}};
+  auto refused = Post("/events/append", {{"events", {{{"type", "Seen"}, {"metadata", big}}}}});
+  EXPECT_EQ(refused.status, 413u) << refused.text;
+  EXPECT_NE(refused.text.find("max_user_metadata_bytes"), std::string::npos) << refused.text;
+  auto not_object = Post("/events/append", {{"events", {{{"type", "Seen"}, {"metadata", 5}}}}});
+  EXPECT_EQ(not_object.status, 400u) << not_object.text;
+  EXPECT_EQ(store_->Head(), 1u);
+}
+
+TEST_F(EventRoutesTest, ReusingAStoredEventIdIs409DuplicateEventId) {
+  json event = {{"type", "Deposited"},
+                {"tags", {"account:1"}},
+                {"data", {{"amount", 10}}},
+                {"id", "3f1c2a60-1d6e-4b8e-9a3e-6f0d5c4b3a21"}};
+  ASSERT_EQ(Post("/events/append", {{"events", {event}}}).status, 200u);
+  // The same event again, with no condition: a retry, answered with its position.
+  auto retry = Post("/events/append", {{"events", {event}}});
+  ASSERT_EQ(retry.status, 200u) << retry.text;
+  EXPECT_EQ(retry.body["position"], 1);
+  // The same id with other data: refused, naming the id and where it is stored.
+  event["data"]["amount"] = 99;
+  auto reused = Post("/events/append", {{"events", {event}}});
+  EXPECT_EQ(reused.status, 409u);
+  EXPECT_EQ(reused.body["error"]["code"], "duplicate_event_id");
+  std::string message = reused.body["error"]["message"];
+  EXPECT_NE(message.find("3f1c2a60-1d6e-4b8e-9a3e-6f0d5c4b3a21"), std::string::npos) << message;
+  EXPECT_NE(message.find("position 1"), std::string::npos) << message;
   EXPECT_EQ(store_->Head(), 1u);
 }
 
@@ -211,7 +256,15 @@ TEST_F(EventRoutesTest, IntegersBeyondSixtyFourBitsAndNonCanonicalBase64AreRefus
   auto big = PostText("/events/append",
                       R"({"events":[{"type":"N","data":{"n":12345678901234567890123}}]})");
   EXPECT_EQ(big.status, 400u);
-  EXPECT_NE(big.text.find("outside the 64-bit integer range"), std::string::npos) << big.text;
+  EXPECT_NE(big.text.find("outside the int64 range"), std::string::npos) << big.text;
+  // Numbers that nlohmann would round or flush to zero are refused the same way.
+  for (const char* number : {"12345678901234567890", "9223372036854775808", "1e-400"}) {
+    auto changed =
+        PostText("/events/append",
+                 fmt::format(R"({{"events":[{{"type":"N","data":{{"n":{}}}}}]}})", number));
+    EXPECT_EQ(changed.status, 400u) << number;
+    EXPECT_EQ(changed.body["error"]["code"], "invalid_argument") << number;
+  }
   auto loose = Post("/events/append", {{"events", {{{"type", "B"}, {"data_base64", "AB=="}}}}});
   EXPECT_EQ(loose.status, 400u);
   EXPECT_NE(loose.text.find("not canonical base64"), std::string::npos) << loose.text;

@@ -26,7 +26,7 @@ EventId IdOf(uint8_t last) {
 
 TEST_F(EventStoreTest, ARetryCheckNeverLooksBeforePositionOne) {
   // Given an event with id ...01 at position 1, an append whose third event reuses that id
-  // (so its "original" would have started before position 1) is a plain conflict.
+  // (so its "original" would have started before position 1) is refused for the reused id.
   Event first = MakeEvent("A", {"t1"});
   first.id = IdOf(1);
   MustAppend({first});
@@ -36,7 +36,7 @@ TEST_F(EventStoreTest, ARetryCheckNeverLooksBeforePositionOne) {
   c.id = IdOf(1);
   auto appended = store_->Append({a, b, c}, FailIf(QueryOf({Item({}, {"t1"})}), 0));
   ASSERT_FALSE(appended.ok());
-  EXPECT_EQ(appended.status().code(), Code::kConflict);
+  EXPECT_EQ(appended.status().code(), Code::kDuplicateEventId);
 }
 
 TEST_F(EventStoreTest, ARetrySentWhileTheOriginalIsInFlightGetsTheOriginalPosition) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <fstream>
 #include <thread>
 
@@ -176,14 +177,98 @@ TEST_F(EventStoreTest, RetryOfAnAppendThatAlreadySucceededReturnsItsPosition) {
   // The same request again (the client never saw the answer): the original position.
   EXPECT_EQ(MustAppend(events, FailIf(query, 0)), 2u);
   EXPECT_EQ(store_->Head(), 3u);
-  // Other events after `after` that match: a real conflict.
+  // Still a retry after others appended matching events: the events are stored already.
   MustAppend({MakeEvent("Shipped", {"order:1"})});
-  EXPECT_EQ(store_->Append(events, FailIf(query, 0)).status().code(), Code::kConflict);
-  // Same ids with other data is not a retry.
+  EXPECT_EQ(MustAppend(events, FailIf(query, 0)), 2u);
+  // Same ids with other data is not a retry: the ids are taken.
   std::vector<Event> changed = events;
   changed[1].data = R"({"other":true})";
-  EXPECT_EQ(store_->Append(changed, FailIf(QueryOf({Item({"Placed", "Paid"})}), 0)).status().code(),
-            Code::kConflict);
+  auto refused = store_->Append(changed, FailIf(QueryOf({Item({"Placed", "Paid"})}), 0));
+  EXPECT_EQ(refused.status().code(), Code::kDuplicateEventId);
+  EXPECT_EQ(store_->Head(), 4u);
+}
+
+TEST_F(EventStoreTest, EventIdsAreUniqueInTheStore) {
+  Event original = MakeEvent("Deposited", {"account:1"}, R"({"amount":10})");
+  original.id = *NewEventId();
+  ASSERT_EQ(MustAppend({original}), 1u);
+  // The same id with other data and no condition: refused, naming the id and its position.
+  Event other = original;
+  other.data = R"({"amount":99})";
+  auto refused = store_->Append({other});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kDuplicateEventId);
+  EXPECT_NE(refused.status().message().find(FormatEventId(original.id)), std::string::npos);
+  EXPECT_NE(refused.status().message().find("position 1"), std::string::npos)
+      << refused.status().message();
+  // The same event sent again, unconditionally or with `after` at the current head: a retry,
+  // answered with its original position.
+  EXPECT_EQ(MustAppend({original}), 1u);
+  EXPECT_EQ(MustAppend({original}, FailIf(QueryOf({Item({}, {"account:1"})}), store_->Head())), 1u);
+  // An append that reuses one stored id among new ones is refused whole.
+  Event fresh = MakeEvent("Deposited", {"account:1"});
+  auto mixed = store_->Append({fresh, original});
+  EXPECT_EQ(mixed.status().code(), Code::kDuplicateEventId);
+  // Other metadata is not the same event either.
+  Event relabelled = original;
+  relabelled.metadata.correlation_id = "another-request";
+  EXPECT_EQ(store_->Append({relabelled}).status().code(), Code::kDuplicateEventId);
+  EXPECT_EQ(store_->Head(), 1u);
+  EXPECT_EQ(store_->Stats().duplicate_ids, 3u);
+}
+
+TEST_F(EventStoreTest, IdsStayUniqueAcrossReopenAndTableGrowth) {
+  // Given more events than the id index's first table holds, stored in several appends.
+  std::vector<EventId> ids;
+  for (int batch = 0; batch < 30; ++batch) {
+    std::vector<Event> events;
+    for (int i = 0; i < 100; ++i) {
+      events.push_back(MakeEvent("E", {}, std::to_string(batch * 100 + i)));
+      events.back().id = *NewEventId();
+      ids.push_back(events.back().id);
+    }
+    MustAppend(events);
+  }
+  Reopen();
+  // Then every id is found by ReadById, and reusing any is refused.
+  for (size_t i = 0; i < ids.size(); i += 97) {
+    auto found = store_->ReadById(ids[i]);
+    ASSERT_TRUE(found.ok() && found->has_value()) << i;
+    EXPECT_EQ((*found)->position, i + 1);
+    EXPECT_EQ((*found)->event.data, std::to_string(i));
+    Event reuse = MakeEvent("E", {}, "other");
+    reuse.id = ids[i];
+    EXPECT_EQ(store_->Append({reuse}).status().code(), Code::kDuplicateEventId) << i;
+  }
+  auto missing = store_->ReadById(*NewEventId());
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  EXPECT_GT(store_->Stats().id_index_bytes, 0u);
+  EXPECT_LE(store_->Stats().id_index_bytes, ids.size() * 22);
+}
+
+TEST_F(EventStoreTest, ConcurrentAppendsOfOneIdStoreItOnce) {
+  // Given rounds of two appends in flight at once, reusing one id with different data.
+  for (int round = 0; round < 40; ++round) {
+    EventId id = *NewEventId();
+    std::barrier start(2);
+    Result<Position> results[2] = {Status::Internal("unset"), Status::Internal("unset")};
+    std::thread threads[2];
+    for (int t = 0; t < 2; ++t) {
+      threads[t] = std::thread([&, t] {
+        Event event = MakeEvent("Placed", {}, std::to_string(t));
+        event.id = id;
+        start.arrive_and_wait();
+        results[t] = store_->Append({event});
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    // Then exactly one is stored; the other is refused as a duplicate.
+    EXPECT_NE(results[0].ok(), results[1].ok()) << round;
+    const auto& refused = results[0].ok() ? results[1] : results[0];
+    EXPECT_EQ(refused.status().code(), Code::kDuplicateEventId) << round;
+  }
+  EXPECT_EQ(store_->Head(), 40u);
 }
 
 TEST_F(EventStoreTest, EventAndAppendSizeLimitsAreEnforcedWithClearErrors) {

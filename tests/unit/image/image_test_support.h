@@ -188,8 +188,8 @@ class ImageFixture : public ::testing::Test {
 
 // The text of a file of the source tree, found from this header's path (tests/unit/image/).
 inline std::string SourceTreeFile(const std::string& relative) {
-  std::filesystem::path root =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+  // REEF_FIXTURES_DIR is <source>/tests/fixtures, absolute (unlike __FILE__ under ccache).
+  std::filesystem::path root = std::filesystem::path(REEF_FIXTURES_DIR).parent_path().parent_path();
   std::ifstream in(root / relative, std::ios::binary);
   EXPECT_TRUE(in.good()) << (root / relative);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -57,7 +57,10 @@ TEST(ProtocolTest, NumbersOutOfRangeAreErrorsNotCrashesOrSilentRounding) {
   for (const char* frame : {R"({"v":1,"id":1e400,"op":"ping"})",
                             R"({"v":1,"id":1,"op":"send","args":{"message":-1e999}})",
                             R"({"v":1,"id":1,"op":"spawn","args":{"state":-9223372036854775809}})",
-                            R"({"v":1,"id":1,"op":"spawn","args":{"state":18446744073709551616}})"}) {
+                            R"({"v":1,"id":1,"op":"spawn","args":{"state":18446744073709551616}})",
+                            R"({"v":1,"id":1,"op":"spawn","args":{"state":9223372036854775808}})",
+                            R"({"v":1,"id":1,"op":"spawn","args":{"state":18446744073709551615}})",
+                            R"({"v":1,"id":1,"op":"spawn","args":{"state":1e-400}})"}) {
     json id;
     auto request = ParseRequest(frame, &id);
     ASSERT_FALSE(request.ok()) << frame;
@@ -69,11 +72,12 @@ TEST(ProtocolTest, NumbersOutOfRangeAreErrorsNotCrashesOrSilentRounding) {
   // while in-range extremes and floats still parse, with their exact values
   json id;
   auto request = ParseRequest(
-      R"({"v":1,"id":2,"op":"x","args":{"a":-9223372036854775808,"b":18446744073709551615,"c":1.5e300}})",
+      R"({"v":1,"id":2,"op":"x","args":{"a":-9223372036854775808,"b":9223372036854775807,"c":1.5e300,"d":0e-999}})",
       &id);
   ASSERT_TRUE(request.ok()) << request.status().ToString();
   EXPECT_EQ(request->args["a"].get<int64_t>(), INT64_MIN);
-  EXPECT_EQ(request->args["b"].get<uint64_t>(), UINT64_MAX);
+  EXPECT_EQ(request->args["b"].get<int64_t>(), INT64_MAX);
+  EXPECT_EQ(request->args["d"].get<double>(), 0.0);
   EXPECT_EQ(request->args["c"].get<double>(), 1.5e300);
 }
 
