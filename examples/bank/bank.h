@@ -5,12 +5,21 @@
  *   MoneyDeposited   {"account_id": str, "amount": int}
  *   MoneyWithdrawn   {"account_id": str, "amount": int}
  *
- * This header holds what the three command modules share: reading the input and folding an
- * account's events into its state {"open": bool, "balance": int}. */
+ * This header holds what the three command modules share: reading and checking the input and
+ * folding an account's events into its state {"open": bool, "balance": int}.
+ *
+ * Examples are what users copy, so these check everything that comes from outside: the input
+ * is validated (a bad one is rejected with the reason, HTTP 422, never a module failure), and
+ * every sum is checked arithmetic (__builtin_add_overflow), so no balance can wrap around. */
 #ifndef BANK_H
 #define BANK_H
 
 #include "reef.h"
+
+/* Largest amount one deposit or withdrawal may move: 10^12 (cents, say). */
+#define BANK_MAX_AMOUNT 1000000000000LL
+/* Longest account id, in bytes: its tag "account:<id>" stays well within the host's 1,024. */
+#define BANK_MAX_ACCOUNT_ID 256u
 
 typedef struct bank_input {
   reef_str account_id;
@@ -23,13 +32,17 @@ typedef struct bank_input {
  * but the caller's mistake: `error` says what is wrong and decide rejects with it (HTTP 422). */
 static inline bank_input bank_read_input(reef_cbor input, int need_amount) {
   bank_input in = {{"", 0}, 0, {"", 0}, NULL};
-  if (reef_field_text(input, "account_id", &in.account_id) != REEF_OK || in.account_id.len == 0) {
-    in.error = "input needs a non-empty string \"account_id\"";
-  } else if (need_amount &&
-             (reef_field_int(input, "amount", &in.amount) != REEF_OK || in.amount <= 0)) {
-    in.error = "input needs a positive integer \"amount\"";
+  if (reef_peek(&input) != REEF_KIND_RECORD) {
+    in.error = "input must be a JSON object with a string \"account_id\"";
+  } else if (reef_field_text(input, "account_id", &in.account_id) != REEF_OK ||
+             in.account_id.len == 0 || in.account_id.len > BANK_MAX_ACCOUNT_ID) {
+    in.error = "input needs a string \"account_id\" of 1 to 256 bytes";
+  } else if (need_amount && (reef_field_int(input, "amount", &in.amount) != REEF_OK ||
+                             in.amount <= 0 || in.amount > BANK_MAX_AMOUNT)) {
+    in.error = "input needs an integer \"amount\" from 1 to 1000000000000";
+  } else if (reef_field_text(input, "owner", &in.owner) == REEF_E_TYPE) {
+    in.error = "input field \"owner\" must be a string";
   }
-  reef_field_text(input, "owner", &in.owner);
   return in;
 }
 
@@ -65,20 +78,28 @@ static inline reef_cbor bank_init(reef_cbor input, reef_writer* query) {
   return bank_state(false, 0);
 }
 
+/* Folds one event. The events were checked when they were appended by these commands, but
+ * anyone may append to the store: an amount that would overflow the balance fails the
+ * execution loudly (HTTP 500) instead of wrapping around. */
 static inline reef_cbor bank_fold(reef_cbor state, reef_cbor input, const reef_event* event) {
   (void)input;
   bool open;
   int64_t balance;
   bank_read_state(state, &open, &balance);
   int64_t amount = 0;
+  bool overflow = false;
   if (reef_str_eq(event->type, "AccountOpened")) {
     open = true;
   } else if (reef_str_eq(event->type, "MoneyDeposited")) {
     reef_field_int(event->data, "amount", &amount);
-    balance += amount;
+    overflow = __builtin_add_overflow(balance, amount, &balance);
   } else if (reef_str_eq(event->type, "MoneyWithdrawn")) {
     reef_field_int(event->data, "amount", &amount);
-    balance -= amount;
+    overflow = __builtin_sub_overflow(balance, amount, &balance);
+  }
+  if (overflow) {
+    reef_failf("bank: event %lld (%.*s of %lld) overflows the balance", (long long)event->position,
+               (int)event->type.len, event->type.ptr, (long long)amount);
   }
   return bank_state(open, balance);
 }

@@ -9,7 +9,8 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
   bank_read_state(state, &open, &balance);
   bank_input in = bank_read_input(input, 0);
   if (in.error != NULL) return reef_reject("%s", in.error);
-  if (open) return reef_reject("account %.*s already exists", (int)in.account_id.len, in.account_id.ptr);
+  if (open)
+    return reef_reject("account %.*s already exists", (int)in.account_id.len, in.account_id.ptr);
   if (in.owner.len == 0) return reef_reject("input needs a non-empty string \"owner\"");
   reef_str tag = reef_strf("account:%.*s", (int)in.account_id.len, in.account_id.ptr);
   reef_writer data = reef_writer_new();
@@ -18,14 +19,10 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
   reef_write_str(&data, in.account_id);
   reef_write_cstr(&data, "owner");
   reef_write_str(&data, in.owner);
-  reef_str scope = reef_strf("account:%.*s", (int)in.account_id.len, in.account_id.ptr);
-  char* scope_z = (char*)reef_arena_alloc(scope.len + 1);
-  if (scope_z == NULL) reef_fail("out of memory");
-  __builtin_memcpy(scope_z, scope.ptr, scope.len);
-  scope_z[scope.len] = '\0';
   reef_writer w = reef_writer_new();
   reef_write_decision(&w, 1);
-  reef_write_new_event(&w, "AccountOpened", 1, &tag, reef_writer_finish(&data), scope_z);
+  /* The scope is the tag's text (reef_strf's texts are NUL-terminated). */
+  reef_write_new_event(&w, "AccountOpened", 1, &tag, reef_writer_finish(&data), tag.ptr);
   return reef_writer_finish(&w);
 }
 

@@ -1,4 +1,4 @@
-/* Command withdraw {"account_id": str, "amount": int > 0}: appends MoneyWithdrawn when the
+/* Command withdraw {"account_id": str, "amount": int, 1..10^12}: appends MoneyWithdrawn when the
  * balance covers it. Two concurrent withdrawals of the same account see each other: the host
  * runs executions with the same query in turn, and the DCB condition catches any other writer
  * (the execution is then retried on the new balance). */
@@ -10,7 +10,8 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
   bank_read_state(state, &open, &balance);
   bank_input in = bank_read_input(input, 1);
   if (in.error != NULL) return reef_reject("%s", in.error);
-  if (!open) return reef_reject("account %.*s does not exist", (int)in.account_id.len, in.account_id.ptr);
+  if (!open)
+    return reef_reject("account %.*s does not exist", (int)in.account_id.len, in.account_id.ptr);
   if (balance < in.amount) {
     return reef_reject("insufficient funds: balance %lld, withdrawal %lld", (long long)balance,
                        (long long)in.amount);

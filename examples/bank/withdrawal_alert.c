@@ -19,13 +19,22 @@ static reef_str partition_key(const reef_event* event) {
   return account_id;
 }
 
+/* LARGE_AMOUNT, a whole number below 2^63; a bad value fails the attempt, naming
+ * it (the effect retries, so fixing the variable heals it). */
 static int64_t large_amount(void) {
   reef_str text;
   if (reef_env("LARGE_AMOUNT", &text) != REEF_OK) return 1000;
   int64_t value = 0;
-  for (uint32_t i = 0; i < text.len; i++) {
-    if (text.ptr[i] < '0' || text.ptr[i] > '9') reef_fail("LARGE_AMOUNT must be a whole number");
-    value = value * 10 + (text.ptr[i] - '0');
+  bool valid = text.len > 0;
+  for (uint32_t i = 0; i < text.len && valid; i++) {
+    int digit = text.ptr[i] - '0';
+    /* value * 10 + digit <= INT64_MAX, checked without a 128-bit multiply (no libc here) */
+    valid = digit >= 0 && digit <= 9 && value <= (INT64_MAX - digit) / 10;
+    if (valid) value = value * 10 + digit;
+  }
+  if (!valid) {
+    reef_failf("LARGE_AMOUNT must be a whole number below 2^63, not \"%.*s\"", (int)text.len,
+               text.ptr);
   }
   return value;
 }

@@ -14,28 +14,32 @@
 
 enum { COURSE_EXISTS, COURSE_CAPACITY, MODEL_COUNT };
 
-static void bind(reef_cbor input, dcb_model models[MODEL_COUNT]) {
+static void bind(dcb_input* input, dcb_model models[MODEL_COUNT]) {
   reef_str course_id = dcb_input_text(input, "courseId");
   models[COURSE_EXISTS] = course_exists(course_id);
   models[COURSE_CAPACITY] = course_capacity(course_id);
 }
 
 static reef_cbor init(reef_cbor input, reef_writer* query) {
+  dcb_input in = dcb_input_of(input);
   dcb_model models[MODEL_COUNT];
-  bind(input, models);
-  return dcb_init(models, MODEL_COUNT, query);
+  bind(&in, models);
+  return dcb_init(&in, models, MODEL_COUNT, query);
 }
 
 static reef_cbor fold(reef_cbor state, reef_cbor input, const reef_event* event) {
+  dcb_input in = dcb_input_of(input);
   dcb_model models[MODEL_COUNT];
-  bind(input, models);
+  bind(&in, models);
   return dcb_fold(state, models, MODEL_COUNT, event);
 }
 
 static reef_cbor decide(reef_cbor state, reef_cbor input) {
-  reef_str course_id = dcb_input_text(input, "courseId");
+  dcb_input in = dcb_input_of(input);
+  reef_str course_id = dcb_input_text(&in, "courseId");
   reef_cbor new_capacity_item;
-  dcb_number new_capacity = dcb_input_number(input, "newCapacity", &new_capacity_item);
+  dcb_number new_capacity = dcb_input_number(&in, "newCapacity", &new_capacity_item);
+  if (in.error.len > 0) return dcb_reject_input(&in);
   if (!dcb_state_bool(state, "courseExists")) {
     return reef_reject("Course \"%.*s\" does not exist", (int)course_id.len, course_id.ptr);
   }

@@ -32,9 +32,10 @@ static dcb_model next_invoice_number(void) {
 }
 
 static reef_cbor init(reef_cbor input, reef_writer* query) {
-  (void)input;
+  dcb_input in = dcb_input_of(input);
+  dcb_input_record(&in, "invoiceData");
   dcb_model model = next_invoice_number();
-  return dcb_init(&model, 1, query);
+  return dcb_init(&in, &model, 1, query);
 }
 
 static reef_cbor fold(reef_cbor state, reef_cbor input, const reef_event* event) {
@@ -44,7 +45,9 @@ static reef_cbor fold(reef_cbor state, reef_cbor input, const reef_event* event)
 }
 
 static reef_cbor decide(reef_cbor state, reef_cbor input) {
-  reef_cbor invoice_data = dcb_input_record(input, "invoiceData");
+  dcb_input in = dcb_input_of(input);
+  reef_cbor invoice_data = dcb_input_record(&in, "invoiceData");
+  if (in.error.len > 0) return dcb_reject_input(&in);
   dcb_number number = dcb_state_number(state, "nextInvoiceNumber");
   reef_writer data = reef_writer_new();
   reef_write_record(&data, 2);

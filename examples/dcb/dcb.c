@@ -72,14 +72,60 @@ bool dcb_number_eq(dcb_number a, dcb_number b) {
 /* Significant digits dcb_number_text gives a float. */
 #define FLOAT_DIGITS 15
 
+/* A finite nonzero float outside [1e-6, 1e15) in magnitude as JavaScript writes it, to
+ * FLOAT_DIGITS significant digits: whole digits below 1e21 ("1234500000000000000"), else
+ * an exponent ("1.2345e+21", "1e-7"). */
+static reef_str scientific_text(double f) {
+  double m = f < 0 ? -f : f;
+  if (!(m > 0.0 && m - m == 0.0)) return reef_strf("%s", m == 0.0 ? "0" : "NaN");
+  int exponent = 0;
+  while (m >= 10.0) {
+    m /= 10.0;
+    exponent++;
+  }
+  while (m < 1.0) {
+    m *= 10.0;
+    exponent--;
+  }
+  uint64_t scaled = (uint64_t)(m * 1e14 + 0.5); /* FLOAT_DIGITS digits */
+  if (scaled >= 1000000000000000ull) {
+    scaled /= 10;
+    exponent++;
+  }
+  char digits[FLOAT_DIGITS];
+  for (int i = FLOAT_DIGITS - 1; i >= 0; i--) {
+    digits[i] = (char)('0' + scaled % 10);
+    scaled /= 10;
+  }
+  int significant = FLOAT_DIGITS;
+  while (significant > 1 && digits[significant - 1] == '0') significant--;
+  char* out = (char*)reef_arena_alloc(48);
+  if (out == NULL) reef_fail("dcb: out of memory");
+  uint32_t len = 0;
+  if (f < 0) out[len++] = '-';
+  if (exponent >= FLOAT_DIGITS && exponent < 21) { /* [1e15, 1e21): whole digits */
+    for (int i = 0; i <= exponent; i++) out[len++] = i < FLOAT_DIGITS ? digits[i] : '0';
+  } else {
+    out[len++] = digits[0];
+    if (significant > 1) out[len++] = '.';
+    for (int i = 1; i < significant; i++) out[len++] = digits[i];
+    out[len++] = 'e';
+    out[len++] = exponent < 0 ? '-' : '+';
+    int e = exponent < 0 ? -exponent : exponent;
+    if (e >= 100) out[len++] = (char)('0' + e / 100);
+    if (e >= 10) out[len++] = (char)('0' + e / 10 % 10);
+    out[len++] = (char)('0' + e % 10);
+  }
+  reef_str s = {out, len};
+  return s;
+}
+
 /* A float in [1e-6, 1e15) in magnitude: its value rounded to FLOAT_DIGITS significant digits,
  * as an integer `scaled` with `fraction` digits after the decimal point; then printed with
  * the trailing zeros (and a bare point) dropped. */
 static reef_str float_text(double f) {
   double magnitude = f < 0 ? -f : f;
-  if (!(magnitude >= 1e-6 && magnitude < 1e15)) {
-    reef_fail("dcb: a float outside [1e-6, 1e15) has no fixed-point JavaScript text");
-  }
+  if (!(magnitude >= 1e-6 && magnitude < 1e15)) return scientific_text(f);
   int integer_digits = 0;
   double power = 1.0;
   while (power <= magnitude) {
@@ -132,41 +178,75 @@ reef_str dcb_number_text(dcb_number n) {
 
 /* ---- Command input ---------------------------------------------------------------------- */
 
-/* The cursor at field `key` of the input, or fails saying it must be `what`. */
-static reef_cbor input_field(reef_cbor input, const char* key, const char* what) {
-  reef_cbor value;
-  if (reef_field(input, key, &value) != REEF_OK) {
-    reef_failf("the command input needs %s field '%s'", what, key);
+/* The encoding of {}. */
+static reef_cbor dcb_empty_record(void) {
+  static const uint8_t kEmpty[1] = {0xa0};
+  reef_cbor empty = {kEmpty, 1};
+  return empty;
+}
+
+dcb_input dcb_input_of(reef_cbor input) {
+  dcb_input in = {input, {"", 0}};
+  if (reef_peek(&input) != REEF_KIND_RECORD) {
+    in.error = reef_strf("the command input must be a JSON object, not %s",
+                         reef_kind_name(reef_peek(&input)));
+  }
+  return in;
+}
+
+/* The cursor at field `key` of the input, or an empty cursor (and the error, if it is the
+ * first) when the input has no such field or an earlier problem. */
+static reef_cbor input_field(dcb_input* in, const char* key, const char* what) {
+  reef_cbor value = {NULL, 0};
+  if (in->error.len > 0) return value;
+  if (reef_field(in->record, key, &value) != REEF_OK) {
+    in->error = reef_strf("the command input needs %s field '%s'", what, key);
   }
   return value;
 }
 
-reef_str dcb_input_text(reef_cbor input, const char* key) {
-  reef_cbor value = input_field(input, key, "a text");
-  reef_str text;
+/* Records that field `key` has the wrong kind, unless an earlier problem was found. */
+static void field_error(dcb_input* in, const char* key, const char* what) {
+  if (in->error.len == 0)
+    in->error = reef_strf("the command input field '%s' must be %s", key, what);
+}
+
+reef_str dcb_input_text(dcb_input* in, const char* key) {
+  reef_cbor value = input_field(in, key, "a text");
+  reef_str text = {"", 0};
+  if (reef_at_end(&value)) return text;
   if (reef_read_text(&value, &text) != REEF_OK) {
-    reef_failf("the command input field '%s' must be text", key);
+    field_error(in, key, "text");
+  } else if (text.len > DCB_MAX_TEXT) {
+    field_error(in, key, "text of at most 512 bytes");
+    text.len = 0;
   }
   return text;
 }
 
-dcb_number dcb_input_number(reef_cbor input, const char* key, reef_cbor* item) {
-  reef_cbor value = input_field(input, key, "a number");
+dcb_number dcb_input_number(dcb_input* in, const char* key, reef_cbor* item) {
+  reef_cbor value = input_field(in, key, "a number");
   dcb_number n = dcb_read_number(value);
-  if (n.kind == DCB_NUMBER_NONE) reef_failf("the command input field '%s' must be a number", key);
-  if (item != NULL && reef_skip(&value, item) != REEF_OK) {
-    reef_failf("the command input field '%s' is malformed", key);
+  if (!reef_at_end(&value) && n.kind == DCB_NUMBER_NONE) field_error(in, key, "a number");
+  if (item != NULL) {
+    if (n.kind == DCB_NUMBER_NONE || reef_skip(&value, item) != REEF_OK) *item = reef_value_null();
   }
   return n;
 }
 
-reef_cbor dcb_input_record(reef_cbor input, const char* key) {
-  reef_cbor value = input_field(input, key, "an object");
+reef_cbor dcb_input_record(dcb_input* in, const char* key) {
+  reef_cbor value = input_field(in, key, "an object");
   reef_cbor item;
+  if (reef_at_end(&value)) return dcb_empty_record();
   if (reef_peek(&value) != REEF_KIND_RECORD || reef_skip(&value, &item) != REEF_OK) {
-    reef_failf("the command input field '%s' must be an object", key);
+    field_error(in, key, "an object");
+    return dcb_empty_record();
   }
   return item;
+}
+
+reef_cbor dcb_reject_input(const dcb_input* in) {
+  return reef_reject("%.*s", (int)in->error.len, in->error.ptr);
 }
 
 reef_str dcb_tag(const char* prefix, reef_str value) {
@@ -223,7 +303,9 @@ static void check_count(uint32_t count) {
   if (count > DCB_MAX_MODELS) reef_failf("dcb: more than %d decision models", DCB_MAX_MODELS);
 }
 
-reef_cbor dcb_init(const dcb_model models[], uint32_t count, reef_writer* query) {
+reef_cbor dcb_init(const dcb_input* in, const dcb_model models[], uint32_t count,
+                   reef_writer* query) {
+  if (in->error.len > 0) return reef_value_null();
   check_count(count);
   reef_write_query(query, count);
   for (uint32_t m = 0; m < count; m++) {

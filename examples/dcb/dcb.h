@@ -49,21 +49,36 @@ bool dcb_number_ge(dcb_number a, dcb_number b);
 bool dcb_number_eq(dcb_number a, dcb_number b);
 /* The text JavaScript gives `n` in a template: ints and integral floats below 9e18 in
  * magnitude in decimal; other floats with at most 15 significant digits and no trailing zeros
- * (JavaScript prints up to 17 where 15 do not round-trip); "undefined" for none. Fails the
- * invocation for a non-integral float outside [1e-6, 1e15) in magnitude, where JavaScript
- * switches to exponents (scenario numbers are integers). */
+ * (JavaScript prints up to 17 where 15 do not round-trip), in exponent form ("1.5e+21",
+ * "1e-7") below 1e-6 and from 1e21 in magnitude, as JavaScript does; "undefined" for none. */
 reef_str dcb_number_text(dcb_number n);
 
 /* ---- Command input ----------------------------------------------------------------------
- * The input is the command's JSON data as a CBOR record. A missing or mistyped field fails
- * the execution with a reason naming the field. */
+ * The input is the command's JSON data as a CBOR record. A bad input is the caller's mistake,
+ * not the module's: reading never fails the execution. The first problem (a body that is no
+ * object, a missing or mistyped field) is kept in `error`; dcb_init then reads no events, and
+ * decide rejects with it (dcb_reject_input: HTTP 422 naming the field). */
+typedef struct dcb_input {
+  reef_cbor record; /* the input */
+  reef_str error;   /* empty, or the first problem found */
+} dcb_input;
 
-/* The text field `key`. */
-reef_str dcb_input_text(reef_cbor input, const char* key);
-/* The number field `key`; *item (optional) receives its encoding, to copy it verbatim. */
-dcb_number dcb_input_number(reef_cbor input, const char* key, reef_cbor* item);
-/* The encoding of the record field `key` (a JSON object), to copy it verbatim. */
-reef_cbor dcb_input_record(reef_cbor input, const char* key);
+/* Starts reading `input`; sets `error` when it is not a record. */
+dcb_input dcb_input_of(reef_cbor input);
+/* Longest text field, in bytes: every text input here is an id that goes into a tag
+ * ("course:<id>"), and the host refuses tags over 1,024 bytes. */
+#define DCB_MAX_TEXT 512u
+/* The text field `key`; empty (and `error` set) when it is missing, not text, or longer than
+ * DCB_MAX_TEXT bytes. */
+reef_str dcb_input_text(dcb_input* in, const char* key);
+/* The number field `key`; none (and `error` set) when it is missing or not a number. *item
+ * (optional) receives its encoding, to copy it verbatim (null on error). */
+dcb_number dcb_input_number(dcb_input* in, const char* key, reef_cbor* item);
+/* The encoding of the record field `key` (a JSON object), to copy it verbatim; an empty
+ * record (and `error` set) when it is missing or not an object. */
+reef_cbor dcb_input_record(dcb_input* in, const char* key);
+/* The decision for an input with an error: reef_reject with the error. */
+reef_cbor dcb_reject_input(const dcb_input* in);
 
 /* The tag `prefix` + `value`, e.g. dcb_tag("course:", course_id) (a tag resolver or tag
  * filter template with its one placeholder filled in). Allocated to its exact length. */
@@ -115,8 +130,10 @@ reef_cbor dcb_apply_false(reef_cbor state, const reef_event* event, const dcb_mo
 reef_cbor dcb_apply_increment(reef_cbor state, const reef_event* event, const dcb_model* model);
 
 /* The query of `count` models (at most DCB_MAX_MODELS): one item per model, its handled
- * types and its tags. Returns the initial state record. */
-reef_cbor dcb_init(const dcb_model models[], uint32_t count, reef_writer* query);
+ * types and its tags. Returns the initial state record. When the input `in` has an error,
+ * writes no query (nothing is read, decide rejects) and returns null. */
+reef_cbor dcb_init(const dcb_input* in, const dcb_model models[], uint32_t count,
+                   reef_writer* query);
 /* The state after `event`: every model whose types include the event's type and whose tags
  * the event carries applies its handler; the other models keep their state. */
 reef_cbor dcb_fold(reef_cbor state, const dcb_model models[], uint32_t count,

@@ -9,19 +9,23 @@
 #include "course_models.h"
 
 static reef_cbor init(reef_cbor input, reef_writer* query) {
-  dcb_model model = course_exists(dcb_input_text(input, "courseId"));
-  return dcb_init(&model, 1, query);
+  dcb_input in = dcb_input_of(input);
+  dcb_model model = course_exists(dcb_input_text(&in, "courseId"));
+  return dcb_init(&in, &model, 1, query);
 }
 
 static reef_cbor fold(reef_cbor state, reef_cbor input, const reef_event* event) {
-  dcb_model model = course_exists(dcb_input_text(input, "courseId"));
+  dcb_input in = dcb_input_of(input);
+  dcb_model model = course_exists(dcb_input_text(&in, "courseId"));
   return dcb_fold(state, &model, 1, event);
 }
 
 static reef_cbor decide(reef_cbor state, reef_cbor input) {
-  reef_str course_id = dcb_input_text(input, "courseId");
+  dcb_input in = dcb_input_of(input);
+  reef_str course_id = dcb_input_text(&in, "courseId");
   reef_cbor capacity;
-  dcb_input_number(input, "capacity", &capacity);
+  dcb_input_number(&in, "capacity", &capacity);
+  if (in.error.len > 0) return dcb_reject_input(&in);
   if (dcb_state_bool(state, "courseExists")) {
     return reef_reject("Course with id \"%.*s\" already exists", (int)course_id.len, course_id.ptr);
   }

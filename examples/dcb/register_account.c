@@ -60,7 +60,7 @@ static const dcb_handler kIsUsernameClaimed[] = {
 };
 
 /* The command's one decision model, bound to the input's username. */
-static dcb_model is_username_claimed(reef_cbor input) {
+static dcb_model is_username_claimed(dcb_input* input) {
   reef_str username = dcb_input_text(input, "username");
   dcb_model model = {
       .name = "isUsernameClaimed",
@@ -75,17 +75,21 @@ static dcb_model is_username_claimed(reef_cbor input) {
 }
 
 static reef_cbor init(reef_cbor input, reef_writer* query) {
-  dcb_model model = is_username_claimed(input);
-  return dcb_init(&model, 1, query);
+  dcb_input in = dcb_input_of(input);
+  dcb_model model = is_username_claimed(&in);
+  return dcb_init(&in, &model, 1, query);
 }
 
 static reef_cbor fold(reef_cbor state, reef_cbor input, const reef_event* event) {
-  dcb_model model = is_username_claimed(input);
+  dcb_input in = dcb_input_of(input);
+  dcb_model model = is_username_claimed(&in);
   return dcb_fold(state, &model, 1, event);
 }
 
 static reef_cbor decide(reef_cbor state, reef_cbor input) {
-  reef_str username = dcb_input_text(input, "username");
+  dcb_input in = dcb_input_of(input);
+  reef_str username = dcb_input_text(&in, "username");
+  if (in.error.len > 0) return dcb_reject_input(&in);
   if (dcb_state_bool(state, "isUsernameClaimed")) {
     return reef_reject("Username \"%.*s\" is claimed", (int)username.len, username.ptr);
   }

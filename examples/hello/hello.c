@@ -13,16 +13,16 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
   reef_str name = {"world", 5};
   reef_field_text(message, "name", &name); /* keeps "world" when absent */
 
-  char greeting[REEF_LOG_MAX];
-  uint32_t len = reef_format(greeting, sizeof greeting, "hello, %.*s!", (int)name.len, name.ptr);
-  reef_info(greeting);
+  /* The whole greeting, however long the name; the log line says when it had to be cut. */
+  reef_str greeting = reef_strf("hello, %.*s!", (int)name.len, name.ptr);
+  reef_logf(REEF_INFO, "%.*s", (int)greeting.len, greeting.ptr);
 
   reef_actor_ref from;
   if (reef_read_actor(&sender, &from) == REEF_OK) {
     reef_writer reply = reef_writer_new();
     reef_write_record(&reply, 1);
     reef_write_cstr(&reply, "greeting");
-    reef_write_text(&reply, greeting, len);
+    reef_write_str(&reply, greeting);
     reef_send(&from, reef_writer_finish(&reply));
   }
   return reef_value_int(greetings + 1);

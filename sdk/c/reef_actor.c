@@ -73,6 +73,149 @@ int reef_self(reef_actor_ref* out) {
   return reef_read_actor(&c, out) == REEF_OK ? REEF_OK : REEF_E_MALFORMED;
 }
 
+/* ---- Formatting --------------------------------------------------------------------------- */
+
+typedef struct out_buf {
+  char* buf;     /* NULL: only count */
+  uint32_t cap;  /* usable bytes, without the NUL */
+  uint32_t len;  /* bytes written */
+  uint64_t need; /* bytes of the whole text */
+  bool full;     /* a write did not fit: the text is cut */
+  bool invalid;  /* an unsupported conversion stopped the formatting */
+} out_buf;
+
+/* Appends `n` bytes, or as many whole UTF-8 characters as fit, then stops appending. */
+static void out_put(out_buf* o, const char* s, uint32_t n) {
+  o->need += n;
+  if (o->full) return;
+  if (n > o->cap - o->len) {
+    n = o->cap - o->len;
+    while (n > 0 && ((uint8_t)s[n] & 0xc0) == 0x80) n--; /* s[n]: first byte not written */
+    o->full = true;
+  }
+  if (o->buf != NULL) __builtin_memcpy(o->buf + o->len, s, n);
+  o->len += n;
+}
+
+static void out_uint(out_buf* o, uint64_t v, bool negative) {
+  char digits[21];
+  uint32_t i = sizeof digits;
+  do {
+    digits[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  if (negative) digits[--i] = '-';
+  out_put(o, digits + i, sizeof digits - i);
+}
+
+/* Formats fmt into o. An unsupported conversion is written as a marker naming it and stops the
+ * formatting (its argument's type is unknown, so no later argument could be read safely). */
+static void format_into(out_buf* o, const char* fmt, va_list args) {
+  const char* p = fmt;
+  while (*p != '\0') {
+    if (*p != '%') {
+      const char* run = p;
+      while (*p != '\0' && *p != '%') p++;
+      out_put(o, run, (uint32_t)(p - run));
+      continue;
+    }
+    const char* spec = p++;
+    bool precision = false;
+    int max = -1; /* %.*s: at most this many bytes */
+    if (p[0] == '.' && p[1] == '*') {
+      precision = true;
+      max = va_arg(args, int);
+      p += 2;
+    }
+    int longs = 0;
+    while (*p == 'l' && longs < 2) {
+      longs++;
+      p++;
+    }
+    char conv = *p;
+    if (conv != '\0') p++;
+    if (conv == 's') {
+      const char* s = va_arg(args, const char*);
+      if (s == NULL) s = "(null)";
+      uint32_t n = 0;
+      while ((max < 0 || n < (uint32_t)max) && s[n] != '\0') n++;
+      out_put(o, s, n);
+    } else if ((conv == 'd' || conv == 'i' || conv == 'u') && !precision) {
+      if (conv == 'u') {
+        uint64_t uv = longs == 2   ? va_arg(args, unsigned long long)
+                      : longs == 1 ? va_arg(args, unsigned long)
+                                   : va_arg(args, unsigned);
+        out_uint(o, uv, false);
+      } else {
+        int64_t sv = longs == 2   ? va_arg(args, long long)
+                     : longs == 1 ? va_arg(args, long)
+                                  : va_arg(args, int);
+        out_uint(o, sv < 0 ? 0 - (uint64_t)sv : (uint64_t)sv, sv < 0);
+      }
+    } else if (conv == 'c' && !precision && longs == 0) {
+      char ch = (char)va_arg(args, int);
+      out_put(o, &ch, 1);
+    } else if (conv == '%' && !precision && longs == 0) {
+      out_put(o, "%", 1);
+    } else {
+      out_put(o, "[unsupported conversion \"", 25);
+      out_put(o, spec, (uint32_t)(p - spec));
+      out_put(o, "\"]", 2);
+      o->invalid = true;
+      return;
+    }
+  }
+}
+
+/* reef_vformat, also giving the length of the whole text in *need. */
+static int format_buf(char* buf, uint32_t cap, const char* fmt, va_list args, uint64_t* need) {
+  out_buf o = {buf, cap - 1, 0, 0, false, false};
+  format_into(&o, fmt, args);
+  o.buf[o.len] = '\0';
+  *need = o.need;
+  if (o.invalid) return REEF_E_INVALID;
+  if (o.full || o.len > INT32_MAX) return REEF_E_LIMIT;
+  return (int)o.len;
+}
+
+int reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args) {
+  uint64_t need;
+  return format_buf(buf, cap, fmt, args, &need);
+}
+
+int reef_format(char* buf, uint32_t cap, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  int n = reef_vformat(buf, cap, fmt, args);
+  va_end(args);
+  return n;
+}
+
+/* Texts up to this many bytes take one formatting pass (into the stack, then copied). */
+#define REEF_SHORT_TEXT 256u
+
+int reef__vstrf(reef_str* out, const char* fmt, va_list args) {
+  out->ptr = "";
+  out->len = 0;
+  va_list again;
+  va_copy(again, args);
+  char first[REEF_SHORT_TEXT];
+  uint64_t need;
+  int rc = format_buf(first, sizeof first, fmt, args, &need);
+  char* buf = NULL;
+  if (need <= 0xfffffffeu) buf = (char*)reef_arena_alloc((uint32_t)need + 1);
+  if (buf != NULL && need >= sizeof first) { /* longer: a second pass at the full length */
+    rc = format_buf(buf, (uint32_t)need + 1, fmt, again, &need);
+  } else if (buf != NULL) {
+    __builtin_memcpy(buf, first, (uint32_t)need + 1);
+  }
+  va_end(again);
+  if (buf == NULL) return REEF_E_NOMEM;
+  out->ptr = buf;
+  out->len = (uint32_t)need;
+  return rc == REEF_E_INVALID ? REEF_E_INVALID : REEF_OK;
+}
+
 /* ---- Logs and failure --------------------------------------------------------------------- */
 
 int reef_log(int level, const char* msg, uint32_t len) {
@@ -85,13 +228,42 @@ static uint32_t cstr_len(const char* z) {
   return n;
 }
 
+/* Ends the `len` bytes of text in buf (capacity REEF_LOG_MAX + 1) with `marker`, cutting the
+ * text at a character boundary to make room. Returns the new length. */
+static uint32_t end_with_marker(char* buf, uint32_t len, const char* marker) {
+  uint32_t marker_len = cstr_len(marker);
+  uint32_t keep = len;
+  if (keep > REEF_LOG_MAX - marker_len) {
+    keep = REEF_LOG_MAX - marker_len;
+    while (keep > 0 && ((uint8_t)buf[keep] & 0xc0) == 0x80) keep--;
+  }
+  __builtin_memcpy(buf + keep, marker, marker_len);
+  buf[keep + marker_len] = '\0';
+  return keep + marker_len;
+}
+
+/* Formats into buf (REEF_LOG_MAX + 1 bytes): the whole text, or its first bytes ending with a
+ * marker that says how long it was. Returns the length; *rc gets what reef_vformat returned
+ * (a length, REEF_E_LIMIT or REEF_E_INVALID). */
+static uint32_t format_for_log(char buf[REEF_LOG_MAX + 1], int* rc, const char* fmt, va_list args) {
+  uint64_t need;
+  *rc = format_buf(buf, REEF_LOG_MAX + 1, fmt, args, &need);
+  if (*rc >= 0) return (uint32_t)*rc;
+  if (*rc == REEF_E_INVALID) return cstr_len(buf);
+  char marker[64];
+  reef_format(marker, sizeof marker, " [cut: %llu bytes in all]", (unsigned long long)need);
+  return end_with_marker(buf, REEF_LOG_MAX, marker);
+}
+
 int reef_logf(int level, const char* fmt, ...) {
   char buf[REEF_LOG_MAX + 1];
+  int rc;
   va_list args;
   va_start(args, fmt);
-  uint32_t n = reef_vformat(buf, sizeof buf, fmt, args);
+  uint32_t len = format_for_log(buf, &rc, fmt, args);
   va_end(args);
-  return reef_log(level, buf, n);
+  int logged = reef_log(level, buf, len);
+  return rc < 0 ? rc : logged;
 }
 
 int reef_trace(const char* msg) {
@@ -123,114 +295,18 @@ _Noreturn void reef_fail(const char* reason) {
 }
 
 _Noreturn void reef_failf(const char* fmt, ...) {
+  va_list args, again;
+  va_start(args, fmt);
+  va_copy(again, args);
   char buf[REEF_LOG_MAX + 1];
-  va_list args;
-  va_start(args, fmt);
-  uint32_t n = reef_vformat(buf, sizeof buf, fmt, args);
-  va_end(args);
-  reef_fail_n(buf, n);
-}
-
-/* ---- Formatting --------------------------------------------------------------------------- */
-
-typedef struct out_buf {
-  char* buf;
-  uint32_t cap; /* usable bytes, without the NUL */
-  uint32_t len;
-  bool full;
-} out_buf;
-
-/* Appends `n` bytes, or as many whole UTF-8 characters as fit, then stops appending. */
-static void out_put(out_buf* o, const char* s, uint32_t n) {
-  if (o->full) return;
-  if (n > o->cap - o->len) {
-    n = o->cap - o->len;
-    while (n > 0 && ((uint8_t)s[n] & 0xc0) == 0x80) n--; /* s[n]: first byte not written */
-    o->full = true;
-  }
-  __builtin_memcpy(o->buf + o->len, s, n);
-  o->len += n;
-}
-
-static void out_uint(out_buf* o, uint64_t v, bool negative) {
-  char digits[21];
-  uint32_t i = sizeof digits;
-  do {
-    digits[--i] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  if (negative) digits[--i] = '-';
-  out_put(o, digits + i, sizeof digits - i);
-}
-
-uint32_t reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args) {
-  out_buf o = {buf, cap - 1, 0, false};
-  const char* p = fmt;
-  while (*p != '\0') {
-    if (*p != '%') {
-      const char* run = p;
-      while (*p != '\0' && *p != '%') p++;
-      out_put(&o, run, (uint32_t)(p - run));
-      continue;
-    }
-    const char* spec = p++;
-    bool precision = false;
-    int max = -1; /* %.*s: at most this many bytes */
-    if (p[0] == '.' && p[1] == '*') {
-      precision = true;
-      max = va_arg(args, int);
-      p += 2;
-    }
-    int longs = 0;
-    while (*p == 'l' && longs < 2) {
-      longs++;
-      p++;
-    }
-    char conv = *p;
-    if (conv == '\0') {
-      out_put(&o, spec, (uint32_t)(p - spec));
-      break;
-    }
-    p++;
-    if (conv == 's') {
-      const char* s = va_arg(args, const char*);
-      if (s == NULL) s = "(null)";
-      uint32_t n = 0;
-      while ((max < 0 || n < (uint32_t)max) && s[n] != '\0') n++;
-      out_put(&o, s, n);
-    } else if (conv == 'd' || conv == 'i' || conv == 'u') {
-      int64_t sv = 0;
-      uint64_t uv = 0;
-      if (conv == 'u') {
-        uv = longs == 2   ? va_arg(args, unsigned long long)
-             : longs == 1 ? va_arg(args, unsigned long)
-                          : va_arg(args, unsigned);
-        out_uint(&o, uv, false);
-      } else {
-        sv = longs == 2   ? va_arg(args, long long)
-             : longs == 1 ? va_arg(args, long)
-                          : va_arg(args, int);
-        out_uint(&o, sv < 0 ? 0 - (uint64_t)sv : (uint64_t)sv, sv < 0);
-      }
-    } else if (conv == 'c' && !precision && longs == 0) {
-      char ch = (char)va_arg(args, int);
-      out_put(&o, &ch, 1);
-    } else if (conv == '%' && !precision && longs == 0) {
-      out_put(&o, "%", 1);
-    } else {
-      out_put(&o, spec, (uint32_t)(p - spec)); /* unsupported: copied literally */
-    }
-  }
-  o.buf[o.len] = '\0';
-  return o.len;
-}
-
-uint32_t reef_format(char* buf, uint32_t cap, const char* fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  uint32_t n = reef_vformat(buf, cap, fmt, args);
-  va_end(args);
-  return n;
+  int rc;
+  uint32_t len = format_for_log(buf, &rc, fmt, args);
+  if (rc != REEF_E_LIMIT) reef_fail_n(buf, len);
+  /* Longer than the buffer: the whole reason from the arena, unless it is exhausted (then the
+   * buffer's first bytes, which say that the reason was cut). */
+  reef_str reason;
+  if (reef__vstrf(&reason, fmt, again) != REEF_E_NOMEM) reef_fail_n(reason.ptr, reason.len);
+  reef_fail_n(buf, len);
 }
 
 /* ---- Entry points -------------------------------------------------------------------------- */

@@ -105,8 +105,10 @@ enum {
  * REEF_E_INVALID (bad level or UTF-8) or REEF_E_LIMIT (more than REEF_LOG_MAX bytes). */
 int reef_log(int level, const char* msg, uint32_t len);
 
-/* Logs a formatted message (reef_format below), cut to REEF_LOG_MAX bytes at a character
- * boundary. Returns what reef_log returns. */
+/* Logs a formatted message (reef_format below). A message longer than REEF_LOG_MAX bytes is
+ * logged as its first bytes (cut at a character boundary) ending with " [cut: N bytes in all]",
+ * and the call returns REEF_E_LIMIT; an unsupported conversion is logged as a marker naming it
+ * and returns REEF_E_INVALID. Otherwise returns what reef_log returns. */
 int reef_logf(int level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Log a NUL-terminated message at one level; return what reef_log returns. */
@@ -123,21 +125,32 @@ int reef_fatal(const char* msg);
 _Noreturn void reef_fail(const char* reason);
 /* Same with `len` bytes of reason at `reason`. */
 _Noreturn void reef_fail_n(const char* reason, uint32_t len);
-/* Same with a formatted reason (reef_format), cut to REEF_LOG_MAX bytes. */
+/* Same with a formatted reason (reef_format), whole (it is formatted into the arena; only when
+ * the arena is exhausted is it cut, to REEF_LOG_MAX bytes ending with a marker saying so). */
 _Noreturn void reef_failf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- Formatting -------------------------------------------------------------------------
  * A small printf subset for messages: %s (NUL-terminated), %.*s (int length, then pointer:
- * handy for reef_str), %c, %d %i %u with the l and ll modifiers, %%. Anything else is
- * copied literally. Writes at most cap - 1 bytes and a NUL into buf; never cuts a UTF-8
- * character. Returns the bytes written (without the NUL). REQUIRES: cap >= 1. */
-uint32_t reef_format(char* buf, uint32_t cap, const char* fmt, ...)
+ * handy for reef_str), %c, %d %i %u with the l and ll modifiers, %%. Any other conversion
+ * (%x, %f, %5d, %zu, ...) is an error: it is written as [unsupported conversion "%x"] and
+ * formatting stops there, since the type of its argument is unknown.
+ * Writes at most cap - 1 bytes and a NUL into buf, never cutting a UTF-8 character.
+ * Returns the length written (without the NUL) when the whole text fit; REEF_E_LIMIT when it
+ * did not (buf then holds its first bytes, NUL-terminated); REEF_E_INVALID for an unsupported
+ * conversion. Nothing is ever cut silently: check for a negative result.
+ * REQUIRES: cap >= 1. */
+int reef_format(char* buf, uint32_t cap, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
-uint32_t reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args);
+int reef_vformat(char* buf, uint32_t cap, const char* fmt, va_list args);
 
 /* ---- Internals used by the macros above; not part of the API ----------------------------
  * Inline, so the exports expanded in the actor's file can call (and inline) the handler
  * directly instead of through a function pointer with three spans copied in memory. */
+
+/* Formats into the arena at the text's full length (NUL-terminated; *out is "" on failure).
+ * Returns REEF_OK, REEF_E_INVALID (an unsupported conversion, written as a marker) or
+ * REEF_E_NOMEM. Behind reef_strf, reef_reject, reef_logf and reef_failf. */
+int reef__vstrf(reef_str* out, const char* fmt, va_list args);
 
 /* Fails the invocation: the handler returned {NULL, 0}. */
 _Noreturn void reef__fail_no_state(void);

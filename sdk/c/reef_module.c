@@ -17,9 +17,6 @@ int32_t reef__import_sql_query(const void* sql_ptr, uint32_t sql_len, const void
                                uint32_t params_len, void* out_ptr, uint32_t out_cap);
 REEF_IMPORT("append") int64_t reef__import_append(const void* events_ptr, uint32_t events_len);
 
-/* Longest text reef_strf and reef_reject produce, in bytes (a tag's limit). */
-#define REEF_TEXT_MAX 1024
-
 static uint32_t cstr_len(const char* z) {
   uint32_t n = 0;
   while (z[n] != '\0') n++;
@@ -85,18 +82,19 @@ bool reef_event_has_tag(const reef_event* event, reef_str tag) {
   return false;
 }
 
-static reef_str vstrf(const char* fmt, va_list args) {
-  char* buf = (char*)reef_arena_alloc(REEF_TEXT_MAX + 1);
-  if (buf == NULL) reef_fail("reef_strf: out of memory");
-  uint32_t n = reef_vformat(buf, REEF_TEXT_MAX + 1, fmt, args);
-  reef_str s = {buf, n};
+/* reef__vstrf, failing the invocation when it cannot give the whole text. */
+static reef_str vstrf(const char* what, const char* fmt, va_list args) {
+  reef_str s;
+  int rc = reef__vstrf(&s, fmt, args);
+  if (rc == REEF_E_NOMEM) reef_failf("%s: out of memory for the text of \"%s\"", what, fmt);
+  if (rc != REEF_OK) reef_failf("%s: %.*s", what, (int)s.len, s.ptr);
   return s;
 }
 
 reef_str reef_strf(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
-  reef_str s = vstrf(fmt, args);
+  reef_str s = vstrf("reef_strf", fmt, args);
   va_end(args);
   return s;
 }
@@ -162,7 +160,7 @@ reef_cbor reef_accept(const char* type, uint32_t tag_count, const reef_str tags[
 reef_cbor reef_reject(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
-  reef_str message = vstrf(fmt, args);
+  reef_str message = vstrf("reef_reject", fmt, args);
   va_end(args);
   reef_writer w = reef_writer_new();
   reef_write_record(&w, 1);

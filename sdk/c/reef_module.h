@@ -52,7 +52,11 @@ int reef_event_read(reef_cbor* cursor, reef_event* out);
 bool reef_event_has_tag(const reef_event* event, reef_str tag);
 
 /* Text formatted with reef_format's subset (%s %.*s %c %d %i %u with l/ll, %%), allocated
- * from the arena; at most 1,024 bytes (a tag's limit), cut at a character boundary. */
+ * from the arena at its full length (NUL-terminated; the NUL is not counted in len). Never
+ * cut: when the arena is exhausted or the format has an unsupported conversion, the
+ * invocation fails (reef_fail) saying so. The host refuses a tag or type over its limit
+ * (1,024 bytes for a tag) with an error naming it, so a long tag is never shortened into
+ * another one. */
 reef_str reef_strf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- Queries ----------------------------------------------------------------------------
@@ -84,7 +88,7 @@ void reef_write_new_event(reef_writer* w, const char* type, uint32_t tag_count,
 /* A decision with one event and no encryption (the common case). */
 reef_cbor reef_accept(const char* type, uint32_t tag_count, const reef_str tags[], reef_cbor data);
 /* A decision that appends nothing and fails the execution with this exact message (the
- * caller sees HTTP 422 with it). Formatted like reef_strf; at most 1,024 bytes. */
+ * caller sees HTTP 422 with it). Formatted like reef_strf, at its full length. */
 reef_cbor reef_reject(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Defines the exports reef_abi_version, reef_alloc, reef_command_init, reef_command_fold and

@@ -181,6 +181,13 @@ expect global-ws-token-refused 1 "error: unauthenticated:" -- env -u REEF_CONNEC
 expect global-mixed 0 '"result":{"count":1}' -- env -u REEF_CONNECT \
   "$reef" --connect "$addr" invoke counter '{"op":"get"}' --auth-token s3cret --json
 
+# 9. The example counter answers a bad message with an error and keeps its count (it is not
+# poisoned: only {"op": "fail"} fails it).
+expect counter-bad-message 0 '"error":"counter: the message must be an object' \
+  -- env REEF_AUTH_TOKEN=s3cret "$reef" invoke counter '[1, 2]'
+expect counter-unknown-op 0 'unknown op \"mul\"' \
+  -- env REEF_AUTH_TOKEN=s3cret "$reef" invoke counter '{"op":"mul"}'
+expect counter-kept 0 '{"count":1}' -- env REEF_AUTH_TOKEN=s3cret "$reef" invoke counter '{"op":"get"}'
 stop_server "server with a token"
 
 printf 'program_cli_test: %d passed, %d failed\n' "$passed" "$failed"

@@ -138,12 +138,38 @@ __attribute__((export_name("probe_last_float"))) double probe_last_float(void) {
   return last_float;
 }
 
-/* Formats "%s|%.*s|%d|%lld|%u|%c|%%" with fixed arguments into a 40-byte buffer at
- * out_ptr (from reef_alloc); returns the length. Checks formatting and truncation. */
+/* Formats "%s|%.*s|%d|%lld|%u|%c|%%" with fixed arguments into the `cap` bytes at out_ptr
+ * (from reef_alloc); returns what reef_format returns. Checks formatting and truncation. */
 __attribute__((export_name("probe_format"))) int32_t probe_format(int32_t out_ptr, int32_t cap) {
   char* out = (char*)(uintptr_t)(uint32_t)out_ptr;
-  return (int32_t)reef_format(out, (uint32_t)cap, "%s|%.*s|%d|%lld|%u|%c|%%", "ab", 2, "xyz", -42,
-                              (long long)INT64_MIN, 7u, 'Z');
+  return reef_format(out, (uint32_t)cap, "%s|%.*s|%d|%lld|%u|%c|%%", "ab", 2, "xyz", -42,
+                     (long long)INT64_MIN, 7u, 'Z');
+}
+
+/* Formats "a%xb%d" (an unsupported conversion first) into the `cap` bytes at out_ptr; returns
+ * what reef_format returns. The format string is not a literal, so the compiler does not
+ * refuse it. */
+__attribute__((export_name("probe_format_unsupported"))) int32_t probe_format_unsupported(
+    int32_t out_ptr, int32_t cap) {
+  static const char* volatile fmt = "a%xb%d";
+  char* out = (char*)(uintptr_t)(uint32_t)out_ptr;
+  return reef_format(out, (uint32_t)cap, fmt, 1u, 2);
+}
+
+/* reef_strf("order:%.*s", the input text). Returns ptr | len << 32 of the result. */
+__attribute__((export_name("probe_strf"))) int64_t probe_strf(int32_t ptr, int32_t len) {
+  reef_str s = reef_strf("order:%.*s", (int)len, (const char*)(uintptr_t)(uint32_t)ptr);
+  return (int64_t)((uint64_t)(uintptr_t)s.ptr | ((uint64_t)s.len << 32));
+}
+
+/* reef_logf(REEF_INFO, "%.*s", the input text); returns its code. */
+__attribute__((export_name("probe_logf"))) int32_t probe_logf(int32_t ptr, int32_t len) {
+  return reef_logf(REEF_INFO, "%.*s", (int)len, (const char*)(uintptr_t)(uint32_t)ptr);
+}
+
+/* reef_failf("failed: %.*s", the input text): never returns. */
+__attribute__((export_name("probe_failf"))) void probe_failf(int32_t ptr, int32_t len) {
+  reef_failf("failed: %.*s", (int)len, (const char*)(uintptr_t)(uint32_t)ptr);
 }
 
 static reef_cbor echo(reef_cbor state, reef_cbor sender, reef_cbor message) {

@@ -369,12 +369,14 @@ test('hello: host-originated messages get a log but no reply; default name is wo
   assert.equal(r.sends.length, 0);
 });
 
-test('hello: a long multi-byte name is cut to 511 bytes at a character boundary', () => {
-  const r = new Guest('hello').handle(0, null, { name: 'é'.repeat(400) });
+test('hello: a long multi-byte name is replied whole and its log line says it was cut', () => {
+  const name = 'é'.repeat(400);
+  const r = new Guest('hello').handle(0, new Ref(REF_A), { name });
   assert.equal(r.logs.length, 1, 'the log call was rejected');
-  const len = new TextEncoder().encode(r.logs[0].text).length;
-  assert.ok(len <= 511 && len >= 509, `log of ${len} bytes`);
-  assert.ok(r.logs[0].text.startsWith('hello, éé'));
+  const logged = r.logs[0].text;
+  assert.ok(new TextEncoder().encode(logged).length <= 512, 'within the log limit');
+  assert.match(logged, /^hello, (é)+ \[cut: 808 bytes in all\]$/);
+  assert.deepEqual(r.sends[0].msg, { greeting: `hello, ${name}!` });
 });
 
 test('REEF_ACTOR_WITH_SHUTDOWN: reef_on_shutdown returns the hook\'s final state', () => {
@@ -412,11 +414,24 @@ test('program counter: a null sender gets no reply (reef_reply: not found) and s
   assert.equal(r.sends.length, 0);
 });
 
-test('program counter: fail and unknown ops fail with a reason', () => {
+test('program counter: only op fail fails; a bad message gets an error reply and keeps the count', () => {
   const g = new Guest('program_counter');
   expectFail(() => g.handle(0, new Ref(REF_A), { op: 'fail' }, { entry: 'counter_handle' }), /failed on request/);
-  expectFail(() => g.handle(0, null, { op: 'mul' }, { entry: 'counter_handle' }), /unknown op 'mul'; expected add, get or fail/);
-  expectFail(() => g.handle(0, null, 7, { entry: 'counter_handle' }), /text field 'op'/);
+  const cases = [
+    [{ op: 'mul' }, /unknown op "mul"; expected add, get or fail/],
+    [7, /must be an object with a text field "op".*not int/],
+    [[1, 2], /not list/],
+    [{ op: 5 }, /text field "op"/],
+  ];
+  for (const [message, reason] of cases) {
+    const r = g.handle(41, new Ref(REF_A), message, { entry: 'counter_handle' });
+    assert.equal(r.state, 41n, 'the count is kept');
+    assert.equal(r.sends.length, 1);
+    assert.match(r.sends[0].msg.error, reason);
+  }
+  const overflow = g.handle(9223372036854775807n, new Ref(REF_A), { op: 'add' }, { entry: 'counter_handle' });
+  assert.equal(overflow.state, 9223372036854775807n);
+  assert.match(overflow.sends[0].msg.error, /would overflow/);
 });
 
 test('program worker: v1 and v2 count what they served and echo the message with their version', () => {
@@ -580,9 +595,44 @@ test('reef_format: supported conversions and truncation', () => {
   const buf = g.instance.exports.reef_alloc(64);
   const n = g.instance.exports.probe_format(buf, 64);
   assert.equal(new TextDecoder().decode(g.memory.slice(buf, buf + n)), 'ab|xy|-42|-9223372036854775808|7|Z|%');
+  // Cut: REEF_E_LIMIT, never a silent short length; the buffer holds what fit.
   const m = g.instance.exports.probe_format(buf, 6);
-  assert.equal(m, 5);
-  assert.equal(new TextDecoder().decode(g.memory.slice(buf, buf + m + 1)), 'ab|xy\0');
+  assert.equal(m, -2);
+  assert.equal(new TextDecoder().decode(g.memory.slice(buf, buf + 6)), 'ab|xy\0');
+  // An unsupported conversion: REEF_E_INVALID, named in the text, and formatting stops.
+  assert.equal(g.instance.exports.probe_format_unsupported(buf, 64), -1);
+  const text = new TextDecoder().decode(g.memory.slice(buf, buf + 64)).split('\0')[0];
+  assert.equal(text, 'a[unsupported conversion "%x"]');
+});
+
+test('reef_strf keeps texts over 1,024 bytes whole, so two long tokens stay two tags', () => {
+  const g = new Guest('sdk_probe');
+  const strf = (text) => {
+    const packed = g.probe('probe_strf', new TextEncoder().encode(text));
+    const ptr = Number(packed & 0xffffffffn), len = Number(packed >> 32n);
+    return new TextDecoder().decode(g.memory.slice(ptr, ptr + len));
+  };
+  const a = 'x'.repeat(1050) + 'a'.repeat(50), b = 'x'.repeat(1050) + 'b'.repeat(50);
+  assert.equal(strf(a), `order:${a}`);
+  assert.equal(strf(b), `order:${b}`);
+  assert.notEqual(strf(a), strf(b));
+  const big = 'é'.repeat(40000); // 80,000 bytes
+  assert.equal(strf(big), `order:${big}`);
+});
+
+test('reef_logf says when it cuts a message, and reef_failf never cuts', () => {
+  const g = new Guest('sdk_probe');
+  const short = g.probe('probe_logf', new TextEncoder().encode('fine'));
+  assert.equal(short, 0);
+  assert.deepEqual(g.logs.at(-1), { level: 2, text: 'fine' });
+  const long = 'é'.repeat(400); // 800 bytes: over the 512-byte log limit
+  assert.equal(g.probe('probe_logf', new TextEncoder().encode(long)), -2);
+  const logged = g.logs.at(-1).text;
+  assert.ok(new TextEncoder().encode(logged).length <= 512, 'within the log limit');
+  assert.match(logged, /^(é)+ \[cut: 800 bytes in all\]$/);
+  const reason = 'r'.repeat(3000);
+  assert.throws(() => g.probe('probe_failf', new TextEncoder().encode(reason)),
+    (e) => e instanceof Failed && e.reason === `failed: ${reason}`);
 });
 
 // ---- Report ------------------------------------------------------------------------------------------
