@@ -26,6 +26,7 @@ constexpr ValType i32 = ValType::kI32;
 constexpr ValType i64 = ValType::kI64;
 constexpr uint32_t kMaxLogBytes = 512;
 constexpr uint32_t kMaxSqlBytes = 64u << 10;
+constexpr size_t kMaxFailBytes = 1024;  // of a `fail` reason kept in errors and statuses
 
 ModuleCallContext& Ctx(HostCall& call) {
   return *static_cast<ModuleCallContext*>(call.context());
@@ -110,7 +111,14 @@ HostCallOutcome Fail(HostCall& call) {
   auto text = ReadText(call, 0, 1, &outcome);
   if (!text) return outcome;
   if (!IsValidUtf8(*text)) *text = "(the reason was not valid UTF-8)";
-  if (text->size() > 1024) text->resize(1024);
+  if (text->size() > kMaxFailBytes) {
+    // Kept whole up to the limit (cut at a character boundary) and marked, never cut silently.
+    size_t cut = kMaxFailBytes;
+    while (cut > 0 && (static_cast<unsigned char>((*text)[cut]) & 0xC0) == 0x80) --cut;
+    std::string whole = fmt::format(" [cut: {} bytes in all]", text->size());
+    text->resize(cut);
+    *text += whole;
+  }
   Ctx(call).failure = *text;
   return call.Fail(TrapKind::kGuestFailure, *text);
 }

@@ -2,11 +2,13 @@
  * "scope": str?}. Reads the events tagged `tag`, counts them (and keeps the last "secret" it
  * saw), then appends Counted {"count", "now", "random", "last_secret", "secret"?} tagged `tag`
  * — encrypted under `scope` when given — or rejects with "expected E events, found C" when
- * `expect` is given and differs. */
+ * `expect` is given and differs. With "fail_with": str it fails at once with that reason. */
 #include "reef.h"
 
 static reef_cbor init(reef_cbor input, reef_writer* query) {
   reef_str tag;
+  reef_str reason;
+  if (reef_field_text(input, "fail_with", &reason) == REEF_OK) reef_fail_n(reason.ptr, reason.len);
   if (reef_field_text(input, "tag", &tag) != REEF_OK) reef_fail("input needs a string \"tag\"");
   reef_write_query(query, 1);
   reef_write_query_item(query, 0, NULL, 1, &tag);

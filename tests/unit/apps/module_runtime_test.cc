@@ -655,6 +655,15 @@ TEST_F(ModuleRuntimeTest, ACommandsStatusErrorHoldsItsLastFailure) {
   EXPECT_NE(status->error.find("input needs a string \"tag\""), std::string::npos) << status->error;
 }
 
+TEST_F(ModuleRuntimeTest, ALongFailReasonIsCutVisiblyNeverSilently) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  auto failed = runtime_->Execute("count", Input({{"fail_with", std::string(2000, 'r')}}));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find(std::string(1024, 'r') + " [cut: 2000 bytes in all]"),
+            std::string::npos)
+      << failed.status().message().size();
+}
+
 TEST_F(ModuleRuntimeTest, IdempotencyKeyAnswersARepeatWithTheFirstOutcome) {
   Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
   ExecuteOptions options{.idempotency_key = "req-1"};
