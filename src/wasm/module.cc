@@ -1,28 +1,36 @@
 #include "wasm/module.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <iterator>
+#include <new>
 
 #include "core/ids.h"
-#include "wabt/binary-reader-ir.h"
 #include "wabt/binary-reader.h"
 #include "wabt/binary-writer.h"
 #include "wabt/cast.h"
 #include "wabt/error-formatter.h"
 #include "wabt/interp/binary-reader-interp.h"
+#include "wabt/interp/interp.h"
 #include "wabt/ir.h"
 #include "wabt/resolve-names.h"
 #include "wabt/stream.h"
 #include "wabt/validator.h"
 #include "wabt/wast-lexer.h"
 #include "wabt/wast-parser.h"
+#include "wasm/binary_scan.h"
 
 namespace reef::wasm {
 namespace {
+
+namespace interp = wabt::interp;
+
+// Loads estimated to allocate at least this many bytes end with malloc_trim.
+constexpr uint64_t kTrimAfterLoadBytes = 8ull << 20;
 
 ValType FromWabtType(wabt::Type type) {
   switch (type) {
@@ -43,10 +51,10 @@ ValType FromWabtType(wabt::Type type) {
   }
 }
 
-FuncSignature FromWabtSignature(const wabt::FuncSignature& sig) {
+FuncSignature FromInterpSignature(const interp::FuncType& type) {
   FuncSignature out;
-  for (wabt::Type t : sig.param_types) out.params.push_back(FromWabtType(t));
-  for (wabt::Type t : sig.result_types) out.results.push_back(FromWabtType(t));
+  for (wabt::Type t : type.params) out.params.push_back(FromWabtType(t));
+  for (wabt::Type t : type.results) out.results.push_back(FromWabtType(t));
   return out;
 }
 
@@ -82,16 +90,31 @@ std::string FormatErrors(const wabt::Errors& errors, wabt::Location::Type type,
   return text.empty() ? "invalid module" : text;
 }
 
+// One line "<name>:<offset>: error: <reason>" for a binary the reader refused. The reader
+// stops at its first fatal error; a failed callback adds "<Callback> callback failed" after
+// the reason, and errors inside custom sections (warnings, ignored) come before it.
+// Some checks fail without a reason (wabt 1.0.32's ref.is_null on a non-reference): then the
+// callback's name is all there is to say.
+std::string FormatBinaryError(const wabt::Errors& errors, std::string_view name) {
+  constexpr std::string_view kCallbackFailed = " callback failed";
+  for (auto it = errors.rbegin(); it != errors.rend(); ++it) {
+    if (it->error_level != wabt::ErrorLevel::Error) continue;  // inside a custom section
+    if (std::string_view(it->message).ends_with(kCallbackFailed)) continue;
+    return fmt::format("{}:{:07x}: error: {}", name, it->loc.offset, it->message);
+  }
+  if (errors.empty()) return fmt::format("{}: error: invalid module", name);
+  std::string_view check = errors.back().message;
+  check.remove_suffix(kCallbackFailed.size());
+  return fmt::format("{}:{:07x}: error: invalid module (the reader's {} check failed)", name,
+                     errors.back().loc.offset, check);
+}
+
 Status CheckSize(uint64_t size, const ModuleLimits& limits) {
   if (size > limits.max_module_bytes) {
     return Status::LimitExceeded(fmt::format("module is {} bytes; limit max_module_bytes={}", size,
                                              limits.max_module_bytes));
   }
   return Status::Ok();
-}
-
-std::string StripDollar(const std::string& name) {
-  return !name.empty() && name[0] == '$' ? name.substr(1) : name;
 }
 
 bool IsIdChar(char c) {
@@ -240,64 +263,81 @@ Result<std::shared_ptr<const Module>> Module::FromFile(const std::filesystem::pa
 Result<std::shared_ptr<const Module>> Module::Build(std::vector<uint8_t> bytes,
                                                     std::string_view name,
                                                     const ModuleLimits& limits) {
+  REEF_ASSIGN_OR_RETURN(ModuleShape shape, ScanBinary(bytes, name, limits));
+  auto read = [&]() -> Result<std::shared_ptr<const Module>> {
+    try {
+      return Read(std::move(bytes), name, std::move(shape.function_names));
+    } catch (const std::bad_alloc&) {
+      return Status::LimitExceeded(
+          fmt::format("{}: error: out of memory while loading the module ({} bytes estimated)",
+                      name, shape.load_bytes_estimate));
+    }
+  };
+  auto module = read();
+  // A large load frees many small blocks the allocator would otherwise keep: give the pages
+  // back so the process returns to its size before the load.
+  if (shape.load_bytes_estimate >= kTrimAfterLoadBytes) ::malloc_trim(0);
+  return module;
+}
+
+Result<std::shared_ptr<const Module>> Module::Read(
+    std::vector<uint8_t> bytes, std::string_view name,
+    std::vector<std::pair<uint32_t, std::string>> function_names) {
+  // The interpreter's reader validates while it reads (wabt's spec-test interpreter uses it
+  // alone). Custom sections: the scan checked their framing and names, which is all the spec
+  // checks; wabt's errors inside the contents of the ones it knows (linking, reloc.*, ...)
+  // are ignored, and it does not read the name section (the scan took the function names).
   wabt::Errors errors;
   wabt::Features features;
-  wabt::ReadBinaryOptions options(features, /*log_stream=*/nullptr, /*read_debug_names=*/true,
+  wabt::ReadBinaryOptions options(features, /*log_stream=*/nullptr, /*read_debug_names=*/false,
                                   /*stop_on_first_error=*/true,
                                   /*fail_on_custom_section_error=*/false);
-  std::string filename(name);
-  // The interpreter's reader validates while it reads (types, constant expressions, ...).
-  // It goes first: wabt 1.0.32's IR reader asserts on some invalid modules (for example an
-  // `if` inside a global's initializer), so only validated bytes reach it.
-  wabt::interp::ModuleDesc validated;
-  wabt::Result result = wabt::interp::ReadBinaryInterp(filename, bytes.data(), bytes.size(),
-                                                       options, &errors, &validated);
-  wabt::Module ir;
-  if (wabt::Succeeded(result)) {
-    result =
-        wabt::ReadBinaryIr(filename.c_str(), bytes.data(), bytes.size(), options, &errors, &ir);
-  }
-  if (wabt::Succeeded(result)) {
-    result = wabt::ValidateModule(&ir, &errors, wabt::ValidateOptions(features));
-  }
-  if (wabt::Failed(result)) {
-    return Status::InvalidArgument(
-        fmt::format("{}:{}", name, FormatErrors(errors, wabt::Location::Type::Binary)));
+  interp::ModuleDesc desc;
+  if (wabt::Failed(
+          interp::ReadBinaryInterp(name, bytes.data(), bytes.size(), options, &errors, &desc))) {
+    return Status::InvalidArgument(FormatBinaryError(errors, name));
   }
 
   auto module = std::shared_ptr<Module>(new Module());
-  for (const wabt::Func* func : ir.funcs) {
-    uint64_t locals = uint64_t{func->GetNumParams()} + func->local_types.size();
-    if (locals > limits.max_function_locals) {
-      return Status::LimitExceeded(
-          fmt::format("{}: function {} declares {} params and locals; limit "
-                      "max_function_locals={}",
-                      name, module->function_names_.size(), locals, limits.max_function_locals));
-    }
-    module->max_frame_values_ = std::max(module->max_frame_values_, static_cast<uint32_t>(locals));
-    module->function_names_.push_back(StripDollar(func->name));
-  }
-  for (const wabt::Import* import : ir.imports) {
-    ImportInfo info{import->module_name, import->field_name, FromWabtKind(import->kind()), {}};
-    if (info.kind == ExternKind::kFunc) {
-      info.signature = FromWabtSignature(wabt::cast<wabt::FuncImport>(import)->func.decl.sig);
+  std::vector<FuncSignature> imported_signatures;
+  for (const interp::ImportDesc& import : desc.imports) {
+    const interp::ExternType& type = *import.type.type;
+    ImportInfo info{import.type.module, import.type.name, FromWabtKind(type.kind), {}};
+    if (const auto* func = wabt::dyn_cast<interp::FuncType>(&type)) {
+      info.signature = FromInterpSignature(*func);
+      imported_signatures.push_back(info.signature);
+    } else if (const auto* memory = wabt::dyn_cast<interp::MemoryType>(&type)) {
+      module->memories_.push_back(FromWabtLimits(memory->limits, /*imported=*/true));
+    } else if (const auto* table = wabt::dyn_cast<interp::TableType>(&type)) {
+      module->tables_.push_back(FromWabtLimits(table->limits, /*imported=*/true));
     }
     module->imports_.push_back(std::move(info));
   }
-  for (size_t i = 0; i < ir.memories.size(); ++i) {
-    module->memories_.push_back(
-        FromWabtLimits(ir.memories[i]->page_limits, i < ir.num_memory_imports));
+  for (const interp::MemoryDesc& memory : desc.memories) {
+    module->memories_.push_back(FromWabtLimits(memory.type.limits, /*imported=*/false));
   }
-  for (size_t i = 0; i < ir.tables.size(); ++i) {
-    module->tables_.push_back(FromWabtLimits(ir.tables[i]->elem_limits, i < ir.num_table_imports));
+  for (const interp::TableDesc& table : desc.tables) {
+    module->tables_.push_back(FromWabtLimits(table.type.limits, /*imported=*/false));
   }
-  for (const wabt::Export* exp : ir.exports) {
-    ExportInfo info{exp->name, FromWabtKind(exp->kind), {}};
-    if (info.kind == ExternKind::kFunc) {
-      wabt::Index index = exp->var.index();
-      info.signature = FromWabtSignature(ir.funcs[index]->decl.sig);
+  for (const interp::FuncDesc& func : desc.funcs) {
+    uint64_t locals = func.type.params.size();
+    for (const interp::LocalDesc& local : func.locals) locals += local.count;
+    // The scan bounded locals by max_function_locals (a uint32_t).
+    module->max_frame_values_ = std::max(module->max_frame_values_, static_cast<uint32_t>(locals));
+  }
+  module->function_names_.resize(imported_signatures.size() + desc.funcs.size());
+  for (auto& [index, function_name] : function_names) {
+    if (index < module->function_names_.size()) {
+      module->function_names_[index] = std::move(function_name);
+    }
+  }
+  for (const interp::ExportDesc& exp : desc.exports) {
+    const interp::ExternType& type = *exp.type.type;
+    ExportInfo info{exp.type.name, FromWabtKind(type.kind), {}};
+    if (const auto* func = wabt::dyn_cast<interp::FuncType>(&type)) {
+      info.signature = FromInterpSignature(*func);
       // An export name beats a name-section name in reports.
-      module->function_names_[index] = exp->name;
+      module->function_names_[exp.index] = exp.type.name;
     }
     module->exports_.push_back(std::move(info));
   }

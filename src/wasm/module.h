@@ -12,21 +12,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "wasm/module_limits.h"
 #include "wasm/types.h"
 
 namespace reef::wasm {
-
-// Load-time limits on the module itself (instantiation limits are in EngineLimits).
-struct ModuleLimits {
-  uint64_t max_module_bytes = 64ull << 20;  // bytes of .wasm (or .wat text)
-  uint32_t max_function_locals = 50'000;    // params + locals of one function
-  // Deepest nesting of parentheses and block/loop/if/try...end in .wat text (wabt's text
-  // parser recurses per level; tens of thousands of levels overflow the stack).
-  uint32_t max_text_nesting = 1'000;
-};
 
 struct ImportInfo {
   std::string module;
@@ -50,8 +43,11 @@ struct DeclaredLimits {
 
 class Module {
  public:
-  // Parses and validates `.wasm` bytes. `name` only labels error messages.
-  // Errors: InvalidArgument "<name>:0x1f: <reason>"; LimitExceeded for ModuleLimits.
+  // Scans (wasm/binary_scan.h), then parses and validates `.wasm` bytes. `name` only labels
+  // error messages. Memory: at most about limits.load_memory_factor * bytes.size() +
+  // limits.load_memory_allowance bytes while loading (docs/engine.md).
+  // Errors: one line each, InvalidArgument "<name>:000001f: error: <reason>" (byte offset, 7
+  // hex digits) for a malformed or invalid module; LimitExceeded naming the ModuleLimits field.
   static Result<std::shared_ptr<const Module>> FromBinary(std::span<const uint8_t> bytes,
                                                           std::string_view name = "module.wasm",
                                                           const ModuleLimits& limits = {});
@@ -92,10 +88,14 @@ class Module {
   static Result<std::shared_ptr<const Module>> ParseText(std::string_view wat,
                                                          std::string_view name,
                                                          const ModuleLimits& limits);
-  // Shared tail of the factories: validates `bytes` and fills in the metadata.
+  // Shared tail of the factories: scans and validates `bytes`, then fills in the metadata.
   static Result<std::shared_ptr<const Module>> Build(std::vector<uint8_t> bytes,
                                                      std::string_view name,
                                                      const ModuleLimits& limits);
+  // Build's work after the scan, which may throw std::bad_alloc from inside wabt.
+  static Result<std::shared_ptr<const Module>> Read(
+      std::vector<uint8_t> bytes, std::string_view name,
+      std::vector<std::pair<uint32_t, std::string>> function_names);
 
   std::string id_;
   std::vector<uint8_t> bytes_;

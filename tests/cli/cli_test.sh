@@ -44,6 +44,8 @@ cat >"$work/t.wat" <<'WAT'
 WAT
 echo '(module (func (i32.add)))' >"$work/bad.wat"
 printf 'not wasm' >"$work/bad.wasm"
+# A DataCount section declaring 2^32-1 segments (issue 13): refused, never an abort.
+printf '\x00\x61\x73\x6d\x01\x00\x00\x00\x0c\x05\xff\xff\xff\xff\x0f' >"$work/hostile.wasm"
 
 expect run-results 0 "i32:3" -- "$reef" wasm run "$work/t.wat" div 7 2
 expect run-types 0 $'f64:0.25\nf32:1.5\ni64:-9' -- "$reef" wasm run "$work/t.wat" mix -9 1.5 0.25
@@ -56,6 +58,10 @@ expect run-arity 1 "takes 2 arguments" -- "$reef" wasm run "$work/t.wat" div 1
 expect run-no-export 1 "has no function export \`nope\`" -- "$reef" wasm run "$work/t.wat" nope
 expect run-invalid-wat 1 "bad.wat:1:16: error: type mismatch" -- "$reef" wasm run "$work/bad.wat" f
 expect run-invalid-wasm 1 "bad.wasm:" -- "$reef" wasm run "$work/bad.wasm" f
+hostile="hostile.wasm:000000a: error: malformed data count section: declares 4294967295 data"
+expect inspect-hostile 1 "$hostile" -- "$reef" wasm inspect "$work/hostile.wasm"
+expect run-hostile 1 "$hostile" -- "$reef" wasm run "$work/hostile.wasm" f
+expect handle-hostile 1 "$hostile" -- "$reef" wasm handle "$work/hostile.wasm" 0 '{}'
 expect run-missing-file 1 "not_found" -- "$reef" wasm run "$work/none.wasm" f
 expect inspect-imports 0 "func   reef.send (i32, i32, i32, i32) -> (i32)" \
   -- "$reef" wasm inspect "$guests/counter.wasm"

@@ -156,6 +156,25 @@ TEST_F(ModuleRoutesTest, BadRequestsGetClearErrors) {
   EXPECT_EQ(Call(verb::get, "/health").status, 200u);
 }
 
+// Issue 13: modules whose declarations would make the loader allocate without bound.
+TEST_F(ModuleRoutesTest, HostileModulesAreRefusedNamingTheSectionOrTheLimit) {
+  const std::string huge_data_count("\x00\x61\x73\x6d\x01\x00\x00\x00\x0c\x05\xff\xff\xff\xff\x0f",
+                                    15);
+  ExpectError(HttpCall(server_->port(), verb::post, "/commands/x/versions/1.0.0", huge_data_count,
+                       "", std::chrono::seconds(10), "application/wasm"),
+              400, "invalid_argument", "x.wasm:000000a: error: malformed data count section");
+  // 200,000 functions of one type with 3-byte bodies: honest, but past max_functions.
+  std::string many("\x00\x61\x73\x6d\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00", 14);
+  const std::string count = "\xc0\x9a\x0c";  // 200,000 as LEB128
+  many += "\x03\xc3\x9a\x0c" + count + std::string(200'000, '\x00');
+  std::string bodies = count;
+  for (int i = 0; i < 200'000; ++i) bodies += std::string("\x02\x00\x0b", 3);
+  many += "\x0a\xc3\xcf\x24" + bodies;  // 600,003 bytes
+  ExpectError(HttpCall(server_->port(), verb::post, "/commands/y/versions/1.0.0", many, "",
+                       std::chrono::seconds(10), "application/wasm"),
+              400, "invalid_argument", "limit max_functions=100000");
+}
+
 TEST_F(ModuleRoutesTest, ExecuteAppendsRejectsAndHonoursIdempotencyKeys) {
   ASSERT_EQ(UploadGuest("commands", "count", "1.0.0", "test_command").status, 201u);
   auto first = Call(verb::post, "/commands/count/execute", R"({"tag": "t"})",
