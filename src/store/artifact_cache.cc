@@ -2,6 +2,7 @@
 // cache": compiled modules keyed by the SHA-256 of their WASM bytes).
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <system_error>
 
+#include "core/ids.h"
 #include "store/module_store.h"
 
 namespace reef::store {
@@ -17,6 +19,8 @@ namespace {
 
 // Longest artifact suffix, in bytes.
 constexpr std::size_t kMaxSuffixBytes = 16;
+// The suffix of the artifact that is the module's own bytes.
+constexpr std::string_view kModuleSuffix = "wasm";
 
 Status ValidateArtifactName(std::string_view sha256, std::string_view suffix) {
   auto lower_hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); };
@@ -110,6 +114,17 @@ Result<std::optional<std::vector<uint8_t>>> ModuleStore::GetArtifact(std::string
     bytes.insert(bytes.end(), buffer, buffer + n);
   }
   ::close(fd);
+  // The `wasm` artifact is the module itself, named by its own SHA-256: verify before anyone
+  // parses it. A file that does not match (truncated, corrupted, replaced) is removed and
+  // reported absent, so the caller rebuilds it from the module store.
+  if (suffix == kModuleSuffix && Sha256Hex(bytes) != sha256) {
+    spdlog::warn(
+        "artifact cache: '{}' does not hash to its name; removed, to be rebuilt from "
+        "the module store",
+        path);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return FileError("cannot remove", path);
+    return std::optional<std::vector<uint8_t>>();
+  }
   return std::optional<std::vector<uint8_t>>(std::move(bytes));
 }
 

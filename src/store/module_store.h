@@ -204,7 +204,9 @@ class ModuleStore {
   Status PutArtifact(std::string_view sha256, std::string_view suffix,
                      std::span<const uint8_t> bytes);
 
-  // The artifact stored by PutArtifact(sha256, suffix); nullopt when there is none.
+  // The artifact stored by PutArtifact(sha256, suffix); nullopt when there is none. The
+  // `wasm` artifact is the module's bytes: it is returned only when they hash to `sha256`; a
+  // file that does not is removed (logged) and reported as none, never returned.
   // Errors: InvalidArgument as PutArtifact; Unavailable for a filesystem error.
   Result<std::optional<std::vector<uint8_t>>> GetArtifact(std::string_view sha256,
                                                           std::string_view suffix);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "code/source_store.h"
+#include "core/ids.h"
 
 namespace reef::store {
 namespace {
@@ -551,6 +552,23 @@ TEST_F(ModuleStoreTest, ArtifactsRoundTripAndReplaceAtomically) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "cache"), fs::directory_iterator()), 2);
   // a different suffix is a different artifact
   EXPECT_FALSE(store_->GetArtifact(sha, "other")->has_value());
+}
+
+// The `wasm` artifact is named by its own SHA-256: a file whose bytes do not match (here the
+// 15-byte module whose DataCount declares 2^32-1 segments) is never returned to be parsed.
+TEST_F(ModuleStoreTest, AWasmArtifactThatDoesNotHashToItsNameIsRemovedNotReturned) {
+  const std::vector<uint8_t> module = {0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00};
+  const std::string sha = Sha256Hex(module);
+  ASSERT_TRUE(store_->PutArtifact(sha, "wasm", module).ok());
+  EXPECT_EQ(**store_->GetArtifact(sha, "wasm"), module);
+  const fs::path file = dir_ / "cache" / (sha + ".wasm");
+  std::ofstream(file, std::ios::binary | std::ios::trunc)
+      << std::string("\x00\x61\x73\x6d\x01\x00\x00\x00\x0c\x05\xff\xff\xff\xff\x0f", 15);
+  ASSERT_EQ(fs::file_size(file), 15u);
+  auto corrupted = store_->GetArtifact(sha, "wasm");
+  ASSERT_TRUE(corrupted.ok()) << corrupted.status().ToString();
+  EXPECT_FALSE(corrupted->has_value());
+  EXPECT_FALSE(fs::exists(file));
 }
 
 TEST_F(ModuleStoreTest, ArtifactKeysAreValidated) {
