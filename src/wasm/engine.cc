@@ -99,7 +99,22 @@ Status CheckArgs(NameFn name, const interp::FuncType& type, std::span<const Wasm
                                              FromInterpFuncType(type).ToString(), got));
 }
 
+// The import that function `index` of `module` is, or nullptr for a defined function.
+const ImportInfo* FunctionImport(const Module& module, uint32_t index) {
+  for (const ImportInfo& import : module.imports()) {
+    if (import.kind != ExternKind::kFunc) continue;
+    if (index == 0) return &import;
+    --index;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::string HostCallFromStartMessage(std::string_view qualified) {
+  return fmt::format(
+      "{} called from a start function; host imports are available only in invocations", qualified);
+}
 
 // ---------------------------------------------------------------------------------------
 // CompiledModule and Engine::State
@@ -300,6 +315,13 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
   ++stats_.instances_created;
   auto result = std::make_unique<InstanceImpl>(state_, compiled, std::move(instance));
   if (compiled->start_function) {
+    if (const ImportInfo* import = FunctionImport(*module, *compiled->start_function)) {
+      // The spec calls an imported start function while instantiating; Reef's host functions
+      // run only inside invocations, exactly as when a start function calls one.
+      std::string qualified = import->module + "." + import->name;
+      Trap refused{TrapKind::kHostError, HostCallFromStartMessage(qualified), qualified, 0};
+      return Status::Trapped("start function trapped: " + refused.ToString());
+    }
     const uint64_t kStartBudget = limits_.max_start_instructions;
     REEF_ASSIGN_OR_RETURN(auto start,
                           result->StartFunction(*compiled->start_function, {}, nullptr, false));
@@ -438,6 +460,24 @@ Status InstanceImpl::Reset() {
     }
   }
   return Status::Ok();
+}
+
+Result<WasmValue> InstanceImpl::GetGlobal(std::string_view name) const {
+  for (const interp::ExportDesc& exp : compiled_->code->desc().exports) {
+    if (exp.type.name != name) continue;
+    if (exp.type.type->kind != wabt::ExternalKind::Global) {
+      return Status::NotFound(fmt::format("export `{}` is not a global", name));
+    }
+    interp::Global::Ptr global(state_->store, instance_->globals()[exp.index]);
+    const ValType type = FromInterpType(global->type().type);
+    if (!IsNumberType(type)) {
+      return Status::InvalidArgument(
+          fmt::format("global `{}` has type {}; the engine interface passes number types only",
+                      name, ValTypeName(type)));
+    }
+    return FromInterpValue(global->Get(), global->type().type);
+  }
+  return Status::NotFound(fmt::format("module has no global export `{}`", name));
 }
 
 uint64_t InstanceImpl::size() const {

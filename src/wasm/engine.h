@@ -32,6 +32,10 @@ struct EngineLimits {
   uint32_t max_value_stack = 1u << 20;   // values (16 bytes each) per invocation: 16 MiB;
                                          // traps before any instruction could pass it
   uint64_t max_start_instructions = 100'000'000;  // engine instructions for a start function
+  // Invocations running at once on one engine: a host function may run an invocation of
+  // another instance, which may call a host function that runs another... An invocation
+  // whose Run would pass this depth traps host_error before it runs.
+  uint32_t max_nested_invocations = 16;
 };
 
 struct EngineStats {
@@ -88,7 +92,9 @@ class GuestMemory {
 };
 
 // One instantiated module. Runs one invocation at a time: Start fails while another
-// invocation of this instance is active.
+// invocation of this instance is active. A host function may start and run invocations of
+// other instances of the same engine (nested up to EngineLimits::max_nested_invocations);
+// calling Run of the invocation that is running the host function returns at once.
 class Instance {
  public:
   virtual ~Instance() = default;
@@ -112,6 +118,11 @@ class Instance {
   // Cost: one copy of the initial memory image. Errors: FailedPrecondition while an
   // invocation of this instance is active.
   virtual Status Reset() = 0;
+
+  // Current value of exported global `name` (a mutable global changes as the guest runs).
+  // Errors: NotFound when there is no such export or it is not a global; InvalidArgument
+  // when its type is not a number type (v128, funcref, externref).
+  virtual Result<WasmValue> GetGlobal(std::string_view name) const = 0;
 
   // Convenience: Start, then Run once with `budget` (the whole call's budget, engine
   // instructions). Returns the results. Errors: those of Start; InvalidArgument for a zero

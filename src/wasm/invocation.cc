@@ -48,8 +48,22 @@ InvocationImpl::~InvocationImpl() {
 }
 
 RunState InvocationImpl::Run(uint64_t budget) {
-  if (state_ != RunState::kBudgetExhausted || budget == 0) return state_;
+  if (state_ != RunState::kBudgetExhausted || budget == 0 || in_run_) return state_;
+  const uint32_t max_depth = engine_->limits.max_nested_invocations;
+  if (engine_->run_depth >= max_depth) {
+    Trap trap = TrapFromFrames(fmt::format(
+        "{} invocations are already running on this engine (host functions running other "
+        "instances' invocations); limit max_nested_invocations={}",
+        engine_->run_depth, max_depth));
+    trap.kind = TrapKind::kHostError;
+    TrapWith(std::move(trap));
+    return state_;
+  }
+  // A host function of an outer invocation may run this one: restore the outer one after.
+  InvocationImpl* const outer = engine_->running;
   engine_->running = this;
+  ++engine_->run_depth;
+  in_run_ = true;
   uint64_t remaining = budget;
   // One instruction adds at most one operand, or a whole frame of locals when it enters a
   // call; chunks are sized so that even the worst case stays within max_value_stack.
@@ -87,7 +101,9 @@ RunState InvocationImpl::Run(uint64_t budget) {
       TrapWith(TrapFromFrames(std::move(message)));
     }
   }
-  engine_->running = nullptr;
+  in_run_ = false;
+  --engine_->run_depth;
+  engine_->running = outer;
   return state_;
 }
 
@@ -147,11 +163,7 @@ wabt::Result InvocationImpl::OnHostCall(size_t row, const interp::Values& params
   const HostFunction& f = engine_->registry.functions()[row];
   std::string qualified = f.module + "." + f.name;
   if (!host_calls_allowed_) {
-    host_trap_ = Trap{TrapKind::kHostError,
-                      fmt::format("{} called from a start function; host imports are available "
-                                  "only in invocations",
-                                  qualified),
-                      qualified, 0};
+    host_trap_ = Trap{TrapKind::kHostError, HostCallFromStartMessage(qualified), qualified, 0};
     *out_trap = interp::Trap::New(engine_->store, host_trap_->message);
     return wabt::Result::Error;
   }

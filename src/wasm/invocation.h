@@ -44,7 +44,10 @@ class Invocation {
   // kBudgetExhausted (a fresh invocation starts so) — not suspended, finished or trapped.
   // Instructions are charged exactly while the budget runs out; a slice that ends early
   // (finish, trap, host call) is charged its whole current chunk (at most 1,024, fewer near
-  // the value stack limit).
+  // the value stack limit). A host function may run other invocations of the same engine;
+  // one that would nest deeper than EngineLimits::max_nested_invocations traps host_error
+  // instead of running. Called from inside this invocation's own host function, it returns
+  // the current state without running.
   virtual RunState Run(uint64_t budget) = 0;
 
   // Resumes a suspended invocation with the host call's results (typed as the import's

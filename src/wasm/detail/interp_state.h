@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -60,7 +61,10 @@ struct Engine::State {
   std::unordered_map<std::string, std::unique_ptr<CompiledModule>> compiled;  // by module id
   std::vector<wabt::interp::HostFunc::Ptr> host_funcs;                        // by registry row
   std::vector<std::unique_ptr<wabt::interp::Thread>> thread_pool;
-  InvocationImpl* running = nullptr;  // the invocation inside Thread::Run, if any
+  // The invocation inside Thread::Run, if any: the innermost one while a host function runs
+  // another instance's invocation. Each Run saves the outer one and restores it.
+  InvocationImpl* running = nullptr;
+  uint32_t run_depth = 0;  // Runs active on this engine's stack (limit max_nested_invocations)
   uint32_t garbage = 0;
 };
 
@@ -87,6 +91,7 @@ class InstanceImpl final : public Instance, public GuestMemory {
   Status Write(uint32_t ptr, std::span<const uint8_t> bytes) override;
 
   Status Reset() override;
+  Result<WasmValue> GetGlobal(std::string_view name) const override;
   // Records the post-instantiation state in the compiled module (first instance only).
   void TakeSnapshot();
 
@@ -147,9 +152,13 @@ class InvocationImpl final : public Invocation {
   Trap trap_;
   std::string suspended_in_;  // "module.name" while suspended
   const HostFunction* suspended_function_ = nullptr;
+  bool in_run_ = false;             // Run is on the stack (a handler may not re-enter it)
   bool suspend_requested_ = false;  // set by OnHostCall during Run
   std::optional<Trap> host_trap_;   // set by OnHostCall during Run
 };
+
+// The trap message of host function `qualified` ("module.name") called while instantiating.
+std::string HostCallFromStartMessage(std::string_view qualified);
 
 // Conversions between the engine interface's values and the interpreter's.
 wabt::interp::ValueType ToInterpType(ValType type);

@@ -1,0 +1,178 @@
+// Engine API edges: host functions that run other instances (nested invocations), exported
+// globals, and a start function that is a host import.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wasm/engine.h"
+
+namespace reef::wasm {
+namespace {
+
+// What `test.inner` runs: export "run" of instances[next], then of instances[next + 1]...
+// when that one calls `test.inner` in turn; past the last instance it returns its argument.
+struct Chain {
+  std::vector<Instance*> instances;
+  size_t next = 0;
+};
+
+HostRegistry ChainRegistry() {
+  HostRegistry registry("test", 1);
+  EXPECT_TRUE(registry
+                  .Add({"test",
+                        "inner",
+                        {{ValType::kI32}, {ValType::kI32}},
+                        [](HostCall& call) {
+                          auto* chain = static_cast<Chain*>(call.context());
+                          if (chain->next >= chain->instances.size()) {
+                            call.results()[0] = call.i32(0);
+                            return HostCallOutcome::kComplete;
+                          }
+                          Instance* inner = chain->instances[chain->next++];
+                          auto result =
+                              inner->Call("run", std::vector<WasmValue>{call.i32(0)}, chain);
+                          --chain->next;
+                          if (!result.ok()) {
+                            return call.Fail(TrapKind::kHostError, result.status().message());
+                          }
+                          call.results()[0] = (*result)[0];
+                          return HostCallOutcome::kComplete;
+                        },
+                        "runs the next instance of the chain"})
+                  .ok());
+  EXPECT_TRUE(registry
+                  .Add({"test",
+                        "add",
+                        {{ValType::kI32, ValType::kI32}, {ValType::kI32}},
+                        [](HostCall& call) {
+                          call.results()[0] = call.i32(0) + call.i32(1);
+                          return HostCallOutcome::kComplete;
+                        },
+                        "adds"})
+                  .ok());
+  EXPECT_TRUE(registry
+                  .Add({"test",
+                        "noop",
+                        {{}, {}},
+                        [](HostCall&) { return HostCallOutcome::kComplete; },
+                        "does nothing"})
+                  .ok());
+  return registry;
+}
+
+// run(x) = add(inner(x), 10): a host call before and after the nested invocation.
+constexpr const char* kChainLink = R"((module
+  (import "test" "inner" (func $inner (param i32) (result i32)))
+  (import "test" "add" (func $add (param i32 i32) (result i32)))
+  (func (export "run") (param i32) (result i32)
+    (call $add (call $inner (local.get 0)) (i32.const 10)))))";
+
+class EngineApiTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<const Module> Load(const char* wat) {
+    auto module = Module::FromText(wat, "test.wat");
+    EXPECT_TRUE(module.ok()) << module.status().ToString();
+    return *module;
+  }
+
+  // `count` instances of kChainLink on `engine`.
+  std::vector<std::unique_ptr<Instance>> Links(Engine& engine, size_t count) {
+    auto module = Load(kChainLink);
+    std::vector<std::unique_ptr<Instance>> out;
+    for (size_t i = 0; i < count; ++i) {
+      auto instance = engine.Instantiate(module);
+      EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+      out.push_back(std::move(*instance));
+    }
+    return out;
+  }
+
+  HostRegistry registry_ = ChainRegistry();
+};
+
+TEST_F(EngineApiTest, AHostFunctionRunsAnotherInstanceAndTheCallerKeepsCallingTheHost) {
+  // Given an outer instance whose host function runs an inner instance of the same engine,
+  Engine engine(registry_);
+  auto links = Links(engine, 2);
+  Chain chain{{links[1].get()}};
+  // when the outer one runs (inner: 5 + 10; outer: that + 10),
+  auto result = links[0]->Call("run", std::vector<WasmValue>{int32_t{5}}, &chain);
+  // then both complete, and the outer one's host call after the nested run still works.
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(std::get<int32_t>((*result)[0]), 25);
+  // And again: nothing was left behind by the nested run.
+  auto again = links[0]->Call("run", std::vector<WasmValue>{int32_t{1}}, &chain);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(std::get<int32_t>((*again)[0]), 21);
+}
+
+TEST_F(EngineApiTest, NestingPastTheLimitTrapsBeforeTheInnerInvocationRuns) {
+  EngineLimits limits;
+  limits.max_nested_invocations = 3;
+  Engine engine(registry_, limits);
+  auto links = Links(engine, 5);
+  Chain chain{{links[1].get(), links[2].get(), links[3].get(), links[4].get()}};
+  auto result = links[0]->Call("run", std::vector<WasmValue>{int32_t{0}}, &chain);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), Code::kTrapped);
+  EXPECT_NE(result.status().message().find("3 invocations are already running on this engine"),
+            std::string::npos)
+      << result.status().message();
+  EXPECT_NE(result.status().message().find("limit max_nested_invocations=3"), std::string::npos);
+  // Within the limit the same chain works.
+  Chain shorter{{links[1].get(), links[2].get()}};
+  auto fine = links[0]->Call("run", std::vector<WasmValue>{int32_t{0}}, &shorter);
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_EQ(std::get<int32_t>((*fine)[0]), 30);
+}
+
+TEST_F(EngineApiTest, AHostFunctionCannotRunItsOwnInstanceAgain) {
+  Engine engine(registry_);
+  auto links = Links(engine, 1);
+  Chain chain{{links[0].get()}};
+  auto result = links[0]->Call("run", std::vector<WasmValue>{int32_t{0}}, &chain);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("another invocation of this instance is active"),
+            std::string::npos)
+      << result.status().message();
+}
+
+TEST_F(EngineApiTest, ExportedGlobalsAreReadable) {
+  Engine engine(registry_);
+  auto instance = engine.Instantiate(Load(R"((module
+    (global $g (export "g") (mut i32) (i32.const 7))
+    (global (export "f") f64 (f64.const 1.5))
+    (global (export "r") externref (ref.null extern))
+    (func (export "set") (global.set $g (i32.const 9)))))"));
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  auto g = (*instance)->GetGlobal("g");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(std::get<int32_t>(*g), 7);
+  auto f = (*instance)->GetGlobal("f");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(std::get<double>(*f), 1.5);
+  ASSERT_TRUE((*instance)->Call("set", {}).ok());
+  EXPECT_EQ(std::get<int32_t>(*(*instance)->GetGlobal("g")), 9);
+
+  EXPECT_EQ((*instance)->GetGlobal("r").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ((*instance)->GetGlobal("set").status().message(), "export `set` is not a global");
+  EXPECT_EQ((*instance)->GetGlobal("nope").status().message(),
+            "module has no global export `nope`");
+}
+
+TEST_F(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
+  Engine engine(registry_);
+  auto instance = engine.Instantiate(Load(R"((module
+    (import "test" "noop" (func $noop))
+    (start $noop)))"));
+  ASSERT_FALSE(instance.ok());
+  EXPECT_EQ(instance.status().code(), Code::kTrapped);
+  EXPECT_EQ(instance.status().message(),
+            "start function trapped: host_error in `test.noop` at +0: test.noop called from a "
+            "start function; host imports are available only in invocations");
+}
+
+}  // namespace
+}  // namespace reef::wasm
