@@ -121,6 +121,10 @@ Status BinaryCursor::ConstExpr() {
   while (true) {
     const size_t at = pos_;
     uint8_t opcode = 0;
+    if (pos_ >= end_) {
+      // wabt 1.0.32 accepts an expression cut off here; the spec does not.
+      return Malformed(pos_, "unexpected end: a constant expression needs its `end` (0x0b)");
+    }
     REEF_RETURN_IF_ERROR(Byte(&opcode));
     switch (opcode) {
       case kEnd:

@@ -240,5 +240,16 @@ TEST(BinaryScanTest, OverlongAndOversizedLeb128AreMalformed) {
       << too_large.status().message();
 }
 
+// Found by fuzz/module_fuzz.cc: wabt 1.0.32 accepts a global whose initializer runs to the
+// end of its section without `end` (its LEB128 ate the 0x0b); the spec calls it malformed.
+TEST(BinaryScanTest, AConstantExpressionWithoutItsEndIsMalformed) {
+  const Bytes wasm = Wasm({Section(6, {0x01, 0x7f, 0x00, 0x41, 0xff, 0xff, 0x0b})});
+  auto module = Module::FromBinary(wasm, "cut.wasm");
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().message(),
+            "cut.wasm:0000011: error: malformed global section: unexpected end: a constant "
+            "expression needs its `end` (0x0b)");
+}
+
 }  // namespace
 }  // namespace reef::wasm
