@@ -42,7 +42,7 @@ test-asan: setup
 # ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned), from
 # their own binary (tests/CMakeLists.txt REEF_TSAN_TEST_SOURCES).
 TSAN_BUILD ?= build-tsan
-TSAN_TESTS ?= FreeRunning*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill
+TSAN_TESTS ?= FreeRunning*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerLimitsTest.*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill
 test-tsan: setup
 	@cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_TSAN=ON \
 	  -DREEF_BENCH=OFF $(CMAKE_FLAGS) >/dev/null

@@ -92,8 +92,8 @@ void EndFollow(std::unique_ptr<LogFollow> follow) {
   }
 }
 
-// Room a pump leaves in a connection's outgoing queue for responses and other events.
-constexpr uint64_t kPumpReserve = 64;
+// Room a pump leaves in a connection's outgoing queue for responses and other events, in bytes.
+constexpr uint64_t kPumpReserveBytes = 256 << 10;
 // How often a pump looks again at a full outgoing queue (only while the client is slow).
 constexpr std::chrono::milliseconds kPumpBackoff{5};
 
@@ -103,7 +103,7 @@ constexpr std::chrono::milliseconds kPumpBackoff{5};
 // fails explicitly) when the client stays slow.
 bool AwaitRoom(const actor::Subscription<actor::LogEntry>& subscription,
                const server::Connection& connection) {
-  while (connection.OutgoingRoom() <= kPumpReserve) {
+  while (connection.OutgoingRoomBytes() <= kPumpReserveBytes) {
     if (subscription.closed()) return false;
     std::this_thread::sleep_for(kPumpBackoff);
   }

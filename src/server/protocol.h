@@ -46,11 +46,11 @@ class Connection {
   virtual uint64_t id() const = 0;
 
   // Queues the event {"v":1,"event":kind,"data":data} for this client. Any thread.
-  // The outgoing queue is bounded (ServerOptions::max_outgoing_messages, responses included):
-  // a client that does not read is closed with a close reason naming the limit instead of
-  // being buffered without bound.
-  // Errors: Unavailable when the connection is closed or closing; LimitExceeded when the
-  // queue is full (the connection is then being closed).
+  // The outgoing queue is bounded in bytes (ServerLimits::max_outgoing_bytes, responses
+  // included): a client that does not read is closed with a close reason naming the limit
+  // instead of being buffered without bound.
+  // Errors: Unavailable when the connection is closed or closing (also while the server shuts
+  // down); LimitExceeded when the queue is full (the connection is then being closed).
   virtual Status Push(std::string_view kind, nlohmann::json data) = 0;
 
   // A handle that outlives the op call, for pushing events later (log follow, change
@@ -58,10 +58,11 @@ class Connection {
   // connection. Empty when the implementation has no shared ownership (test fakes).
   virtual std::weak_ptr<Connection> Handle() { return {}; }
 
-  // Messages Push may still queue before the outgoing queue is full (max_outgoing_messages
-  // minus what is queued). Producers of event streams wait while it is low instead of
-  // overflowing the queue, which closes the connection. Any thread; a snapshot.
-  virtual uint64_t OutgoingRoom() const { return UINT64_MAX; }
+  // Bytes Push may still queue before the outgoing queue is full (max_outgoing_bytes minus
+  // what is queued; each message counts its text plus
+  // ServerLimits::kOutgoingMessageOverhead). Producers of event streams wait while it is low
+  // instead of overflowing the queue, which closes the connection. Any thread; a snapshot.
+  virtual uint64_t OutgoingRoomBytes() const { return UINT64_MAX; }
 
   // True once the client closed or the connection broke (or the server is closing it). Long
   // ops poll it to stop work nobody will read. Any thread; a snapshot.

@@ -1,10 +1,12 @@
 #include "server/server.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <charconv>
 #include <thread>
@@ -24,19 +26,55 @@ using detail::tcp;
 namespace detail {
 
 Status ServerCore::Track(uint64_t id, std::weak_ptr<Session> session) {
+  // Sessions looked at, released after the lock: a destructor calls Untrack.
+  std::vector<std::shared_ptr<Session>> held;
   std::lock_guard lock(mu);
-  if (stopping) return Status::Unavailable("server is shutting down");
-  if (sessions.size() >= options.max_connections) {
-    return Status::Unavailable(
-        fmt::format("server is at max_connections ({})", options.max_connections));
+  if (stopping_locked) return Status::Unavailable("server is shutting down");
+  while (sessions.size() >= limits.max_connections) {
+    // The oldest connection with nothing in flight makes room (ids grow with accept order).
+    uint64_t oldest = 0;
+    Session* candidate = nullptr;
+    for (auto& [other_id, tracked] : sessions) {
+      if (oldest != 0 && other_id > oldest) continue;
+      auto other = tracked.session.lock();
+      if (other == nullptr || !other->evictable()) continue;
+      candidate = other.get();
+      oldest = other_id;
+      held.push_back(std::move(other));
+    }
+    if (candidate == nullptr) {
+      return Status::Unavailable(fmt::format(
+          "server is at max_connections ({}) and every connection has a request in flight",
+          limits.max_connections));
+    }
+    if (!candidate->TryEvict()) continue;  // it took up a request meanwhile: look again
+    sessions.erase(oldest);
+    candidate->Abort();
   }
-  sessions.emplace(id, std::move(session));
+  sessions.emplace(id, Tracked{std::move(session), false});
+  return Status::Ok();
+}
+
+Status ServerCore::TrackUpgrade(uint64_t http_id, uint64_t ws_id, std::weak_ptr<Session> session) {
+  std::lock_guard lock(mu);
+  if (stopping_locked) return Status::Unavailable("server is shutting down");
+  if (websockets >= limits.max_websockets) {
+    return Status::Unavailable(fmt::format("server is at max_websockets ({} WebSocket connections)",
+                                           limits.max_websockets));
+  }
+  sessions.erase(http_id);
+  sessions.emplace(ws_id, Tracked{std::move(session), true});
+  ++websockets;
   return Status::Ok();
 }
 
 void ServerCore::Untrack(uint64_t id) {
   std::lock_guard lock(mu);
-  if (sessions.erase(id) > 0 && sessions.empty()) drained.notify_all();
+  auto it = sessions.find(id);
+  if (it == sessions.end()) return;
+  if (it->second.websocket) --websockets;
+  sessions.erase(it);
+  if (sessions.empty()) drained.notify_all();
 }
 
 bool Authorized(const ServerCore& core, const HttpMessage& request) {
@@ -233,6 +271,7 @@ class Server::Impl {
   explicit Impl(std::unique_ptr<ServerCore> core)
       : core_(std::move(core)),
         acceptor_(asio::make_strand(core_->ioc)),
+        accept_timer_(acceptor_.get_executor()),
         work_(asio::make_work_guard(core_->ioc)) {}
 
   Status Listen(const tcp::endpoint& endpoint, std::string_view listen) {
@@ -258,37 +297,43 @@ class Server::Impl {
     std::vector<std::shared_ptr<detail::Session>> live;
     {
       std::lock_guard lock(core_->mu);
-      if (core_->stopping) return;
-      core_->stopping = true;
-      for (auto& [id, weak] : core_->sessions) {
-        if (auto session = weak.lock()) live.push_back(std::move(session));
+      if (core_->stopping_locked) return;
+      core_->stopping_locked = true;
+      core_->stop_requested.store(true, std::memory_order_release);
+      for (auto& [id, tracked] : core_->sessions) {
+        if (auto session = tracked.session.lock()) live.push_back(std::move(session));
       }
     }
     asio::post(acceptor_.get_executor(), [this] {
       boost::system::error_code ignored;
       acceptor_.close(ignored);
+      accept_timer_.cancel();
     });
+    // Requests in flight are answered, then each connection closes (Session::Shutdown).
     for (auto& session : live) session->Shutdown();
     live.clear();
     {
       std::unique_lock lock(core_->mu);
-      core_->drained.wait_for(lock, core_->options.stop_timeout,
+      core_->drained.wait_for(lock, core_->limits.shutdown_timeout,
                               [this] { return core_->sessions.empty(); });
-      // Clients that did not answer the close handshake in time lose their socket now, so
-      // none is left connected to a stopped server.
-      for (auto& [id, weak] : core_->sessions) {
-        if (auto session = weak.lock()) live.push_back(std::move(session));
+      // Connections still open past the deadline (a slow request, a client that does not
+      // answer the close handshake) lose their socket now, so none is left connected to a
+      // stopped server.
+      for (auto& [id, tracked] : core_->sessions) {
+        if (auto session = tracked.session.lock()) live.push_back(std::move(session));
       }
     }
     if (!live.empty()) {
+      spdlog::warn("server: closing {} connection(s) still busy after the shutdown timeout ({} ms)",
+                   live.size(), core_->limits.shutdown_timeout.count());
       for (auto& session : live) session->Abort();
       live.clear();
       std::unique_lock lock(core_->mu);
       // Aborted sockets complete their pending operations at once; the sessions must be gone
       // before the io_context stops, or its abandoned operations would outlive the handler
-      // pool their sessions' strands belong to.
-      core_->drained.wait_for(lock, std::chrono::seconds(2),
-                              [this] { return core_->sessions.empty(); });
+      // pool their sessions' strands belong to. (A route handler still running keeps its
+      // session until it returns; the handler pool is joined below.)
+      core_->drained.wait_for(lock, kAbortWait, [this] { return core_->sessions.empty(); });
     }
     work_.reset();
     core_->ioc.stop();
@@ -309,16 +354,55 @@ class Server::Impl {
   void Accept() {
     acceptor_.async_accept(asio::make_strand(core_->ioc),
                            [this](boost::system::error_code ec, tcp::socket socket) {
-                             if (ec == asio::error::operation_aborted || !acceptor_.is_open()) {
-                               return;
-                             }
-                             if (!ec) detail::StartHttpSession(*core_, std::move(socket));
-                             Accept();
+                             OnAccept(ec, std::move(socket));
                            });
   }
 
+  // Acceptor strand. A failure for want of resources (out of file descriptors) would fail
+  // again at once while the connection waits in the backlog: back off, doubling the pause,
+  // and log the episode once when it starts and once when it ends.
+  void OnAccept(boost::system::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec && IsResourceError(ec)) {
+      if (failed_accepts_++ == 0) {
+        spdlog::warn(
+            "server: cannot accept connections: {}; retrying with backoff (up to {} ms) "
+            "until resources are free",
+            ec.message(), core_->limits.accept_backoff_max.count());
+        backoff_ = core_->limits.accept_backoff_initial;
+      } else {
+        backoff_ = std::min(backoff_ * 2, core_->limits.accept_backoff_max);
+      }
+      accept_timer_.expires_after(backoff_);
+      accept_timer_.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec && acceptor_.is_open()) Accept();
+      });
+      return;
+    }
+    if (!ec) {
+      if (failed_accepts_ > 0) {
+        spdlog::info("server: accepting connections again after {} failed accept(s)",
+                     failed_accepts_);
+        failed_accepts_ = 0;
+      }
+      detail::StartHttpSession(*core_, std::move(socket));
+    }
+    Accept();
+  }
+
+  static bool IsResourceError(const boost::system::error_code& ec) {
+    return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
+           ec == asio::error::no_memory || ec == boost::system::errc::too_many_files_open_in_system;
+  }
+
+  // After aborting the sockets of late connections, the longest wait for their sessions.
+  static constexpr std::chrono::seconds kAbortWait{2};
+
   std::unique_ptr<ServerCore> core_;  // declared first: outlives the acceptor and threads
   tcp::acceptor acceptor_;
+  asio::steady_timer accept_timer_;       // acceptor strand: the backoff after a failed accept
+  std::chrono::milliseconds backoff_{0};  // acceptor strand
+  uint64_t failed_accepts_ = 0;           // acceptor strand: in the current episode
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   tcp::endpoint bound_;
   std::vector<std::thread> io_threads_;
@@ -343,11 +427,23 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
   REEF_RETURN_IF_ERROR(CheckListenPolicy(options.listen, options.auth_token));
   REEF_ASSIGN_OR_RETURN(auto host_port, ParseListenAddress(options.listen));
   asio::ip::address ip = asio::ip::make_address(host_port.first);
-  if (options.io_threads == 0 || options.handler_threads == 0 || options.max_connections == 0 ||
-      options.max_request_bytes == 0 || options.max_outgoing_messages == 0) {
+  const ServerLimits& limits = options.limits;
+  if (options.io_threads == 0 || options.handler_threads == 0 || limits.max_connections == 0 ||
+      limits.max_websockets == 0 || limits.max_request_bytes == 0 || limits.max_header_bytes == 0 ||
+      limits.max_outgoing_bytes == 0 || limits.max_inbound_bytes == 0) {
     return Status::InvalidArgument(
-        "io_threads, handler_threads, max_connections, max_request_bytes and "
-        "max_outgoing_messages must all be at least 1");
+        "io_threads, handler_threads and the size and count limits (max_connections, "
+        "max_websockets, max_request_bytes, max_header_bytes, max_outgoing_bytes, "
+        "max_inbound_bytes) must all be at least 1");
+  }
+  using std::chrono::milliseconds;
+  for (milliseconds timeout : {limits.header_timeout, limits.io_timeout, limits.close_timeout,
+                               limits.websocket_idle_timeout, limits.accept_backoff_initial}) {
+    if (timeout <= milliseconds(0)) {
+      return Status::InvalidArgument(
+          "header_timeout, io_timeout, close_timeout, websocket_idle_timeout and "
+          "accept_backoff_initial must be positive");
+    }
   }
   std::string listen = options.listen;
   std::vector<HttpRoute> extra = std::move(options.routes);
@@ -369,7 +465,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     }
     core->routes.push_back(std::move(route));
   }
-  core->largest_body_bytes = core->options.max_request_bytes;
+  core->largest_body_bytes = core->limits.max_request_bytes;
   for (const HttpRoute& route : core->routes) {
     core->largest_body_bytes = std::max(core->largest_body_bytes, route.max_body_bytes);
   }

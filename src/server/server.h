@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "server/limits.h"
 #include "server/protocol.h"
 
 namespace reef::server {
@@ -32,7 +33,7 @@ struct HttpRequest {
   std::string method;  // "GET"
   std::string target;  // "/health?x=1", as sent
   std::string path;    // "/health", the target without its query
-  std::string body;    // at most ServerOptions::max_request_bytes bytes
+  std::string body;    // at most ServerLimits::max_request_bytes bytes
   // Header fields by lowercase name ("idempotency-key"); a repeated field keeps its last value.
   std::map<std::string, std::string, std::less<>> headers;
   // Values of the route's `{name}` path segments, percent-decoded ("/commands/{name}/execute"
@@ -79,7 +80,7 @@ struct HttpRoute {
   std::string path;
   HttpHandler handler;
   std::string summary;  // one line for docs and listings
-  // Largest request body this route accepts, in bytes; 0 = ServerOptions::max_request_bytes.
+  // Largest request body this route accepts, in bytes; 0 = ServerLimits::max_request_bytes.
   uint64_t max_body_bytes = 0;
   // When set, used instead of `handler`: the route chooses status, content type and headers.
   HttpResponseHandler response_handler;
@@ -92,17 +93,10 @@ struct ServerOptions {
   // When set (non-empty), every connection must present it; required for a non-loopback
   // listen address.
   std::optional<std::string> auth_token;
-  size_t max_request_bytes = 1 << 20;  // bytes per HTTP request body or WebSocket message
-  uint32_t max_connections = 256;      // open connections (HTTP and WebSocket together)
-  // Messages (responses and events) queued for one WebSocket client; past it the client is
-  // closed with close code 1008 and a reason naming this limit.
-  uint32_t max_outgoing_messages = 1024;
+  // Sizes, connection caps, queue bounds and timeouts (server/limits.h).
+  ServerLimits limits;
   uint32_t io_threads = 1;       // Asio threads doing network I/O
   uint32_t handler_threads = 2;  // threads running route handlers and protocol ops
-  // Longest wait for an HTTP request head or body, a WebSocket handshake or close handshake.
-  std::chrono::milliseconds io_timeout{10'000};
-  // Longest wait in Stop() for connections to finish their close handshakes.
-  std::chrono::milliseconds stop_timeout{2'000};
   // Protocol operations. Start adds the built-ins ("ping", "ops"); register the rest first.
   ProtocolDispatcher dispatcher;
   // HTTP routes in addition to the built-in GET /health.
@@ -125,14 +119,17 @@ class Server {
   // bound (in use, not local).
   static Result<std::unique_ptr<Server>> Start(ServerOptions options);
 
-  // Stops: closes the listener, closes WebSocket clients (close code 1001 "server shutting
-  // down") and HTTP connections, waits at most stop_timeout for them, then closes the TCP
-  // socket of every client still open (it did not answer the close handshake), and joins
-  // every thread.
+  // Stops (see Stop).
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
+  // Stops gracefully: closes the listener; answers every request already read (HTTP: its
+  // reply, then the connection closes; WebSocket: the responses, then close code 1001 "server
+  // shutting down"); a request that arrives meanwhile gets 503 / `unavailable` without running;
+  // idle connections close at once. Waits at most ServerLimits::shutdown_timeout for that,
+  // then closes the TCP socket of every connection still open and joins every thread (a route
+  // handler or op still running is waited for: threads cannot be cancelled).
   // Idempotent; any thread except a server thread (a handler must not stop its own server).
   void Stop();
 

@@ -14,8 +14,8 @@ using json = nlohmann::json;
 namespace {
 
 // Room a pump leaves in a connection's outgoing queue for responses, other events and its own
-// "subscription-failed" notice.
-constexpr uint64_t kPumpReserve = 64;
+// "subscription-failed" notice, in bytes, beyond the event it is about to push.
+constexpr uint64_t kPumpReserveBytes = 64 << 10;
 // How long one wait for new events lasts before the pump looks at its connection again.
 constexpr std::chrono::milliseconds kPoll{100};
 // How often a pump looks again at a full outgoing queue (only while the client is slow).
@@ -51,8 +51,12 @@ struct EventSubscriptions::Pump {
       }
       bool lagged = false;
       for (const SequencedEvent& event : *batch) {
+        json pushed = {{"subscription", id},
+                       {"event", EventToJson(EventView::Of(event), encoding)}};
+        // Waits until the event fits, with the reserve to spare (the queue is bounded in bytes).
+        uint64_t needed = server::ToText(pushed).size() + kPumpReserveBytes;
         auto deadline = std::chrono::steady_clock::now() + limits.lag_timeout;
-        while (connection->OutgoingRoom() <= kPumpReserve && !stop && !connection->closed()) {
+        while (connection->OutgoingRoomBytes() <= needed && !stop && !connection->closed()) {
           if (std::chrono::steady_clock::now() >= deadline) {
             lagged = true;
             break;
@@ -60,8 +64,6 @@ struct EventSubscriptions::Pump {
           std::this_thread::sleep_for(kRoomBackoff);
         }
         if (lagged || stop || connection->closed()) break;
-        json pushed = {{"subscription", id},
-                       {"event", EventToJson(EventView::Of(event), encoding)}};
         if (!connection->Push("event", std::move(pushed)).ok()) break;
         sent = event.position;
       }

@@ -1,9 +1,13 @@
-// HTTP side of the listener: reads requests (bounded by max_request_bytes and io_timeout),
-// checks the token, routes through the table on a handler thread, and hands WebSocket
-// upgrades over to the WebSocket session.
+// HTTP side of the listener: reads a request head (within header_timeout), checks the token
+// and the route's body limit from the head alone, then reads the body (within io_timeout),
+// routes it on a handler thread, and hands WebSocket upgrades over to the WebSocket session.
+// A request refused from its head (401, 413, 503) is answered at once and the connection
+// closed after a short lingering drain, so the body is never buffered and the client still
+// reads the answer.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -19,7 +23,11 @@
 namespace reef::server::detail {
 namespace {
 
-constexpr size_t kMaxHeaderBytes = 16 * 1024;
+// A connection closed after refusing a request from its head reads (and discards) what the
+// client still sends for at most this long and this many bytes before the socket closes, so
+// the client reads the answer instead of a reset.
+constexpr std::chrono::milliseconds kLingerTime{1'000};
+constexpr size_t kLingerBytes = 1 << 20;
 
 class HttpSession : public Session, public std::enable_shared_from_this<HttpSession> {
  public:
@@ -31,46 +39,89 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
   }
 
-  // Answers `status` (503) without reading the request, then closes.
+  // Answers `status` (503) without reading the request, then closes at once (no lingering:
+  // a refused connection holds no slot, so it must not stay open).
   void Refuse(const Status& status) {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this(), status] {
-      HttpMessage head;
-      head.version(11);
-      self->Write(ErrorReply(head, status), /*close=*/true);
+      self->Reject(ErrorReply(Head(), status), /*linger=*/false);
     });
   }
 
   void Shutdown() override {
     asio::post(stream_.get_executor(), [self = shared_from_this()] {
-      self->closing_ = true;
+      self->shutting_down_ = true;
+      if (self->phase_ == Phase::kLingering) return self->CloseNow();
+      if (self->phase_ != Phase::kAwaitingHead) return;  // answered, then closed
+      // Waiting for a request head: OnHeader closes unless part of one arrived (it gets 503).
       beast::error_code ignored;
-      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-      self->stream_.close();
+      self->stream_.socket().cancel(ignored);
     });
   }
 
+  void Abort() override {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->CloseNow(); });
+  }
+
  private:
+  enum class Phase { kAwaitingHead, kReadingBody, kHandling, kWriting, kLingering, kClosed };
+
+  static HttpMessage Head() {
+    HttpMessage head;
+    head.version(11);
+    return head;
+  }
+
   void Read() {
-    if (closing_) return;
+    if (phase_ == Phase::kClosed) return;
+    if (shutting_down_ && buffer_.size() == 0) return CloseNow();
+    if (!MarkEvictable()) return CloseNow();
+    phase_ = Phase::kAwaitingHead;
     parser_.emplace();
     // Beast checks Content-Length against the limit while parsing the head, before the route
     // is known: start from the largest limit any route has and narrow it in OnHeader.
     body_limit_ = core_.largest_body_bytes;
     parser_->body_limit(body_limit_);
-    parser_->header_limit(kMaxHeaderBytes);
-    stream_.expires_after(core_.options.io_timeout);
-    // The head first: its route decides how large a body may follow.
+    parser_->header_limit(
+        static_cast<uint32_t>(std::min<size_t>(core_.limits.max_header_bytes, UINT32_MAX)));
+    stream_.expires_after(core_.limits.header_timeout);
+    // The head first: the token and the route's body limit are checked before any body.
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
-    if (ec) return OnRead(ec);
+    if (!Claim()) return;  // evicted to make room for a new connection (Abort closes it)
+    if (ec == asio::error::operation_aborted && shutting_down_ && phase_ == Phase::kAwaitingHead) {
+      // Shutdown cancelled the wait for a head: close, unless part of a request arrived.
+      beast::error_code available_ec;
+      size_t pending = stream_.socket().available(available_ec);
+      if (!parser_->got_some() && buffer_.size() == 0 && (available_ec || pending == 0)) {
+        return CloseNow();
+      }
+      stream_.expires_after(core_.limits.header_timeout);
+      return http::async_read_header(
+          stream_, buffer_, *parser_,
+          [self = shared_from_this()](beast::error_code again, size_t) { self->OnHeader(again); });
+    }
+    if (ec == http::error::body_limit) {  // Content-Length over every route's limit
+      return RejectTooLarge(
+          fmt::format("request body exceeds the largest limit of any route ({} bytes)",
+                      core_.largest_body_bytes));
+    }
+    if (ec == http::error::header_limit) {
+      return RejectTooLarge(fmt::format("request head exceeds max_header_bytes ({} bytes)",
+                                        core_.limits.max_header_bytes));
+    }
+    if (ec) return CloseNow();  // header_timeout, the client went away, malformed
     const auto& head = parser_->get();
+    if (!Authorized(core_, head)) return Reject(UnauthorizedReply(head));
+    if (shutting_down_) {
+      return Reject(ErrorReply(head, Status::Unavailable("server is shutting down")));
+    }
     std::string_view target = head.target();
     std::string_view path = target.substr(0, target.find('?'));
-    body_limit_ = core_.options.max_request_bytes;
+    body_limit_ = core_.limits.max_request_bytes;
     for (const HttpRoute& route : core_.routes) {
       if (route.method == head.method_string() && MatchRoutePath(route.path, path, nullptr)) {
         if (route.max_body_bytes) body_limit_ = route.max_body_bytes;
@@ -79,32 +130,36 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     }
     parser_->body_limit(body_limit_);  // applies to chunked bodies from here on
     if (parser_->content_length() && *parser_->content_length() > body_limit_) {
-      return OnRead(http::error::body_limit);
+      return RejectTooLarge(fmt::format(
+          "request body of {} bytes (Content-Length) exceeds the limit of {} bytes for {} {}",
+          *parser_->content_length(), body_limit_, head.method_string(), path));
     }
+    phase_ = Phase::kReadingBody;
+    stream_.expires_after(core_.limits.io_timeout);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code read_ec, size_t) { self->OnRead(read_ec); });
   }
 
   void OnRead(beast::error_code ec) {
-    if (ec == http::error::body_limit || ec == http::error::header_limit) {
-      HttpMessage head;
-      head.version(11);
-      Write(ErrorReply(head, Status::LimitExceeded(fmt::format(
-                                 "request exceeds the limit of {} body bytes / {} header bytes",
-                                 body_limit_, kMaxHeaderBytes))),
-            /*close=*/true);
-      return;
+    if (ec == http::error::body_limit) {
+      return RejectTooLarge(
+          fmt::format("request body exceeds the limit of {} bytes for this route", body_limit_));
     }
-    if (ec) return Close();
+    if (ec) return CloseNow();
     HttpMessage request = parser_->release();
-    if (!Authorized(core_, request)) return Write(UnauthorizedReply(request), /*close=*/true);
+    if (shutting_down_) {
+      return Write(ErrorReply(request, Status::Unavailable("server is shutting down")),
+                   /*close=*/true);
+    }
     if (beast::websocket::is_upgrade(request)) {
+      phase_ = Phase::kClosed;  // the stream moves to the WebSocket session
       stream_.expires_never();
-      StartWebSocketSession(core_, std::move(stream_), std::move(request));
+      StartWebSocketSession(core_, id_, std::move(stream_), std::move(request));
       return;
     }
     // Route on a handler thread; the reply comes back to this connection's strand.
+    phase_ = Phase::kHandling;
     asio::post(core_.handlers, [self = shared_from_this(), request = std::move(request)] {
       HttpReply reply = self->Route(request);
       bool close = !request.keep_alive();
@@ -163,34 +218,87 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
         message, Status::NotFound(fmt::format("no route for {} {}", request.method, request.path)));
   }
 
+  // Writes `reply`; then reads the next request, or closes when `close` is set or the server
+  // is shutting down (a request in flight is answered before its connection closes).
   void Write(HttpReply reply, bool close) {
-    if (closing_) return;
-    reply.keep_alive(!close);
+    if (phase_ == Phase::kClosed) return;
+    phase_ = Phase::kWriting;
+    reply.keep_alive(!close && !shutting_down_);
     reply.prepare_payload();
     reply_ = std::make_unique<HttpReply>(std::move(reply));
-    stream_.expires_after(core_.options.io_timeout);
+    stream_.expires_after(core_.limits.io_timeout);
     http::async_write(stream_, *reply_,
                       [self = shared_from_this(), close](beast::error_code ec, size_t) {
                         self->reply_.reset();
-                        if (ec || close) return self->Close();
+                        if (ec) return self->CloseNow();
+                        if (close || self->shutting_down_) return self->CloseSend();
                         self->Read();
                       });
   }
 
-  void Close() {
-    closing_ = true;
+  void RejectTooLarge(const std::string& message) {
+    Reject(ErrorReply(Head(), Status::LimitExceeded(message)));
+  }
+
+  // Answers a request refused before its body was read, then closes (after a lingering drain
+  // when `linger` is set).
+  void Reject(HttpReply reply, bool linger = true) {
+    if (phase_ == Phase::kClosed) return;
+    phase_ = Phase::kWriting;
+    reply.keep_alive(false);
+    reply.prepare_payload();
+    reply_ = std::make_unique<HttpReply>(std::move(reply));
+    stream_.expires_after(core_.limits.io_timeout);
+    http::async_write(
+        stream_, *reply_, [self = shared_from_this(), linger](beast::error_code ec, size_t) {
+          self->reply_.reset();
+          if (ec) return self->CloseNow();
+          self->CloseSend();
+          if (!linger) return;
+          self->phase_ = Phase::kLingering;
+          (void)self->MarkEvictable();  // nothing in flight: may make room for a new connection
+          self->stream_.expires_after(kLingerTime);
+          self->Linger();
+        });
+  }
+
+  // Discards what the client still sends until it closes, kLingerBytes or kLingerTime.
+  void Linger() {
+    stream_.async_read_some(asio::buffer(drain_),
+                            [self = shared_from_this()](beast::error_code ec, size_t bytes) {
+                              self->lingered_ += bytes;
+                              if (ec || self->lingered_ >= kLingerBytes) return self->CloseNow();
+                              self->Linger();
+                            });
+  }
+
+  // Ends the sending side: the client reads the reply, then sees the end of the stream.
+  void CloseSend() {
+    phase_ = Phase::kClosed;
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
+  void CloseNow() {
+    phase_ = Phase::kClosed;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
   ServerCore& core_;
   const uint64_t id_;
+
+  // ---- Owned by the connection's strand ---------------------------------------------------
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::unique_ptr<HttpReply> reply_;  // kept alive while async_write runs
-  bool closing_ = false;              // strand only
-  uint64_t body_limit_ = 0;           // strand only: the body limit of the request being read
+  Phase phase_ = Phase::kAwaitingHead;
+  bool shutting_down_ = false;         // Shutdown was called: answer what is in flight, then close
+  uint64_t body_limit_ = 0;            // the body limit of the request being read
+  std::array<char, 16 * 1024> drain_;  // lingering close: discarded input
+  size_t lingered_ = 0;                // bytes discarded so far
 };
 
 }  // namespace
@@ -199,7 +307,7 @@ void StartHttpSession(ServerCore& core, tcp::socket socket) {
   uint64_t id = core.NextId();
   auto session = std::make_shared<HttpSession>(core, id, std::move(socket));
   Status tracked = core.Track(id, session);
-  if (!tracked.ok()) return session->Refuse(tracked);
+  if (!tracked.ok()) return session->Refuse(tracked);  // untracked: closes once answered
   session->Run();
 }
 

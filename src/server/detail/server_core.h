@@ -36,39 +36,90 @@ using HttpReply = http::response<http::string_body>;
 // A live connection the server can ask to close.
 class Session {
  public:
+  // Where a connection stands, for the connection cap (ServerLimits::max_connections).
+  enum class State : int {
+    kBusy,       // a request is being read, handled or answered, or a WebSocket is open
+    kEvictable,  // an HTTP connection waiting for a request head: nothing in flight
+    kEvicted,    // closed by ServerCore::Track to make room for a new connection
+  };
+
   virtual ~Session() = default;
-  // Starts closing (WebSocket: close code 1001 "server shutting down"). Any thread.
+  // Starts closing gracefully: HTTP answers the request in flight, if any, then closes;
+  // WebSocket answers the requests in flight, then sends close code 1001 "server shutting
+  // down". Any thread.
   virtual void Shutdown() = 0;
   // Closes the TCP socket at once, without a close handshake: Stop calls it for sessions
-  // that did not finish closing within ServerOptions::stop_timeout. Any thread.
-  virtual void Abort() {}
+  // that did not finish closing within ServerLimits::shutdown_timeout, and Track for an
+  // evicted one. Any thread.
+  virtual void Abort() = 0;
+
+  // kEvictable -> kBusy when the session takes up a request head; false when it was evicted
+  // meanwhile (then it must stop). Any thread.
+  bool Claim() {
+    State expected = State::kEvictable;
+    return state_.compare_exchange_strong(expected, State::kBusy) || expected == State::kBusy;
+  }
+  // Marks the session as waiting for a request head; false when it was evicted. Any thread.
+  bool MarkEvictable() {
+    State expected = State::kBusy;
+    return state_.compare_exchange_strong(expected, State::kEvictable) ||
+           expected == State::kEvictable;
+  }
+  // A snapshot: the session is waiting for a request head. Any thread.
+  bool evictable() const { return state_.load() == State::kEvictable; }
+  // kEvictable -> kEvicted; false when the session is busy. Any thread.
+  bool TryEvict() {
+    State expected = State::kEvictable;
+    return state_.compare_exchange_strong(expected, State::kEvicted);
+  }
+
+ private:
+  std::atomic<State> state_{State::kBusy};
 };
 
 struct ServerCore {
   explicit ServerCore(ServerOptions opts, uint32_t handler_threads)
-      : options(std::move(opts)), handlers(handler_threads) {}
+      : options(std::move(opts)), limits(options.limits), handlers(handler_threads) {}
 
-  // Records a session so Stop can close it. Any thread.
-  // Errors: Unavailable when the server is stopping or at max_connections (the caller then
-  // refuses the connection).
+  // Records a new connection so Stop can close it. At max_connections it evicts the oldest
+  // evictable session (Session::State) to make room. Any thread.
+  // Errors: Unavailable when the server is stopping, or at max_connections with no session
+  // to evict (the caller then refuses the connection with 503).
   Status Track(uint64_t id, std::weak_ptr<Session> session);
+  // Moves the connection slot of HTTP session `http_id` to the WebSocket session `ws_id`
+  // after an upgrade. Any thread.
+  // Errors: Unavailable when the server is stopping or at max_websockets (the upgrade is
+  // refused with 503; the HTTP session's slot is freed when it goes).
+  Status TrackUpgrade(uint64_t http_id, uint64_t ws_id, std::weak_ptr<Session> session);
   // Forgets a session (its destructor calls this). Any thread.
   void Untrack(uint64_t id);
   uint64_t NextId() { return next_id.fetch_add(1) + 1; }
+  // True once Stop began. Any thread.
+  bool stopping() const { return stop_requested.load(std::memory_order_acquire); }
+
+  struct Tracked {
+    std::weak_ptr<Session> session;
+    bool websocket = false;
+  };
 
   // ---- Protected by mu --------------------------------------------------------------------
   std::mutex mu;
   std::condition_variable drained;  // signalled when sessions becomes empty
-  std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions;
-  bool stopping = false;
+  std::unordered_map<uint64_t, Tracked> sessions;
+  uint32_t websockets = 0;  // entries of `sessions` with websocket set
+  bool stopping_locked = false;
 
   // ---- Constant after Start ---------------------------------------------------------------
   ServerOptions options;  // options.dispatcher holds the op table
+  const ServerLimits limits;
   std::vector<HttpRoute> routes;
   // The largest body any route accepts (max_request_bytes or a route's max_body_bytes): the
   // limit a request head is read under before its route is known.
   uint64_t largest_body_bytes = 0;
+
+  // ---- Any thread -------------------------------------------------------------------------
   std::atomic<uint64_t> next_id{0};
+  std::atomic<bool> stop_requested{false};  // set by Stop before it closes anything
 
   // ---- Threads (declared last: destroyed first, with the handlers that own sessions) ------
   asio::io_context ioc;
@@ -89,7 +140,9 @@ HttpReply UnauthorizedReply(const HttpMessage& request);
 
 // Serves HTTP on `socket` (and hands WebSocket upgrades to StartWebSocketSession).
 void StartHttpSession(ServerCore& core, tcp::socket socket);
-// Takes over `stream` after an HTTP upgrade request was read and authorized.
-void StartWebSocketSession(ServerCore& core, beast::tcp_stream stream, HttpMessage upgrade);
+// Takes over `stream` after an HTTP upgrade request was read and authorized on the HTTP session
+// `http_id`, whose connection slot it takes (ServerCore::TrackUpgrade).
+void StartWebSocketSession(ServerCore& core, uint64_t http_id, beast::tcp_stream stream,
+                           HttpMessage upgrade);
 
 }  // namespace reef::server::detail

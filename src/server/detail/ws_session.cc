@@ -1,7 +1,9 @@
 // WebSocket side of the listener: the reef.v1 session. Reads messages in chunks so a frame
 // over max_request_bytes is discarded as it arrives (never buffered) and answered with an
 // error; hands every message to the dispatcher on a per-connection handler strand (arrival
-// order kept); writes responses and events from a bounded outbox.
+// order kept), reading no further while max_inbound_bytes of requests wait there; writes
+// responses and events from an outbox bounded by max_outgoing_bytes. Pings keep an idle
+// connection checked (websocket_idle_timeout).
 #include <fmt/format.h>
 
 #include <array>
@@ -50,7 +52,8 @@ class WsSession : public Session,
       : core_(core),
         id_(id),
         ws_(std::move(stream)),
-        close_timer_(ws_.get_executor()),
+        strand_(ws_.get_executor()),
+        close_timer_(strand_),
         handler_strand_(asio::make_strand(core.handlers)) {}
   ~WsSession() override {
     core_.Untrack(id_);
@@ -63,9 +66,9 @@ class WsSession : public Session,
 
   uint64_t id() const override { return id_; }
 
-  uint64_t OutgoingRoom() const override {
-    uint64_t queued = queued_.load();
-    uint64_t max = core_.options.max_outgoing_messages;
+  uint64_t OutgoingRoomBytes() const override {
+    uint64_t queued = queued_bytes_.load();
+    uint64_t max = core_.limits.max_outgoing_bytes;
     return queued >= max ? 0 : max - queued;
   }
 
@@ -73,20 +76,27 @@ class WsSession : public Session,
     return std::static_pointer_cast<Connection>(shared_from_this());
   }
 
-  bool closed() const override { return closed_; }
+  bool closed() const override { return closed_ || draining_; }
 
   Status Push(std::string_view kind, nlohmann::json data) override {
+    if (draining_) {
+      return Status::Unavailable(
+          fmt::format("connection {} is closing: server shutting down", id_));
+    }
     return Enqueue(ToText(Event(kind, std::move(data))));
   }
 
+  // Reads no more requests, lets those read be answered, then closes with 1001.
   void Shutdown() override {
-    asio::post(ws_.get_executor(), [self = shared_from_this()] {
-      self->Close(websocket::close_code::going_away, "server shutting down");
+    draining_ = true;
+    asio::post(strand_, [self = shared_from_this()] {
+      self->shutting_down_ = true;
+      self->FinishShutdown();
     });
   }
 
   void Abort() override {
-    asio::post(ws_.get_executor(), [self = shared_from_this()] {
+    asio::post(strand_, [self = shared_from_this()] {
       boost::system::error_code ignored;
       beast::get_lowest_layer(self->ws_).socket().shutdown(tcp::socket::shutdown_both, ignored);
       beast::get_lowest_layer(self->ws_).close();
@@ -97,8 +107,7 @@ class WsSession : public Session,
   // HTTP error when `refusal` is not OK or the subprotocol is wrong.
   void Run(HttpMessage upgrade, Status refusal) {
     upgrade_ = std::move(upgrade);
-    asio::dispatch(ws_.get_executor(),
-                   [self = shared_from_this(), refusal] { self->Accept(refusal); });
+    asio::dispatch(strand_, [self = shared_from_this(), refusal] { self->Accept(refusal); });
   }
 
  private:
@@ -115,8 +124,10 @@ class WsSession : public Session,
               "client offered {}",
               kSubprotocol, offered.empty() ? "none" : "\"" + std::string(offered) + "\""))));
     }
-    ws_.set_option(websocket::stream_base::timeout{core_.options.io_timeout,
-                                                   websocket::stream_base::none(), false});
+    // Handshake and close handshake within io_timeout; a silent peer is pinged at half of
+    // websocket_idle_timeout and dropped at the whole (Beast's stream timeout).
+    ws_.set_option(websocket::stream_base::timeout{
+        core_.limits.io_timeout, core_.limits.websocket_idle_timeout, /*keep_alive_pings=*/true});
     ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& response) {
       response.set(http::field::sec_websocket_protocol, kSubprotocol);
       response.set(http::field::server, "reef");
@@ -128,10 +139,12 @@ class WsSession : public Session,
         return;
       }
       self->accepted_ = true;
-      self->ReadSome();
+      self->MaybeRead();
       if (self->deferred_close_) {
         auto [code, reason] = *std::exchange(self->deferred_close_, std::nullopt);
         self->Close(code, reason);
+      } else if (self->shutting_down_) {
+        self->FinishShutdown();
       }
     });
   }
@@ -141,7 +154,7 @@ class WsSession : public Session,
     reply.keep_alive(false);
     reply.prepare_payload();
     refusal_ = std::make_unique<HttpReply>(std::move(reply));
-    beast::get_lowest_layer(ws_).expires_after(core_.options.io_timeout);
+    beast::get_lowest_layer(ws_).expires_after(core_.limits.io_timeout);
     http::async_write(
         ws_.next_layer(), *refusal_, [self = shared_from_this()](beast::error_code, size_t) {
           beast::error_code ignored;
@@ -151,7 +164,12 @@ class WsSession : public Session,
 
   // ---- Reading ------------------------------------------------------------------------------
 
-  void ReadSome() {
+  // Starts the next read unless one is pending, the connection is closing, or requests worth
+  // max_inbound_bytes wait for the handler (then Done starts it).
+  void MaybeRead() {
+    if (reading_ || closing_ || closed_ || shutting_down_) return;
+    if (inbound_bytes_ >= core_.limits.max_inbound_bytes) return;
+    reading_ = true;
     ws_.async_read_some(asio::buffer(chunk_),
                         [self = shared_from_this()](beast::error_code ec, size_t bytes) {
                           self->OnRead(ec, bytes);
@@ -159,14 +177,15 @@ class WsSession : public Session,
   }
 
   void OnRead(beast::error_code ec, size_t bytes) {
+    reading_ = false;
     if (ec) {
-      closed_ = true;  // the client closed, the connection broke, or Close() finished
+      closed_ = true;  // the client closed, the connection broke, timed out, or Close() finished
       close_timer_.cancel();
       ReportDisconnect();
       return;
     }
     if (!oversized_) {
-      if (message_.size() + bytes > core_.options.max_request_bytes) {
+      if (message_.size() + bytes > core_.limits.max_request_bytes) {
         oversized_ = true;
         std::string().swap(message_);
       } else {
@@ -175,25 +194,53 @@ class WsSession : public Session,
     }
     if (ws_.is_message_done()) {
       if (oversized_) {
-        Answer(Status::LimitExceeded(
-            fmt::format("message exceeds max_request_bytes ({} bytes) and was discarded",
-                        core_.options.max_request_bytes)));
+        Submit("", Status::LimitExceeded(
+                       fmt::format("message exceeds max_request_bytes ({} bytes) and was discarded",
+                                   core_.limits.max_request_bytes)));
       } else if (!ws_.got_text()) {
-        Answer(Status::InvalidArgument("binary messages are not accepted; send JSON text"));
+        Submit("", Status::InvalidArgument("binary messages are not accepted; send JSON text"));
       } else {
-        Dispatch(std::move(message_));
+        Submit(std::exchange(message_, std::string()), Status::Ok());
       }
       message_.clear();
       oversized_ = false;
     }
-    ReadSome();
+    MaybeRead();
   }
 
-  // Runs the request on this connection's handler strand and queues the response.
-  void Dispatch(std::string frame) {
-    asio::post(handler_strand_, [self = shared_from_this(), frame = std::move(frame)] {
-      (void)self->Enqueue(self->core_.options.dispatcher.HandleFrame(frame, *self));
+  // Runs the request `frame` on this connection's handler strand and queues the response; or,
+  // when `refusal` is an error, queues it as an uncorrelated error response. Either way behind
+  // the responses to earlier messages, and charged to max_inbound_bytes until done.
+  void Submit(std::string frame, Status refusal) {
+    uint64_t cost = frame.size() + ServerLimits::kInboundMessageOverhead;
+    inbound_bytes_ += cost;
+    ++in_flight_;
+    asio::post(handler_strand_, [self = shared_from_this(), frame = std::move(frame),
+                                 refusal = std::move(refusal), cost] {
+      (void)self->Enqueue(self->Respond(frame, refusal));
+      asio::post(self->strand_, [self, cost] { self->Done(cost); });
     });
+  }
+
+  // Handler strand: the response text for one message.
+  std::string Respond(const std::string& frame, const Status& refusal) {
+    if (!refusal.ok()) return ToText(ErrorResponse(nullptr, refusal));
+    if (core_.stopping()) {
+      // Read, but not started before the server began stopping: refused, never run.
+      nlohmann::json id;
+      (void)ParseRequest(frame, &id);
+      return ToText(ErrorResponse(
+          id, Status::Unavailable("server is shutting down; the request was not run")));
+    }
+    return core_.options.dispatcher.HandleFrame(frame, *this);
+  }
+
+  // A request submitted earlier was answered: read on if that makes room.
+  void Done(uint64_t cost) {
+    inbound_bytes_ -= cost;
+    --in_flight_;
+    MaybeRead();
+    FinishShutdown();
   }
 
   // Calls ServerOptions::on_disconnect on the handler strand, after the requests already
@@ -205,36 +252,46 @@ class WsSession : public Session,
     });
   }
 
-  // Queues an uncorrelated error response, behind the responses to earlier messages.
-  void Answer(Status status) {
-    asio::post(handler_strand_, [self = shared_from_this(), status = std::move(status)] {
-      (void)self->Enqueue(ToText(ErrorResponse(nullptr, status)));
-    });
+  // While shutting down: once every request read is answered and written, close with 1001.
+  void FinishShutdown() {
+    if (!shutting_down_ || in_flight_ > 0 || writing_ || !outbox_.empty()) return;
+    Close(websocket::close_code::going_away, "server shutting down");
   }
 
   // ---- Writing (Enqueue: any thread; the rest: the connection's strand) ---------------------
 
   Status Enqueue(std::string text) {
     if (closed_) return Status::Unavailable(fmt::format("connection {} is closed", id_));
-    if (queued_.fetch_add(1) >= core_.options.max_outgoing_messages) {
-      queued_.fetch_sub(1);
-      std::string reason = fmt::format("outgoing queue full (max_outgoing_messages = {})",
-                                       core_.options.max_outgoing_messages);
-      asio::post(ws_.get_executor(), [self = shared_from_this(), reason] {
+    uint64_t cost = Cost(text);
+    uint64_t max = core_.limits.max_outgoing_bytes;
+    uint64_t before = queued_bytes_.fetch_add(cost);
+    if (before != 0 && before + cost > max) {
+      queued_bytes_.fetch_sub(cost);
+      std::string reason = fmt::format("outgoing queue full (max_outgoing_bytes = {})", max);
+      asio::post(strand_, [self = shared_from_this(), reason] {
         self->Close(websocket::close_code::policy_error, reason);
       });
       return Status::LimitExceeded(fmt::format(
           "connection {}: {}; the client is not reading and is being closed", id_, reason));
     }
-    asio::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
+    asio::post(strand_, [self = shared_from_this(), text = std::move(text), cost]() mutable {
       if (self->closing_) {
-        self->queued_.fetch_sub(1);
+        self->queued_bytes_.fetch_sub(cost);
         return;
       }
       self->outbox_.push_back(std::move(text));
       if (!self->writing_) self->WriteNext();
     });
     return Status::Ok();
+  }
+
+  static uint64_t Cost(const std::string& text) {
+    return text.size() + ServerLimits::kOutgoingMessageOverhead;
+  }
+
+  void DropOutbox() {
+    for (const std::string& text : outbox_) queued_bytes_.fetch_sub(Cost(text));
+    outbox_.clear();
   }
 
   void WriteNext() {
@@ -247,19 +304,19 @@ class WsSession : public Session,
 
   void OnWrite(beast::error_code ec) {
     writing_ = false;
+    queued_bytes_.fetch_sub(Cost(outbox_.front()));
     outbox_.pop_front();
-    queued_.fetch_sub(1);
     if (ec || closing_) {
       closed_ = true;
-      queued_.fetch_sub(outbox_.size());
-      outbox_.clear();
+      DropOutbox();
       return;
     }
-    if (!outbox_.empty()) WriteNext();
+    if (!outbox_.empty()) return WriteNext();
+    FinishShutdown();
   }
 
   // Starts the close handshake with `code` and `reason`; the socket is closed outright when
-  // the handshake has not finished within io_timeout (a client that does not read).
+  // the handshake has not finished within close_timeout (a client that does not read).
   void Close(websocket::close_code code, const std::string& reason) {
     if (closing_ || closed_) return;
     if (!accepted_) {
@@ -271,14 +328,11 @@ class WsSession : public Session,
     }
     closing_ = true;
     closed_ = true;
-    if (!writing_) {
-      queued_.fetch_sub(outbox_.size());
-      outbox_.clear();
-    }
+    if (!writing_) DropOutbox();
     ws_.async_close(
         websocket::close_reason(code, reason),
         [self = shared_from_this()](beast::error_code) { self->close_timer_.cancel(); });
-    close_timer_.expires_after(core_.options.io_timeout);
+    close_timer_.expires_after(core_.limits.close_timeout);
     close_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
       if (!ec) beast::get_lowest_layer(self->ws_).close();
     });
@@ -289,32 +343,40 @@ class WsSession : public Session,
 
   // ---- Owned by the connection's strand -----------------------------------------------------
   websocket::stream<beast::tcp_stream> ws_;
+  const websocket::stream<beast::tcp_stream>::executor_type strand_;  // constant
   asio::steady_timer close_timer_;
   HttpMessage upgrade_;
   std::unique_ptr<HttpReply> refusal_;
   std::array<char, kReadChunkBytes> chunk_;
-  std::string message_;     // the message being read (empty while oversized_)
-  bool oversized_ = false;  // the message being read passed max_request_bytes
+  std::string message_;         // the message being read (empty while oversized_)
+  bool oversized_ = false;      // the message being read passed max_request_bytes
+  bool reading_ = false;        // an async_read_some is pending
+  uint64_t inbound_bytes_ = 0;  // submitted requests not yet done (max_inbound_bytes)
+  uint32_t in_flight_ = 0;      // submitted requests not yet done
   std::deque<std::string> outbox_;
   bool writing_ = false;
   // Close() called before the handshake finished: sent once it does.
   std::optional<std::pair<websocket::close_code, std::string>> deferred_close_;
   bool closing_ = false;
+  bool shutting_down_ = false;  // Shutdown: read no more, close once in-flight ones are answered
 
   // ---- Any thread ---------------------------------------------------------------------------
   std::atomic<bool> closed_{false};
-  std::atomic<uint64_t> queued_{0};    // messages accepted by Enqueue, not yet written or dropped
-  std::atomic<bool> accepted_{false};  // the handshake completed: ops may have run
+  std::atomic<bool> draining_{false};  // Shutdown was called: Push refuses new events
+  // Bytes accepted by Enqueue (text + kOutgoingMessageOverhead each), not yet written or dropped.
+  std::atomic<uint64_t> queued_bytes_{0};
+  std::atomic<bool> accepted_{false};             // the handshake completed: ops may have run
   std::atomic<bool> disconnect_reported_{false};  // on_disconnect was called
   asio::strand<asio::thread_pool::executor_type> handler_strand_;
 };
 
 }  // namespace
 
-void StartWebSocketSession(ServerCore& core, beast::tcp_stream stream, HttpMessage upgrade) {
+void StartWebSocketSession(ServerCore& core, uint64_t http_id, beast::tcp_stream stream,
+                           HttpMessage upgrade) {
   uint64_t id = core.NextId();
   auto session = std::make_shared<WsSession>(core, id, std::move(stream));
-  Status tracked = core.Track(id, session);
+  Status tracked = core.TrackUpgrade(http_id, id, session);
   session->Run(std::move(upgrade), tracked);
 }
 

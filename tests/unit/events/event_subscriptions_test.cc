@@ -20,11 +20,11 @@ using testing::MakeEvent;
 
 class EventSubscriptionsTest : public testing::EventStoreTest {
  protected:
-  void Start(http::EventSubscriptionLimits limits = {}, uint32_t max_outgoing = 1024) {
+  void Start(http::EventSubscriptionLimits limits = {}, uint64_t max_outgoing_bytes = 16 << 20) {
     subscriptions_ = std::make_unique<http::EventSubscriptions>(*store_, limits);
     server::ServerOptions options;
     options.listen = "127.0.0.1:0";
-    options.max_outgoing_messages = max_outgoing;
+    options.limits.max_outgoing_bytes = max_outgoing_bytes;
     ASSERT_TRUE(subscriptions_->RegisterOps(options.dispatcher).ok());
     auto server = server::Server::Start(std::move(options));
     ASSERT_TRUE(server.ok()) << server.status().ToString();
@@ -113,8 +113,8 @@ TEST_F(EventSubscriptionsTest, CatchesUpThenFollowsLiveAndResumesFromAPosition) 
 
 TEST_F(EventSubscriptionsTest, ASlowConsumerIsToldWhereToResumeInsteadOfLosingEvents) {
   // Given a subscription whose client does not read while 5,000 events of 4 KiB are sent
-  // (more than the socket buffers and the 200-message outgoing queue hold).
-  Start({.lag_timeout = milliseconds(300)}, /*max_outgoing=*/200);
+  // (more than the socket buffers and a 1 MiB outgoing queue hold).
+  Start({.lag_timeout = milliseconds(300)}, /*max_outgoing_bytes=*/1 << 20);
   for (int i = 0; i < 5; ++i) AppendTagged(1'000, "t", 4'096);
   ASSERT_TRUE(client_->Call("events-subscribe", json::object(), milliseconds(5'000)).ok());
   for (int i = 0; i < 500 && subscriptions_->open() > 0; ++i) {

@@ -68,7 +68,7 @@ TEST(ServerDisconnectTest, HandleOutlivesTheOpAndExpiresAfterClose) {
                             [&](const json&, Connection& connection) -> Result<json> {
                               std::lock_guard lock(mu);
                               kept = connection.Handle();
-                              return json{{"room", connection.OutgoingRoom()}};
+                              return json{{"room", connection.OutgoingRoomBytes()}};
                             })
                   .ok());
   auto server = Server::Start(std::move(options));

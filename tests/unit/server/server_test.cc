@@ -4,138 +4,19 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
 #include <chrono>
-#include <optional>
 #include <string>
 #include <thread>
 
-#include "support/http_test_client.h"
+#include "server_test_support.h"
 
 namespace reef::server {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-using tcp = asio::ip::tcp;
-using json = nlohmann::json;
-
-constexpr auto kTimeout = std::chrono::seconds(10);
-
-std::unique_ptr<Server> StartServer(ServerOptions options = {}) {
-  options.listen = "127.0.0.1:0";
-  auto server = Server::Start(std::move(options));
-  EXPECT_TRUE(server.ok()) << server.status().ToString();
-  return server.ok() ? std::move(server).value() : nullptr;
-}
-
-// Runs one asynchronous client operation to completion or to kTimeout (then the socket is
-// closed and the operation fails with timed_out).
-class Driver {
- public:
-  template <typename Start>
-  beast::error_code Await(beast::tcp_stream& socket, Start&& start) {
-    std::optional<beast::error_code> done;
-    start([&done](beast::error_code ec, auto&&...) { done = ec; });
-    ioc_.restart();
-    ioc_.run_for(kTimeout);
-    if (!done) {
-      socket.close();
-      ioc_.restart();
-      ioc_.run();
-      ADD_FAILURE() << "client operation timed out";
-      return asio::error::timed_out;
-    }
-    return *done;
-  }
-  asio::io_context& ioc() { return ioc_; }
-
- private:
-  asio::io_context ioc_;
-};
+using namespace test;  // NOLINT: the clients and helpers of server_test_support.h
 
 using testing::HttpGet;
 using testing::HttpResult;
-
-// A WebSocket client of one server.
-class WsClient {
- public:
-  // Connects and upgrades; `handshake_error` and `response` tell how the upgrade went.
-  WsClient(uint16_t port, std::string subprotocol = std::string(kSubprotocol),
-           std::string token = "")
-      : ws_(driver_.ioc()) {
-    tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-    handshake_error =
-        Await([&](auto handler) { beast::get_lowest_layer(ws_).async_connect(endpoint, handler); });
-    if (handshake_error) return;
-    ws_.set_option(websocket::stream_base::decorator([=](websocket::request_type& request) {
-      if (!subprotocol.empty()) request.set(http::field::sec_websocket_protocol, subprotocol);
-      if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-    }));
-    handshake_error =
-        Await([&](auto handler) { ws_.async_handshake(response, "127.0.0.1", "/", handler); });
-  }
-
-  beast::error_code Send(const std::string& text) {
-    ws_.text(true);
-    return Await([&](auto handler) { ws_.async_write(asio::buffer(text), handler); });
-  }
-
-  // The next message as JSON (discarded JSON on a read error, with `last_error` set).
-  json Receive() {
-    beast::flat_buffer buffer;
-    last_error = Await([&](auto handler) { ws_.async_read(buffer, handler); });
-    if (last_error) return json::value_t::discarded;
-    return json::parse(beast::buffers_to_string(buffer.data()), nullptr, false);
-  }
-
-  // Sends `request` and returns the next message.
-  json Call(const json& request) {
-    EXPECT_FALSE(Send(request.dump()));
-    return Receive();
-  }
-
-  websocket::close_reason close_reason() const { return ws_.reason(); }
-
-  beast::error_code handshake_error;
-  beast::error_code last_error;
-  websocket::response_type response;
-
- private:
-  template <typename Start>
-  beast::error_code Await(Start&& start) {
-    return driver_.Await(beast::get_lowest_layer(ws_), std::forward<Start>(start));
-  }
-
-  Driver driver_;
-  websocket::stream<beast::tcp_stream> ws_;
-};
-
-json Ping(const json& id) {
-  return {{"v", 1}, {"id", id}, {"op", "ping"}, {"args", json::object()}};
-}
-
-void ExpectPong(const json& response, const json& id) {
-  EXPECT_EQ(response, (json{{"v", 1}, {"id", id}, {"ok", true}, {"result", {{"pong", true}}}}))
-      << response.dump();
-}
-
-void ExpectError(const json& response, const json& id, std::string_view code,
-                 std::string_view fragment) {
-  ASSERT_TRUE(response.is_object()) << response.dump();
-  EXPECT_EQ(response.value("v", 0), 1);
-  EXPECT_EQ(response["id"], id) << response.dump();
-  EXPECT_EQ(response["ok"], false) << response.dump();
-  EXPECT_EQ(response["error"]["code"], code) << response.dump();
-  EXPECT_NE(response["error"]["message"].get<std::string>().find(fragment), std::string::npos)
-      << response.dump();
-}
 
 // ---- HTTP ---------------------------------------------------------------------------------------
 
@@ -341,7 +222,7 @@ TEST(ServerTest, StopClosesClients) {
 TEST(ServerTest, StopDropsClientsThatDoNotAnswerTheCloseHandshake) {
   // Given a client that stops reading, so it never answers the server's close frame
   ServerOptions options;
-  options.stop_timeout = std::chrono::milliseconds(200);
+  options.limits.shutdown_timeout = std::chrono::milliseconds(200);
   auto server = StartServer(std::move(options));
   ASSERT_NE(server, nullptr);
   WsClient client(server->port());

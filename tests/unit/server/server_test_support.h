@@ -1,0 +1,70 @@
+// Helpers for the server's tests on real loopback sockets: a server on an ephemeral port, and
+// checks of protocol responses (the clients are in tests/support/ws_test_client.h).
+//
+// Thread ownership: each helper is used by the thread that calls it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "server/server.h"
+#include "support/http_test_client.h"
+#include "support/ws_test_client.h"
+
+namespace reef::server {
+namespace test {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace websocket = beast::websocket;
+using tcp = asio::ip::tcp;
+using json = nlohmann::json;
+
+using testing::Driver;
+using testing::kTimeout;
+using testing::RawHttpClient;
+using testing::WsClient;
+
+inline std::unique_ptr<Server> StartServer(ServerOptions options = {}) {
+  options.listen = "127.0.0.1:0";
+  auto server = Server::Start(std::move(options));
+  EXPECT_TRUE(server.ok()) << server.status().ToString();
+  return server.ok() ? std::move(server).value() : nullptr;
+}
+
+inline json Ping(const json& id) {
+  return {{"v", 1}, {"id", id}, {"op", "ping"}, {"args", json::object()}};
+}
+
+inline void ExpectPong(const json& response, const json& id) {
+  EXPECT_EQ(response, (json{{"v", 1}, {"id", id}, {"ok", true}, {"result", {{"pong", true}}}}))
+      << response.dump();
+}
+
+inline void ExpectError(const json& response, const json& id, std::string_view code,
+                        std::string_view fragment) {
+  ASSERT_TRUE(response.is_object()) << response.dump();
+  EXPECT_EQ(response.value("v", 0), 1);
+  EXPECT_EQ(response["id"], id) << response.dump();
+  EXPECT_EQ(response["ok"], false) << response.dump();
+  EXPECT_EQ(response["error"]["code"], code) << response.dump();
+  EXPECT_NE(response["error"]["message"].get<std::string>().find(fragment), std::string::npos)
+      << response.dump();
+}
+
+}  // namespace test
+}  // namespace reef::server
