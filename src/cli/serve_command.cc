@@ -47,6 +47,7 @@ struct ServeArgs {
   uint64_t effect_backoff_initial_ms = apps::RuntimeOptions{}.effect_backoff_initial.count();
   uint64_t effect_backoff_max_ms = apps::RuntimeOptions{}.effect_backoff_max.count();
   uint32_t reactors = 0;  // program units' reactor threads; 0 = cores (at least 2)
+  uint64_t shutdown_timeout_ms = server::ServerLimits{}.shutdown_timeout.count();
 };
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
@@ -140,6 +141,7 @@ int Serve(const ServeArgs& args) {
   // Appends block their handler thread until their fdatasync: enough threads that concurrent
   // appends over HTTP share syncs (group commit) and do not hold up other requests.
   server_options.handler_threads = 32;
+  server_options.limits.shutdown_timeout = std::chrono::milliseconds(args.shutdown_timeout_ms);
   // The event-sourced modules: the module store in reef.sqlite, active projectors and effects
   // started now. Declared after the store (destroyed before it), before the server.
   apps::RuntimeOptions runtime_options;
@@ -208,7 +210,8 @@ int Serve(const ServeArgs& args) {
   int received = 0;
   while (sigwait(&signals, &received) != 0) {
   }
-  spdlog::info("received {}; shutting down", received == SIGINT ? "SIGINT" : "SIGTERM");
+  spdlog::info("received {}; shutting down (answering requests in flight for at most {} ms)",
+               received == SIGINT ? "SIGINT" : "SIGTERM", args.shutdown_timeout_ms);
   (*server)->Stop();
   subscriptions.Stop();  // its pumps may hold connections of the server
   server->reset();       // the server goes before the image and the store its handlers refer to
@@ -269,6 +272,12 @@ const Command kServeCommands[] = {
                       "least 2)")
            ->envname("REEF_REACTORS")
            ->check(CLI::Range(0u, 256u))
+           ->capture_default_str();
+       app.add_option("--shutdown-timeout-ms", args->shutdown_timeout_ms,
+                      "On SIGTERM/SIGINT: longest wait for requests in flight to be answered "
+                      "and WebSocket clients to close, in ms")
+           ->envname("REEF_SHUTDOWN_TIMEOUT_MS")
+           ->check(CLI::Range(uint64_t{0}, uint64_t{600'000}))
            ->capture_default_str();
        return [args] { return Serve(*args); };
      }},
