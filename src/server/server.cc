@@ -305,9 +305,17 @@ class Server::Impl {
       }
     }
     asio::post(acceptor_.get_executor(), [this] {
-      boost::system::error_code ignored;
-      acceptor_.close(ignored);
+      boost::system::error_code ec;
+      acceptor_.cancel(ec);
       accept_timer_.cancel();
+      // Connections already waiting in the listen backlog get 503 instead of a reset.
+      acceptor_.non_blocking(true, ec);
+      for (uint32_t i = 0; !ec && i < core_->limits.max_connections; ++i) {
+        tcp::socket socket(asio::make_strand(core_->ioc));
+        acceptor_.accept(socket, ec);
+        if (!ec) detail::StartHttpSession(*core_, std::move(socket));
+      }
+      acceptor_.close(ec);
     });
     // Requests in flight are answered, then each connection closes (Session::Shutdown).
     for (auto& session : live) session->Shutdown();
@@ -362,7 +370,11 @@ class Server::Impl {
   // again at once while the connection waits in the backlog: back off, doubling the pause,
   // and log the episode once when it starts and once when it ends.
   void OnAccept(boost::system::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec == asio::error::operation_aborted) return;
+    if (!acceptor_.is_open()) {  // Stop closed it after this connection was accepted: 503
+      if (!ec) detail::StartHttpSession(*core_, std::move(socket));
+      return;
+    }
     if (ec && IsResourceError(ec)) {
       if (failed_accepts_++ == 0) {
         spdlog::warn(

@@ -28,6 +28,9 @@ namespace {
 // the client reads the answer instead of a reset.
 constexpr std::chrono::milliseconds kLingerTime{1'000};
 constexpr size_t kLingerBytes = 1 << 20;
+// While the server stops, how long a connection that has not sent its first request yet may
+// still send it (and get 503) before it is closed.
+constexpr std::chrono::milliseconds kFreshGrace{500};
 
 class HttpSession : public Session, public std::enable_shared_from_this<HttpSession> {
  public:
@@ -39,11 +42,12 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
   }
 
-  // Answers `status` (503) without reading the request, then closes at once (no lingering:
-  // a refused connection holds no slot, so it must not stay open).
+  // Answers `status` (503) without reading the request, then closes: at once when the server is
+  // at its connection cap (a refused connection holds no slot, so it must not stay open), after
+  // a lingering drain while it stops (so the client reads the 503 instead of a reset).
   void Refuse(const Status& status) {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this(), status] {
-      self->Reject(ErrorReply(Head(), status), /*linger=*/false);
+      self->Reject(ErrorReply(Head(), status), /*linger=*/self->core_.stopping());
     });
   }
 
@@ -93,13 +97,15 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   void OnHeader(beast::error_code ec) {
     if (!Claim()) return;  // evicted to make room for a new connection (Abort closes it)
     if (ec == asio::error::operation_aborted && shutting_down_ && phase_ == Phase::kAwaitingHead) {
-      // Shutdown cancelled the wait for a head: close, unless part of a request arrived.
+      // Shutdown cancelled the wait for a head. An idle keep-alive connection closes (its
+      // client retries elsewhere); one that is sending a request, or was just opened to send
+      // one, waits a little longer for it and answers 503.
       beast::error_code available_ec;
       size_t pending = stream_.socket().available(available_ec);
-      if (!parser_->got_some() && buffer_.size() == 0 && (available_ec || pending == 0)) {
-        return CloseNow();
-      }
-      stream_.expires_after(core_.limits.header_timeout);
+      bool arriving = parser_->got_some() || buffer_.size() > 0 || (!available_ec && pending > 0);
+      if (!arriving && requests_ > 0) return CloseNow();
+      stream_.expires_after(arriving ? core_.limits.header_timeout
+                                     : std::min(core_.limits.header_timeout, kFreshGrace));
       return http::async_read_header(
           stream_, buffer_, *parser_,
           [self = shared_from_this()](beast::error_code again, size_t) { self->OnHeader(again); });
@@ -148,6 +154,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     }
     if (ec) return CloseNow();
     HttpMessage request = parser_->release();
+    ++requests_;
     if (shutting_down_) {
       return Write(ErrorReply(request, Status::Unavailable("server is shutting down")),
                    /*close=*/true);
@@ -299,6 +306,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   uint64_t body_limit_ = 0;            // the body limit of the request being read
   std::array<char, 16 * 1024> drain_;  // lingering close: discarded input
   size_t lingered_ = 0;                // bytes discarded so far
+  uint64_t requests_ = 0;              // requests read on this connection
 };
 
 }  // namespace

@@ -124,8 +124,9 @@ class WsSession : public Session,
               "client offered {}",
               kSubprotocol, offered.empty() ? "none" : "\"" + std::string(offered) + "\""))));
     }
-    // Handshake and close handshake within io_timeout; a silent peer is pinged at half of
-    // websocket_idle_timeout and dropped at the whole (Beast's stream timeout).
+    // The handshake within io_timeout (the close handshake is cut at close_timeout by Close);
+    // a silent peer is pinged at half of websocket_idle_timeout and dropped at the whole
+    // (Beast's stream timeout).
     ws_.set_option(websocket::stream_base::timeout{
         core_.limits.io_timeout, core_.limits.websocket_idle_timeout, /*keep_alive_pings=*/true});
     ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& response) {
