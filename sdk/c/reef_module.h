@@ -93,23 +93,23 @@ reef_cbor reef_reject(const char* fmt, ...) __attribute__((format(printf, 1, 2))
 
 /* Defines the exports reef_abi_version, reef_alloc, reef_command_init, reef_command_fold and
  * reef_command_decide. Use once per module, at file scope: REEF_COMMAND(init, fold, decide); */
-#define REEF_COMMAND(init, fold, decide)                                                    \
-  REEF__EXPORT_COMMON                                                                       \
-  __attribute__((export_name("reef_command_init"))) int64_t reef__export_command_init(      \
-      int32_t input_ptr, int32_t input_len) {                                               \
-    return reef__command_init(init, reef__span(input_ptr, input_len));                      \
-  }                                                                                         \
-  __attribute__((export_name("reef_command_fold"))) int64_t reef__export_command_fold(      \
-      int32_t state_ptr, int32_t state_len, int32_t input_ptr, int32_t input_len,           \
-      int32_t events_ptr, int32_t events_len) {                                             \
-    return reef__command_fold(fold, reef__span(state_ptr, state_len),                       \
-                              reef__span(input_ptr, input_len),                             \
-                              reef__span(events_ptr, events_len));                          \
-  }                                                                                         \
-  __attribute__((export_name("reef_command_decide"))) int64_t reef__export_command_decide(  \
-      int32_t state_ptr, int32_t state_len, int32_t input_ptr, int32_t input_len) {         \
+#define REEF_COMMAND(init, fold, decide)                                                           \
+  REEF__EXPORT_COMMON                                                                              \
+  __attribute__((export_name("reef_command_init"))) int64_t reef__export_command_init(             \
+      int32_t input_ptr, int32_t input_len) {                                                      \
+    return reef__command_init(init, reef__span(input_ptr, input_len));                             \
+  }                                                                                                \
+  __attribute__((export_name("reef_command_fold"))) int64_t reef__export_command_fold(             \
+      int32_t state_ptr, int32_t state_len, int32_t input_ptr, int32_t input_len,                  \
+      int32_t events_ptr, int32_t events_len) {                                                    \
+    return reef__command_fold(fold, reef__span(state_ptr, state_len),                              \
+                              reef__span(input_ptr, input_len),                                    \
+                              reef__span(events_ptr, events_len));                                 \
+  }                                                                                                \
+  __attribute__((export_name("reef_command_decide"))) int64_t reef__export_command_decide(         \
+      int32_t state_ptr, int32_t state_len, int32_t input_ptr, int32_t input_len) {                \
     return reef__pack(decide(reef__span(state_ptr, state_len), reef__span(input_ptr, input_len))); \
-  }                                                                                         \
+  }                                                                                                \
   extern int reef__module_defined
 
 /* ---- Projectors -------------------------------------------------------------------------
@@ -119,13 +119,13 @@ reef_cbor reef_reject(const char* fmt, ...) __attribute__((format(printf, 1, 2))
 typedef void (*reef_query_fn)(reef_writer* query);
 typedef int (*reef_project_fn)(const reef_event* event);
 
-#define REEF_PROJECTOR(query, project)                                                      \
-  REEF__EXPORT_COMMON                                                                       \
-  REEF__EXPORT_QUERY(query)                                                                 \
-  __attribute__((export_name("reef_project"))) int32_t reef__export_project(int32_t ptr,    \
-                                                                           int32_t len) {   \
-    return reef__handle_event(project, reef__span(ptr, len));                               \
-  }                                                                                         \
+#define REEF_PROJECTOR(query, project)                                                     \
+  REEF__EXPORT_COMMON                                                                      \
+  REEF__EXPORT_QUERY(query)                                                                \
+  __attribute__((export_name("reef_project"))) int32_t reef__export_project(int32_t ptr,   \
+                                                                            int32_t len) { \
+    return reef__handle_event(project, reef__span(ptr, len));                              \
+  }                                                                                        \
   extern int reef__module_defined
 
 /* ---- Effects ----------------------------------------------------------------------------
@@ -135,17 +135,17 @@ typedef int (*reef_project_fn)(const reef_event* event);
 typedef reef_str (*reef_partition_key_fn)(const reef_event* event);
 typedef int (*reef_effect_fn)(const reef_event* event);
 
-#define REEF_EFFECT(query, partition_key, handle)                                           \
-  REEF__EXPORT_COMMON                                                                       \
-  REEF__EXPORT_QUERY(query)                                                                 \
-  __attribute__((export_name("reef_partition_key"))) int64_t reef__export_partition_key(    \
-      int32_t ptr, int32_t len) {                                                           \
-    return reef__partition_key(partition_key, reef__span(ptr, len));                        \
-  }                                                                                         \
-  __attribute__((export_name("reef_effect"))) int32_t reef__export_effect(int32_t ptr,      \
-                                                                         int32_t len) {     \
-    return reef__handle_event(handle, reef__span(ptr, len));                                \
-  }                                                                                         \
+#define REEF_EFFECT(query, partition_key, handle)                                        \
+  REEF__EXPORT_COMMON                                                                    \
+  REEF__EXPORT_QUERY(query)                                                              \
+  __attribute__((export_name("reef_partition_key"))) int64_t reef__export_partition_key( \
+      int32_t ptr, int32_t len) {                                                        \
+    return reef__partition_key(partition_key, reef__span(ptr, len));                     \
+  }                                                                                      \
+  __attribute__((export_name("reef_effect"))) int32_t reef__export_effect(int32_t ptr,   \
+                                                                          int32_t len) { \
+    return reef__handle_event(handle, reef__span(ptr, len));                             \
+  }                                                                                      \
   extern int reef__module_defined
 
 /* ---- Host services ----------------------------------------------------------------------
@@ -184,9 +184,9 @@ int32_t reef__handle_event(int (*handler)(const reef_event*), reef_cbor event);
 int64_t reef__partition_key(reef_partition_key_fn key, reef_cbor event);
 int64_t reef__query(reef_query_fn query);
 
-#define REEF__EXPORT_QUERY(query)                                                           \
-  __attribute__((export_name("reef_query"))) int64_t reef__export_query(void) {             \
-    return reef__query(query);                                                              \
+#define REEF__EXPORT_QUERY(query)                                               \
+  __attribute__((export_name("reef_query"))) int64_t reef__export_query(void) { \
+    return reef__query(query);                                                  \
   }
 
 #ifdef __cplusplus

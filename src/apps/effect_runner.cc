@@ -204,7 +204,7 @@ class EffectRunner final : public Runner {
       REEF_ASSIGN_OR_RETURN(auto batch,
                             subscription->Next(std::min<size_t>(room, 256), kPollTimeout));
       for (events::SequencedEvent& event : batch) {
-        REEF_ASSIGN_OR_RETURN(Value value, EventToValue(ViewOf(event), spec_.keys));
+        REEF_ASSIGN_OR_RETURN(Value value, EventToValue(events::EventView::Of(event), spec_.keys));
         REEF_ASSIGN_OR_RETURN(Value key, instance->CallForValue("reef_partition_key", {&value}));
         if (!key.is_null() && !key.is_string()) {
           return Status::InvalidArgument(

@@ -47,12 +47,11 @@ class ProjectorRunner final : public Runner {
 
   Status Loop() {
     REEF_ASSIGN_OR_RETURN(db_, OpenModuleDatabase(spec_.db_path));
-    REEF_ASSIGN_OR_RETURN(uint64_t position,
-                          LoadRunnerPosition(db_, "reef_projector", "position"));
+    REEF_ASSIGN_OR_RETURN(uint64_t position, LoadRunnerPosition(db_, "reef_projector", "position"));
     status_.SetPosition(position);
     std::string label = fmt::format("projectors/{}@{}", spec_.name, spec_.version);
-    REEF_ASSIGN_OR_RETURN(auto instance,
-                          ModuleInstance::Create(store::ModuleKind::kProjector, spec_.module, label));
+    REEF_ASSIGN_OR_RETURN(
+        auto instance, ModuleInstance::Create(store::ModuleKind::kProjector, spec_.module, label));
     instance->context().env = spec_.env;
     instance->context().db = db_;
     REEF_ASSIGN_OR_RETURN(Value query_value, instance->CallForValue("reef_query", {}));
@@ -62,8 +61,8 @@ class ProjectorRunner final : public Runner {
     spdlog::info("projector {}@{} started at position {}", spec_.name, spec_.version, position);
     while (!stop_) {
       status_.SetState(subscription->live() ? "running" : "catching_up");
-      REEF_ASSIGN_OR_RETURN(auto batch,
-                            subscription->Next(spec_.options->projector_batch_events, kPollTimeout));
+      REEF_ASSIGN_OR_RETURN(
+          auto batch, subscription->Next(spec_.options->projector_batch_events, kPollTimeout));
       if (batch.empty()) continue;
       REEF_RETURN_IF_ERROR(ExecSql(db_, "BEGIN IMMEDIATE"));
       uint64_t committed = position;
@@ -97,7 +96,7 @@ class ProjectorRunner final : public Runner {
   }
 
   Status Handle(ModuleInstance& instance, const events::SequencedEvent& event) {
-    REEF_ASSIGN_OR_RETURN(Value value, EventToValue(ViewOf(event), spec_.keys));
+    REEF_ASSIGN_OR_RETURN(Value value, EventToValue(events::EventView::Of(event), spec_.keys));
     REEF_ASSIGN_OR_RETURN(int32_t rc, instance.CallForStatus("reef_project", {&value}));
     if (rc != 0) return Status(Code::kTrapped, fmt::format("reef_project returned {}", rc));
     return Status::Ok();

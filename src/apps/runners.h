@@ -42,11 +42,6 @@ inline constexpr std::chrono::seconds kMaxReadModelQueryTime{5};
 Result<nlohmann::json> QueryReadModel(const std::filesystem::path& path, std::string_view sql,
                                       const nlohmann::json& params);
 
-// A stored event seen as a view (for EventToValue).
-inline events::EventView ViewOf(const events::SequencedEvent& event) {
-  return events::EventView::Of(event);
-}
-
 // Opens (creating) a module database with WAL and a busy timeout. Errors: Unavailable.
 Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path);
 // Runs SQL text without results. Errors: Internal with SQLite's message.

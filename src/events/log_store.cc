@@ -352,16 +352,8 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     Location location = 0;
     {
       std::shared_lock lock(index_mu_);
-      const Position head = head_.load();
-      EventView view;
-      ids_.ForEachCandidate(id, [&](Position position) {
-        if (position > head) return false;  // staged, not durable yet
-        if (Decode(position, index_.location(position), view).ok() && view.id == id) {
-          found = position;
-          location = index_.location(position);
-        }
-        return found.has_value();
-      });
+      found = FindId(id, head_.load());  // durable events only
+      if (found) location = index_.location(*found);
     }
     if (!found) return std::optional<SequencedEvent>();
     EventView view;
@@ -584,7 +576,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
         index_.Add(position, detail::MakeLocation(number, record), view.type, view.tags);
         EventId id = view.id;
         // A log written before ids were unique may hold one twice: the first keeps the id.
-        if (FindId(id)) {
+        if (FindId(id, index_.last())) {
           ++duplicate_ids_recovered_;
         } else {
           ids_.Add(id, position);
@@ -751,7 +743,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   bool DecideIds(AppendRequest& request) {
     const std::vector<Event>& events = request.events;
     for (size_t i = 0; i < events.size(); ++i) {
-      std::optional<Position> stored = FindId(events[i].id);
+      std::optional<Position> stored = FindId(events[i].id, index_.last());
       if (!stored) continue;
       if (i == 0 && *stored + events.size() - 1 <= index_.last()) {
         bool retry = true;
@@ -777,12 +769,13 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     return false;
   }
 
-  // The position holding `id`, staged ones included. Writer thread, or index_mu_ held.
-  std::optional<Position> FindId(const EventId& id) const {
+  // The position at or below `bound` holding `id`. Staged positions count when `bound` passes
+  // the head, which only the writer thread may ask; others hold index_mu_ and pass the head.
+  std::optional<Position> FindId(const EventId& id, Position bound) const {
     std::optional<Position> found;
     EventView view;
     ids_.ForEachCandidate(id, [&](Position position) {
-      if (ViewAt(position, view) && view.id == id) found = position;
+      if (position <= bound && ViewAt(position, view) && view.id == id) found = position;
       return found.has_value();
     });
     return found;

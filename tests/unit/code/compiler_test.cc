@@ -79,10 +79,10 @@ TEST_F(CompilerTest, CompileCProducesAnActorImplementation) {
     auto store = SourceStore::Open(pattern);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     // The repository's example, found from the fixtures directory (tests/fixtures).
-    std::string counter = ReadText(
-        (std::filesystem::path(REEF_FIXTURES_DIR) / "../../examples/counter/counter.c")
-            .lexically_normal()
-            .string());
+    std::string counter =
+        ReadText((std::filesystem::path(REEF_FIXTURES_DIR) / "../../examples/counter/counter.c")
+                     .lexically_normal()
+                     .string());
     ASSERT_TRUE((*store)->Write("actors/counter", SourceKind::kC, counter, std::nullopt).ok());
     auto file = (*store)->Read("actors/counter");
     ASSERT_TRUE(file.ok());
@@ -93,12 +93,13 @@ TEST_F(CompilerTest, CompileCProducesAnActorImplementation) {
     ASSERT_TRUE(implementation.ok()) << implementation.status().ToString();
     EXPECT_EQ((*implementation)->label, "actors/counter");
     // whose identity is the source's, under this compiler, engine and ABI
-    EXPECT_EQ((*implementation)->id,
-              actor::ImplementationId(SourceOrigin(file->id, compiler_->Fingerprint(SourceKind::kC)),
+    EXPECT_EQ(
+        (*implementation)->id,
+        actor::ImplementationId(SourceOrigin(file->id, compiler_->Fingerprint(SourceKind::kC)),
+                                actor::AbiV1Registry()));
+    EXPECT_NE((*implementation)->id,
+              actor::ImplementationId(actor::ModuleOrigin(*(*implementation)->module),
                                       actor::AbiV1Registry()));
-    EXPECT_NE((*implementation)->id, actor::ImplementationId(actor::ModuleOrigin(
-                                                               *(*implementation)->module),
-                                                           actor::AbiV1Registry()));
     wasm::Engine engine(actor::AbiV1Registry());
     auto instance = engine.Instantiate((*implementation)->module);
     EXPECT_TRUE(instance.ok()) << instance.status().ToString();

@@ -1,0 +1,142 @@
+// ModuleRuntime::Impl: the state behind ModuleRuntime (apps/module_runtime.h), shared by the
+// three files that implement it:
+//   module_runtime.cc     modules, runners and their lifecycle
+//   command_execution.cc  command executions and their idempotency records
+//   module_status.cc      statuses and the /metrics text
+// Internal to src/apps.
+//
+// Thread ownership: as ModuleRuntime (any thread); each member says what guards it.
+#pragma once
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <array>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "apps/detail/keyed_turns.h"
+#include "apps/module_abi.h"
+#include "apps/module_runtime.h"
+#include "apps/runners.h"
+#include "wasm/module.h"
+
+namespace reef::apps {
+
+// "projectors/balances": how logs and errors name a module.
+inline std::string Key(store::ModuleKind kind, std::string_view name) {
+  return fmt::format("{}/{}", store::ModuleKindPlural(kind), name);
+}
+
+// The (kind, name) key of the runners map and the counters.
+using ModuleKey = std::pair<store::ModuleKind, std::string>;
+
+// A command's counters since the server started.
+struct CommandCounters {
+  uint64_t appended = 0;
+  uint64_t rejected = 0;
+  uint64_t conflicts = 0;  // attempts retried after a conflict
+  uint64_t failed = 0;
+  std::string last_error;  // the last failure's message ("" until one)
+};
+
+struct ModuleRuntime::Impl {
+  events::EventStore& events;
+  RuntimeOptions options;
+  std::unique_ptr<store::ModuleStore> store;
+  std::unique_ptr<KeyRing> keys;
+  sqlite3* results_db = nullptr;  // command_results in reef.sqlite; guarded by results_mu
+  std::mutex results_mu;
+
+  std::mutex compiled_mu;
+  std::map<std::string, std::shared_ptr<const wasm::Module>> compiled;  // by SHA-256
+
+  // Command executions whose queries hash to the same stripe take turns (ExecuteOnce).
+  std::array<std::mutex, 256> query_turns;
+  // Executions with the same command and idempotency key take turns (Execute).
+  detail::KeyedTurns key_turns;
+
+  // Serializes lifecycle changes (activate, deactivate, replay, env, delete).
+  std::mutex lifecycle_mu;
+  // Guards runners, restarts, carried_failures, switching, command_counters, env_cache.
+  mutable std::mutex mu;
+  std::map<ModuleKey, std::unique_ptr<Runner>> runners;
+  std::map<ModuleKey, uint64_t> restarts;
+  std::map<ModuleKey, uint64_t> carried_failures;
+  // The last status of runners being replaced (StartRunner), shown until the next one runs.
+  std::map<ModuleKey, ModuleStatus> switching;
+  std::map<std::string, CommandCounters, std::less<>> command_counters;
+  std::map<std::string, std::map<std::string, std::string>, std::less<>> env_cache;  // commands
+  // Active command versions (nullopt: none), so an execution does not query reef.sqlite.
+  std::map<std::string, std::optional<store::ActiveModule>, std::less<>> active_commands;
+
+  Impl(events::EventStore& e, RuntimeOptions o) : events(e), options(std::move(o)) {}
+
+  std::filesystem::path DatabasePath(store::ModuleKind kind, std::string_view name) const {
+    return options.data_dir / store::ModuleKindPlural(kind) / (std::string(name) + ".sqlite");
+  }
+
+  // The validated module of one stored version: from memory, else from cache/<sha256>.wasm,
+  // else from the module store (which checks the SHA-256), then written to the cache.
+  Result<std::shared_ptr<const wasm::Module>> LoadModule(store::ModuleKind kind,
+                                                         std::string_view name,
+                                                         std::string_view version,
+                                                         std::string_view sha256);
+
+  // Stops the runner of (kind, name), if any, and returns its last status (failures carried
+  // over included); nullopt when none ran. With `handing_over`, the statuses show it as up and
+  // "restarting" from the moment it is taken out until StartRunner puts the next one in.
+  // REQUIRES: lifecycle_mu.
+  std::optional<ModuleStatus> StopRunner(const ModuleKey& key, bool handing_over = false);
+
+  // Starts the active version of a projector or effect (stopping a running one first). While
+  // one runner hands over to the next, the statuses show the old one as up and "restarting",
+  // so an upgrade is not an outage and no counter goes back (docs/operations.md "Monitoring").
+  // REQUIRES: lifecycle_mu.
+  Status StartRunner(store::ModuleKind kind, const std::string& name);
+
+  // Refreshes what depends on the module's env (commands: the cache; others: a restart).
+  // REQUIRES: lifecycle_mu.
+  Status EnvChanged(store::ModuleKind kind, const std::string& name);
+
+  Result<std::optional<store::ActiveModule>> ActiveCommand(std::string_view name);
+
+  // Drops cached facts about module (kind, name) after a lifecycle change.
+  void Forget(store::ModuleKind kind, std::string_view name);
+
+  Result<std::map<std::string, std::string>> CommandEnv(std::string_view name);
+
+  // ---- Command idempotency records ----
+
+  Status OpenResults();
+
+  std::optional<nlohmann::json> FindResult(std::string_view command, std::string_view key);
+
+  void SaveResult(std::string_view command, std::string_view key, const nlohmann::json& response);
+
+  void Count(std::string_view command, const CommandCounters& delta);
+
+  // The outcome of an earlier execution from its idempotency record: the events are read back
+  // from the store, so shredded data reads as null like everywhere else.
+  Result<CommandOutcome> ReplayOutcome(const nlohmann::json& record);
+
+  // Adds a stored event of an earlier execution to `out`, with its data as modules see it.
+  Status AddStoredEvent(CommandOutcome& out, events::SequencedEvent event);
+
+  // The outcome of an execution with `key` whose events are in the store but whose record is
+  // not (the process stopped between the append and the record, or another node ran it):
+  // found by the events' ids. nullopt when the store holds none of them.
+  Result<std::optional<CommandOutcome>> RecoverOutcome(std::string_view command,
+                                                       std::string_view key);
+
+  Result<CommandOutcome> ExecuteOnce(const std::string& name, const Value& input,
+                                     const ExecuteOptions& options_in);
+};
+
+}  // namespace reef::apps

@@ -1,0 +1,262 @@
+// Command executions of ModuleRuntime with the real test_command guest and a real event store:
+// read, fold, decide and append under the DCB condition, conflicts and turns, one execution
+// per idempotency key (also concurrently and across a lost record), determinism, failures.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <barrier>
+#include <fstream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "apps/module_runtime.h"
+#include "apps/runners.h"
+#include "module_runtime_test_support.h"
+
+namespace reef::apps {
+namespace {
+
+using namespace reef::apps::testing;
+
+// ---- Commands ------------------------------------------------------------------------------
+
+TEST_F(ModuleRuntimeTest, CommandReadsFoldsDecidesAndAppendsWithItsTags) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  for (int i = 0; i < 3; ++i) {
+    auto outcome = runtime_->Execute("count", Input({{"tag", "t1"}}));
+    ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+    ASSERT_EQ(outcome->kind, CommandOutcome::Kind::kAppended);
+    ASSERT_EQ(outcome->events.size(), 1u);
+    EXPECT_EQ(outcome->events[0].event.type, "Counted");
+    EXPECT_EQ(outcome->events[0].event.tags, std::vector<std::string>{"t1"});
+    EXPECT_EQ(outcome->event_data[0].as_record().at("count").as_int(), i);
+  }
+  auto rejected = runtime_->Execute("count", Input({{"tag", "t1"}, {"expect", 7}}));
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_EQ(rejected->kind, CommandOutcome::Kind::kRejected);
+  EXPECT_EQ(rejected->message, "expected 7 events, found 3");
+  EXPECT_EQ(events_->Head(), 3u);
+  auto missing = runtime_->Execute("nope", Input(json::object()));
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+}
+
+TEST_F(ModuleRuntimeTest, ConcurrentCommandsRetryConflictsAndNeverDecideOnStaleState) {
+  RuntimeOptions options;
+  options.command_max_retries = 1000;
+  Close();
+  Open(options);
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  constexpr int kThreads = 8;
+  constexpr int kEach = 15;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  std::atomic<bool> done{false};
+  // Direct appends to the same tag race the commands (a bounded number: every command folds
+  // them all): the commands' conditions must catch them.
+  std::thread noise([&] {
+    for (int i = 0; i < 60 && !done; ++i) {
+      if (!events_->Append({MakeEvent("Noise", {"shared"}, "{}")}, std::nullopt).ok()) ++failures;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        auto outcome = runtime_->Execute("count", Input({{"tag", "shared"}}));
+        if (!outcome.ok() || outcome->kind != CommandOutcome::Kind::kAppended) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  done = true;
+  noise.join();
+  EXPECT_EQ(failures, 0);
+  // Every Counted saw exactly the events before it, Noise included.
+  auto read = events_->Read({}, {});
+  ASSERT_TRUE(read.ok());
+  int counted = 0;
+  for (size_t i = 0; i < read->events.size(); ++i) {
+    if (read->events[i].event.type != "Counted") continue;
+    ++counted;
+    json data = json::parse(read->events[i].event.data);
+    EXPECT_EQ(data["count"], i) << "event " << i + 1;
+  }
+  EXPECT_EQ(counted, kThreads * kEach);
+}
+
+TEST_F(ModuleRuntimeTest, CommandsWithTheSameQueryTakeTurnsInsteadOfConflicting) {
+  RuntimeOptions options;
+  options.command_max_retries = 0;  // any conflict would fail an execution
+  Close();
+  Open(options);
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        auto outcome = runtime_->Execute("count", Input({{"tag", "hot"}}));
+        if (!outcome.ok() || outcome->attempts != 1) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(events_->Head(), 160u);
+}
+
+TEST_F(ModuleRuntimeTest, ConcurrentExecutionsWithOneIdempotencyKeyExecuteOnce) {
+  // Given 20 keys, each sent twice at the same moment (the issue's double deposit).
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  constexpr int kKeys = 20;
+  std::vector<Result<CommandOutcome>> outcomes(2 * kKeys, Status::Internal("unset"));
+  std::vector<std::thread> threads;
+  std::barrier start(2 * kKeys);
+  for (int i = 0; i < 2 * kKeys; ++i) {
+    threads.emplace_back([&, i] {
+      ExecuteOptions options{.idempotency_key = fmt::format("deposit-{}", i / 2)};
+      start.arrive_and_wait();
+      outcomes[i] = runtime_->Execute("count", Input({{"tag", "account:1"}}), options);
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Then each key appended once; its duplicate waited and replayed the same answer.
+  EXPECT_EQ(events_->Head(), static_cast<uint64_t>(kKeys));
+  std::set<events::EventId> ids;
+  for (int k = 0; k < kKeys; ++k) {
+    auto& a = outcomes[2 * k];
+    auto& b = outcomes[2 * k + 1];
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status().ToString() << " / " << b.status().ToString();
+    EXPECT_EQ(a->position, b->position) << "key " << k;
+    EXPECT_NE(a->replayed, b->replayed) << "key " << k << ": exactly one is the replay";
+    EXPECT_EQ(a->events.at(0).event.id, b->events.at(0).event.id);
+    ids.insert(a->events.at(0).event.id);
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kKeys));
+}
+
+TEST_F(ModuleRuntimeTest, AnExecutionWhoseRecordWasLostIsFoundByItsEventIds) {
+  // Given an execution whose events were appended but whose idempotency record was never
+  // written (the process stopped in between: simulated by deleting the record).
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "req-crash"};
+  auto first = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  Close();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_.path() / "reef.sqlite").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DELETE FROM command_results", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_changes(db), 1);
+  sqlite3_close(db);
+  Open();
+  // When the same key is sent again, then it replays the stored events instead of deciding
+  // again, and its record is written this time.
+  auto again = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->position, first->position);
+  EXPECT_EQ(again->events.at(0).event.id, first->events.at(0).event.id);
+  EXPECT_EQ(again->event_data.at(0), first->event_data.at(0));
+  EXPECT_EQ(events_->Head(), 1u);
+  EXPECT_EQ(SqliteRows(dir_.path() / "reef.sqlite", "SELECT count(*) AS n FROM command_results"),
+            json::parse(R"([{"n":1}])"));
+}
+
+TEST_F(ModuleRuntimeTest, ACommandsStatusErrorHoldsItsLastFailure) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  EXPECT_EQ(runtime_->StatusOf(ModuleKind::kCommand, "count")->error, "");
+  // When an execution fails (the module traps on input without "tag")...
+  ASSERT_FALSE(runtime_->Execute("count", Input(json::object())).ok());
+  // then the status names that failure, and a later success does not erase it.
+  ASSERT_TRUE(runtime_->Execute("count", Input({{"tag", "t"}})).ok());
+  auto status = runtime_->StatusOf(ModuleKind::kCommand, "count");
+  EXPECT_EQ(status->failures, 1u);
+  EXPECT_NE(status->error.find("input needs a string \"tag\""), std::string::npos) << status->error;
+}
+
+TEST_F(ModuleRuntimeTest, ALongFailReasonIsCutVisiblyNeverSilently) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  auto failed = runtime_->Execute("count", Input({{"fail_with", std::string(2000, 'r')}}));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find(std::string(1024, 'r') + " [cut: 2000 bytes in all]"),
+            std::string::npos)
+      << failed.status().message().size();
+}
+
+TEST_F(ModuleRuntimeTest, IdempotencyKeyAnswersARepeatWithTheFirstOutcome) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "req-1"};
+  auto first = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(first.ok());
+  auto again = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->position, first->position);
+  EXPECT_EQ(again->events.at(0).event.id, first->events.at(0).event.id);
+  EXPECT_EQ(events_->Head(), 1u);  // appended once
+  // Survives a restart (the record is in reef.sqlite).
+  Close();
+  Open();
+  auto after = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->replayed);
+  EXPECT_EQ(events_->Head(), 1u);
+}
+
+TEST_F(ModuleRuntimeTest, IdempotencyRecordsKeepNoCopyOfShreddableData) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "open-1"};
+  json input = {{"tag", "user:2"}, {"secret", "grace@example.com"}, {"scope", "user:2"}};
+  auto first = runtime_->Execute("count", Input(input), options);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->event_data[0].as_record().at("secret").as_string(), "grace@example.com");
+  ASSERT_TRUE(runtime_->ShredScope("user:2").ok());
+  auto replay = runtime_->Execute("count", Input(input), options);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(replay->replayed);
+  EXPECT_TRUE(replay->event_data[0].is_null());  // read back from the store: shredded
+  EXPECT_EQ(replay->events[0].event.id, first->events[0].event.id);
+  Close();
+  json rows = SqliteRows(dir_.path() / "reef.sqlite", "SELECT response FROM command_results");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["response"].get<std::string>().find("grace"), std::string::npos);
+  Open();
+}
+
+TEST_F(ModuleRuntimeTest, CommandSandboxIsDeterministicPerIdempotencyKey) {
+  // The same key in two fresh data directories gives the same ids, clock-independent random
+  // bytes and causation ids.
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "same", .correlation_id = "corr-7"};
+  auto a = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(a.ok());
+  TempDir other;
+  auto store_b = events::OpenEventStore(other.path() / "events");
+  ASSERT_TRUE(store_b.ok());
+  RuntimeOptions options_b;
+  options_b.data_dir = other.path();
+  auto runtime_b = ModuleRuntime::Open(**store_b, options_b);
+  ASSERT_TRUE(runtime_b.ok());
+  auto bytes = GuestBytes("test_command");
+  ASSERT_TRUE((*runtime_b)->Upload(ModuleKind::kCommand, "count", "1.0.0", bytes, true).ok());
+  auto b = (*runtime_b)->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->events[0].event.id, b->events[0].event.id);
+  EXPECT_EQ(a->execution_id, b->execution_id);
+  EXPECT_EQ(a->event_data[0].as_record().at("random"), b->event_data[0].as_record().at("random"));
+  EXPECT_EQ(a->events[0].event.metadata.correlation_id, "corr-7");
+  EXPECT_EQ(a->events[0].event.metadata.causation_id, a->execution_id);
+  // The module's clock is the request time, not a constant.
+  int64_t now = a->event_data[0].as_record().at("now").as_int();
+  EXPECT_NEAR(static_cast<double>(now),
+              static_cast<double>(a->events[0].event.metadata.timestamp_ms), 0);
+}
+
+}  // namespace
+}  // namespace reef::apps
