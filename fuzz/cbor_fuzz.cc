@@ -7,17 +7,18 @@
 
 #include "core/cbor.h"
 #include "core/limits.h"
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const reef::ValueLimits limits;
   auto value = reef::DecodeCbor(std::span(data, size), limits);
   if (!value.ok()) return 0;
-  if (!reef::CheckLimits(*value, limits).ok()) __builtin_trap();
+  FUZZ_CHECK(reef::CheckLimits(*value, limits).ok());
   auto bytes = reef::EncodeCbor(*value, limits);
-  if (!bytes.ok()) __builtin_trap();
+  FUZZ_CHECK(bytes.ok());
   auto again = reef::DecodeCbor(*bytes, limits);
-  if (!again.ok() || !(*again == *value)) __builtin_trap();
+  FUZZ_CHECK(again.ok() && *again == *value);
   auto bytes_again = reef::EncodeCbor(*again, limits);
-  if (!bytes_again.ok() || *bytes_again != *bytes) __builtin_trap();
+  FUZZ_CHECK(bytes_again.ok() && *bytes_again == *bytes);
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "events/event.h"
 #include "events/event_store.h"
 #include "events/http/event_json.h"
+#include "fuzz_check.h"
 
 namespace {
 
@@ -29,20 +30,16 @@ namespace http = reef::events::http;
 constexpr int64_t kNowMs = 1764547200000;
 constexpr events::Position kPosition = 7;
 
-void Check(bool condition) {
-  if (!condition) __builtin_trap();
-}
-
 // A failed reader must say InvalidArgument and start its message with the path it was given.
 template <typename T>
 void CheckError(const reef::Result<T>& result, std::string_view path) {
   if (result.ok()) return;
-  Check(result.status().code() == reef::Code::kInvalidArgument);
-  Check(result.status().message().starts_with(path));
+  FUZZ_CHECK(result.status().code() == reef::Code::kInvalidArgument);
+  FUZZ_CHECK(result.status().message().starts_with(path));
 }
 
 void CheckName(std::string_view name, uint32_t max_bytes) {
-  Check(!name.empty() && name.size() <= max_bytes && reef::IsValidUtf8(name));
+  FUZZ_CHECK(!name.empty() && name.size() <= max_bytes && reef::IsValidUtf8(name));
 }
 
 // The read form of `event` (a normalized event at kPosition) must read back as `event`. With
@@ -59,20 +56,21 @@ void CheckReadForm(const events::Event& event, bool data_was_json) {
   view.correlation_id = event.metadata.correlation_id;
   view.causation_id = event.metadata.causation_id;
   view.idempotency_key = event.metadata.idempotency_key;
+  view.user_metadata = event.metadata.user;
   for (auto encoding : {http::DataEncoding::kBase64, http::DataEncoding::kAuto}) {
     json out = http::EventToJson(view, encoding);
     // The route answers with out.dump(): it must not throw, and must parse back the same.
-    Check(json::parse(out.dump(), nullptr, false) == out);
-    Check(out.value("position", events::Position{0}) == kPosition);
+    FUZZ_CHECK(json::parse(out.dump(), nullptr, false) == out);
+    FUZZ_CHECK(out.value("position", events::Position{0}) == kPosition);
     out.erase("position");
     auto back = http::EventFromJson(out, "event");
-    Check(back.ok());
+    FUZZ_CHECK(back.ok());
     if (encoding == http::DataEncoding::kBase64 || data_was_json || out.contains("data_base64")) {
-      Check(*back == event);
+      FUZZ_CHECK(*back == event);
     } else {
       events::Event same_but_data = *back;
       same_but_data.data = event.data;
-      Check(same_but_data == event);
+      FUZZ_CHECK(same_but_data == event);
     }
   }
 }
@@ -83,7 +81,7 @@ void CheckEvent(const events::Event& given, bool data_was_json) {
   if (!events::NormalizeEvent(event, 0, limits, kNowMs).ok()) return;
 
   CheckName(event.type, limits.max_type_bytes);
-  Check(event.type == given.type && event.data == given.data);
+  FUZZ_CHECK(event.type == given.type && event.data == given.data);
   // Tags: the given ones, each first occurrence in place, repeats dropped.
   std::vector<std::string> distinct;
   for (const std::string& tag : given.tags) {
@@ -91,28 +89,30 @@ void CheckEvent(const events::Event& given, bool data_was_json) {
     for (const std::string& kept : distinct) seen = seen || kept == tag;
     if (!seen) distinct.push_back(tag);
   }
-  Check(event.tags == distinct);
-  Check(event.tags.size() <= limits.max_tags_per_event);
+  FUZZ_CHECK(event.tags == distinct);
+  FUZZ_CHECK(event.tags.size() <= limits.max_tags_per_event);
   for (const std::string& tag : event.tags) CheckName(tag, limits.max_tag_bytes);
   // An id and a timestamp: the given ones, else a fresh version 4 id and the store's clock.
-  Check(event.id != events::EventId{});
+  FUZZ_CHECK(event.id != events::EventId{});
   if (given.id != events::EventId{}) {
-    Check(event.id == given.id);
+    FUZZ_CHECK(event.id == given.id);
   } else {
-    Check((event.id[6] >> 4) == 4 && (event.id[8] & 0xc0) == 0x80);
+    FUZZ_CHECK((event.id[6] >> 4) == 4 && (event.id[8] & 0xc0) == 0x80);
   }
-  Check(event.metadata.timestamp_ms ==
-        (given.metadata.timestamp_ms == 0 ? kNowMs : given.metadata.timestamp_ms));
-  Check(event.metadata.correlation_id == given.metadata.correlation_id);
-  Check(event.metadata.causation_id == given.metadata.causation_id);
-  Check(event.metadata.idempotency_key == given.metadata.idempotency_key);
-  Check(events::StoredBytes(event) <= limits.max_event_bytes);
+  FUZZ_CHECK(event.metadata.timestamp_ms ==
+             (given.metadata.timestamp_ms == 0 ? kNowMs : given.metadata.timestamp_ms));
+  FUZZ_CHECK(event.metadata.correlation_id == given.metadata.correlation_id);
+  FUZZ_CHECK(event.metadata.causation_id == given.metadata.causation_id);
+  FUZZ_CHECK(event.metadata.idempotency_key == given.metadata.idempotency_key);
+  FUZZ_CHECK(event.metadata.user == given.metadata.user);
+  FUZZ_CHECK(event.metadata.user.size() <= limits.max_user_metadata_bytes);
+  FUZZ_CHECK(events::StoredBytes(event) <= limits.max_event_bytes);
   // Normalizing is idempotent.
   events::Event again = event;
-  Check(events::NormalizeEvent(again, 0, limits, kNowMs + 1).ok() && again == event);
+  FUZZ_CHECK(events::NormalizeEvent(again, 0, limits, kNowMs + 1).ok() && again == event);
   // The id's text form parses back.
   auto id = events::ParseEventId(events::FormatEventId(event.id));
-  Check(id.ok() && *id == event.id);
+  FUZZ_CHECK(id.ok() && *id == event.id);
 
   CheckReadForm(event, data_was_json);
 }
@@ -132,7 +132,7 @@ void ReadQuery(const json& value, const std::string& path) {
   if (!query.ok()) return;
   if (!events::ValidateQuery(*query, events::EventLimits{}).ok()) return;
   // Every item names a type or a tag: an event with none of them matches nothing.
-  Check(query->MatchesAll() || !events::Matches(*query, "\xff", {}));
+  FUZZ_CHECK(query->MatchesAll() || !events::Matches(*query, "\xff", {}));
 }
 
 void ReadCondition(const json& value, const std::string& path) {
@@ -144,15 +144,15 @@ void ReadCondition(const json& value, const std::string& path) {
 
 void CheckBase64(std::string_view bytes) {
   auto round = http::Base64Decode(http::Base64Encode(bytes));
-  Check(round.ok() && *round == bytes);
+  FUZZ_CHECK(round.ok() && *round == bytes);
   auto decoded = http::Base64Decode(bytes);
   if (!decoded.ok()) {
-    Check(decoded.status().code() == reef::Code::kInvalidArgument);
+    FUZZ_CHECK(decoded.status().code() == reef::Code::kInvalidArgument);
     return;
   }
-  Check(decoded->size() <= bytes.size() / 4 * 3);
+  FUZZ_CHECK(decoded->size() <= bytes.size() / 4 * 3);
   auto again = http::Base64Decode(http::Base64Encode(*decoded));
-  Check(again.ok() && *again == *decoded);
+  FUZZ_CHECK(again.ok() && *again == *decoded);
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "events/detail/log_format.h"
 #include "events/event.h"
 #include "events/event_store.h"
+#include "fuzz_check.h"
 
 namespace {
 
@@ -45,10 +46,6 @@ constexpr uint8_t kWithHeader = 1;
 constexpr uint8_t kFixFrames = 2;
 constexpr uint8_t kKeepPositions = 4;
 constexpr std::string_view kSegmentName = "segment-00000000000000000001.log";
-
-void Check(bool condition) {
-  if (!condition) __builtin_trap();
-}
 
 fs::path TempRoot() {
   if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') return tmp;
@@ -73,14 +70,14 @@ void ResetDir(const fs::path& dir) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir, ec);
-  Check(!ec);
+  FUZZ_CHECK(!ec);
 }
 
 void WriteFile(const fs::path& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
-  Check(out.good());
+  FUZZ_CHECK(out.good());
 }
 
 std::string ReadFile(const fs::path& path) {
@@ -154,7 +151,7 @@ void CheckIndexed(const events::EventStore& store, const events::SequencedEvent&
   options.from = event.position;
   options.limit = 1;
   auto found = store.Read(events::Query{{item}}, options);
-  Check(found.ok() && found->events.size() == 1 && found->events[0] == event);
+  FUZZ_CHECK(found.ok() && found->events.size() == 1 && found->events[0] == event);
 }
 
 events::Event Appended() {
@@ -175,32 +172,32 @@ void Run(const fs::path& dir, std::string_view segment) {
     auto store = events::OpenEventStore(dir);
     if (!store.ok()) {
       // Bytes are never an I/O error: the only refusal is an unreadable log.
-      Check(store.status().code() == reef::Code::kDataLoss);
+      FUZZ_CHECK(store.status().code() == reef::Code::kDataLoss);
       return;
     }
     head = (*store)->Head();
     auto all = (*store)->Read(events::Query{});
-    Check(all.ok() && all->head == head && all->events.size() == head);
+    FUZZ_CHECK(all.ok() && all->head == head && all->events.size() == head);
     for (size_t i = 0; i < all->events.size(); ++i) {
-      Check(all->events[i].position == i + 1);
+      FUZZ_CHECK(all->events[i].position == i + 1);
       if (i < 16) CheckIndexed(**store, all->events[i]);
     }
     events::AppendCondition condition;
     condition.fail_if_events_match.items.push_back({{"FuzzAppended"}, {}});
     condition.after = head;
     auto position = (*store)->Append({Appended()}, condition);
-    Check(position.ok() && *position == head + 1 && (*store)->Head() == head + 1);
+    FUZZ_CHECK(position.ok() && *position == head + 1 && (*store)->Head() == head + 1);
   }
   auto reopened = events::OpenEventStore(dir);
-  Check(reopened.ok() && (*reopened)->Head() == head + 1);
+  FUZZ_CHECK(reopened.ok() && (*reopened)->Head() == head + 1);
   events::ReadOptions last;
   last.from = head + 1;
   auto read = (*reopened)->Read(events::Query{}, last);
-  Check(read.ok() && read->events.size() == 1 && read->events[0].position == head + 1);
+  FUZZ_CHECK(read.ok() && read->events.size() == 1 && read->events[0].position == head + 1);
   events::Event expected = Appended();
   expected.id = read->events[0].event.id;
   expected.metadata.timestamp_ms = read->events[0].event.metadata.timestamp_ms;
-  Check(read->events[0].event == expected);
+  FUZZ_CHECK(read->events[0].event == expected);
   CheckIndexed(**reopened, read->events[0]);
 }
 
@@ -219,21 +216,22 @@ std::string RealSegment(const fs::path& dir) {
   ResetDir(dir);
   {
     auto store = events::OpenEventStore(dir);
-    Check(store.ok());
+    FUZZ_CHECK(store.ok());
     events::AppendCondition condition;
     condition.fail_if_events_match.items.push_back({{}, {"course:c1"}});
     condition.after = 0;
-    Check((*store)
-              ->Append({SeedEvent("CourseDefined", {"course:c1"}, "{\"capacity\":10}")}, condition)
-              .ok());
+    FUZZ_CHECK(
+        (*store)
+            ->Append({SeedEvent("CourseDefined", {"course:c1"}, "{\"capacity\":10}")}, condition)
+            .ok());
     events::Event subscribed =
         SeedEvent("StudentSubscribed", {"course:c1", "student:s1", "course:c1"}, "{}");
     subscribed.metadata = {1764547200000, "req-7", "cmd-3", "k-1"};
-    Check((*store)
-              ->Append({subscribed, SeedEvent("CourseCapacityChanged", {"course:c1"},
-                                              std::string("\x00\xff\x01", 3))})
-              .ok());
-    Check((*store)->Append({SeedEvent("Untagged", {}, "")}).ok());
+    FUZZ_CHECK((*store)
+                   ->Append({subscribed, SeedEvent("CourseCapacityChanged", {"course:c1"},
+                                                   std::string("\x00\xff\x01", 3))})
+                   .ok());
+    FUZZ_CHECK((*store)->Append({SeedEvent("Untagged", {}, "")}).ok());
   }
   return ReadFile(dir / kSegmentName);
 }
@@ -243,11 +241,11 @@ void WriteSeeds(const fs::path& out) {
   std::string empty;
   {
     ResetDir(work);
-    Check(events::OpenEventStore(work).ok());
+    FUZZ_CHECK(events::OpenEventStore(work).ok());
     empty = ReadFile(work / kSegmentName);
   }
   std::string real = RealSegment(work);
-  Check(real.size() > detail::kFileHeaderBytes);
+  FUZZ_CHECK(real.size() > detail::kFileHeaderBytes);
   std::string frames = real.substr(detail::kFileHeaderBytes);
   fs::create_directories(out);
   auto seed = [&](std::string_view name, uint8_t mode, std::string_view bytes) {

@@ -7,18 +7,19 @@
 
 #include "core/json.h"
 #include "core/limits.h"
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const reef::ValueLimits limits;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto value = reef::ValueFromJson(text, limits);
   if (!value.ok()) return 0;
-  if (!reef::CheckLimits(*value, limits).ok()) __builtin_trap();
+  FUZZ_CHECK(reef::CheckLimits(*value, limits).ok());
   auto out = reef::ValueToJsonText(*value, limits);
-  if (!out.ok()) __builtin_trap();
+  FUZZ_CHECK(out.ok());
   auto again = reef::ValueFromJson(*out, limits);
-  if (!again.ok() || !(*again == *value)) __builtin_trap();
+  FUZZ_CHECK(again.ok() && *again == *value);
   auto out_again = reef::ValueToJsonText(*again, limits);
-  if (!out_again.ok() || *out_again != *out) __builtin_trap();
+  FUZZ_CHECK(out_again.ok() && *out_again == *out);
   return 0;
 }

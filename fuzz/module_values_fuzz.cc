@@ -11,6 +11,7 @@
 #include "apps/event_values.h"
 #include "apps/module_abi.h"
 #include "core/cbor.h"
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using reef::Value;
@@ -25,9 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& event : *events) {
       if (event.data.empty()) continue;
       auto parsed = nlohmann::json::parse(event.data, nullptr, false);
-      if (parsed.is_discarded()) __builtin_trap();  // the host wrote data that is not JSON
+      FUZZ_CHECK(!parsed.is_discarded());  // the host wrote data that is not JSON
       auto back = reef::apps::ValueFromJsonPlain(parsed);
-      if (!back.ok()) __builtin_trap();
+      FUZZ_CHECK(back.ok());
     }
   }
   auto json = reef::apps::JsonFromValuePlain(*value);

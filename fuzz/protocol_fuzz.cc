@@ -22,8 +22,8 @@ const reef::server::ProtocolDispatcher& Dispatcher() {
     if (!reef::server::RegisterBuiltinOps(*d).ok()) __builtin_trap();
     // An op that echoes its args, so parsed args travel back through ToText.
     if (!d->Register("echo", "echo args",
-                     [](const nlohmann::json& args, reef::server::Connection&)
-                         -> reef::Result<nlohmann::json> { return args; })
+                     [](const nlohmann::json& args,
+                        reef::server::Connection&) -> reef::Result<nlohmann::json> { return args; })
              .ok()) {
       __builtin_trap();
     }
