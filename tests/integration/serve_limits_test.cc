@@ -3,6 +3,7 @@
 // few milliseconds from /proc) and CPU measured where the issue gave numbers. Each test prints
 // what it measured ("[ measured ] ...").
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/error.hpp>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

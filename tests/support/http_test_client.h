@@ -1,14 +1,15 @@
 // A one-request HTTP/1.1 client for tests (Boost.Beast on loopback). Every step runs with a
-// deadline, so a broken server fails the test instead of hanging it.
+// deadline, so a broken server fails the test instead of hanging it. The Beast code lives in
+// http_test_client.cc (the reef_test_support library), compiled once rather than in every test.
+//
+// Thread ownership: HttpCall may be called from any thread; each call has its own socket.
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,64 +18,22 @@ namespace reef::testing {
 
 struct HttpResult {
   boost::beast::error_code ec;  // set when connecting, writing or reading failed
-  unsigned status = 0;
-  std::string text;          // the body as received
-  nlohmann::json body;       // the body parsed as JSON (discarded when it is not JSON)
-  std::string allow;         // the Allow header
-  std::string content_type;  // the Content-Type header
-  std::string retry_after;   // the Retry-After header
+  unsigned status = 0;          // 0 when no status line arrived
+  std::string text;             // the body as received
+  nlohmann::json body;          // the body parsed as JSON (discarded when it is not JSON)
+  std::string allow;            // the Allow header
+  std::string content_type;     // the Content-Type header
+  std::string retry_after;      // the Retry-After header
 };
 
 // Sends `method target` with `body` (as `content_type` when non-empty) to 127.0.0.1:port
-// and reads the reply, each step within `timeout`.
-inline HttpResult HttpCall(uint16_t port, boost::beast::http::verb method,
-                           const std::string& target, const std::string& body = "",
-                           const std::string& token = "",
-                           std::chrono::milliseconds timeout = std::chrono::seconds(10),
-                           const std::string& content_type = "application/json",
-                           const std::vector<std::pair<std::string, std::string>>& headers = {}) {
-  namespace asio = boost::asio;
-  namespace beast = boost::beast;
-  namespace http = beast::http;
-  asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
-  HttpResult out;
-  auto await = [&](auto start) {
-    std::optional<beast::error_code> done;
-    stream.expires_after(timeout);
-    start([&done](beast::error_code ec, auto&&...) { done = ec; });
-    ioc.restart();
-    ioc.run();
-    return done.value_or(asio::error::timed_out);
-  };
-  asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-  out.ec = await([&](auto handler) { stream.async_connect(endpoint, handler); });
-  if (out.ec) return out;
-  http::request<http::string_body> request(method, target, 11);
-  request.set(http::field::host, "127.0.0.1");
-  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-  if (!body.empty()) request.set(http::field::content_type, content_type);
-  for (const auto& [name, value] : headers) request.set(name, value);
-  request.body() = body;
-  request.prepare_payload();
-  out.ec = await([&](auto handler) { http::async_write(stream, request, handler); });
-  if (out.ec) return out;
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(256u << 20);
-  out.ec = await([&](auto handler) { http::async_read(stream, buffer, parser, handler); });
-  // A read that failed before the status line leaves status 0 (not the parser's default 200).
-  if (parser.is_header_done()) out.status = parser.get().result_int();
-  out.text = parser.get().body();
-  out.allow = std::string(parser.get()[http::field::allow]);
-  out.content_type = std::string(parser.get()[http::field::content_type]);
-  out.retry_after = std::string(parser.get()[http::field::retry_after]);
-  out.body = nlohmann::json::parse(out.text, nullptr, false);
-  return out;
-}
+// and reads the reply (a body of at most 256 MiB), each step within `timeout`.
+HttpResult HttpCall(uint16_t port, boost::beast::http::verb method, const std::string& target,
+                    const std::string& body = "", const std::string& token = "",
+                    std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                    const std::string& content_type = "application/json",
+                    const std::vector<std::pair<std::string, std::string>>& headers = {});
 
-inline HttpResult HttpGet(uint16_t port, const std::string& target, const std::string& token = "") {
-  return HttpCall(port, boost::beast::http::verb::get, target, "", token);
-}
+HttpResult HttpGet(uint16_t port, const std::string& target, const std::string& token = "");
 
 }  // namespace reef::testing

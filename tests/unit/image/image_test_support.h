@@ -1,16 +1,12 @@
 // Test support for the image tests: a real Server on 127.0.0.1:0 with the image's ops, and a
-// small synchronous Beast WebSocket client (the pattern of tests/unit/server/server_test.cc).
-// Every blocking client step has a deadline (kTimeout), so a broken server fails a test
-// instead of hanging it. Test-only; each object is used by one test thread.
+// synchronous reef.v1 client over tests/support's WsClient. Every blocking client step has a
+// deadline (kTimeout), so a broken server fails a test instead of hanging it. Test-only; each
+// object is used by one test thread.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -22,48 +18,26 @@
 
 #include "image/image.h"
 #include "server/server.h"
+#include "support/ws_test_client.h"
 
 namespace reef::image::test_support {
 
-namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-using tcp = asio::ip::tcp;
 using json = nlohmann::json;
 
 inline constexpr auto kTimeout = std::chrono::seconds(60);
 
-// A synchronous reef.v1 client. Events that arrive while waiting for a response are kept in
-// `events` in arrival order.
+// A synchronous reef.v1 client (a WsClient with a 60 s deadline per step). Events that arrive
+// while waiting for a response are kept in `events` in arrival order.
 class Client {
  public:
-  explicit Client(uint16_t port) : ws_(ioc_) {
-    tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
-    handshake_error =
-        Await([&](auto handler) { beast::get_lowest_layer(ws_).async_connect(endpoint, handler); });
-    if (handshake_error) return;
-    ws_.set_option(websocket::stream_base::decorator([](websocket::request_type& request) {
-      request.set(http::field::sec_websocket_protocol, "reef.v1");
-    }));
-    websocket::response_type response;
-    handshake_error =
-        Await([&](auto handler) { ws_.async_handshake(response, "127.0.0.1", "/", handler); });
-  }
+  explicit Client(uint16_t port)
+      : ws_(port, "reef.v1", "", kTimeout), handshake_error(ws_.handshake_error) {}
 
-  beast::error_code SendText(const std::string& text) {
-    ws_.text(true);
-    return Await([&](auto handler) { ws_.async_write(asio::buffer(text), handler); });
-  }
+  beast::error_code SendText(const std::string& text) { return ws_.Send(text); }
 
   // The next message (discarded JSON on a read error).
-  json Receive() {
-    beast::flat_buffer buffer;
-    if (Await([&](auto handler) { ws_.async_read(buffer, handler); })) {
-      return json::value_t::discarded;
-    }
-    return json::parse(beast::buffers_to_string(buffer.data()), nullptr, false);
-  }
+  json Receive() { return ws_.Receive(); }
 
   // The next response, keeping events seen before it.
   json NextResponse() {
@@ -112,29 +86,13 @@ class Client {
     return message;
   }
 
+ private:
+  reef::testing::WsClient ws_;
+  int64_t next_id_ = 1;
+
+ public:
   beast::error_code handshake_error;
   std::deque<json> events;
-
- private:
-  template <typename Start>
-  beast::error_code Await(Start&& start) {
-    std::optional<beast::error_code> done;
-    start([&done](beast::error_code ec, auto&&...) { done = ec; });
-    ioc_.restart();
-    ioc_.run_for(kTimeout);
-    if (!done) {
-      beast::get_lowest_layer(ws_).close();
-      ioc_.restart();
-      ioc_.run();
-      ADD_FAILURE() << "client operation timed out";
-      return asio::error::timed_out;
-    }
-    return *done;
-  }
-
-  asio::io_context ioc_;
-  websocket::stream<beast::tcp_stream> ws_;
-  int64_t next_id_ = 1;
 };
 
 // A fresh image in a temporary data directory, served on 127.0.0.1:0.

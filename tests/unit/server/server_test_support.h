@@ -6,12 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
+#include <boost/asio/error.hpp>
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -31,10 +26,8 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace websocket = beast::websocket;
-using tcp = asio::ip::tcp;
 using json = nlohmann::json;
 
-using testing::Driver;
 using testing::kTimeout;
 using testing::RawHttpClient;
 using testing::WsClient;
