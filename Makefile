@@ -2,23 +2,28 @@
 # idempotent and takes well under a second when nothing is missing).
 #
 #   make run     build, then start `reef serve` with the example modules uploaded (scripts/run.sh)
-#   make test    build, run every test, then the ASan+UBSan build of the unit tests and the
-#                ThreadSanitizer build of the runtime tests, then a 10 s smoke of each fuzzer
+#   make test    build and run every test (release), then one clang ASan+UBSan build that runs
+#                the unit tests and a 10 s smoke of each fuzzer, then the ThreadSanitizer build
+#                of the threaded runtime's tests
 #   make bench   build and run the benchmarks, printing each figure
 #   make fuzz    build the libFuzzer targets and run each for FUZZ_SECONDS (default 60)
 
 JOBS ?= $(shell nproc)
 BUILD ?= build
+# One clang build with ASan+UBSan serves both the sanitized unit tests and the fuzzers.
 ASAN_BUILD ?= build-asan
-# The million-message runtime test runs in the release and TSan builds; under ASan (Debug)
-# it would take minutes, and the smaller runtime tests cover the same paths there.
+# The million-message runtime test runs in the release and TSan builds; under ASan it would
+# take minutes, and the smaller runtime tests cover the same paths there.
 ASAN_EXCLUDE ?= TenThousandActors
-FUZZ_BUILD ?= build-fuzz
+FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
+# Sanitizer builds use -O1 (the sanitizers' advice: usable stacks, much less compile time).
+SANITIZER_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_BENCH=OFF \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
 CMAKE_FLAGS ?=
 
-.PHONY: setup build run test test-fast test-asan test-tsan bench fuzz fuzz-build fuzz-smoke format clean
+.PHONY: setup build run test test-fast asan-configure test-asan test-tsan bench fuzz fuzz-build fuzz-smoke format clean
 
 setup:
 	@bash scripts/setup.sh
@@ -33,8 +38,12 @@ run: build
 test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan: setup
-	@cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DREEF_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+# Configures the clang ASan+UBSan+libFuzzer build (ASAN_BUILD, shared with the fuzz targets).
+asan-configure: setup
+	@cmake -S . -B $(ASAN_BUILD) -G Ninja $(SANITIZER_FLAGS) -DREEF_SANITIZE=ON -DREEF_FUZZ=ON \
+	  -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 $(CMAKE_FLAGS) >/dev/null
+
+test-asan: asan-configure
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) --target reef_unit_tests
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -L unit -E "$(ASAN_EXCLUDE)"
@@ -44,15 +53,12 @@ test-asan: setup
 TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= FreeRunning*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerLimitsTest.*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill
 test-tsan: setup
-	@cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_TSAN=ON \
-	  -DREEF_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(SANITIZER_FLAGS) -DREEF_TSAN=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target reef_tsan_tests
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  $(TSAN_BUILD)/tests/reef_tsan_tests --gtest_filter='$(TSAN_TESTS)' --gtest_brief=1
 
-fuzz-build: setup
-	@cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_FUZZ=ON \
-	  -DREEF_BENCH=OFF -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 >/dev/null
+fuzz-build: asan-configure
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target reef_fuzzers
 
 fuzz: fuzz-build
@@ -61,7 +67,7 @@ fuzz: fuzz-build
 fuzz-smoke: fuzz-build
 	@FUZZ_SEED=1 bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS)
 
-test: test-fast test-asan test-tsan fuzz-smoke
+test: test-fast test-asan fuzz-smoke test-tsan
 
 bench: build
 	@bash scripts/bench.sh $(BUILD)

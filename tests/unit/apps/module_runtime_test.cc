@@ -229,7 +229,7 @@ TEST_F(ModuleRuntimeTest, ProjectorIsExactlyOnceAcrossSigkill) {
       options.projector_batch_events = 64;
       auto runtime = ModuleRuntime::Open(**store, options);
       if (!runtime.ok()) _exit(3);
-      for (int i = 0;; ++i) {
+      while (true) {
         std::vector<events::Event> batch;
         for (int j = 0; j < 20; ++j) batch.push_back(MakeEvent("Tick", {"tick"}, "{\"n\":1}"));
         if (!(*store)->Append(std::move(batch), std::nullopt).ok()) _exit(4);
