@@ -174,8 +174,18 @@ Result<std::optional<CommandOutcome>> ModuleRuntime::Impl::RecoverOutcome(std::s
   out.kind = CommandOutcome::Kind::kAppended;
   out.replayed = true;
   for (size_t i = 0;; ++i) {
-    REEF_ASSIGN_OR_RETURN(auto found, events.ReadById(CommandEventId(out.execution_id, i)));
+    const events::EventId id = CommandEventId(out.execution_id, i);
+    REEF_ASSIGN_OR_RETURN(auto found, events.ReadById(id));
     if (!found) break;
+    // Anyone may append an event with a chosen id, so only an event this execution wrote (its
+    // causation id and key) answers for it; a look-alike must not pass for a replay.
+    const events::EventMetadata& metadata = found->event.metadata;
+    if (metadata.causation_id != out.execution_id || metadata.idempotency_key != key) {
+      return Status::DuplicateEventId(fmt::format(
+          "Idempotency-Key '{}' of command '{}' gives event id {}, but position {} holds an "
+          "event with that id that this command did not write; use another key",
+          key, command, events::FormatEventId(id), found->position));
+    }
     out.position = found->position;
     REEF_RETURN_IF_ERROR(AddStoredEvent(out, std::move(*found)));
   }

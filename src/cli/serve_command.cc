@@ -163,6 +163,9 @@ int Serve(const ServeArgs& args) {
                                                              std::string_view data) {
     return keys->Encrypt(scope, data);
   };
+  event_route_options.decrypt = [keys = &(*runtime)->keys()](std::string_view stored) {
+    return keys->Open(stored);
+  };
   for (server::HttpRoute& route : events::http::EventRoutes(**events, event_route_options)) {
     server_options.routes.push_back(std::move(route));
   }

@@ -175,6 +175,13 @@ Result<EventId> ParseEventId(std::string_view text) {
     id[byte++] = static_cast<uint8_t>(high << 4 | low);
     i += 2;
   }
+  // The nil UUID stands for "no id" (NormalizeEvent gives such an event a fresh one), so taking
+  // it as a client's id would silently replace the id the client meant to keep.
+  if (id == EventId{}) {
+    return Status::InvalidArgument(
+        "event id is the nil UUID (all zeros), which Reef reads as \"no id\"; leave \"id\" out "
+        "to have the store pick one");
+  }
   return id;
 }
 

@@ -29,7 +29,7 @@ using EventId = std::array<uint8_t, 16>;
 // "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lowercase hex (RFC 9562 section 4).
 std::string FormatEventId(const EventId& id);
 // Parses the 36-character hyphenated form, either case. Errors: InvalidArgument naming the
-// offending character or the length.
+// offending character or the length, or saying the id is the nil UUID (which means "no id").
 Result<EventId> ParseEventId(std::string_view text);
 // A fresh version 4 UUID from OpenSSL's CSPRNG (through the same per-thread pool).
 // Errors: Unavailable when RAND_bytes fails.

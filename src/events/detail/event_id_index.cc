@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
 namespace reef::events::detail {
 namespace {
@@ -12,19 +13,34 @@ constexpr size_t kInitialSlots = 1024;
 
 }  // namespace
 
-// Ids may be chosen by clients (sequential UUIDs, say), so both halves are mixed (the
-// finalizer of MurmurHash3) rather than trusted to be random.
-uint64_t EventIdIndex::Hash(const EventId& id) {
-  uint64_t a = 0, b = 0;
-  std::memcpy(&a, id.data(), 8);
-  std::memcpy(&b, id.data() + 8, 8);
-  uint64_t h = a ^ (b * 0x9e3779b97f4a7c15ULL);
+namespace {
+
+uint64_t Mix(uint64_t h) {  // the finalizer of MurmurHash3 (a bijection with full avalanche)
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;
   h *= 0xc4ceb9fe1a85ec53ULL;
   h ^= h >> 33;
   return h;
+}
+
+}  // namespace
+
+EventIdIndex::EventIdIndex() {
+  std::random_device random;
+  key0_ = uint64_t{random()} << 32 | random();
+  key1_ = uint64_t{random()} << 32 | random();
+}
+
+// Ids may be chosen by clients, so an unkeyed hash would let one pick any number of ids with
+// one slot and one fingerprint (each append and every open then scans them all: quadratic).
+// Both halves are mixed under this process's random keys, so ids cannot be picked to collide
+// without knowing them. Not a MAC; the keys only have to stay unknown to clients.
+uint64_t EventIdIndex::Hash(const EventId& id) const {
+  uint64_t a = 0, b = 0;
+  std::memcpy(&a, id.data(), 8);
+  std::memcpy(&b, id.data() + 8, 8);
+  return Mix(Mix(a ^ key0_) ^ b ^ key1_);
 }
 
 // Slot index from the low bits, fingerprint from the top 24 bits; never 0 as a whole slot

@@ -23,6 +23,9 @@ class EventIdIndex {
   // again when the table grows.
   using IdAt = std::function<EventId(Position)>;
 
+  // An empty table whose hash is keyed with fresh random keys (std::random_device).
+  EventIdIndex();
+
   // Records that `id` is stored at `position` (REQUIRES: 1 <= position < 2^40, no entry for
   // `id` yet, and room: NeedsGrowth(1) is false).
   void Add(const EventId& id, Position position);
@@ -47,12 +50,13 @@ class EventIdIndex {
   size_t bytes() const { return slots_.size() * sizeof(uint64_t); }
 
  private:
-  static uint64_t Hash(const EventId& id);
+  uint64_t Hash(const EventId& id) const;
   static void Place(std::vector<uint64_t>& slots, uint64_t hash, Position position);
   std::vector<uint64_t> Rebuilt(size_t capacity, const IdAt& id_at) const;
 
   std::vector<uint64_t> slots_;  // 0 = empty; else fingerprint << 40 | position
   size_t size_ = 0;
+  uint64_t key0_ = 0, key1_ = 0;  // the hash's keys, fixed for the table's life
 };
 
 }  // namespace reef::events::detail

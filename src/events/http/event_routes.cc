@@ -31,6 +31,20 @@ Result<json> ParseBody(const server::HttpRequest& request) {
   return body;
 }
 
+// When `event` (plaintext data, to be encrypted) carries an id the store already holds with
+// encrypted data that opens to the same plaintext, that stored ciphertext: sending it makes the
+// append an exact retry. Otherwise nullopt, and the data is encrypted afresh.
+Result<std::optional<std::string>> StoredCiphertextOf(const EventStore& store,
+                                                      const EventRouteOptions& options,
+                                                      const Event& event) {
+  if (!options.decrypt || event.id == EventId{}) return std::optional<std::string>();
+  REEF_ASSIGN_OR_RETURN(auto found, store.ReadById(event.id));
+  if (!found) return std::optional<std::string>();
+  auto opened = options.decrypt(found->event.data);
+  if (!opened.ok() || !*opened || **opened != event.data) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(found->event.data));
+}
+
 Result<json> Append(EventStore& store, const EventRouteOptions& options,
                     const server::HttpRequest& request) {
   REEF_ASSIGN_OR_RETURN(json body, ParseBody(request));
@@ -58,16 +72,22 @@ Result<json> Append(EventStore& store, const EventRouteOptions& options,
     REEF_ASSIGN_OR_RETURN(Event event, EventFromJson(item, path));
     if (!scope && options.reserved_data_prefix.size() > 0 &&
         event.data.starts_with(options.reserved_data_prefix)) {
-      return Status::InvalidArgument(path + ": data starting with the bytes 00 52 43 31 (\"\\0RC1\") "
+      return Status::InvalidArgument(path +
+                                     ": data starting with the bytes 00 52 43 31 (\"\\0RC1\") "
                                      "is reserved for encrypted data; use encryption_scope");
     }
     if (scope) {
       if (!options.encrypt) {
         return Status::FailedPrecondition(path + ".encryption_scope: this server has no keys");
       }
-      auto encrypted = options.encrypt(*scope, event.data);
-      if (!encrypted.ok()) return encrypted.status().WithContext(path + ".encryption_scope");
-      event.data = std::move(*encrypted);
+      REEF_ASSIGN_OR_RETURN(auto stored, StoredCiphertextOf(store, options, event));
+      if (stored) {
+        event.data = std::move(*stored);  // an exact retry: the store then sees the same event
+      } else {
+        auto encrypted = options.encrypt(*scope, event.data);
+        if (!encrypted.ok()) return encrypted.status().WithContext(path + ".encryption_scope");
+        event.data = std::move(*encrypted);
+      }
     }
     events.push_back(std::move(event));
   }
@@ -143,12 +163,11 @@ Result<json> Read(EventStore& store, const EventRouteOptions& options,
 
 std::vector<server::HttpRoute> EventRoutes(EventStore& store, const EventRouteOptions& options) {
   std::vector<server::HttpRoute> routes;
-  server::HttpRoute append{
-      "POST", "/events/append",
-      [&store, options](const server::HttpRequest& request) {
-        return Append(store, options, request);
-      },
-      "Append events atomically, optionally with a DCB append condition"};
+  server::HttpRoute append{"POST", "/events/append",
+                           [&store, options](const server::HttpRequest& request) {
+                             return Append(store, options, request);
+                           },
+                           "Append events atomically, optionally with a DCB append condition"};
   append.max_body_bytes = 2 * store.limits().max_append_bytes + (1u << 20);
   routes.push_back(std::move(append));
   routes.push_back({"POST", "/events/read",

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ struct EventRouteOptions {
   // store (crypto-shredding, apps::KeyRing::Encrypt). Unset: such events are refused with
   // FailedPrecondition.
   std::function<Result<std::string>(std::string_view scope, std::string_view data)> encrypt;
+  // Opens stored encrypted data (apps::KeyRing::Open): the plaintext, or nullopt when its key
+  // was shredded. Lets an exact retry of an encrypted event with an id be told from a reuse of
+  // the id (the ciphertext differs on every encryption); unset, such a retry gets 409.
+  std::function<Result<std::optional<std::string>>(std::string_view stored)> decrypt;
   // Data a client may not store as plain data (the marker of encrypted data, so a client cannot
   // forge an "encrypted" event); empty = none.
   std::string reserved_data_prefix;

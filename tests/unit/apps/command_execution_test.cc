@@ -168,6 +168,41 @@ TEST_F(ModuleRuntimeTest, AnExecutionWhoseRecordWasLostIsFoundByItsEventIds) {
             json::parse(R"([{"n":1}])"));
 }
 
+TEST_F(ModuleRuntimeTest, AnEventAppendedUnderAKeysDerivedIdIsNeverTakenForItsReplay) {
+  // Given the event id that Idempotency-Key "victim" of command "count" derives (learnt from
+  // one execution in a store that is then thrown away) ...
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ExecuteOptions options{.idempotency_key = "victim"};
+  auto learnt = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_TRUE(learnt.ok()) << learnt.status().ToString();
+  const events::EventId derived = learnt->events.at(0).event.id;
+  Close();
+  std::filesystem::remove_all(dir_.path());
+  std::filesystem::create_directories(dir_.path());
+  Open();
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  // ... and a client that appended an unrelated event with that id to a fresh store:
+  events::Event foreign = MakeEvent("Unrelated", {"x:y"}, R"({"hello":1})");
+  foreign.id = derived;
+  ASSERT_TRUE(events_->Append({foreign}, std::nullopt).ok());
+  // When the command runs with that key, then it is not answered with the foreign event as a
+  // replay: it fails naming the key and the position, appends nothing and records nothing.
+  auto executed = runtime_->Execute("count", Input({{"tag", "t"}}), options);
+  ASSERT_FALSE(executed.ok());
+  EXPECT_EQ(executed.status().code(), Code::kDuplicateEventId);
+  EXPECT_NE(executed.status().message().find("'victim'"), std::string::npos)
+      << executed.status().message();
+  EXPECT_NE(executed.status().message().find("position 1"), std::string::npos)
+      << executed.status().message();
+  EXPECT_EQ(events_->Head(), 1u);
+  EXPECT_EQ(SqliteRows(dir_.path() / "reef.sqlite", "SELECT count(*) AS n FROM command_results"),
+            json::parse(R"([{"n":0}])"));
+  // Another key still executes.
+  auto other = runtime_->Execute("count", Input({{"tag", "t"}}), {.idempotency_key = "other"});
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_FALSE(other->replayed);
+}
+
 TEST_F(ModuleRuntimeTest, ACommandsStatusErrorHoldsItsLastFailure) {
   Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
   EXPECT_EQ(runtime_->StatusOf(ModuleKind::kCommand, "count")->error, "");

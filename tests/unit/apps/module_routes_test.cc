@@ -46,6 +46,9 @@ class ModuleRoutesTest : public ::testing::Test {
     event_options.encrypt = [this](std::string_view scope, std::string_view data) {
       return runtime_->keys().Encrypt(scope, data);
     };
+    event_options.decrypt = [this](std::string_view stored) {
+      return runtime_->keys().Open(stored);
+    };
     server_options.routes = events::http::EventRoutes(*events_, event_options);
     for (auto& route : http::ModuleRoutes(*runtime_)) server_options.routes.push_back(route);
     auto started = server::Server::Start(std::move(server_options));
@@ -285,6 +288,24 @@ TEST_F(ModuleRoutesTest, EventsAppendedOverHttpWithAScopeAreEncryptedAndShreddab
   ExpectError(Call(verb::post, "/events/append",
                    R"({"events": [{"type": "P", "tags": ["u"], "data_base64": "AFJDMQ=="}]})"),
               400, "invalid_argument", "reserved for encrypted data");
+}
+
+TEST_F(ModuleRoutesTest, AnEncryptedEventWithAnIdIsRetriedSafelyAndItsIdStaysUnique) {
+  const std::string event =
+      R"({"events": [{"id": "77777777-2222-4333-8444-555555555555", "type": "Secret",
+                      "tags": ["s:1"], "encryption_scope": "person:ada", "data": {"name": "Ada"}}]})";
+  auto first = Call(verb::post, "/events/append", event);
+  ASSERT_EQ(first.status, 200u) << first.text;
+  // The same append again (its ciphertext would differ): a retry, answered with the position.
+  auto retry = Call(verb::post, "/events/append", event);
+  EXPECT_EQ(retry.status, 200u) << retry.text;
+  EXPECT_EQ(retry.body["position"], first.body["position"]);
+  // The same id with other data is still a reuse of the id.
+  std::string other = event;
+  other.replace(other.find("Ada"), 3, "Bob");
+  ExpectError(Call(verb::post, "/events/append", other), 409, "duplicate_event_id",
+              "77777777-2222-4333-8444-555555555555");
+  EXPECT_EQ(events_->Head(), 1u);
 }
 
 // promtool (Debian package prometheus, installed by scripts/setup.sh) lints the exposition.

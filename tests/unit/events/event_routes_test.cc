@@ -141,6 +141,19 @@ TEST_F(EventRoutesTest, ReusingAStoredEventIdIs409DuplicateEventId) {
   EXPECT_EQ(store_->Head(), 1u);
 }
 
+TEST_F(EventRoutesTest, TheNilUuidIsNotAnEventId) {
+  // It means "no id" inside the store; given by a client it would be swapped for a random id,
+  // and a retry would then store the event twice.
+  auto nil = Post("/events/append",
+                  {{"events", {{{"type", "T"}, {"id", "00000000-0000-0000-0000-000000000000"}}}}});
+  EXPECT_EQ(nil.status, 400u) << nil.text;
+  EXPECT_EQ(nil.body["error"]["code"], "invalid_argument");
+  std::string message = nil.body["error"]["message"];
+  EXPECT_NE(message.find("events[0].id"), std::string::npos) << message;
+  EXPECT_NE(message.find("nil UUID"), std::string::npos) << message;
+  EXPECT_EQ(store_->Head(), 0u);
+}
+
 TEST_F(EventRoutesTest, ReadTakesQueryFromBackwardsAndLimit) {
   for (int i = 1; i <= 5; ++i) {
     ASSERT_EQ(
