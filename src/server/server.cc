@@ -334,20 +334,23 @@ class Server::Impl {
     if (!live.empty()) {
       spdlog::warn("server: closing {} connection(s) still busy after the shutdown timeout ({} ms)",
                    live.size(), core_->limits.shutdown_timeout.count());
+      core_->abandon_requested.store(true, std::memory_order_release);
       for (auto& session : live) session->Abort();
       live.clear();
+      // Aborted sockets complete their pending operations at once, so the sessions normally
+      // go within milliseconds; the wait lets them report their disconnects before the
+      // io_context stops. A session still held past it (by a route handler still running) is
+      // released when the handler returns and the io_context is destroyed (ServerCore).
       std::unique_lock lock(core_->mu);
-      // Aborted sockets complete their pending operations at once; the sessions must be gone
-      // before the io_context stops, or its abandoned operations would outlive the handler
-      // pool their sessions' strands belong to. (A route handler still running keeps its
-      // session until it returns; the handler pool is joined below.)
       core_->drained.wait_for(lock, kAbortWait, [this] { return core_->sessions.empty(); });
     }
     work_.reset();
     core_->ioc.stop();
     for (auto& thread : io_threads_) thread.join();
     io_threads_.clear();
-    core_->handlers.stop();
+    // No stop(): the pool runs what is queued and then ends, so no task is left to be
+    // destroyed with it. Tasks that start now are refusals or, past the deadline, dropped
+    // (ServerCore::abandoning); a handler still running is waited for.
     core_->handlers.join();
   }
 

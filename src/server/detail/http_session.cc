@@ -168,6 +168,8 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     // Route on a handler thread; the reply comes back to this connection's strand.
     phase_ = Phase::kHandling;
     asio::post(core_.handlers, [self = shared_from_this(), request = std::move(request)] {
+      // Past the shutdown deadline the connection is closed: the request is not run.
+      if (self->core_.abandoning()) return;
       HttpReply reply = self->Route(request);
       bool close = !request.keep_alive();
       asio::post(self->stream_.get_executor(), [self, reply = std::move(reply), close]() mutable {

@@ -96,6 +96,9 @@ struct ServerCore {
   uint64_t NextId() { return next_id.fetch_add(1) + 1; }
   // True once Stop began. Any thread.
   bool stopping() const { return stop_requested.load(std::memory_order_acquire); }
+  // True once Stop's deadline passed and it closed the connections still open: a handler task
+  // that starts after this has no one to answer and is dropped without running. Any thread.
+  bool abandoning() const { return abandon_requested.load(std::memory_order_acquire); }
 
   struct Tracked {
     std::weak_ptr<Session> session;
@@ -120,10 +123,15 @@ struct ServerCore {
   // ---- Any thread -------------------------------------------------------------------------
   std::atomic<uint64_t> next_id{0};
   std::atomic<bool> stop_requested{false};  // set by Stop before it closes anything
+  std::atomic<bool> abandon_requested{false};  // set by Stop when its deadline passed
 
-  // ---- Threads (declared last: destroyed first, with the handlers that own sessions) ------
-  asio::io_context ioc;
+  // ---- Threads (declared last: destroyed first) ---------------------------------------------
+  // Stop joins `handlers` without stopping it, so no handler task is left queued in it; what
+  // can be left is I/O completions in `ioc` that hold sessions. A WebSocket session's handler
+  // strand belongs to `handlers`, so `ioc` (declared after it) is destroyed first: the
+  // sessions it still holds go while the pool their strands use is alive.
   asio::thread_pool handlers;
+  asio::io_context ioc;
 };
 
 // True when `request` may pass: no token configured, or `Authorization: Bearer <token>`.

@@ -218,7 +218,8 @@ class WsSession : public Session,
     ++in_flight_;
     asio::post(handler_strand_, [self = shared_from_this(), frame = std::move(frame),
                                  refusal = std::move(refusal), cost] {
-      (void)self->Enqueue(self->Respond(frame, refusal));
+      // Past the shutdown deadline the connection is closed: nothing is run or answered.
+      if (!self->core_.abandoning()) (void)self->Enqueue(self->Respond(frame, refusal));
       asio::post(self->strand_, [self, cost] { self->Done(cost); });
     });
   }
