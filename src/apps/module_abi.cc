@@ -1,4 +1,5 @@
 #include "apps/module_abi.h"
+#include "apps/sqlite_heap.h"
 
 #include <fmt/format.h>
 #include <openssl/rand.h>
@@ -281,10 +282,12 @@ Result<Statement> Prepare(sqlite3* db, const std::string& sql, const Value& para
   return statement;
 }
 
-// Longest one SQL call of a module may run, and most bytes of rows one sql_query returns: the
-// instruction budget does not see time spent inside SQLite.
+// Longest one SQL call of a module may run, most bytes of rows one sql_query returns, and the
+// most SQLite heap one call may hold (SqlHeapBudget): the instruction budget and the guest's
+// memory limit do not see time or memory spent inside SQLite.
 constexpr auto kMaxSqlTime = std::chrono::seconds(10);
 constexpr uint64_t kMaxSqlRowBytes = 32u << 20;
+constexpr int64_t kMaxSqlHeapBytes = 64 << 20;
 
 // Interrupts the statements of `db` once `deadline` passes (sqlite3_progress_handler) while
 // alive.
@@ -306,7 +309,13 @@ class SqlDeadline {
   std::chrono::steady_clock::time_point until_;
 };
 
-std::string SqlError(sqlite3* db, int rc, const std::string& sql) {
+std::string SqlError(sqlite3* db, int rc, const std::string& sql, const SqlHeapBudget& heap) {
+  if (heap.exceeded()) {
+    return fmt::format(
+        "the statement needed more than {} bytes of memory (the most one SQL call may use) "
+        "(in: {})",
+        heap.limit_bytes(), sql);
+  }
   if (rc == SQLITE_INTERRUPT) {
     return fmt::format("the statement ran longer than {} s and was interrupted (in: {})",
                        std::chrono::seconds(kMaxSqlTime).count(), sql);
@@ -328,6 +337,7 @@ HostCallOutcome SqlExec(HostCall& call) {
   auto args = SqlArgs(call, &outcome);
   if (!args) return outcome;
   sqlite3* db = Ctx(call).db;
+  SqlHeapBudget heap(kMaxSqlHeapBytes);
   auto statement = Prepare(db, args->first, args->second);
   if (!statement.ok()) return HostError(call, "sql_exec: " + statement.status().message());
   int rc;
@@ -336,7 +346,9 @@ HostCallOutcome SqlExec(HostCall& call) {
     while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
     }
   }
-  if (rc != SQLITE_DONE) return HostError(call, "sql_exec: " + SqlError(db, rc, args->first));
+  if (rc != SQLITE_DONE) {
+    return HostError(call, "sql_exec: " + SqlError(db, rc, args->first, heap));
+  }
   call.results()[0] = static_cast<int64_t>(sqlite3_changes64(db));
   return HostCallOutcome::kComplete;
 }
@@ -346,6 +358,7 @@ HostCallOutcome SqlQuery(HostCall& call) {
   auto args = SqlArgs(call, &outcome);
   if (!args) return outcome;
   sqlite3* db = Ctx(call).db;
+  SqlHeapBudget heap(kMaxSqlHeapBytes);
   auto statement = Prepare(db, args->first, args->second);
   if (!statement.ok()) return HostError(call, "sql_query: " + statement.status().message());
   sqlite3_stmt* s = statement->get();
@@ -386,7 +399,9 @@ HostCallOutcome SqlQuery(HostCall& call) {
     }
     rows.push_back(Value::RecordOf(std::move(row)));
   }
-  if (rc != SQLITE_DONE) return HostError(call, "sql_query: " + SqlError(db, rc, args->first));
+  if (rc != SQLITE_DONE) {
+    return HostError(call, "sql_query: " + SqlError(db, rc, args->first, heap));
+  }
   auto encoded = EncodeCbor(Value::ListOf(std::move(rows)), ModuleValueLimits());
   if (!encoded.ok()) return HostError(call, "sql_query: the rows " + encoded.status().message());
   return WriteSized(call, 4, 5, *encoded);

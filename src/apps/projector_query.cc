@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "apps/runners.h"
+#include "apps/sqlite_heap.h"
 
 namespace reef::apps {
 namespace {
@@ -50,10 +51,19 @@ int QueryAuthorizer(void* denied, int action, const char*, const char* function,
   return SQLITE_OK;
 }
 
+Status HeapExceeded() {
+  return Status::LimitExceeded(fmt::format(
+      "the query needed more than {} bytes of memory (the most one projector query may use); "
+      "aggregate fewer rows or smaller values",
+      kMaxReadModelQueryHeapBytes));
+}
+
 }  // namespace
 
 Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view sql,
                             const json& params) {
+  // Everything SQLite allocates for this query, from open to close, is charged to it.
+  SqlHeapBudget heap(kMaxReadModelQueryHeapBytes);
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -79,6 +89,7 @@ Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view 
         "runs for seconds in one call, past the query's deadline): format on the client");
   }
   if (prepared != SQLITE_OK) {
+    if (heap.exceeded()) return HeapExceeded();
     return Status::InvalidArgument(fmt::format("sql: {}", sqlite3_errmsg(db)));
   }
   std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(raw, sqlite3_finalize);
@@ -167,6 +178,7 @@ Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view 
     }
     rows.push_back(std::move(row));
   }
+  if (heap.exceeded()) return HeapExceeded();
   if (rc == SQLITE_INTERRUPT) {
     return Status::LimitExceeded(fmt::format("the query ran longer than {} s and was interrupted",
                                              kMaxReadModelQueryTime.count()));

@@ -29,11 +29,14 @@ namespace reef::apps {
 uint64_t Fnv1a64(std::string_view bytes);
 
 // Bounds of QueryReadModel: rows per answer, bytes of row data per answer (also the largest
-// string or blob a statement may build), bytes of SQL text, and the time one query may run.
+// string or blob a statement may build), bytes of SQL text, the time one query may run, and
+// the SQLite heap one query may hold (SqlHeapBudget; sorts larger than the page cache spill
+// to temporary files, so this bounds aggregates and the like, not the size of a read model).
 inline constexpr size_t kMaxReadModelRows = 10'000;
 inline constexpr uint64_t kMaxReadModelAnswerBytes = 16u << 20;
 inline constexpr uint64_t kMaxReadModelSqlBytes = 64u << 10;
 inline constexpr std::chrono::seconds kMaxReadModelQueryTime{5};
+inline constexpr int64_t kMaxReadModelQueryHeapBytes = 64 << 20;
 
 // Runs one read-only statement `sql` with positional `params` (a JSON array of scalars) on the
 // SQLite database at `path`, opened read-only, and returns its rows as JSON objects.

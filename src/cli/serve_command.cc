@@ -25,6 +25,7 @@
 #include "apps/http/program_routes.h"
 #include "apps/module_runtime.h"
 #include "apps/program/program_runtime.h"
+#include "apps/sqlite_heap.h"
 #include "cli/commands.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
@@ -134,6 +135,12 @@ int Serve(const ServeArgs& args) {
         "event store: cut {} bytes from the end of the log: an append torn by a crash "
         "(never acknowledged), or damage to the last one",
         torn);
+  }
+
+  if (!apps::SqlHeapBudgetsEnforced()) {
+    spdlog::warn(
+        "SQLite initialized before Reef could install its allocator: projector queries and "
+        "module SQL run without their per-statement memory limit");
   }
 
   server::ServerOptions server_options;

@@ -137,6 +137,48 @@ TEST_F(ModuleRuntimeTest, AProjectorQueryCannotBuildAHugeValue) {
   EXPECT_EQ((*ok)[0]["n"], 1000000);
 }
 
+// One statement that builds no large value but grows a 2 GB aggregate (the review's query).
+constexpr const char* kHeavyAggregateSql =
+    "SELECT length(json_group_array(hex(zeroblob(5000)))) AS n FROM (WITH RECURSIVE r(i) AS "
+    "(SELECT 1 UNION ALL SELECT i+1 FROM r LIMIT 200000) SELECT i FROM r)";
+
+TEST_F(ModuleRuntimeTest, AProjectorQueryPastItsHeapBudgetIsRefusedNamingTheLimit) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(1);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 1; }));
+  auto rows = runtime_->QueryProjector("ticks", kHeavyAggregateSql, json::array());
+  ASSERT_FALSE(rows.ok());
+  EXPECT_EQ(rows.status().code(), Code::kLimitExceeded);
+  EXPECT_NE(rows.status().message().find("more than 67108864 bytes of memory"), std::string::npos)
+      << rows.status().message();
+  // A smaller aggregate is answered.
+  auto ok = runtime_->QueryProjector(
+      "ticks",
+      "SELECT length(json_group_array(hex(zeroblob(500)))) AS n FROM (WITH RECURSIVE r(i) AS "
+      "(SELECT 1 UNION ALL SELECT i+1 FROM r LIMIT 2000) SELECT i FROM r)",
+      json::array());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0]["n"], 2000 * 1003 + 1);
+}
+
+TEST_F(ModuleRuntimeTest, AProjectorStatementPastItsHeapBudgetFailsTheProjectorNamingTheLimit) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(2);
+  ASSERT_TRUE(events_
+                  ->Append({MakeEvent("Meddle", {}, json{{"sql", kHeavyAggregateSql}}.dump())},
+                           std::nullopt)
+                  .ok());
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
+    return s && s->state == "failed";
+  }));
+  auto status = runtime_->StatusOf(ModuleKind::kProjector, "ticks");
+  EXPECT_EQ(status->position, 2u);
+  EXPECT_NE(status->error.find("more than 67108864 bytes of memory"), std::string::npos)
+      << status->error;
+  EXPECT_EQ(Ticks().size(), 2u);
+}
+
 TEST_F(ModuleRuntimeTest, ReplayRebuildsTheReadModelFromPositionZero) {
   Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
   AppendTicks(80);
