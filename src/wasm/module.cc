@@ -23,6 +23,7 @@
 #include "wabt/wast-lexer.h"
 #include "wabt/wast-parser.h"
 #include "wasm/binary_scan.h"
+#include "wasm/text_scan.h"
 
 namespace reef::wasm {
 namespace {
@@ -31,6 +32,8 @@ namespace interp = wabt::interp;
 
 // Loads estimated to allocate at least this many bytes end with malloc_trim.
 constexpr uint64_t kTrimAfterLoadBytes = 8ull << 20;
+// Texts at least this long parse into several MiB of IR: freeing it ends with malloc_trim.
+constexpr uint64_t kTrimAfterTextBytes = 64u << 10;
 
 ValType FromWabtType(wabt::Type type) {
   switch (type) {
@@ -117,83 +120,6 @@ Status CheckSize(uint64_t size, const ModuleLimits& limits) {
   return Status::Ok();
 }
 
-bool IsIdChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '$';
-}
-
-// Scans .wat text without recursion before wabt's parser sees it: the nesting depth
-// (parentheses, plus the plain block instructions and their `end`), and the characters
-// wabt 1.0.32's lexer mishandles (found by fuzz/wat_fuzz.cc): bytes outside ASCII beyond
-// strings and comments (the text format's tokens are ASCII), and `(@` annotations (a
-// proposal Reef does not enable). Skips strings and comments.
-Status CheckTextShape(std::string_view text, std::string_view name, uint32_t limit) {
-  int64_t depth = 0;
-  uint32_t line = 1;
-  size_t line_start = 0;
-  char previous = ' ';  // last significant character
-  auto too_deep = [&](size_t at) {
-    return Status::LimitExceeded(
-        fmt::format("{}:{}:{}: nesting deeper than {} levels (limit max_text_nesting)", name, line,
-                    at - line_start + 1, limit));
-  };
-  auto invalid = [&](size_t at, std::string_view what) {
-    return Status::InvalidArgument(
-        fmt::format("{}:{}:{}: error: {}", name, line, at - line_start + 1, what));
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '\n') {
-      ++line;
-      line_start = i + 1;
-    } else if (c == ';' && i + 1 < text.size() && text[i + 1] == ';') {
-      while (i < text.size() && text[i] != '\n') ++i;
-      --i;
-    } else if (c == '(' && i + 1 < text.size() && text[i + 1] == ';') {
-      int comment = 1;
-      for (i += 2; i < text.size() && comment > 0; ++i) {
-        if (text[i] == '\n') {
-          ++line;
-          line_start = i + 1;
-        } else if (text[i] == '(' && i + 1 < text.size() && text[i + 1] == ';') {
-          ++comment, ++i;
-        } else if (text[i] == ';' && i + 1 < text.size() && text[i + 1] == ')') {
-          --comment, ++i;
-        }
-      }
-      --i;
-    } else if (c == '"') {
-      for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\') ++i;
-      }
-    } else if (static_cast<unsigned char>(c) >= 0x80) {
-      return invalid(i, "non-ASCII character outside a string or comment");
-    } else if (c == '(' && i + 1 < text.size() && text[i + 1] == '@') {
-      return invalid(i, "annotations `(@...)` are not supported");
-    } else if (c == '(') {
-      if (++depth > limit) return too_deep(i);
-      previous = c;
-    } else if (c == ')') {
-      --depth;
-      previous = c;
-    } else if (IsIdChar(c) && (i == 0 || !IsIdChar(text[i - 1]))) {
-      size_t end = i;
-      while (end < text.size() && IsIdChar(text[end])) ++end;
-      std::string_view word = text.substr(i, end - i);
-      bool opens = word == "block" || word == "loop" || word == "if" || word == "try";
-      if (opens && previous != '(') {
-        if (++depth > limit) return too_deep(i);
-      } else if (word == "end") {
-        --depth;
-      }
-      previous = 'a';
-      i = end - 1;
-    } else if (!std::isspace(static_cast<unsigned char>(c))) {
-      previous = c;
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Result<std::shared_ptr<const Module>> Module::FromBinary(std::span<const uint8_t> bytes,
@@ -206,7 +132,7 @@ Result<std::shared_ptr<const Module>> Module::FromBinary(std::span<const uint8_t
 Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat, std::string_view name,
                                                        const ModuleLimits& limits) {
   REEF_RETURN_IF_ERROR(CheckSize(wat.size(), limits));
-  REEF_RETURN_IF_ERROR(CheckTextShape(wat, name, limits.max_text_nesting));
+  REEF_RETURN_IF_ERROR(ScanText(wat, name, limits).status());
   // wabt 1.0.32's text parser throws on some malformed tokens (std::length_error from
   // Token::to_string, found by fuzz/wat_fuzz.cc); no exception leaves this layer.
   try {
@@ -241,7 +167,25 @@ Result<std::shared_ptr<const Module>> Module::ParseText(std::string_view wat, st
   if (wabt::Failed(wabt::WriteBinaryModule(&stream, ir.get(), write_options))) {
     return Status::Internal(fmt::format("{}: could not encode the module to binary", name));
   }
-  return Build(std::move(stream.output_buffer().data), name, limits);
+  // The IR and the lexer's tokens go before the binary is loaded, so the two peaks do not
+  // add up, and their many small blocks go back to the system.
+  std::vector<uint8_t> binary = std::move(stream.output_buffer().data);
+  ir.reset();
+  lexer.reset();
+  if (wat.size() >= kTrimAfterTextBytes) ::malloc_trim(0);
+  auto module = Build(std::move(binary), name, limits);
+  if (module.ok()) return module;
+  // What the binary pre-pass still refuses after the text scan (a type's arity, a function's
+  // locals) is located in the binary wabt encoded, not in the text the user wrote.
+  std::string message = module.status().message();
+  std::string prefix = fmt::format("{}:", name);
+  if (message.starts_with(prefix) && message.size() > prefix.size() + 7 &&
+      message.compare(prefix.size() + 7, 2, ": ") == 0) {
+    std::string offset = message.substr(prefix.size(), 7);
+    message = fmt::format("{}: {} (at byte 0x{} of the binary encoding of the text)", name,
+                          message.substr(prefix.size() + 9), offset);
+  }
+  return Status(module.status().code(), message);
 }
 
 Result<std::shared_ptr<const Module>> Module::FromFile(const std::filesystem::path& path,
