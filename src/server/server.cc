@@ -352,6 +352,9 @@ class Server::Impl {
     // destroyed with it. Tasks that start now are refusals or, past the deadline, dropped
     // (ServerCore::abandoning); a handler still running is waited for.
     core_->handlers.join();
+    // Requests still waiting for room for their bodies are dropped with their connections,
+    // while the io_context their sockets belong to is alive.
+    core_->bodies.TakeWaiters().clear();
   }
 
   uint16_t port() const { return bound_.port(); }

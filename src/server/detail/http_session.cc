@@ -5,6 +5,7 @@
 // closed after a short lingering drain, so the body is never buffered and the client still
 // reads the answer.
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <array>
@@ -36,7 +37,10 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
  public:
   HttpSession(ServerCore& core, uint64_t id, tcp::socket socket)
       : core_(core), id_(id), stream_(std::move(socket)) {}
-  ~HttpSession() override { core_.Untrack(id_); }
+  ~HttpSession() override {
+    ReleaseBody();
+    core_.Untrack(id_);
+  }
 
   void Run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
@@ -67,7 +71,15 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   }
 
  private:
-  enum class Phase { kAwaitingHead, kReadingBody, kHandling, kWriting, kLingering, kClosed };
+  enum class Phase {
+    kAwaitingHead,
+    kAwaitingRoom,  // for its body in max_concurrent_body_bytes
+    kReadingBody,
+    kHandling,
+    kWriting,
+    kLingering,
+    kClosed
+  };
 
   static HttpMessage Head() {
     HttpMessage head;
@@ -140,6 +152,24 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
           "request body of {} bytes (Content-Length) exceeds the limit of {} bytes for {} {}",
           *parser_->content_length(), body_limit_, head.method_string(), path));
     }
+    // A large body waits for room in the server-wide budget before it is read: bodies being
+    // read, parsed and handled at once are bounded, whatever the number of clients.
+    uint64_t charge = parser_->content_length().value_or(body_limit_);
+    if (charge < ServerLimits::kUnchargedBodyBytes) return ReadBody();
+    phase_ = Phase::kAwaitingRoom;
+    stream_.expires_never();  // the wait ends as requests in flight are handled
+    core_.bodies.Acquire(charge, [self = shared_from_this(), charge] {
+      asio::post(self->stream_.get_executor(), [self, charge] { self->OnRoom(charge); });
+    });
+  }
+
+  void OnRoom(uint64_t charge) {
+    body_charge_ = charge;
+    if (phase_ != Phase::kAwaitingRoom) return ReleaseBody();  // closed meanwhile
+    ReadBody();
+  }
+
+  void ReadBody() {
     phase_ = Phase::kReadingBody;
     stream_.expires_after(core_.limits.io_timeout);
     http::async_read(
@@ -147,19 +177,34 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
         [self = shared_from_this()](beast::error_code read_ec, size_t) { self->OnRead(read_ec); });
   }
 
+  // Gives the body's room in max_concurrent_body_bytes back: once it is handled, or when it
+  // will not be. The strand, or the handler thread while the request is being handled.
+  void ReleaseBody() {
+    if (body_charge_ == 0) return;
+    uint64_t charge = std::exchange(body_charge_, 0);
+    core_.bodies.Release(charge);
+    if (charge >= ServerLimits::kTrimAfterBodyBytes) ::malloc_trim(0);
+  }
+
   void OnRead(beast::error_code ec) {
     if (ec == http::error::body_limit) {
+      ReleaseBody();
       return RejectTooLarge(
           fmt::format("request body exceeds the limit of {} bytes for this route", body_limit_));
     }
-    if (ec) return CloseNow();
+    if (ec) {
+      ReleaseBody();
+      return CloseNow();
+    }
     HttpMessage request = parser_->release();
     ++requests_;
     if (shutting_down_) {
+      ReleaseBody();
       return Write(ErrorReply(request, Status::Unavailable("server is shutting down")),
                    /*close=*/true);
     }
     if (beast::websocket::is_upgrade(request)) {
+      ReleaseBody();
       phase_ = Phase::kClosed;  // the stream moves to the WebSocket session
       stream_.expires_never();
       StartWebSocketSession(core_, id_, std::move(stream_), std::move(request));
@@ -167,23 +212,25 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     }
     // Route on a handler thread; the reply comes back to this connection's strand.
     phase_ = Phase::kHandling;
-    asio::post(core_.handlers, [self = shared_from_this(), request = std::move(request)] {
+    asio::post(core_.handlers, [self = shared_from_this(), request = std::move(request)]() mutable {
       // Past the shutdown deadline the connection is closed: the request is not run.
       if (self->core_.abandoning()) return;
-      HttpReply reply = self->Route(request);
       bool close = !request.keep_alive();
+      HttpReply reply = self->Route(request);
+      self->ReleaseBody();
       asio::post(self->stream_.get_executor(), [self, reply = std::move(reply), close]() mutable {
         self->Write(std::move(reply), close);
       });
     });
   }
 
-  HttpReply Route(const HttpMessage& message) const {
+  // Handler thread. Moves the body out of `message` into the route's request.
+  HttpReply Route(HttpMessage& message) const {
     HttpRequest request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
     request.path = request.target.substr(0, request.target.find('?'));
-    request.body = message.body();
+    request.body = std::move(message.body());
     for (const auto& field : message) {
       std::string name(field.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -309,6 +356,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   std::array<char, 16 * 1024> drain_;  // lingering close: discarded input
   size_t lingered_ = 0;                // bytes discarded so far
   uint64_t requests_ = 0;              // requests read on this connection
+  // Bytes this request holds in max_concurrent_body_bytes (0: none). The strand, or the
+  // handler thread while the request is being handled (ReleaseBody).
+  uint64_t body_charge_ = 0;
 };
 
 }  // namespace

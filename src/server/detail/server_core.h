@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "core/status.h"
+#include "server/detail/byte_budget.h"
 #include "server/server.h"
 
 namespace reef::server::detail {
@@ -124,6 +125,9 @@ struct ServerCore {
   std::atomic<uint64_t> next_id{0};
   std::atomic<bool> stop_requested{false};  // set by Stop before it closes anything
   std::atomic<bool> abandon_requested{false};  // set by Stop when its deadline passed
+
+  // Request bodies being read, parsed and handled at once (max_concurrent_body_bytes).
+  ByteBudget bodies{limits.max_concurrent_body_bytes};
 
   // ---- Threads (declared last: destroyed first) ---------------------------------------------
   // Stop joins `handlers` without stopping it, so no handler task is left queued in it; what

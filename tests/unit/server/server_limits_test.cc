@@ -19,6 +19,7 @@ namespace {
 
 using namespace test;  // NOLINT: the clients and helpers of server_test_support.h
 using std::chrono::milliseconds;
+using testing::HttpCall;
 using testing::HttpGet;
 using testing::HttpResult;
 using Clock = std::chrono::steady_clock;
@@ -114,6 +115,79 @@ TEST(ServerLimitsTest, UnauthenticatedUploadGets401FromItsHeadBeforeTheBody) {
   EXPECT_EQ(result.body["error"]["code"], "unauthenticated") << result.text;
   EXPECT_FALSE(client.keep_alive);
   EXPECT_EQ(*calls, 0);
+}
+
+TEST(ServerLimitsTest, LargeBodiesWaitForRoomInTheServerWideBudgetSmallOnesDoNot) {
+  // Given a budget of 1 MiB for bodies in flight, and a route that holds its request until
+  // released and counts how many run at once
+  auto gate = std::make_shared<Gate>();
+  auto running = std::make_shared<std::atomic<int>>(0);
+  auto most = std::make_shared<std::atomic<int>>(0);
+  ServerOptions options;
+  options.limits.max_concurrent_body_bytes = 1 << 20;
+  options.routes.push_back({"POST", "/big",
+                            [gate, running, most](const HttpRequest& request) -> Result<json> {
+                              int now = ++*running;
+                              for (int seen = *most; now > seen && !most->compare_exchange_weak(
+                                                                       seen, now);) {
+                              }
+                              gate->Enter();
+                              --*running;
+                              return json{{"bytes", request.body.size()}};
+                            },
+                            "big", 4u << 20});
+  options.routes.push_back({"POST", "/small",
+                            [](const HttpRequest& request) -> Result<json> {
+                              return json{{"bytes", request.body.size()}};
+                            },
+                            "small"});
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  ReleaseOnExit release{gate};
+
+  // when four clients send 600 KB bodies at once
+  std::vector<HttpResult> results(4);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i, port = server->port()] {
+      results[i] = HttpCall(port, boost::beast::http::verb::post, "/big",
+                            std::string(600'000, 'x'));
+    });
+  }
+  ASSERT_TRUE(gate->WaitEntered(1));
+  std::this_thread::sleep_for(milliseconds(300));
+
+  // then one runs and the rest wait unread (two would not fit in 1 MiB), while a small body
+  // is answered at once
+  EXPECT_EQ(running->load(), 1);
+  HttpResult small =
+      HttpCall(server->port(), boost::beast::http::verb::post, "/small", std::string(1000, 'y'));
+  EXPECT_EQ(small.status, 200u) << small.text;
+
+  // and once released, every one is answered in turn
+  gate->Release();
+  for (auto& client : clients) client.join();
+  for (const HttpResult& result : results) {
+    EXPECT_EQ(result.status, 200u) << result.text;
+    EXPECT_EQ(result.body["bytes"], 600'000) << result.text;
+  }
+  EXPECT_EQ(most->load(), 1);
+}
+
+TEST(ServerLimitsTest, ABodyLargerThanTheWholeBudgetRunsAlone) {
+  ServerOptions options;
+  options.limits.max_concurrent_body_bytes = 100'000;
+  options.routes.push_back({"POST", "/big",
+                            [](const HttpRequest& request) -> Result<json> {
+                              return json{{"bytes", request.body.size()}};
+                            },
+                            "big", 4u << 20});
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  HttpResult result =
+      HttpCall(server->port(), boost::beast::http::verb::post, "/big", std::string(2'000'000, 'x'));
+  EXPECT_EQ(result.status, 200u) << result.text;
+  EXPECT_EQ(result.body["bytes"], 2'000'000);
 }
 
 TEST(ServerLimitsTest, ContentLengthOverTheRouteLimitGets413FromTheHead) {
