@@ -16,7 +16,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 # The million-message runtime test runs in the release build only: under a sanitizer it takes
 # minutes; its hundred-thousand-message twin runs everywhere.
-ASAN_EXCLUDE ?= TenThousandActorsExchangeAMillion
+ASAN_EXCLUDE ?= *TenThousandActorsExchangeAMillion*
 FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
@@ -29,6 +29,9 @@ ASAN_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_BENCH=OFF \
 TSAN_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREEF_BENCH=OFF \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
 CMAKE_FLAGS ?=
+# The sanitizer builds take the release build's wasm guests instead of compiling them again
+# (cmake/guest.cmake), so their targets depend on `build`.
+SANITIZER_GUESTS = -DREEF_PREBUILT_GUEST_DIR=$(abspath $(BUILD))/guests
 
 .PHONY: setup build run test test-fast asan-configure test-asan test-tsan bench fuzz fuzz-build fuzz-smoke format clean
 
@@ -46,21 +49,25 @@ test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # Configures the clang ASan+UBSan+libFuzzer build (ASAN_BUILD, shared with the fuzz targets).
-asan-configure: setup
+asan-configure: build
 	@cmake -S . -B $(ASAN_BUILD) -G Ninja $(ASAN_FLAGS) -DREEF_SANITIZE=ON -DREEF_FUZZ=ON \
-	  -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 $(CMAKE_FLAGS) >/dev/null
+	  -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_COMPILER=clang++-16 $(SANITIZER_GUESTS) \
+	  $(CMAKE_FLAGS) >/dev/null
 
+# The unit tests run as one process per shard (scripts/test_shards.sh): starting the
+# sanitized binary once per test, as ctest does, cost more than the tests.
 test-asan: asan-configure
 	@cmake --build $(ASAN_BUILD) -j $(BUILD_JOBS) --target reef_unit_tests
-	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -L unit -E "$(ASAN_EXCLUDE)"
+	@bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests $(JOBS) "-$(ASAN_EXCLUDE)" \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 # ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned), from
 # their own binary (tests/CMakeLists.txt REEF_TSAN_TEST_SOURCES).
 TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= FreeRunning*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerLimitsTest.*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*
-test-tsan: setup
-	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(TSAN_FLAGS) -DREEF_TSAN=ON $(CMAKE_FLAGS) >/dev/null
+test-tsan: build
+	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(TSAN_FLAGS) -DREEF_TSAN=ON $(SANITIZER_GUESTS) \
+	  $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(BUILD_JOBS) --target reef_tsan_tests
 	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  $(TSAN_BUILD)/tests/reef_tsan_tests --gtest_filter='$(TSAN_TESTS)' --gtest_brief=1
@@ -77,6 +84,7 @@ fuzz-smoke: fuzz-build
 test: test-fast test-asan fuzz-smoke test-tsan
 
 bench: build
+	@cmake --build $(BUILD) -j $(BUILD_JOBS) --target reef_benches
 	@bash scripts/bench.sh $(BUILD)
 
 format:

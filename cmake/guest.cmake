@@ -25,11 +25,24 @@ if(REEF_GUESTS)
 else()
   find_program(REEF_GUEST_CC NAMES clang-16 clang)
 endif()
-set(REEF_GUEST_DIR ${CMAKE_BINARY_DIR}/guests)
-file(MAKE_DIRECTORY ${REEF_GUEST_DIR})
+# The sanitizer builds of `make test` use the release build's guests (the same sources, flags
+# and compiler, so the same bytes) instead of compiling them again: then every guest_NAME
+# target is empty and REEF_GUEST_DIR is that build's guests/ directory.
+set(REEF_PREBUILT_GUEST_DIR "" CACHE PATH
+    "A guests/ directory another build of this tree made, used instead of building guests")
+if(REEF_PREBUILT_GUEST_DIR)
+  set(REEF_GUEST_DIR ${REEF_PREBUILT_GUEST_DIR})
+else()
+  set(REEF_GUEST_DIR ${CMAKE_BINARY_DIR}/guests)
+  file(MAKE_DIRECTORY ${REEF_GUEST_DIR})
+endif()
 
 function(reef_add_guest name)
   cmake_parse_arguments(G "LTO" "" "SOURCES;INCLUDES;CFLAGS" ${ARGN})
+  if(REEF_PREBUILT_GUEST_DIR)
+    add_custom_target(guest_${name})  # ${REEF_GUEST_DIR}/${name}.wasm is already there
+    return()
+  endif()
   set(lto_flag)
   if(G_LTO)
     set(lto_flag -flto)

@@ -48,11 +48,15 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
     reef_failf("counter: state must be an integer, got %s", reef_kind_name(reef_peek(&state)));
   }
   reef_str op;
-  if (reef_peek(&message) != REEF_KIND_RECORD || reef_field_text(message, "op", &op) != REEF_OK) {
+  if (reef_peek(&message) != REEF_KIND_RECORD) {
     return refuse(sender, count,
                   reef_strf("counter: the message must be an object with a text field \"op\" "
                             "(add, get or fail), not %s",
                             reef_kind_name(reef_peek(&message))));
+  }
+  if (reef_field_text(message, "op", &op) != REEF_OK) {
+    return refuse(sender, count,
+                  reef_strf("counter: the message needs a text field \"op\" (add, get or fail)"));
   }
 
   if (reef_str_eq(op, "add")) {

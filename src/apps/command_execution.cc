@@ -11,6 +11,7 @@
 
 #include "apps/detail/module_runtime_impl.h"
 #include "core/cbor.h"
+#include "core/utf8.h"
 
 namespace reef::apps {
 
@@ -362,6 +363,10 @@ Result<CommandOutcome> ModuleRuntime::Execute(std::string_view name, const Value
   if (!key.empty()) {
     if (key.size() > 256) {
       return Status::InvalidArgument("the idempotency key is longer than 256 bytes");
+    }
+    if (auto bad = FindInvalidUtf8(key)) {
+      return Status::InvalidArgument(
+          fmt::format("the idempotency key is not valid UTF-8 (byte {}); nothing was run", *bad));
     }
     turn = impl_->key_turns.Take(command + '\n' + key);
     if (auto stored = impl_->FindResult(command, key)) return impl_->ReplayOutcome(*stored);

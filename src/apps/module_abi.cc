@@ -316,6 +316,12 @@ std::string SqlError(sqlite3* db, int rc, const std::string& sql, const SqlHeapB
         "(in: {})",
         heap.limit_bytes(), sql);
   }
+  if (heap.crowded()) {
+    return fmt::format(
+        "the SQL statements running on this server hold their shared memory limit ({} bytes); "
+        "the call may succeed when retried (in: {})",
+        kMaxSqlHeapBytesTotal, sql);
+  }
   if (rc == SQLITE_INTERRUPT) {
     return fmt::format("the statement ran longer than {} s and was interrupted (in: {})",
                        std::chrono::seconds(kMaxSqlTime).count(), sql);

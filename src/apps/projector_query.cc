@@ -51,11 +51,17 @@ int QueryAuthorizer(void* denied, int action, const char*, const char* function,
   return SQLITE_OK;
 }
 
-Status HeapExceeded() {
-  return Status::LimitExceeded(fmt::format(
-      "the query needed more than {} bytes of memory (the most one projector query may use); "
-      "aggregate fewer rows or smaller values",
-      kMaxReadModelQueryHeapBytes));
+Status HeapExceeded(const SqlHeapBudget& heap) {
+  if (heap.exceeded()) {
+    return Status::LimitExceeded(fmt::format(
+        "the query needed more than {} bytes of memory (the most one projector query may "
+        "use); aggregate fewer rows or smaller values",
+        kMaxReadModelQueryHeapBytes));
+  }
+  return Status::Unavailable(fmt::format(
+      "the SQL statements running on this server hold their shared memory limit ({} bytes); "
+      "retry the query shortly",
+      kMaxSqlHeapBytesTotal));
 }
 
 }  // namespace
@@ -89,7 +95,7 @@ Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view 
         "runs for seconds in one call, past the query's deadline): format on the client");
   }
   if (prepared != SQLITE_OK) {
-    if (heap.exceeded()) return HeapExceeded();
+    if (heap.exceeded() || heap.crowded()) return HeapExceeded(heap);
     return Status::InvalidArgument(fmt::format("sql: {}", sqlite3_errmsg(db)));
   }
   std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> s(raw, sqlite3_finalize);
@@ -178,7 +184,7 @@ Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view 
     }
     rows.push_back(std::move(row));
   }
-  if (heap.exceeded()) return HeapExceeded();
+  if (heap.exceeded() || heap.crowded()) return HeapExceeded(heap);
   if (rc == SQLITE_INTERRUPT) {
     return Status::LimitExceeded(fmt::format("the query ran longer than {} s and was interrupted",
                                              kMaxReadModelQueryTime.count()));

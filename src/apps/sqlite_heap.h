@@ -11,6 +11,13 @@
 // connection's page cache may shrink during a statement), so the bound is approximate by at
 // most what the connection held before the scope opened.
 //
+// Budgets share a server-wide total as well (kMaxSqlHeapBytesTotal): what every open budget
+// holds at once. An allocation that would pass it fails the same way, and the budget reports
+// crowded() instead: the statement was within its own limit and may be retried later. When a
+// budget closes, what it still holds stops counting (a connection's page cache lives on).
+// A budget that held kTrimAfterBytes or more at some point hands freed memory back to the
+// system when it closes (malloc_trim), so per-thread malloc arenas do not keep it.
+//
 // Thread ownership: a budget belongs to the thread that opened it and counts only that
 // thread's allocations; SQLite connections opened with SQLITE_OPEN_NOMUTEX are used by one
 // thread at a time, which is how Reef uses them.
@@ -19,6 +26,10 @@
 #include <cstdint>
 
 namespace reef::apps {
+
+// Bytes all open budgets may hold together, and the peak after which a budget trims.
+inline constexpr int64_t kMaxSqlHeapBytesTotal = 256 << 20;
+inline constexpr int64_t kTrimAfterBytes = 8 << 20;
 
 // True when the counting allocator is installed (SQLite had not initialized before this
 // library's static initializers ran). Without it budgets count nothing; `reef serve` logs it.
@@ -33,8 +44,11 @@ class SqlHeapBudget {
   SqlHeapBudget(const SqlHeapBudget&) = delete;
   SqlHeapBudget& operator=(const SqlHeapBudget&) = delete;
 
-  // True once an allocation was refused for want of budget.
+  // True once an allocation was refused for want of this budget.
   bool exceeded() const { return exceeded_; }
+  // True once an allocation was refused because all budgets together held
+  // kMaxSqlHeapBytesTotal.
+  bool crowded() const { return crowded_; }
   int64_t limit_bytes() const { return limit_; }
   // Bytes allocated and not freed since the budget opened (may be negative, see above).
   int64_t used_bytes() const { return used_; }
@@ -43,7 +57,9 @@ class SqlHeapBudget {
   friend struct SqlHeapAllocator;
   int64_t limit_;
   int64_t used_ = 0;
+  int64_t peak_ = 0;
   bool exceeded_ = false;
+  bool crowded_ = false;
   SqlHeapBudget* outer_;
 };
 

@@ -79,7 +79,12 @@ class RawBuilder {
   bool start_array(std::size_t) { return Open(Value::ListOf({})); }
   bool end_array() { return Close(); }
 
-  bool parse_error(std::size_t position, const std::string&, const json::exception& e) {
+  bool parse_error(std::size_t position, const std::string& token, const json::exception& e) {
+    if (e.id == kJsonNumberOverflow) {  // a float literal past float64: name the number rule
+      return Fail(Status::InvalidArgument(
+          fmt::format("invalid JSON at byte offset {}: {}", position,
+                      CheckJsonFloat(HUGE_VAL, token).message())));
+    }
     std::string what = e.what();
     if (const auto bracket = what.find("] "); what.starts_with("[json.") && bracket != what.npos) {
       what.erase(0, bracket + 2);

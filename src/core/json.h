@@ -35,6 +35,9 @@ Status CheckJsonInteger(uint64_t value);
 // is not finite, or underflows (a nonzero literal read as 0).
 // Errors: InvalidArgument naming the literal and the rule.
 Status CheckJsonFloat(double value, std::string_view literal);
+// nlohmann's exception id for a number literal past float64 ("number overflow parsing ..."),
+// which its parser reports as a parse error before CheckJsonFloat could see the number.
+inline constexpr int kJsonNumberOverflow = 406;
 
 // Parses `text` (one JSON document, UTF-8, no comments, nothing but whitespace after it) into
 // a Value. `text` is only read during the call.

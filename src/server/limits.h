@@ -19,14 +19,15 @@ struct ServerLimits {
   size_t max_request_bytes = 1 << 20;
   // Largest HTTP request head (request line and header fields), in bytes: 413.
   size_t max_header_bytes = 16 << 10;
-  // HTTP request bodies of kUnchargedBodyBytes or more being read, parsed and handled at once,
-  // server-wide, in bytes (by Content-Length, or the route's limit for a chunked body). A
-  // request whose body does not fit waits, unread, until requests in flight are answered (TCP
-  // pushes back on its client); arrival order is kept. Handling a JSON append takes ~20x its
-  // body (measured: a 4.2 MB append of 40,000 events peaks 85 MB), so this bounds the memory
-  // of many large requests at once (docs/operations.md). One body larger than the whole budget
-  // runs when nothing else holds any.
-  uint64_t max_concurrent_body_bytes = 16 << 20;
+  // HTTP request bodies of kUnchargedBodyBytes or more being parsed and handled at once,
+  // server-wide, in bytes. A request whose body does not fit waits, read but not handled,
+  // until requests in flight are answered (no thread waits; arrival order is kept). Handling
+  // a JSON append takes 20-30x its body (measured: 4.2 MB of 40,000 events peaks at 85 MB,
+  // 4.3 MB of 166,000 tiny events at 125 MB), so this bounds the memory of many large
+  // requests at once (docs/operations.md). One body larger than the whole budget runs when
+  // nothing else holds any. Bodies are charged once they have arrived, so a client that
+  // announces a large body and stalls holds none of it.
+  uint64_t max_concurrent_body_bytes = 8 << 20;
 
   // ---- Connections ----------------------------------------------------------------------------
   // Open TCP connections of every kind. A new connection at the cap evicts the oldest

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <exception>
 #include <utility>
 
@@ -70,8 +71,12 @@ class RequestSax {
   bool end_object() { return dom_.end_object(); }
   bool start_array(std::size_t n) { return Count() && dom_.start_array(n); }
   bool end_array() { return dom_.end_array(); }
-  bool parse_error(std::size_t position, const std::string& /*token*/,
+  bool parse_error(std::size_t position, const std::string& token,
                    const nlohmann::detail::exception& error) {
+    if (error.id == kJsonNumberOverflow) {  // a float literal past float64: name the rule
+      return Refuse(fmt::format("malformed JSON at byte {}: {}", position,
+                                CheckJsonFloat(HUGE_VAL, token).message()));
+    }
     // e.what() reads "[json.exception.parse_error.101] parse error at line 1, ...".
     std::string what = error.what();
     if (std::size_t bracket = what.find("] "); bracket != std::string::npos) {

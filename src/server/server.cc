@@ -121,10 +121,13 @@ HttpReply ResponseReply(const HttpMessage& request, const HttpResponse& response
 }
 
 HttpReply UnauthorizedReply(const HttpMessage& request) {
-  nlohmann::json body = {
-      {"error",
-       {{"code", "unauthenticated"},
-        {"message", "this server requires its auth token: send Authorization: Bearer <token>"}}}};
+  // A client that sent a token learns that it is the wrong one, not that one is missing.
+  std::string_view message =
+      request.find(http::field::authorization) == request.end()
+          ? "this server requires its auth token: send Authorization: Bearer <token>"
+          : "the Authorization header does not carry this server's auth token (Bearer <token>, "
+            "the token `reef serve` was given)";
+  nlohmann::json body = {{"error", {{"code", "unauthenticated"}, {"message", message}}}};
   HttpReply reply = JsonReply(request, http::status::unauthorized, body);
   reply.set(http::field::www_authenticate, "Bearer realm=\"reef\"");
   return reply;

@@ -34,7 +34,9 @@ struct HttpRequest {
   std::string target;  // "/health?x=1", as sent
   std::string path;    // "/health", the target without its query
   std::string body;    // at most ServerLimits::max_request_bytes bytes
-  // Header fields by lowercase name ("idempotency-key"); a repeated field keeps its last value.
+  // Header fields by lowercase name ("idempotency-key"). A repeated field keeps its last
+  // value, except Authorization, Content-Type, Idempotency-Key and X-Correlation-Id: a request
+  // repeating one of them is refused with 400 before any route runs.
   std::map<std::string, std::string, std::less<>> headers;
   // Values of the route's `{name}` path segments, percent-decoded ("/commands/{name}/execute"
   // on "/commands/deposit/execute" gives {"name": "deposit"}).

@@ -86,11 +86,37 @@ DeclaredLimits FromWabtLimits(const wabt::Limits& limits, bool imported) {
 }
 
 // wabt's formatter ends every error with a newline; a Status message does not.
+// wabt's errors quote the offending token and echo its source line, both of any length (a
+// 5 MB number literal): each line of the message is cut to this many bytes, and the message
+// to this many lines.
+constexpr size_t kMaxErrorLineBytes = 300;
+constexpr size_t kMaxErrorLines = 40;
+
 std::string FormatErrors(const wabt::Errors& errors, wabt::Location::Type type,
                          wabt::LexerSourceLineFinder* finder = nullptr) {
   std::string text = wabt::FormatErrorsToString(errors, type, finder);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text.empty() ? "invalid module" : text;
+  std::string out;
+  size_t lines = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line(text.data() + start, end - start);
+    if (++lines > kMaxErrorLines) {
+      out += fmt::format("... ({} more bytes of errors)\n", text.size() - start);
+      break;
+    }
+    if (line.size() > kMaxErrorLineBytes) {
+      size_t cut = kMaxErrorLineBytes;
+      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+      out += fmt::format("{}... ({} more bytes)\n", line.substr(0, cut), line.size() - cut);
+    } else {
+      out += line;
+      out += '\n';
+    }
+    start = end + 1;
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out.empty() ? "invalid module" : out;
 }
 
 // One line "<name>:<offset>: error: <reason>" for a binary the reader refused. The reader
@@ -191,6 +217,10 @@ Result<std::shared_ptr<const Module>> Module::ParseText(std::string_view wat, st
 Result<std::shared_ptr<const Module>> Module::FromFile(const std::filesystem::path& path,
                                                        const ModuleLimits& limits) {
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(
+        fmt::format("{}: is a directory, not a module file (.wasm or .wat)", path.string()));
+  }
   uint64_t size = std::filesystem::file_size(path, ec);
   if (ec) return Status::NotFound(fmt::format("{}: {}", path.string(), ec.message()));
   REEF_RETURN_IF_ERROR(CheckSize(size, limits));

@@ -126,7 +126,9 @@ class TextScanner {
   // The form opened at open_at_ begins with `word`.
   Status Form(std::string_view word) {
     if (parens_ == 1 && word == "module") field_depth_ = 2;
-    if (parens_ != field_depth_) {
+    // Inline exports and imports ((func (export "f") ...)) become fields of their own.
+    bool inline_field = parens_ > field_depth_ && (word == "export" || word == "import");
+    if (parens_ != field_depth_ && !inline_field) {
       ++shape_.forms;
       return Status::Ok();
     }

@@ -8,7 +8,8 @@
 //   - nesting deeper than max_text_nesting (parentheses, plus the plain block, loop, if and
 //     try instructions and their `end`): LimitExceeded;
 //   - more module fields of a kind than ModuleLimits allows (func, type, import, export,
-//     global, table, elem, data): LimitExceeded naming the limit;
+//     global, table, elem, data; inline exports and imports count as fields of their kind):
+//     LimitExceeded naming the limit;
 //   - an estimated parse memory past load_memory_factor * text bytes + load_memory_allowance:
 //     LimitExceeded (the estimate charges each module field, each other parenthesized form,
 //     each token and each string byte at the cost measured for the dearest construct of its
@@ -30,7 +31,8 @@ namespace reef::wasm {
 
 // What a text declares, as counted by ScanText.
 struct TextShape {
-  uint64_t fields = 0;        // module fields: forms directly inside (module ...)
+  uint64_t fields = 0;        // module fields: forms directly inside (module ...), and
+                              // inline (export ...) and (import ...) forms
   uint64_t forms = 0;         // every other parenthesized form
   uint64_t tokens = 0;        // keywords, names, numbers
   uint64_t string_bytes = 0;  // bytes inside string literals

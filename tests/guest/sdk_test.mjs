@@ -421,7 +421,8 @@ test('program counter: only op fail fails; a bad message gets an error reply and
     [{ op: 'mul' }, /unknown op "mul"; expected add, get or fail/],
     [7, /must be an object with a text field "op".*not int/],
     [[1, 2], /not list/],
-    [{ op: 5 }, /text field "op"/],
+    [{ op: 5 }, /^counter: the message needs a text field "op" \(add, get or fail\)$/],
+    [{ value: 1 }, /^counter: the message needs a text field "op"/],
   ];
   for (const [message, reason] of cases) {
     const r = g.handle(41, new Ref(REF_A), message, { entry: 'counter_handle' });

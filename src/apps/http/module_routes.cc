@@ -193,7 +193,13 @@ Result<HttpResponse> Execute(ModuleRuntime& runtime, const HttpRequest& r) {
   REEF_ASSIGN_OR_RETURN(json body, ParseBody(r, /*object_required=*/false));
   REEF_ASSIGN_OR_RETURN(Value input, ValueFromJsonPlain(body));
   ExecuteOptions options;
-  if (auto key = r.Header("idempotency-key")) options.idempotency_key = *key;
+  if (auto key = r.Header("idempotency-key")) {
+    if (key->empty()) {
+      return Status::InvalidArgument(
+          "the Idempotency-Key header is empty: send a key of 1 to 256 bytes, or no header");
+    }
+    options.idempotency_key = *key;
+  }
   if (auto id = r.Header("x-correlation-id")) {
     if (id->size() > 256) return Status::InvalidArgument("X-Correlation-Id is longer than 256 bytes");
     options.correlation_id = *id;

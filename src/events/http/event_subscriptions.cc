@@ -133,6 +133,13 @@ Result<json> EventSubscriptions::Subscribe(const json& args, server::Connection&
     REEF_ASSIGN_OR_RETURN(query, QueryFromJson(*it, "query"));
   }
   REEF_ASSIGN_OR_RETURN(auto after, OptionalUintField(args, "", "after"));
+  if (uint64_t head = store_.Head(); after && *after > head) {
+    // Positions are consecutive: such a subscription would skip the events appended at
+    // positions head+1..after, which is never what a client means.
+    return Status::InvalidArgument(fmt::format(
+        "after {} is past the head of the store ({}); subscribe with an after of at most {}",
+        *after, head, head));
+  }
   DataEncoding encoding = DataEncoding::kAuto;
   if (auto it = args.find("data_encoding"); it != args.end() && !it->is_null()) {
     if (*it == "base64") {

@@ -33,6 +33,22 @@ constexpr size_t kLingerBytes = 1 << 20;
 // still send it (and get 503) before it is closed.
 constexpr std::chrono::milliseconds kFreshGrace{500};
 
+// True for the parser's errors that mean the request breaks HTTP/1.1's syntax or framing (a
+// bad Content-Length, Content-Length together with chunked, a bad chunk), as opposed to the
+// connection ending or a limit: those get 400 before the connection closes.
+bool IsMalformedRequest(const beast::error_code& ec) {
+  static const auto& kCategory = http::make_error_code(http::error::bad_method).category();
+  return ec.category() == kCategory &&
+         ec.value() >= static_cast<int>(http::error::bad_line_ending) &&
+         ec.value() <= static_cast<int>(http::error::multiple_content_length);
+}
+
+// Header fields that carry one value: sent twice, the request is refused (400).
+bool IsSingletonField(std::string_view lowercase_name) {
+  return lowercase_name == "authorization" || lowercase_name == "content-type" ||
+         lowercase_name == "idempotency-key" || lowercase_name == "x-correlation-id";
+}
+
 class HttpSession : public Session, public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(ServerCore& core, uint64_t id, tcp::socket socket)
@@ -73,8 +89,8 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
  private:
   enum class Phase {
     kAwaitingHead,
-    kAwaitingRoom,  // for its body in max_concurrent_body_bytes
     kReadingBody,
+    kAwaitingRoom,  // for its body in max_concurrent_body_bytes
     kHandling,
     kWriting,
     kLingering,
@@ -131,7 +147,8 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       return RejectTooLarge(fmt::format("request head exceeds max_header_bytes ({} bytes)",
                                         core_.limits.max_header_bytes));
     }
-    if (ec) return CloseNow();  // header_timeout, the client went away, malformed
+    if (IsMalformedRequest(ec)) return RejectMalformed(ec);
+    if (ec) return CloseNow();  // header_timeout, the client went away
     const auto& head = parser_->get();
     if (!Authorized(core_, head)) return Reject(UnauthorizedReply(head));
     if (shutting_down_) {
@@ -152,24 +169,6 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
           "request body of {} bytes (Content-Length) exceeds the limit of {} bytes for {} {}",
           *parser_->content_length(), body_limit_, head.method_string(), path));
     }
-    // A large body waits for room in the server-wide budget before it is read: bodies being
-    // read, parsed and handled at once are bounded, whatever the number of clients.
-    uint64_t charge = parser_->content_length().value_or(body_limit_);
-    if (charge < ServerLimits::kUnchargedBodyBytes) return ReadBody();
-    phase_ = Phase::kAwaitingRoom;
-    stream_.expires_never();  // the wait ends as requests in flight are handled
-    core_.bodies.Acquire(charge, [self = shared_from_this(), charge] {
-      asio::post(self->stream_.get_executor(), [self, charge] { self->OnRoom(charge); });
-    });
-  }
-
-  void OnRoom(uint64_t charge) {
-    body_charge_ = charge;
-    if (phase_ != Phase::kAwaitingRoom) return ReleaseBody();  // closed meanwhile
-    ReadBody();
-  }
-
-  void ReadBody() {
     phase_ = Phase::kReadingBody;
     stream_.expires_after(core_.limits.io_timeout);
     http::async_read(
@@ -188,29 +187,43 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
 
   void OnRead(beast::error_code ec) {
     if (ec == http::error::body_limit) {
-      ReleaseBody();
       return RejectTooLarge(
           fmt::format("request body exceeds the limit of {} bytes for this route", body_limit_));
     }
-    if (ec) {
-      ReleaseBody();
-      return CloseNow();
-    }
+    if (IsMalformedRequest(ec)) return RejectMalformed(ec);
+    if (ec) return CloseNow();
     HttpMessage request = parser_->release();
     ++requests_;
     if (shutting_down_) {
-      ReleaseBody();
       return Write(ErrorReply(request, Status::Unavailable("server is shutting down")),
                    /*close=*/true);
     }
     if (beast::websocket::is_upgrade(request)) {
-      ReleaseBody();
       phase_ = Phase::kClosed;  // the stream moves to the WebSocket session
       stream_.expires_never();
       StartWebSocketSession(core_, id_, std::move(stream_), std::move(request));
       return;
     }
-    // Route on a handler thread; the reply comes back to this connection's strand.
+    // A large body waits for room in the server-wide budget before it is parsed and handled
+    // (handling takes many times the body's size), so that work is bounded whatever the
+    // number of clients. The charge is the body that arrived: a client that announces a
+    // large body and stalls holds nothing.
+    uint64_t charge = request.body().size();
+    if (charge < ServerLimits::kUnchargedBodyBytes) return Handle(std::move(request));
+    phase_ = Phase::kAwaitingRoom;
+    stream_.expires_never();  // the wait ends as requests in flight are handled
+    auto waiting = std::make_shared<HttpMessage>(std::move(request));
+    core_.bodies.Acquire(charge, [self = shared_from_this(), charge, waiting] {
+      asio::post(self->stream_.get_executor(), [self, charge, waiting] {
+        self->body_charge_ = charge;
+        if (self->phase_ != Phase::kAwaitingRoom) return self->ReleaseBody();  // closed
+        self->Handle(std::move(*waiting));
+      });
+    });
+  }
+
+  // Routes `request` on a handler thread; the reply comes back to this connection's strand.
+  void Handle(HttpMessage request) {
     phase_ = Phase::kHandling;
     asio::post(core_.handlers, [self = shared_from_this(), request = std::move(request)]() mutable {
       // Past the shutdown deadline the connection is closed: the request is not run.
@@ -234,7 +247,15 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     for (const auto& field : message) {
       std::string name(field.name_string());
       for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request.headers[name] = std::string(field.value());
+      auto [it, first] = request.headers.try_emplace(name, field.value());
+      if (first) continue;
+      if (IsSingletonField(name)) {
+        // Two values of a field that has one: which one the client meant is unknowable.
+        return ErrorReply(message, Status::InvalidArgument(fmt::format(
+                                       "header {} is sent more than once; send it once",
+                                       std::string(field.name_string()))));
+      }
+      it->second = std::string(field.value());
     }
     std::string allowed;
     for (const HttpRoute& route : core_.routes) {
@@ -294,6 +315,12 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
 
   void RejectTooLarge(const std::string& message) {
     Reject(ErrorReply(Head(), Status::LimitExceeded(message)));
+  }
+
+  void RejectMalformed(const beast::error_code& ec) {
+    Reject(ErrorReply(Head(), Status::InvalidArgument(fmt::format(
+                                  "malformed HTTP request: {}; the connection closes",
+                                  ec.message()))));
   }
 
   // Answers a request refused before its body was read, then closes (after a lingering drain

@@ -202,6 +202,18 @@ TEST_F(ModuleRoutesTest, ExecuteAppendsRejectsAndHonoursIdempotencyKeys) {
   EXPECT_EQ(rejected.body["error"]["message"], "expected 5 events, found 1");
 }
 
+TEST_F(ModuleRoutesTest, AnIdempotencyKeyThatIsNotUtf8IsRefusedNamingTheKeyBeforeRunning) {
+  ASSERT_EQ(UploadGuest("commands", "count", "1.0.0", "test_command").status, 201u);
+  auto refused = Call(verb::post, "/commands/count/execute", R"({"tag": "t"})",
+                      {{"Idempotency-Key", "k-\xff"}});
+  ExpectError(refused, 400, "invalid_argument",
+              "the idempotency key is not valid UTF-8 (byte 2); nothing was run");
+  ExpectError(
+      Call(verb::post, "/commands/count/execute", R"({"tag": "t"})", {{"Idempotency-Key", ""}}),
+      400, "invalid_argument", "the Idempotency-Key header is empty");
+  EXPECT_EQ(Call(verb::post, "/events/read", "{}").body["events"].size(), 0u);
+}
+
 TEST_F(ModuleRoutesTest, ProjectorStatusEnvReplayAndQuery) {
   ASSERT_EQ(UploadGuest("projectors", "ticks", "1.0.0", "test_projector_v1").status, 201u);
   ASSERT_EQ(

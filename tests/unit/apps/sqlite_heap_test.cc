@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace reef::apps {
 namespace {
@@ -58,6 +61,51 @@ TEST(SqlHeapBudgetTest, AnotherThreadsAllocationsAreNotCharged) {
   other.join();
   EXPECT_FALSE(budget.exceeded());
   EXPECT_EQ(budget.used_bytes(), 0);
+}
+
+TEST(SqlHeapBudgetTest, AllBudgetsTogetherStopAtTheServerWideTotal) {
+  // Budgets on other threads hold most of the total...
+  constexpr int kHolders = 4;
+  constexpr int64_t kEach = kMaxSqlHeapBytesTotal / kHolders - (1 << 20);
+  std::mutex mu;
+  std::condition_variable cv;
+  int held = 0;
+  bool release = false;
+  std::vector<std::thread> holders;
+  for (int i = 0; i < kHolders; ++i) {
+    holders.emplace_back([&] {
+      SqlHeapBudget budget(kMaxSqlHeapBytesTotal);
+      void* p = sqlite3_malloc64(kEach);
+      EXPECT_NE(p, nullptr);
+      std::unique_lock lock(mu);
+      ++held;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+      sqlite3_free(p);
+    });
+  }
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return held == kHolders; });
+  }
+  // ...so one more statement within its own limit is refused as crowded, not as exceeded
+  {
+    SqlHeapBudget budget(64 << 20);
+    EXPECT_EQ(sqlite3_malloc64(8 << 20), nullptr);
+    EXPECT_TRUE(budget.crowded());
+    EXPECT_FALSE(budget.exceeded());
+  }
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (auto& holder : holders) holder.join();
+  // and once they are done it has room again
+  SqlHeapBudget budget(64 << 20);
+  void* p = sqlite3_malloc64(8 << 20);
+  EXPECT_NE(p, nullptr);
+  sqlite3_free(p);
 }
 
 TEST(SqlHeapBudgetTest, AStatementThatOutgrowsItsBudgetFailsWithNoMemory) {

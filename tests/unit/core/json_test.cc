@@ -70,8 +70,11 @@ TEST(JsonTest, RejectsIntegersOutsideInt64) {
   ExpectRejected("[99999999999999999999]", "at /0: integer 99999999999999999999 is outside");
 }
 
-TEST(JsonTest, RejectsNumbersBeyondFloat64) {
-  ExpectRejected("1e400", "invalid JSON at byte offset");
+TEST(JsonTest, RejectsNumbersBeyondFloat64NamingTheNumberRule) {
+  ExpectRejected("1e400",
+                 "invalid JSON at byte offset 5: number 1e400 is outside the float64 range "
+                 "(JSON numbers must be exact int64 or finite float64)");
+  ExpectRejected("[-1.5e999]", "number -1.5e999 is outside the float64 range");
 }
 
 TEST(JsonTest, RefusesNumbersThatWouldChangeInsteadOfRoundingThem) {

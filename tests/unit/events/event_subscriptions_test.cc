@@ -111,13 +111,29 @@ TEST_F(EventSubscriptionsTest, CatchesUpThenFollowsLiveAndResumesFromAPosition) 
   EXPECT_EQ(Receive(1), Range(8, 8));
 }
 
+TEST_F(EventSubscriptionsTest, AnAfterPastTheHeadIsRefusedNamingTheHead) {
+  Start();
+  AppendTagged(3, "a");
+  // after 9 would silently skip positions 4..9 once they are appended
+  auto refused = client_->Call("events-subscribe", {{"after", 9}}, milliseconds(5'000));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("after 9 is past the head of the store (3)"),
+            std::string::npos)
+      << refused.status().message();
+  // after == head waits for the next event
+  ASSERT_TRUE(client_->Call("events-subscribe", {{"after", 3}}, milliseconds(5'000)).ok());
+  AppendTagged(1, "a");
+  EXPECT_EQ(Receive(1), Range(4, 4));
+}
+
 TEST_F(EventSubscriptionsTest, ASlowConsumerIsToldWhereToResumeInsteadOfLosingEvents) {
   // Given a subscription whose client does not read while 5,000 events of 4 KiB are sent
   // (more than the socket buffers and a 1 MiB outgoing queue hold).
   Start({.lag_timeout = milliseconds(300)}, /*max_outgoing_bytes=*/1 << 20);
   for (int i = 0; i < 5; ++i) AppendTagged(1'000, "t", 4'096);
   ASSERT_TRUE(client_->Call("events-subscribe", json::object(), milliseconds(5'000)).ok());
-  for (int i = 0; i < 500 && subscriptions_->open() > 0; ++i) {
+  for (int i = 0; i < 1'500 && subscriptions_->open() > 0; ++i) {  // 30 s: a loaded ASan build
     std::this_thread::sleep_for(milliseconds(20));
   }
   ASSERT_EQ(subscriptions_->open(), 0u) << "the subscription did not give up on its slow client";

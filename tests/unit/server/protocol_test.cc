@@ -20,6 +20,15 @@ TEST(ProtocolTest, ParseRequestAcceptsAMinimalRequest) {
   EXPECT_EQ(request->args, json::object());
 }
 
+TEST(ProtocolTest, ANumberBeyondFloat64IsRefusedNamingTheNumberRule) {
+  json id;
+  auto request = ParseRequest(R"({"v":1,"id":1,"op":"x","args":{"n":1e400}})", &id);
+  ASSERT_FALSE(request.ok());
+  EXPECT_NE(request.status().message().find("number 1e400 is outside the float64 range"),
+            std::string::npos)
+      << request.status().message();
+}
+
 TEST(ProtocolTest, DeepNestingIsRejectedBeforeParsing) {
   std::string frame = R"({"v":1,"id":9,"op":"ping","args":{"x":)" + std::string(100'000, '[') +
                       std::string(100'000, ']') + "}}";

@@ -74,6 +74,15 @@ bool Eventually(Condition condition) {
   return condition();
 }
 
+// Registers op "block", which waits in `gate` until it is released.
+Status RegisterBlockingOp(ServerOptions& options, const std::shared_ptr<Gate>& gate) {
+  return options.dispatcher.Register("block", "Blocks until released",
+                                     [gate](const json&, Connection&) -> Result<json> {
+                                       gate->Enter();
+                                       return json::object();
+                                     });
+}
+
 // Starts server->Stop() on its own thread and returns once the listener no longer takes
 // connections (Stop has begun).
 std::thread StopInBackground(Server& server) {
@@ -157,9 +166,10 @@ TEST(ServerLimitsTest, LargeBodiesWaitForRoomInTheServerWideBudgetSmallOnesDoNot
   ASSERT_TRUE(gate->WaitEntered(1));
   std::this_thread::sleep_for(milliseconds(300));
 
-  // then one runs and the rest wait unread (two would not fit in 1 MiB), while a small body
-  // is answered at once
+  // then one runs and the rest wait (two would not fit in 1 MiB), while a request without a
+  // body and a small body are answered at once
   EXPECT_EQ(running->load(), 1);
+  EXPECT_EQ(HttpGet(server->port(), "/health").status, 200u);  // answered, not held back
   HttpResult small =
       HttpCall(server->port(), boost::beast::http::verb::post, "/small", std::string(1000, 'y'));
   EXPECT_EQ(small.status, 200u) << small.text;
@@ -172,6 +182,31 @@ TEST(ServerLimitsTest, LargeBodiesWaitForRoomInTheServerWideBudgetSmallOnesDoNot
     EXPECT_EQ(result.body["bytes"], 600'000) << result.text;
   }
   EXPECT_EQ(most->load(), 1);
+}
+
+TEST(ServerLimitsTest, AClientThatStallsMidBodyHoldsNoRoomInTheBudget) {
+  // Given a budget of 1 MiB, and a client that announced a 3 MB body, sent 100 KB and stalls
+  ServerOptions options;
+  options.limits.max_concurrent_body_bytes = 1 << 20;
+  options.routes.push_back({"POST", "/big",
+                            [](const HttpRequest& request) -> Result<json> {
+                              return json{{"bytes", request.body.size()}};
+                            },
+                            "big", 4u << 20});
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  RawHttpClient staller(server->port());
+  ASSERT_FALSE(staller.Write("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n" +
+                             std::string(100'000, 'x')));
+
+  // when another client sends a 600 KB body
+  auto start = Clock::now();
+  HttpResult result =
+      HttpCall(server->port(), boost::beast::http::verb::post, "/big", std::string(600'000, 'y'));
+
+  // then it is answered without waiting for the stalled one
+  EXPECT_EQ(result.status, 200u) << result.text;
+  EXPECT_LT(Clock::now() - start, milliseconds(5'000));
 }
 
 TEST(ServerLimitsTest, ABodyLargerThanTheWholeBudgetRunsAlone) {
@@ -214,6 +249,54 @@ TEST(ServerLimitsTest, ContentLengthOverTheRouteLimitGets413FromTheHead) {
       << result.text;
 }
 
+TEST(ServerLimitsTest, MalformedFramingGets400BeforeTheConnectionCloses) {
+  ServerOptions options;
+  options.routes.push_back({"POST", "/small",
+                            [](const HttpRequest&) -> Result<json> { return json::object(); },
+                            "small", 1024});
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  for (const char* head :
+       {"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+        "POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        "POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+    RawHttpClient client(server->port());
+    ASSERT_FALSE(client.Write(head));
+    HttpResult result = client.Read(milliseconds(5'000));
+    EXPECT_EQ(result.status, 400u) << head << result.ec.message();
+    EXPECT_NE(result.text.find("malformed HTTP request"), std::string::npos) << result.text;
+    EXPECT_FALSE(client.keep_alive);
+  }
+}
+
+TEST(ServerLimitsTest, AHeaderThatCarriesOneValueSentTwiceIsRefusedBeforeTheRouteRuns) {
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  ServerOptions options;
+  options.routes.push_back({"POST", "/run",
+                            [calls](const HttpRequest&) -> Result<json> {
+                              ++*calls;
+                              return json::object();
+                            },
+                            "run"});
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  RawHttpClient client(server->port());
+  ASSERT_FALSE(client.Write(
+      "POST /run HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\n"
+      "Content-Length: 2\r\n\r\n{}"));
+  HttpResult result = client.Read(milliseconds(5'000));
+  EXPECT_EQ(result.status, 400u) << result.ec.message();
+  EXPECT_NE(result.text.find("header Idempotency-Key is sent more than once"), std::string::npos)
+      << result.text;
+  EXPECT_EQ(*calls, 0);
+  // Fields that may repeat still do (the last value is kept).
+  ASSERT_FALSE(client.Write(
+      "POST /run HTTP/1.1\r\nHost: x\r\nX-Note: a\r\nX-Note: b\r\n"
+      "Content-Length: 2\r\n\r\n{}"));
+  EXPECT_EQ(client.Read(milliseconds(5'000)).status, 200u);
+  EXPECT_EQ(*calls, 1);
+}
+
 TEST(ServerLimitsTest, ContentLengthOverEveryRouteLimitGets413FromTheHead) {
   // Given routes accepting at most 1 MiB
   auto server = StartServer();
@@ -237,13 +320,7 @@ TEST(ServerLimitsTest, WebSocketReadsNoFurtherWhileRequestsWaitForTheHandler) {
   auto gate = std::make_shared<Gate>();
   ServerOptions options;
   options.limits.max_inbound_bytes = 1 << 20;
-  ASSERT_TRUE(options.dispatcher
-                  .Register("block", "Blocks until released",
-                            [gate](const json&, Connection&) -> Result<json> {
-                              gate->Enter();
-                              return json::object();
-                            })
-                  .ok());
+  ASSERT_TRUE(RegisterBlockingOp(options, gate).ok());
   auto server = StartServer(std::move(options));
   ASSERT_NE(server, nullptr);
   ReleaseOnExit release{gate};
@@ -300,13 +377,7 @@ TEST(ServerLimitsTest, AWebSocketOpStillRunningWhenStopGivesUpOnItsConnectionEnd
   auto gate = std::make_shared<Gate>();
   ServerOptions options;
   options.limits.shutdown_timeout = milliseconds(100);
-  ASSERT_TRUE(options.dispatcher
-                  .Register("block", "Blocks until released",
-                            [gate](const json&, Connection&) -> Result<json> {
-                              gate->Enter();
-                              return json::object();
-                            })
-                  .ok());
+  ASSERT_TRUE(RegisterBlockingOp(options, gate).ok());
   auto server = StartServer(std::move(options));
   ASSERT_NE(server, nullptr);
   WsClient client(server->port());

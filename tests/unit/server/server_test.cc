@@ -71,6 +71,10 @@ TEST(ServerTest, TokenRequiredWhenSet) {
   EXPECT_EQ(without.status, 401u);
   EXPECT_EQ(without.body["error"]["code"], "unauthenticated");
   EXPECT_EQ(wrong.status, 401u);
+  // a missing token and a wrong one are told apart
+  EXPECT_NE(without.text.find("requires its auth token"), std::string::npos) << without.text;
+  EXPECT_NE(wrong.text.find("does not carry this server's auth token"), std::string::npos)
+      << wrong.text;
   EXPECT_EQ(with.status, 200u);
   EXPECT_EQ(ws_without.handshake_error, websocket::error::upgrade_declined);
   EXPECT_EQ(ws_without.response.result_int(), 401u);

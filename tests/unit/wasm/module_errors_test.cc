@@ -44,6 +44,15 @@ TEST(ModuleErrorsTest, AMalformedBinaryIsOneLineNamingTheSection) {
             "integer)");
 }
 
+TEST(ModuleErrorsTest, ADirectoryIsNotAModuleFile) {
+  auto dir = std::filesystem::temp_directory_path();
+  auto module = Module::FromFile(dir);
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(module.status().message(),
+            dir.string() + ": is a directory, not a module file (.wasm or .wat)");
+}
+
 TEST(ModuleErrorsTest, AFileErrorNamesThePathOnce) {
   auto path = std::filesystem::temp_directory_path() / "reef_module_errors_test.wasm";
   {

@@ -59,12 +59,23 @@ TEST(TextScanTest, FieldsOfATextWithoutAModuleFormAreCountedToo) {
             "bare.wat:3:1: error: more than 2 globals; limit max_globals=2");
 }
 
+TEST(TextScanTest, InlineExportsCountAsExports) {
+  ModuleLimits limits;
+  limits.max_exports = 3;
+  std::string wat = "(module\n  (func" + Repeat(" (export \"e\")", 2) + ")\n  (func (export \"f\")" +
+                    " (export \"g\")))";
+  auto module = Module::FromText(wat, "inline.wat", limits);
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().message(),
+            "inline.wat:3:22: error: more than 3 exports; limit max_exports=3");
+}
+
 TEST(TextScanTest, OrdinaryTextIsEstimatedUnderTheBound) {
   std::string body = Repeat("    local.get 0\n    i32.const 1\n    i32.add\n    drop\n", 20'000);
   std::string wat = "(module\n  (func (export \"f\") (param i32)\n" + body + "  )\n)";
   auto shape = ScanText(wat, "code.wat", ModuleLimits{});
   ASSERT_TRUE(shape.ok()) << shape.status().ToString();
-  EXPECT_EQ(shape->fields, 1u);
+  EXPECT_EQ(shape->fields, 2u);  // the func and its inline export
   EXPECT_EQ(shape->tokens, 5u + 6u * 20'000u);  // module, func, export, param, i32; 6 a group
   EXPECT_TRUE(Module::FromText(wat, "code.wat").ok());
 }
@@ -75,6 +86,16 @@ TEST(TextScanTest, StringsAndCommentsAreNotCounted) {
   ASSERT_TRUE(shape.ok()) << shape.status().ToString();
   EXPECT_EQ(shape->fields, 1u);
   EXPECT_EQ(shape->string_bytes, 14u);  // the quotes' contents and the opening quote
+}
+
+TEST(TextScanTest, AHugeBadTokenIsNotEchoedWhole) {
+  std::string wat = "(module (func (result f64) (f64.const " + std::string(1'000'000, '1') +
+                    ")))";
+  auto module = Module::FromText(wat, "long.wat");
+  ASSERT_FALSE(module.ok());
+  EXPECT_LT(module.status().message().size(), 2'000u);
+  EXPECT_NE(module.status().message().find("more bytes)"), std::string::npos)
+      << module.status().message().substr(0, 500);
 }
 
 TEST(TextScanTest, ALimitFoundInTheEncodedBinaryIsNotGivenAsATextOffset) {
