@@ -76,10 +76,11 @@ fuzz-build: asan-configure
 	@cmake --build $(FUZZ_BUILD) -j $(BUILD_JOBS) --target reef_fuzzers
 
 fuzz: fuzz-build
-	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@FUZZ_GUESTS=$(abspath $(BUILD))/guests bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 fuzz-smoke: fuzz-build
-	@FUZZ_SEED=1 bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS)
+	@FUZZ_SEED=1 FUZZ_JOBS=$(JOBS) FUZZ_GUESTS=$(abspath $(BUILD))/guests \
+	  bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS)
 
 test: test-fast test-asan fuzz-smoke test-tsan
 

@@ -26,41 +26,61 @@ if [[ ${#targets[@]} -eq 0 ]]; then
   exit 1
 fi
 
-failed=()
-for target in "${targets[@]}"; do
-  [[ -x "$target" ]] || continue
+# One target: runs it and prints its line; the exit status says whether it failed.
+fuzz_one() {
+  local target=$1
+  local name corpus artifacts log
   name=$(basename "$target")
   corpus="$build/fuzz-corpus/$name"
   artifacts="$build/fuzz-artifacts/$name"
   log="$build/fuzz-logs/$name.log"
   mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
 
-  args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
-        -artifact_prefix="$artifacts/" "$corpus")
+  local args=(-max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048
+              -artifact_prefix="$artifacts/" "$corpus")
   [[ -f "$root/fuzz/$name.dict" ]] && args=(-dict="$root/fuzz/$name.dict" "${args[@]}")
   [[ -d "$root/fuzz/seeds/$name" ]] && args+=("$root/fuzz/seeds/$name")
-  # Module loading starts from real modules: the guests this build compiled from source.
-  [[ $name == module_fuzz && -d "$build/guests" ]] && args+=("$build/guests")
+  # Module loading starts from real modules: the guests compiled from source (FUZZ_GUESTS,
+  # default this build's guests/).
+  [[ $name == module_fuzz && -d "$guests" ]] && args+=("$guests")
   # FUZZ_SEED fixes libFuzzer's random seed (make test's smoke run uses 1); 0 = random.
   args=(-seed="${FUZZ_SEED:-0}" "${args[@]}")
 
-  status=0
+  local status=0
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$target" "${args[@]}" >"$log" 2>&1 || status=$?
 
+  local execs per_sec corpus_size
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   per_sec=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   corpus_size=$(find "$corpus" -type f | wc -l)
   if [[ $status -eq 0 ]]; then
     printf 'fuzz: %-16s ok     %8s exec/s  %10s runs  corpus %s  (%ss)\n' \
       "$name" "${per_sec:-?}" "${execs:-?}" "$corpus_size" "$seconds"
-  else
-    printf 'fuzz: %-16s FAILED (exit %s) after %s runs; log %s\n' \
-      "$name" "$status" "${execs:-?}" "$log"
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)' "$log" | head -n 5 |
-      sed 's/^/fuzz:   /'
-    failed+=("$name")
+    return 0
   fi
+  printf 'fuzz: %-16s FAILED (exit %s) after %s runs; log %s\n' \
+    "$name" "$status" "${execs:-?}" "$log"
+  grep -E '^(==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written)' "$log" | head -n 5 |
+    sed 's/^/fuzz:   /'
+  return 1
+}
+
+# FUZZ_JOBS targets run at once (default 1; make test's smoke runs one per core).
+guests=${FUZZ_GUESTS:-$build/guests}
+jobs=${FUZZ_JOBS:-1}
+failed=()
+pids=()
+names=()
+for target in "${targets[@]}"; do
+  [[ -x "$target" ]] || continue
+  while [[ $(jobs -rp | wc -l) -ge $jobs ]]; do wait -n || true; done
+  fuzz_one "$target" &
+  pids+=($!)
+  names+=("$(basename "$target")")
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed+=("${names[$i]}")
 done
 
 if [[ ${#failed[@]} -gt 0 ]]; then

@@ -16,7 +16,7 @@ shift 3
 pids=()
 for ((i = 0; i < shards; i++)); do
   env "$@" GTEST_TOTAL_SHARDS="$shards" GTEST_SHARD_INDEX="$i" \
-    "$binary" --gtest_filter="$filter" --gtest_brief=1 >"$binary.shard$i.log" 2>&1 &
+    "$binary" --gtest_filter="$filter" >"$binary.shard$i.log" 2>&1 &
   pids+=($!)
 done
 
@@ -26,7 +26,8 @@ for ((i = 0; i < shards; i++)); do
     tail -n 1 "$binary.shard$i.log" | sed "s/^/shard $i: /"
   else
     failed=1
-    echo "shard $i failed ($binary.shard$i.log):"
+    echo "shard $i failed ($binary.shard$i.log); the last test it started:"
+    grep -E '^\[ RUN      \]' "$binary.shard$i.log" | tail -n 1
     # The failures with their messages, and a sanitizer's report when one ended the shard.
     grep -n -E -A40 '^\[  FAILED  \]|^[^ ]*: Failure|ERROR: (Address|Leak|Thread)Sanitizer|runtime error:' \
       "$binary.shard$i.log" | head -n 300

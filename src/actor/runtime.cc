@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <future>
 #include <thread>
 
@@ -51,14 +52,40 @@ Status Runtime::State::OnReactor(Reactor& reactor, const std::function<Status(Re
     return fn(reactor);
   }
   if (CurrentReactor() == &reactor) return fn(reactor);
-  auto done = std::make_shared<std::promise<Status>>();
-  std::future<Status> result = done->get_future();
-  reactor.Post([fn, done](Reactor& r) { done->set_value(fn(r)); });
-  if (result.wait_for(options.call_timeout) != std::future_status::ready) {
-    return Status::Unavailable(fmt::format("reactor {} did not answer within {} ms", reactor.id,
-                                           options.call_timeout.count()));
+  // `fn` refers to the caller's frame, so it must never run after this returns: a call that
+  // times out is withdrawn when it has not started, and waited for when it has (it runs to
+  // its end on the reactor). Either way an Unavailable answer means `fn` did not run.
+  struct Call {
+    enum class State { kQueued, kRunning, kDone, kWithdrawn };
+    std::mutex mu;
+    std::condition_variable changed;
+    State state = State::kQueued;
+    Status result;
+  };
+  auto call = std::make_shared<Call>();
+  reactor.Post([fn, call](Reactor& r) {
+    {
+      std::lock_guard lock(call->mu);
+      if (call->state == Call::State::kWithdrawn) return;
+      call->state = Call::State::kRunning;
+    }
+    Status result = fn(r);
+    std::lock_guard lock(call->mu);
+    call->result = std::move(result);
+    call->state = Call::State::kDone;
+    call->changed.notify_all();
+  });
+  std::unique_lock lock(call->mu);
+  auto done = [&] { return call->state == Call::State::kDone; };
+  if (!call->changed.wait_for(lock, options.call_timeout, done)) {
+    if (call->state == Call::State::kQueued) {
+      call->state = Call::State::kWithdrawn;
+      return Status::Unavailable(fmt::format("reactor {} did not answer within {} ms",
+                                             reactor.id, options.call_timeout.count()));
+    }
+    call->changed.wait(lock, done);
   }
-  return result.get();
+  return call->result;
 }
 
 Status Runtime::State::OnActor(const ActorRef& ref,

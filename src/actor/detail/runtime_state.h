@@ -174,7 +174,9 @@ struct Runtime::State {
   // Runs `fn` on the reactor owning `ref` and returns its result, waiting up to
   // options.call_timeout. Errors: NotFound, Unavailable (timeout or shutdown).
   Status OnActor(const ActorRef& ref, const std::function<Status(Reactor&, Actor&)>& fn);
-  // Runs `fn` on `reactor` (inline under manual_mu in manual mode).
+  // Runs `fn` on `reactor` (inline under manual_mu in manual mode) and returns its result,
+  // waiting up to options.call_timeout for it to start. `fn` never runs after this returns:
+  // Unavailable (timeout) means it did not run; once started it is waited for to its end.
   Status OnReactor(Reactor& reactor, const std::function<Status(Reactor&)>& fn);
 
   // ---- transitions (transition.cc), on the owning reactor ----
