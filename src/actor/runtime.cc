@@ -80,8 +80,8 @@ Status Runtime::State::OnReactor(Reactor& reactor, const std::function<Status(Re
   if (!call->changed.wait_for(lock, options.call_timeout, done)) {
     if (call->state == Call::State::kQueued) {
       call->state = Call::State::kWithdrawn;
-      return Status::Unavailable(fmt::format("reactor {} did not answer within {} ms",
-                                             reactor.id, options.call_timeout.count()));
+      return Status::Unavailable(fmt::format("reactor {} did not answer within {} ms", reactor.id,
+                                             options.call_timeout.count()));
     }
     call->changed.wait(lock, done);
   }

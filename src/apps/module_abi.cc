@@ -1,5 +1,4 @@
 #include "apps/module_abi.h"
-#include "apps/sqlite_heap.h"
 
 #include <fmt/format.h>
 #include <openssl/rand.h>
@@ -10,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "apps/sqlite_heap.h"
 #include "core/cbor.h"
 #include "core/utf8.h"
 

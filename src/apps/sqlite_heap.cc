@@ -95,7 +95,9 @@ namespace {
 const bool kInstalled = (SqlHeapAllocator::installed = SqlHeapAllocator::Install());
 }  // namespace
 
-bool SqlHeapBudgetsEnforced() { return kInstalled && SqlHeapAllocator::installed; }
+bool SqlHeapBudgetsEnforced() {
+  return kInstalled && SqlHeapAllocator::installed;
+}
 
 SqlHeapBudget::SqlHeapBudget(int64_t limit_bytes) : limit_(limit_bytes), outer_(t_budget) {
   t_budget = this;

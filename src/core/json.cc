@@ -81,9 +81,9 @@ class RawBuilder {
 
   bool parse_error(std::size_t position, const std::string& token, const json::exception& e) {
     if (e.id == kJsonNumberOverflow) {  // a float literal past float64: name the number rule
-      return Fail(Status::InvalidArgument(
-          fmt::format("invalid JSON at byte offset {}: {}", position,
-                      CheckJsonFloat(HUGE_VAL, token).message())));
+      return Fail(
+          Status::InvalidArgument(fmt::format("invalid JSON at byte offset {}: {}", position,
+                                              CheckJsonFloat(HUGE_VAL, token).message())));
     }
     std::string what = e.what();
     if (const auto bracket = what.find("] "); what.starts_with("[json.") && bracket != what.npos) {

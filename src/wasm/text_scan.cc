@@ -147,11 +147,11 @@ class TextScanner {
   }
 
   Result<TextShape> CheckMemory() {
-    shape_.parse_bytes_estimate = shape_.fields * kTextFieldCost +
-                                  shape_.forms * kTextFormCost + shape_.tokens * kTextTokenCost +
+    shape_.parse_bytes_estimate = shape_.fields * kTextFieldCost + shape_.forms * kTextFormCost +
+                                  shape_.tokens * kTextTokenCost +
                                   shape_.string_bytes * kTextStringByteCost;
-    uint64_t bound = uint64_t{limits_.load_memory_factor} * text_.size() +
-                     limits_.load_memory_allowance;
+    uint64_t bound =
+        uint64_t{limits_.load_memory_factor} * text_.size() + limits_.load_memory_allowance;
     if (shape_.parse_bytes_estimate > bound) {
       return Status::LimitExceeded(fmt::format(
           "{}: error: parsing this module text would take about {} MiB of memory ({} module "
@@ -177,9 +177,9 @@ class TextScanner {
   size_t i_ = 0;
   uint32_t line_ = 1;
   size_t line_start_ = 0;
-  char previous_ = ' ';   // last significant character ('a' for a word)
-  int64_t depth_ = 0;     // parentheses and plain blocks
-  int64_t parens_ = 0;    // parentheses only
+  char previous_ = ' ';      // last significant character ('a' for a word)
+  int64_t depth_ = 0;        // parentheses and plain blocks
+  int64_t parens_ = 0;       // parentheses only
   int64_t field_depth_ = 1;  // 2 once the text is one (module ...)
   size_t open_at_ = 0;       // where the last '(' is
   std::array<uint64_t, kFieldKinds.size()> counts_{};

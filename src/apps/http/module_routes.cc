@@ -108,8 +108,8 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
       return Status::InvalidArgument("activate must be true or false");
     }
     std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(r.body.data()), r.body.size());
-    REEF_ASSIGN_OR_RETURN(auto uploaded, rt->Upload(kind, Param(r, "name"), Param(r, "version"),
-                                                    bytes, activate));
+    REEF_ASSIGN_OR_RETURN(auto uploaded,
+                          rt->Upload(kind, Param(r, "name"), Param(r, "version"), bytes, activate));
     json body = {{"kind", store::ModuleKindName(kind)},
                  {"name", uploaded.version.name},
                  {"version", uploaded.version.version},
@@ -129,9 +129,10 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
                       return json{{"modules", std::move(modules)}};
                     },
                     "list the modules of this kind with their versions and status"});
-  routes.push_back({"GET", base + "/{name}",
-                    [rt, kind](const HttpRequest& r) { return ModuleBody(*rt, kind, Param(r, "name")); },
-                    "one module: versions, active version, env and status"});
+  routes.push_back(
+      {"GET", base + "/{name}",
+       [rt, kind](const HttpRequest& r) { return ModuleBody(*rt, kind, Param(r, "name")); },
+       "one module: versions, active version, env and status"});
   routes.push_back({"DELETE", base + "/{name}",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
                       REEF_RETURN_IF_ERROR(rt->DeleteModule(kind, Param(r, "name")));
@@ -170,14 +171,16 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
                       return ModuleBody(*rt, kind, Param(r, "name"));
                     },
                     "delete the module's database and restart it from position 0"});
-  routes.push_back({"GET", base + "/{name}/env",
-                    [rt, kind](const HttpRequest& r) { return EnvBody(*rt, kind, Param(r, "name")); },
-                    "the module's environment variables"});
+  routes.push_back(
+      {"GET", base + "/{name}/env",
+       [rt, kind](const HttpRequest& r) { return EnvBody(*rt, kind, Param(r, "name")); },
+       "the module's environment variables"});
   routes.push_back({"PUT", base + "/{name}/env/{key}",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
                       REEF_ASSIGN_OR_RETURN(json body, ParseBody(r));
                       REEF_ASSIGN_OR_RETURN(std::string value, StringField(body, "value"));
-                      REEF_RETURN_IF_ERROR(rt->SetEnv(kind, Param(r, "name"), Param(r, "key"), value));
+                      REEF_RETURN_IF_ERROR(
+                          rt->SetEnv(kind, Param(r, "name"), Param(r, "key"), value));
                       return EnvBody(*rt, kind, Param(r, "name"));
                     },
                     "set one environment variable ({\"value\": \"...\"})"});
@@ -201,7 +204,8 @@ Result<HttpResponse> Execute(ModuleRuntime& runtime, const HttpRequest& r) {
     options.idempotency_key = *key;
   }
   if (auto id = r.Header("x-correlation-id")) {
-    if (id->size() > 256) return Status::InvalidArgument("X-Correlation-Id is longer than 256 bytes");
+    if (id->size() > 256)
+      return Status::InvalidArgument("X-Correlation-Id is longer than 256 bytes");
     options.correlation_id = *id;
   }
   REEF_ASSIGN_OR_RETURN(CommandOutcome outcome, runtime.Execute(Param(r, "name"), input, options));
@@ -236,8 +240,8 @@ std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
                       REEF_ASSIGN_OR_RETURN(json body, ParseBody(r));
                       for (const auto& [key, value] : body.items()) {
                         if (key != "sql" && key != "params") {
-                          return Status::InvalidArgument(fmt::format(
-                              "{} is not a known field (known: sql, params)", key));
+                          return Status::InvalidArgument(
+                              fmt::format("{} is not a known field (known: sql, params)", key));
                         }
                       }
                       REEF_ASSIGN_OR_RETURN(std::string sql, StringField(body, "sql"));

@@ -83,7 +83,7 @@ class ByteBudget {
 
   const uint64_t capacity_;
   mutable std::mutex mu_;
-  uint64_t used_ = 0;  // guarded by mu_
+  uint64_t used_ = 0;           // guarded by mu_
   std::deque<Waiter> waiters_;  // guarded by mu_
 };
 

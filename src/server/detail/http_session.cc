@@ -251,9 +251,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       if (first) continue;
       if (IsSingletonField(name)) {
         // Two values of a field that has one: which one the client meant is unknowable.
-        return ErrorReply(message, Status::InvalidArgument(fmt::format(
-                                       "header {} is sent more than once; send it once",
-                                       std::string(field.name_string()))));
+        return ErrorReply(message, Status::InvalidArgument(
+                                       fmt::format("header {} is sent more than once; send it once",
+                                                   std::string(field.name_string()))));
       }
       it->second = std::string(field.value());
     }
@@ -318,9 +318,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   }
 
   void RejectMalformed(const beast::error_code& ec) {
-    Reject(ErrorReply(Head(), Status::InvalidArgument(fmt::format(
-                                  "malformed HTTP request: {}; the connection closes",
-                                  ec.message()))));
+    Reject(ErrorReply(Head(),
+                      Status::InvalidArgument(fmt::format(
+                          "malformed HTTP request: {}; the connection closes", ec.message()))));
   }
 
   // Answers a request refused before its body was read, then closes (after a lingering drain

@@ -123,7 +123,7 @@ struct ServerCore {
 
   // ---- Any thread -------------------------------------------------------------------------
   std::atomic<uint64_t> next_id{0};
-  std::atomic<bool> stop_requested{false};  // set by Stop before it closes anything
+  std::atomic<bool> stop_requested{false};     // set by Stop before it closes anything
   std::atomic<bool> abandon_requested{false};  // set by Stop when its deadline passed
 
   // Request bodies being read, parsed and handled at once (max_concurrent_body_bytes).

@@ -122,9 +122,10 @@ TEST(SqlHeapBudgetTest, AStatementThatOutgrowsItsBudgetFailsWithNoMemory) {
     EXPECT_TRUE(budget.exceeded());
   }
   // Without a budget the same statement runs.
-  EXPECT_EQ(sqlite3_exec(db, "SELECT length(json_group_array(hex(zeroblob(1000)))) FROM "
-                             "(WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r "
-                             "LIMIT 10000) SELECT i FROM r)",
+  EXPECT_EQ(sqlite3_exec(db,
+                         "SELECT length(json_group_array(hex(zeroblob(1000)))) FROM "
+                         "(WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r "
+                         "LIMIT 10000) SELECT i FROM r)",
                          nullptr, nullptr, nullptr),
             SQLITE_OK);
   sqlite3_close(db);

@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/error.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -57,6 +60,56 @@ inline void ExpectError(const json& response, const json& id, std::string_view c
   EXPECT_EQ(response["error"]["code"], code) << response.dump();
   EXPECT_NE(response["error"]["message"].get<std::string>().find(fragment), std::string::npos)
       << response.dump();
+}
+
+// Holds handlers until released; counts the ones that entered.
+class Gate {
+ public:
+  void Enter() {
+    std::unique_lock lock(mu_);
+    ++entered_;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_; });
+  }
+  // True when `n` handlers entered within kTimeout.
+  bool WaitEntered(int n) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, kTimeout, [&] { return entered_ >= n; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+  // True when Release was called within kTimeout.
+  bool WaitReleased() {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, kTimeout, [&] { return released_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  int entered_ = 0;
+  bool released_ = false;
+};
+
+// Releases a gate when it goes out of scope: declared after the server, so a failing test
+// does not leave the server's Stop waiting for a held handler.
+struct ReleaseOnExit {
+  std::shared_ptr<Gate> gate;
+  ~ReleaseOnExit() { gate->Release(); }
+};
+
+// A route that counts its calls in `calls` and answers {}.
+inline HttpRoute CountingRoute(std::string method, std::string path,
+                               std::shared_ptr<std::atomic<int>> calls) {
+  return {std::move(method), std::move(path),
+          [calls](const HttpRequest&) -> Result<json> {
+            ++*calls;
+            return json::object();
+          },
+          "counts its calls"};
 }
 
 }  // namespace test

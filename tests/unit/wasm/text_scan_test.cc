@@ -62,8 +62,8 @@ TEST(TextScanTest, FieldsOfATextWithoutAModuleFormAreCountedToo) {
 TEST(TextScanTest, InlineExportsCountAsExports) {
   ModuleLimits limits;
   limits.max_exports = 3;
-  std::string wat = "(module\n  (func" + Repeat(" (export \"e\")", 2) + ")\n  (func (export \"f\")" +
-                    " (export \"g\")))";
+  std::string wat = "(module\n  (func" + Repeat(" (export \"e\")", 2) +
+                    ")\n  (func (export \"f\")" + " (export \"g\")))";
   auto module = Module::FromText(wat, "inline.wat", limits);
   ASSERT_FALSE(module.ok());
   EXPECT_EQ(module.status().message(),
@@ -75,7 +75,7 @@ TEST(TextScanTest, OrdinaryTextIsEstimatedUnderTheBound) {
   std::string wat = "(module\n  (func (export \"f\") (param i32)\n" + body + "  )\n)";
   auto shape = ScanText(wat, "code.wat", ModuleLimits{});
   ASSERT_TRUE(shape.ok()) << shape.status().ToString();
-  EXPECT_EQ(shape->fields, 2u);  // the func and its inline export
+  EXPECT_EQ(shape->fields, 2u);                 // the func and its inline export
   EXPECT_EQ(shape->tokens, 5u + 6u * 20'000u);  // module, func, export, param, i32; 6 a group
   EXPECT_TRUE(Module::FromText(wat, "code.wat").ok());
 }
@@ -89,8 +89,7 @@ TEST(TextScanTest, StringsAndCommentsAreNotCounted) {
 }
 
 TEST(TextScanTest, AHugeBadTokenIsNotEchoedWhole) {
-  std::string wat = "(module (func (result f64) (f64.const " + std::string(1'000'000, '1') +
-                    ")))";
+  std::string wat = "(module (func (result f64) (f64.const " + std::string(1'000'000, '1') + ")))";
   auto module = Module::FromText(wat, "long.wat");
   ASSERT_FALSE(module.ok());
   EXPECT_LT(module.status().message().size(), 2'000u);
