@@ -17,9 +17,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::shared_ptr<const Implementation> Load(const std::string& guest) {
-  return test_support::LoadGuest(guest);
-}
+using test_support::LoadGuest;
 
 Value SendAdd(const ActorRef& target) {
   Record fields;
@@ -60,7 +58,7 @@ int64_t SettledSum(Runtime& runtime, std::chrono::seconds deadline) {
 void ExchangeMessagesAmongTenThousandActors(int rounds) {
   constexpr int kActors = 10'000;
   auto runtime = FreeRunning(2);
-  auto counter = Load("counter");
+  auto counter = LoadGuest("counter");
   std::vector<ActorRef> refs;
   for (int i = 0; i < kActors; ++i) {
     auto ref = runtime->Spawn(counter, Value::Int(0));
@@ -100,7 +98,7 @@ TEST(FreeRunningTest, TenThousandActorsExchangeAHundredThousandMessagesNoneLostN
 
 TEST(FreeRunningTest, CallWaitsForTheHandlersReply) {
   auto runtime = FreeRunning(2);
-  auto probe = Load("probe");
+  auto probe = LoadGuest("probe");
   auto a = runtime->Spawn(probe, Value::Int(41));
   ASSERT_TRUE(a.ok());
   auto reply = runtime->Call(*a, *ValueFromJson(R"({"op":"reply"})", {}), milliseconds(10'000));
@@ -115,7 +113,7 @@ TEST(FreeRunningTest, CallWaitsForTheHandlersReply) {
 
 TEST(FreeRunningTest, SendWaitsForCapacityAndTrySendNeverBlocks) {
   auto runtime = FreeRunning(1);
-  auto probe = Load("probe");
+  auto probe = LoadGuest("probe");
   SpawnOptions options;
   options.mailbox_capacity = 1;
   auto a = runtime->Spawn(probe, Value::Int(0), options);
@@ -130,7 +128,7 @@ TEST(FreeRunningTest, SendWaitsForCapacityAndTrySendNeverBlocks) {
 
 TEST(FreeRunningTest, PlacementFollowsThePolicyAndDrainMovesIdleActors) {
   auto runtime = FreeRunning(3);
-  auto probe = Load("probe");
+  auto probe = LoadGuest("probe");
   SpawnOptions pinned;
   pinned.reactor = 2;
   std::vector<ActorRef> refs;
@@ -170,7 +168,7 @@ namespace {
 
 TEST(FreeRunningTest, ALateReplyToATimedOutCallIsDroppedNotFatal) {
   auto runtime = FreeRunning(1);
-  auto a = runtime->Spawn(Load("probe"), Value::Int(3));
+  auto a = runtime->Spawn(LoadGuest("probe"), Value::Int(3));
   ASSERT_TRUE(a.ok());
   ASSERT_TRUE(runtime->Pause(*a).ok());
   auto call = runtime->Call(*a, *ValueFromJson(R"({"op":"reply"})", {}), milliseconds(100));
@@ -183,7 +181,7 @@ TEST(FreeRunningTest, ALateReplyToATimedOutCallIsDroppedNotFatal) {
 
 TEST(FreeRunningTest, KillingTheActorFailsAPendingCallPromptly) {
   auto runtime = FreeRunning(2);
-  auto a = runtime->Spawn(Load("probe"), Value::Int(0));
+  auto a = runtime->Spawn(LoadGuest("probe"), Value::Int(0));
   ASSERT_TRUE(a.ok());
   auto started = std::chrono::steady_clock::now();
   std::thread killer([&] {
@@ -207,10 +205,10 @@ TEST(FreeRunningTest, DrainKeepsMessagesFromOneSenderInOrder) {
   SpawnOptions on_one;
   on_one.reactor = 1;
   on_one.mailbox_capacity = 100'000;
-  auto b = runtime->Spawn(Load("ordered"), Value::Int(0), on_one);
+  auto b = runtime->Spawn(LoadGuest("ordered"), Value::Int(0), on_one);
   ASSERT_TRUE(b.ok());
   std::vector<ActorRef> others;
-  auto probe = Load("probe");
+  auto probe = LoadGuest("probe");
   for (int i = 0; i < 200; ++i) others.push_back(*runtime->Spawn(probe, Value::Int(0), on_one));
   constexpr int kMessages = 20'000;
   std::thread sender([&] {
@@ -239,7 +237,7 @@ TEST(FreeRunningTest, ACallCycleFailsClearlyInsteadOfHanging) {
   // Host code on reactor 0 (a migration closure) calls B on reactor 1 while host code on
   // reactor 1 calls A on reactor 0: each reactor would wait for the other.
   auto runtime = FreeRunning(2);
-  auto probe = Load("probe");
+  auto probe = LoadGuest("probe");
   SpawnOptions on0, on1;
   on0.reactor = 0;
   on1.reactor = 1;

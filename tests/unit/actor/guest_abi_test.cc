@@ -12,11 +12,7 @@ namespace {
 
 using wasm::RunState;
 
-Value Json(std::string_view text) {
-  auto value = ValueFromJson(text, ValueLimits{});
-  EXPECT_TRUE(value.ok()) << value.status().ToString();
-  return value.ok() ? *value : Value();
-}
+using test_support::Json;
 
 ActorRef Ref(std::string_view id) {
   return *ActorRef::Parse(id);
@@ -24,7 +20,7 @@ ActorRef Ref(std::string_view id) {
 
 class ActorAbiTest : public ::testing::Test {
  protected:
-  void Load(std::shared_ptr<const wasm::Module> module) {
+  void LoadGuest(std::shared_ptr<const wasm::Module> module) {
     ASSERT_NE(module, nullptr);
     auto instance = engine_.Instantiate(module);
     ASSERT_TRUE(instance.ok()) << instance.status().ToString();
@@ -33,12 +29,12 @@ class ActorAbiTest : public ::testing::Test {
   void LoadGuest(const std::string& name) {
     auto module = wasm::Module::FromFile(std::string(REEF_GUEST_DIR) + "/" + name + ".wasm");
     ASSERT_TRUE(module.ok()) << module.status().ToString();
-    Load(*module);
+    LoadGuest(*module);
   }
   void LoadWat(const std::string& wat) {
     auto module = wasm::Module::FromText(wat);
     ASSERT_TRUE(module.ok()) << module.status().ToString();
-    Load(*module);
+    LoadGuest(*module);
   }
 
   // Runs one handler invocation to its end in 32-instruction slices (the manual-mode default).

@@ -8,14 +8,12 @@
 #include <thread>
 #include <vector>
 
+#include "unit/actor/test_guests.h"
+
 namespace reef::actor {
 namespace {
 
-ActorRef Ref(int n) {
-  std::string id = std::to_string(n);
-  id.insert(0, 21 - id.size(), 'b');
-  return *ActorRef::Parse(id);
-}
+using test_support::NumberedRef;
 
 LifecyclePage MustRecent(const LifecycleEvents& events, uint64_t after, size_t limit,
                          const LifecycleFilter& filter = {}) {
@@ -59,21 +57,21 @@ TEST(LifecycleKindTest, ParseRejectsUnknownNameListingTheValidOnes) {
 TEST(LifecycleEventsTest, PublishAssignsIncreasingSeqStartingAtOne) {
   LifecycleEvents events;
 
-  EXPECT_EQ(events.Publish(LifecycleKind::kSpawned, Ref(1), 1, ""), 1u);
-  EXPECT_EQ(events.Publish(LifecycleKind::kFailed, Ref(1), 1, "trap: unreachable"), 2u);
+  EXPECT_EQ(events.Publish(LifecycleKind::kSpawned, NumberedRef(1), 1, ""), 1u);
+  EXPECT_EQ(events.Publish(LifecycleKind::kFailed, NumberedRef(1), 1, "trap: unreachable"), 2u);
   EXPECT_EQ(events.last_seq(), 2u);
 
   LifecyclePage page = MustRecent(events, 0, 10);
   ASSERT_EQ(page.events.size(), 2u);
   EXPECT_EQ(page.events[1].kind, LifecycleKind::kFailed);
-  EXPECT_EQ(page.events[1].actor, Ref(1));
+  EXPECT_EQ(page.events[1].actor, NumberedRef(1));
   EXPECT_EQ(page.events[1].detail, "trap: unreachable");
   EXPECT_GT(page.events[1].unix_ms, 1'600'000'000'000);
 }
 
 TEST(LifecycleEventsTest, RecentReadsPagesWithoutConsuming) {
   LifecycleEvents events;
-  for (int i = 0; i < 5; ++i) events.Publish(LifecycleKind::kCommitted, Ref(1), 1, "");
+  for (int i = 0; i < 5; ++i) events.Publish(LifecycleKind::kCommitted, NumberedRef(1), 1, "");
 
   LifecyclePage first = MustRecent(events, 0, 2);
   LifecyclePage second = MustRecent(events, first.next_after, 2);
@@ -89,7 +87,7 @@ TEST(LifecycleEventsTest, RecentReadsPagesWithoutConsuming) {
 
 TEST(LifecycleEventsTest, KeepsOnlyTheLastRetainedEvents) {
   LifecycleEvents events(LifecycleEventsOptions{.retained = 3});
-  for (int i = 0; i < 10; ++i) events.Publish(LifecycleKind::kCommitted, Ref(1), 1, "");
+  for (int i = 0; i < 10; ++i) events.Publish(LifecycleKind::kCommitted, NumberedRef(1), 1, "");
 
   LifecyclePage page = MustRecent(events, 0, 100);
 
@@ -99,13 +97,13 @@ TEST(LifecycleEventsTest, KeepsOnlyTheLastRetainedEvents) {
 
 TEST(LifecycleEventsTest, RecentFiltersByKindsAndActors) {
   LifecycleEvents events;
-  events.Publish(LifecycleKind::kSpawned, Ref(1), 1, "");
-  events.Publish(LifecycleKind::kFailed, Ref(2), 1, "boom");
-  events.Publish(LifecycleKind::kFailed, Ref(1), 1, "bang");
-  events.Publish(LifecycleKind::kRestarted, Ref(1), 2, "");
+  events.Publish(LifecycleKind::kSpawned, NumberedRef(1), 1, "");
+  events.Publish(LifecycleKind::kFailed, NumberedRef(2), 1, "boom");
+  events.Publish(LifecycleKind::kFailed, NumberedRef(1), 1, "bang");
+  events.Publish(LifecycleKind::kRestarted, NumberedRef(1), 2, "");
 
   LifecycleFilter filter{.kinds = {LifecycleKind::kFailed, LifecycleKind::kRestarted},
-                         .actors = {Ref(1)}};
+                         .actors = {NumberedRef(1)}};
   LifecyclePage page = MustRecent(events, 0, 10, filter);
 
   EXPECT_EQ(Seqs(page.events), (std::vector<uint64_t>{3, 4}));
@@ -124,11 +122,11 @@ TEST(LifecycleEventsTest, RecentRejectsPageLimitOverTheCap) {
 
 TEST(LifecycleEventsTest, SubscribeReceivesOnlyMatchingFutureEvents) {
   LifecycleEvents events;
-  events.Publish(LifecycleKind::kFailed, Ref(1), 1, "past");
+  events.Publish(LifecycleKind::kFailed, NumberedRef(1), 1, "past");
   auto subscription = events.Subscribe({.kinds = {LifecycleKind::kFailed}});
 
-  events.Publish(LifecycleKind::kSpawned, Ref(2), 1, "");
-  events.Publish(LifecycleKind::kFailed, Ref(2), 1, "future");
+  events.Publish(LifecycleKind::kSpawned, NumberedRef(2), 1, "");
+  events.Publish(LifecycleKind::kFailed, NumberedRef(2), 1, "future");
 
   auto received = subscription->Poll(10);
   ASSERT_TRUE(received.ok());
@@ -141,7 +139,7 @@ TEST(LifecycleEventsTest, LaggingSubscriberFailsExplicitly) {
   LifecycleEvents events(LifecycleEventsOptions{.subscriber_buffer = 2});
   auto subscription = events.Subscribe({});
 
-  for (int i = 0; i < 3; ++i) events.Publish(LifecycleKind::kCommitted, Ref(1), 1, "");
+  for (int i = 0; i < 3; ++i) events.Publish(LifecycleKind::kCommitted, NumberedRef(1), 1, "");
 
   auto received = subscription->Poll(10);
   ASSERT_FALSE(received.ok());
@@ -157,7 +155,7 @@ TEST(LifecycleEventsConcurrencyTest, ConcurrentPublishersGetUniqueSeqsDeliveredI
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&events, t] {
-      for (int i = 0; i < kPerThread; ++i) events.Publish(LifecycleKind::kLog, Ref(t), 1, "");
+      for (int i = 0; i < kPerThread; ++i) events.Publish(LifecycleKind::kLog, NumberedRef(t), 1, "");
     });
   }
   for (auto& thread : threads) thread.join();

@@ -9,17 +9,13 @@
 #include <thread>
 #include <vector>
 
+#include "unit/actor/test_guests.h"
+
 namespace reef::actor {
 namespace {
 
 using std::chrono::milliseconds;
-
-// A distinct valid actor ref per `n`.
-ActorRef Ref(int n) {
-  std::string id = std::to_string(n);
-  id.insert(0, 21 - id.size(), 'a');
-  return *ActorRef::Parse(id);
-}
+using test_support::NumberedRef;
 
 uint64_t MustAppend(LogStore& store, ActorRef actor, std::string message,
                     LogLevel level = LogLevel::kInfo, uint32_t incarnation = 1) {
@@ -44,22 +40,22 @@ TEST(LogStoreTest, AssignsImageWideIncreasingSequenceStartingAtOne) {
   LogStore store;
   EXPECT_EQ(store.last_seq(), 0u);
 
-  EXPECT_EQ(MustAppend(store, Ref(1), "a"), 1u);
-  EXPECT_EQ(MustAppend(store, Ref(2), "b"), 2u);
-  EXPECT_EQ(MustAppend(store, Ref(1), "c"), 3u);
+  EXPECT_EQ(MustAppend(store, NumberedRef(1), "a"), 1u);
+  EXPECT_EQ(MustAppend(store, NumberedRef(2), "b"), 2u);
+  EXPECT_EQ(MustAppend(store, NumberedRef(1), "c"), 3u);
   EXPECT_EQ(store.last_seq(), 3u);
 }
 
 TEST(LogStoreTest, EntriesCarryActorIdentityLevelMessageAndTime) {
   LogStore store;
-  MustAppend(store, Ref(1), "hello", LogLevel::kWarn, /*incarnation=*/3);
+  MustAppend(store, NumberedRef(1), "hello", LogLevel::kWarn, /*incarnation=*/3);
 
   LogPage page = MustHistory(store, {}, 0, 10);
 
   ASSERT_EQ(page.entries.size(), 1u);
   const LogEntry& entry = page.entries[0];
   EXPECT_EQ(entry.seq, 1u);
-  EXPECT_EQ(entry.actor, Ref(1));
+  EXPECT_EQ(entry.actor, NumberedRef(1));
   EXPECT_EQ(entry.incarnation, 3u);
   EXPECT_EQ(entry.level, LogLevel::kWarn);
   EXPECT_EQ(entry.message, "hello");
@@ -68,10 +64,10 @@ TEST(LogStoreTest, EntriesCarryActorIdentityLevelMessageAndTime) {
 
 TEST(LogStoreTest, RetainsLastThousandEntriesPerActor) {
   LogStore store;
-  for (int i = 1; i <= 1'500; ++i) MustAppend(store, Ref(1), std::to_string(i));
+  for (int i = 1; i <= 1'500; ++i) MustAppend(store, NumberedRef(1), std::to_string(i));
 
-  EXPECT_EQ(store.retained(Ref(1)), 1'000u);
-  LogPage page = MustHistory(store, {.actors = {Ref(1)}}, 0, 10'000);
+  EXPECT_EQ(store.retained(NumberedRef(1)), 1'000u);
+  LogPage page = MustHistory(store, {.actors = {NumberedRef(1)}}, 0, 10'000);
   ASSERT_EQ(page.entries.size(), 1'000u);
   EXPECT_EQ(page.entries.front().message, "501");
   EXPECT_EQ(page.entries.back().message, "1500");
@@ -80,21 +76,21 @@ TEST(LogStoreTest, RetainsLastThousandEntriesPerActor) {
 
 TEST(LogStoreTest, RetentionIsPerActorNotShared) {
   LogStore store(LogStoreOptions{.retained_per_actor = 3});
-  for (int i = 0; i < 3; ++i) MustAppend(store, Ref(1), "quiet");
-  for (int i = 0; i < 50; ++i) MustAppend(store, Ref(2), "noisy");
+  for (int i = 0; i < 3; ++i) MustAppend(store, NumberedRef(1), "quiet");
+  for (int i = 0; i < 50; ++i) MustAppend(store, NumberedRef(2), "noisy");
 
-  EXPECT_EQ(store.retained(Ref(1)), 3u);
-  EXPECT_EQ(store.retained(Ref(2)), 3u);
+  EXPECT_EQ(store.retained(NumberedRef(1)), 3u);
+  EXPECT_EQ(store.retained(NumberedRef(2)), 3u);
 }
 
 TEST(LogStoreTest, RetentionSurvivesRestart) {
   LogStore store;
-  MustAppend(store, Ref(1), "before restart", LogLevel::kInfo, /*incarnation=*/1);
+  MustAppend(store, NumberedRef(1), "before restart", LogLevel::kInfo, /*incarnation=*/1);
 
   // Same ref, new incarnation.
-  MustAppend(store, Ref(1), "after restart", LogLevel::kInfo, /*incarnation=*/2);
+  MustAppend(store, NumberedRef(1), "after restart", LogLevel::kInfo, /*incarnation=*/2);
 
-  LogPage page = MustHistory(store, {.actors = {Ref(1)}}, 0, 10);
+  LogPage page = MustHistory(store, {.actors = {NumberedRef(1)}}, 0, 10);
   ASSERT_EQ(page.entries.size(), 2u);
   EXPECT_EQ(page.entries[0].incarnation, 1u);
   EXPECT_EQ(page.entries[1].incarnation, 2u);
@@ -103,19 +99,19 @@ TEST(LogStoreTest, RetentionSurvivesRestart) {
 
 TEST(LogStoreTest, ForgetDropsOnlyThatActorsEntries) {
   LogStore store;
-  MustAppend(store, Ref(1), "gone");
-  MustAppend(store, Ref(2), "kept");
+  MustAppend(store, NumberedRef(1), "gone");
+  MustAppend(store, NumberedRef(2), "kept");
 
-  store.Forget(Ref(1));
+  store.Forget(NumberedRef(1));
 
-  EXPECT_EQ(store.retained(Ref(1)), 0u);
+  EXPECT_EQ(store.retained(NumberedRef(1)), 0u);
   EXPECT_EQ(Messages(MustHistory(store, {}, 0, 10).entries), (std::vector<std::string>{"kept"}));
-  EXPECT_EQ(MustAppend(store, Ref(1), "new"), 3u);  // the sequence continues
+  EXPECT_EQ(MustAppend(store, NumberedRef(1), "new"), 3u);  // the sequence continues
 }
 
 TEST(LogStoreTest, HistoryPagesPreserveSequenceOrder) {
   LogStore store;
-  for (int i = 0; i < 100; ++i) MustAppend(store, Ref(i % 7), std::to_string(i));
+  for (int i = 0; i < 100; ++i) MustAppend(store, NumberedRef(i % 7), std::to_string(i));
 
   std::vector<uint64_t> seqs;
   uint64_t after = 0;
@@ -135,7 +131,7 @@ TEST(LogStoreTest, HistoryPagesPreserveSequenceOrder) {
 
 TEST(LogStoreTest, HistoryIsNonDestructive) {
   LogStore store;
-  MustAppend(store, Ref(1), "x");
+  MustAppend(store, NumberedRef(1), "x");
 
   EXPECT_EQ(MustHistory(store, {}, 0, 10).entries.size(), 1u);
   EXPECT_EQ(MustHistory(store, {}, 0, 10).entries.size(), 1u);
@@ -143,12 +139,12 @@ TEST(LogStoreTest, HistoryIsNonDestructive) {
 
 TEST(LogStoreTest, HistoryFiltersByActorsAndMinimumLevel) {
   LogStore store;
-  MustAppend(store, Ref(1), "1-debug", LogLevel::kDebug);
-  MustAppend(store, Ref(2), "2-error", LogLevel::kError);
-  MustAppend(store, Ref(3), "3-warn", LogLevel::kWarn);
-  MustAppend(store, Ref(1), "1-warn", LogLevel::kWarn);
+  MustAppend(store, NumberedRef(1), "1-debug", LogLevel::kDebug);
+  MustAppend(store, NumberedRef(2), "2-error", LogLevel::kError);
+  MustAppend(store, NumberedRef(3), "3-warn", LogLevel::kWarn);
+  MustAppend(store, NumberedRef(1), "1-warn", LogLevel::kWarn);
 
-  LogFilter filter{.actors = {Ref(1), Ref(3), Ref(1)}, .min_level = LogLevel::kWarn};
+  LogFilter filter{.actors = {NumberedRef(1), NumberedRef(3), NumberedRef(1)}, .min_level = LogLevel::kWarn};
   LogPage page = MustHistory(store, filter, 0, 10);
 
   EXPECT_EQ(Messages(page.entries), (std::vector<std::string>{"3-warn", "1-warn"}));
@@ -157,7 +153,7 @@ TEST(LogStoreTest, HistoryFiltersByActorsAndMinimumLevel) {
 
 TEST(LogStoreTest, EmptyPageKeepsTheCursor) {
   LogStore store;
-  MustAppend(store, Ref(1), "x");
+  MustAppend(store, NumberedRef(1), "x");
 
   LogPage page = MustHistory(store, {}, 1, 10);
 
@@ -183,7 +179,7 @@ TEST(LogStoreTest, HistoryMergesManyActorsBySequence) {
   LogStore store(LogStoreOptions{.retained_per_actor = 20});
   const int actors = 2'000;
   for (int round = 0; round < 25; ++round) {
-    for (int a = 0; a < actors; ++a) MustAppend(store, Ref(a), "m");
+    for (int a = 0; a < actors; ++a) MustAppend(store, NumberedRef(a), "m");
   }
 
   uint64_t after = 0;
@@ -202,12 +198,12 @@ TEST(LogStoreTest, HistoryMergesManyActorsBySequence) {
 TEST(LogStoreTest, Rejects513ByteMessage) {
   LogStore store;
 
-  auto too_long = store.Append(Ref(1), 1, LogLevel::kInfo, std::string(513, 'x'));
+  auto too_long = store.Append(NumberedRef(1), 1, LogLevel::kInfo, std::string(513, 'x'));
 
   ASSERT_FALSE(too_long.ok());
   EXPECT_EQ(too_long.status().code(), Code::kLimitExceeded);
   EXPECT_NE(too_long.status().message().find("512"), std::string::npos);
-  EXPECT_EQ(store.retained(Ref(1)), 0u);
+  EXPECT_EQ(store.retained(NumberedRef(1)), 0u);
 }
 
 TEST(LogStoreTest, Accepts512BytesOfMultibyteUtf8) {
@@ -215,14 +211,14 @@ TEST(LogStoreTest, Accepts512BytesOfMultibyteUtf8) {
   std::string message;
   for (int i = 0; i < 256; ++i) message += "\xC3\xA9";  // U+00E9, 2 bytes
 
-  EXPECT_TRUE(store.Append(Ref(1), 1, LogLevel::kInfo, message).ok());
-  EXPECT_FALSE(store.Append(Ref(1), 1, LogLevel::kInfo, message + "x").ok());
+  EXPECT_TRUE(store.Append(NumberedRef(1), 1, LogLevel::kInfo, message).ok());
+  EXPECT_FALSE(store.Append(NumberedRef(1), 1, LogLevel::kInfo, message + "x").ok());
 }
 
 TEST(LogStoreTest, RejectsInvalidUtf8) {
   LogStore store;
 
-  auto bad = store.Append(Ref(1), 1, LogLevel::kInfo, "ok\xFF");
+  auto bad = store.Append(NumberedRef(1), 1, LogLevel::kInfo, "ok\xFF");
 
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
@@ -230,19 +226,19 @@ TEST(LogStoreTest, RejectsInvalidUtf8) {
 
 TEST(LogStoreTest, RejectedMessageConsumesNoSequence) {
   LogStore store;
-  ASSERT_FALSE(store.Append(Ref(1), 1, LogLevel::kInfo, std::string(600, 'x')).ok());
+  ASSERT_FALSE(store.Append(NumberedRef(1), 1, LogLevel::kInfo, std::string(600, 'x')).ok());
 
-  EXPECT_EQ(MustAppend(store, Ref(1), "first"), 1u);
+  EXPECT_EQ(MustAppend(store, NumberedRef(1), "first"), 1u);
 }
 
 TEST(LogStoreTest, FollowReceivesOnlyMatchingFutureEntries) {
   LogStore store;
-  MustAppend(store, Ref(1), "past", LogLevel::kError);
-  auto follow = store.Follow({.actors = {Ref(1)}, .min_level = LogLevel::kWarn});
+  MustAppend(store, NumberedRef(1), "past", LogLevel::kError);
+  auto follow = store.Follow({.actors = {NumberedRef(1)}, .min_level = LogLevel::kWarn});
 
-  MustAppend(store, Ref(1), "too low", LogLevel::kInfo);
-  MustAppend(store, Ref(2), "other actor", LogLevel::kError);
-  MustAppend(store, Ref(1), "wanted", LogLevel::kWarn);
+  MustAppend(store, NumberedRef(1), "too low", LogLevel::kInfo);
+  MustAppend(store, NumberedRef(2), "other actor", LogLevel::kError);
+  MustAppend(store, NumberedRef(1), "wanted", LogLevel::kWarn);
 
   auto entries = follow->Poll(100);
   ASSERT_TRUE(entries.ok());
@@ -254,10 +250,10 @@ TEST(LogStoreTest, FollowReceivesOnlyMatchingFutureEntries) {
 TEST(LogStoreTest, UnsubscribedConnectionGetsNothing) {
   LogStore store;
   auto follow = store.Follow({});
-  MustAppend(store, Ref(1), "before close");
+  MustAppend(store, NumberedRef(1), "before close");
 
   follow->Close();
-  MustAppend(store, Ref(1), "after close");
+  MustAppend(store, NumberedRef(1), "after close");
 
   EXPECT_FALSE(follow->Poll(100).ok());
   EXPECT_TRUE(follow->closed());
@@ -267,7 +263,7 @@ TEST(LogStoreTest, LaggingFollowerFailsExplicitly) {
   LogStore store(LogStoreOptions{.subscriber_buffer = 4});
   auto follow = store.Follow({});
 
-  for (int i = 0; i < 5; ++i) MustAppend(store, Ref(1), "x");
+  for (int i = 0; i < 5; ++i) MustAppend(store, NumberedRef(1), "x");
 
   auto entries = follow->Poll(100);
   ASSERT_FALSE(entries.ok());
@@ -280,14 +276,14 @@ TEST(LogStoreTest, LaggingFollowerFailsExplicitly) {
 TEST(LogStoreConcurrencyTest, FollowersSeeEveryEntryInSequenceOrder) {
   LogStore store(LogStoreOptions{.subscriber_buffer = 40'000});
   auto all = store.Follow({});
-  auto one = store.Follow({.actors = {Ref(0)}});
+  auto one = store.Follow({.actors = {NumberedRef(0)}});
   constexpr int kThreads = 4, kPerThread = 2'000;
 
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&store, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        ASSERT_TRUE(store.Append(Ref(t), 1, LogLevel::kInfo, std::to_string(i)).ok());
+        ASSERT_TRUE(store.Append(NumberedRef(t), 1, LogLevel::kInfo, std::to_string(i)).ok());
       }
     });
   }
@@ -304,7 +300,7 @@ TEST(LogStoreConcurrencyTest, FollowersSeeEveryEntryInSequenceOrder) {
   for (size_t i = 0; i < got.size(); ++i) {
     EXPECT_EQ(got[i].seq, i + 1);
     int t = 0;
-    while (got[i].actor != Ref(t)) ++t;
+    while (got[i].actor != NumberedRef(t)) ++t;
     EXPECT_EQ(got[i].message, std::to_string(next[t]++));
   }
   auto mine = one->Poll(100'000);

@@ -13,15 +13,9 @@
 namespace reef::actor {
 namespace {
 
-Value Json(std::string_view text) {
-  auto value = ValueFromJson(text, ValueLimits{});
-  EXPECT_TRUE(value.ok()) << value.status().ToString();
-  return value.ok() ? *value : Value();
-}
+using test_support::Json;
 
-std::shared_ptr<const Implementation> Load(const std::string& guest) {
-  return test_support::LoadGuest(guest);
-}
+using test_support::LoadGuest;
 
 class RuntimeTest : public ::testing::Test {
  protected:
@@ -58,8 +52,8 @@ class RuntimeTest : public ::testing::Test {
   }
 
   std::unique_ptr<Runtime> runtime_;
-  std::shared_ptr<const Implementation> counter_ = Load("counter");
-  std::shared_ptr<const Implementation> probe_ = Load("probe");
+  std::shared_ptr<const Implementation> counter_ = LoadGuest("counter");
+  std::shared_ptr<const Implementation> probe_ = LoadGuest("probe");
 };
 
 // --- spec 001's walk-through --------------------------------------------------------------

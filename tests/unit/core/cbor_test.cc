@@ -12,9 +12,10 @@ namespace reef {
 namespace {
 
 using testing_util::Hex;
+using testing_util::kRefId;
+using testing_util::RefValue;
 using testing_util::ToHex;
 
-constexpr std::string_view kRefId = "V1StGXR8_Z5jdHi6B-myT";
 // Tag 1380271430, text(21), kRefId.
 constexpr std::string_view kRefCbor =
     "da5245454675"
@@ -48,10 +49,6 @@ void ExpectInvalid(std::string_view hex, std::string_view fragment) {
   EXPECT_EQ(decoded.status().code(), Code::kInvalidArgument) << hex;
   EXPECT_NE(decoded.status().message().find(fragment), std::string::npos)
       << hex << ": " << decoded.status().message();
-}
-
-Value Ref() {
-  return Value::Ref(*ActorRef::Parse(kRefId));
 }
 
 // ---- RFC 8949 Appendix A ----------------------------------------------------------------
@@ -149,14 +146,14 @@ TEST(CborTest, Rfc8949AppendixAMapsWithTextKeysRoundTrip) {
 // ---- Actor refs ---------------------------------------------------------------------------
 
 TEST(CborTest, ActorRefIsTheReefTagAroundItsNanoId) {
-  ExpectBothWays(kRefCbor, Ref());
+  ExpectBothWays(kRefCbor, RefValue());
   EXPECT_EQ(Hex(kRefCbor).size(), 27u);
 }
 
 TEST(CborTest, DecodeAcceptsActorRefTagWithLongerHead) {
   auto v = Decode("db0000000052454546" + std::string(kRefCbor.substr(10)));
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(*v, Ref());
+  EXPECT_EQ(*v, RefValue());
 }
 
 TEST(CborTest, DecodeRejectsActorRefTagAroundInvalidNanoId) {

@@ -9,11 +9,8 @@
 namespace reef {
 namespace {
 
-constexpr std::string_view kRefId = "V1StGXR8_Z5jdHi6B-myT";
-
-Value Ref() {
-  return Value::Ref(*ActorRef::Parse(kRefId));
-}
+using testing_util::kRefId;
+using testing_util::RefValue;
 
 Value Parse(std::string_view text, const ValueLimits& limits = {}) {
   auto v = ValueFromJson(text, limits);
@@ -135,11 +132,11 @@ TEST(JsonTest, StringsWithEscapesRoundTrip) {
 // ---- Markers ------------------------------------------------------------------------------
 
 TEST(JsonTest, ActorMarkerDecodesToActorRef) {
-  EXPECT_EQ(Parse("{\"$actor\": \"V1StGXR8_Z5jdHi6B-myT\"}"), Ref());
+  EXPECT_EQ(Parse("{\"$actor\": \"V1StGXR8_Z5jdHi6B-myT\"}"), RefValue());
 }
 
 TEST(JsonTest, ActorRefEncodesAsActorMarker) {
-  EXPECT_EQ(Text(Ref()), "{\"$actor\":\"V1StGXR8_Z5jdHi6B-myT\"}");
+  EXPECT_EQ(Text(RefValue()), "{\"$actor\":\"V1StGXR8_Z5jdHi6B-myT\"}");
 }
 
 TEST(JsonTest, ActorMarkerWithInvalidNanoIdIsRejected) {
@@ -161,7 +158,7 @@ TEST(JsonTest, RecordMarkerIsLiteralAtOneLevelOnly) {
   const Value v =
       Parse("{\"$record\": {\"$record\": {\"$actor\": \"V1StGXR8_Z5jdHi6B-myT\"}, \"n\": 1}}");
   // Then the inner values follow the normal rules
-  EXPECT_EQ(v, Value::RecordOf({{"$record", Ref()}, {"n", Value::Int(1)}}));
+  EXPECT_EQ(v, Value::RecordOf({{"$record", RefValue()}, {"n", Value::Int(1)}}));
 }
 
 TEST(JsonTest, RecordMarkerAroundRecordMarkerYieldsLiteralKey) {
@@ -201,7 +198,7 @@ TEST(JsonTest, DomOverloadUsesStoredNumberTypes) {
       ValueFromJson(nlohmann::json::parse("[1, 1.0, -2, {\"$actor\": \"V1StGXR8_Z5jdHi6B-myT\"}]"),
                     ValueLimits{});
   ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(*v, Value::ListOf({Value::Int(1), Value::Float(1.0), Value::Int(-2), Ref()}));
+  EXPECT_EQ(*v, Value::ListOf({Value::Int(1), Value::Float(1.0), Value::Int(-2), RefValue()}));
 }
 
 TEST(JsonTest, DomOverloadRejectsUnsignedBeyondInt64AndInvalidUtf8) {
@@ -214,7 +211,7 @@ TEST(JsonTest, DomOverloadRejectsUnsignedBeyondInt64AndInvalidUtf8) {
 }
 
 TEST(JsonTest, ValueToJsonBuildsTheDom) {
-  const nlohmann::json j = ValueToJson(Value::RecordOf({{"r", Ref()}, {"f", Value::Float(2)}}));
+  const nlohmann::json j = ValueToJson(Value::RecordOf({{"r", RefValue()}, {"f", Value::Float(2)}}));
   EXPECT_EQ(j["r"]["$actor"], std::string(kRefId));
   EXPECT_TRUE(j["f"].is_number_float());
 }

@@ -41,6 +41,12 @@ inline std::string ToHex(const std::vector<std::uint8_t>& bytes) {
   return out;
 }
 
+// The actor ref the codec tests encode: "V1StGXR8_Z5jdHi6B-myT" as a Value.
+inline constexpr std::string_view kRefId = "V1StGXR8_Z5jdHi6B-myT";
+inline Value RefValue() {
+  return Value::Ref(*ActorRef::Parse(kRefId));
+}
+
 // A valid actor ref built from `seed` (deterministic).
 inline ActorRef RefFromSeed(std::uint64_t seed) {
   std::string id(kNanoIdLength, 'A');

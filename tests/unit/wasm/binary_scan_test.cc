@@ -51,14 +51,14 @@ const Bytes kHuge = Leb(0xffffffffu);
 const Bytes kOneType = Section(1, {0x01, 0x60, 0x00, 0x00});  // type 0: () -> ()
 const Bytes kOneFunction = Section(3, {0x01, 0x00});          // function 0 has type 0
 
-struct Case {
+struct HostileCount {
   const char* count;  // what the count counts
   Bytes wasm;
   const char* message;  // expected part of the error
 };
 
 // One module per kind of declared count or size, each claiming 2^32-1 (or more than remains).
-std::vector<Case> HostileCounts() {
+std::vector<HostileCount> HostileCounts() {
   return {
       {"data count", Wasm({Section(12, kHuge)}),
        "malformed data count section: declares 4294967295 data segments"},
@@ -100,7 +100,7 @@ std::vector<Case> HostileCounts() {
 }
 
 TEST(BinaryScanTest, EveryDeclaredCountLargerThanTheRestIsRefusedNamingItsSection) {
-  for (const Case& c : HostileCounts()) {
+  for (const HostileCount& c : HostileCounts()) {
     SCOPED_TRACE(c.count);
     auto shape = ScanBinary(c.wasm, "hostile.wasm", {});
     ASSERT_FALSE(shape.ok());
