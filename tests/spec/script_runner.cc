@@ -245,6 +245,11 @@ Outcome ScriptRun::OnRegister(const Command& command) {
     return Refused(*slot->refusal, fmt::format("registers the module of line {}, refused: {}",
                                                slot->line, slot->refusal_detail));
   }
+  if (!slot->instance) {
+    return Failed(
+        "error no_instance",
+        fmt::format("registers the module of line {}, which did not instantiate", slot->line));
+  }
   return Passed("registered");
 }
 
