@@ -1,0 +1,49 @@
+#include "spec/tier.h"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+
+namespace reef::spec {
+
+namespace {
+
+// The spec's own limits where it has them (WebAssembly core spec, 2.3 "Limits": 65,536 pages
+// of memory, 2^32 - 1 table elements) instead of Reef's sandbox defaults: a memory or table
+// is only allocated as far as a module declares or grows it, and no suite module grows one
+// past a few hundred pages or elements. The spec sets no call depth: Reef's default (1,024
+// frames) stays, and assert_exhaustion passes with it.
+wasm::EngineLimits SpecEngineLimits() {
+  wasm::EngineLimits limits;
+  limits.max_memory_pages = 65'536;
+  limits.max_table_elements = std::numeric_limits<uint32_t>::max();
+  return limits;
+}
+
+// The longest suite command runs a few million instructions.
+constexpr uint64_t kInvocationBudget = 1'000'000'000;
+
+std::unique_ptr<wasm::Engine> MakeInterpreterEngine(const wasm::HostRegistry& registry,
+                                                    const wasm::EngineLimits& limits) {
+  return std::make_unique<wasm::Engine>(registry, limits);
+}
+
+const std::array<Tier, 1> kTiers = {{
+    {"interp", "wabt 1.0.32's interpreter (the engine's only backend today)", SpecEngineLimits(),
+     wasm::ModuleLimits{}, kInvocationBudget, MakeInterpreterEngine},
+}};
+
+}  // namespace
+
+std::span<const Tier> Tiers() {
+  return kTiers;
+}
+
+const Tier* FindTier(std::string_view name) {
+  for (const Tier& tier : kTiers) {
+    if (tier.name == name) return &tier;
+  }
+  return nullptr;
+}
+
+}  // namespace reef::spec
