@@ -1,8 +1,9 @@
 // Engine: instantiates modules against a host registry and enforces the sandbox limits.
 //
-// Backend: wabt 1.0.32's interpreter (pinned; see detail/wabt_access.h). An Engine owns one
-// interpreter store; every Instance and Invocation it creates keeps that store alive, so they
-// may be destroyed in any order.
+// An Engine runs on one tier (wasm/tier.h). The interpreter tier (src/wasm/interp/, wabt
+// 1.0.32's interpreter, pinned) is the only one an Engine is built with today. An Engine owns
+// its tier's backend; every Instance and Invocation it creates keeps that backend alive, so
+// they may be destroyed in any order.
 //
 // Thread ownership: reactor-owned. An Engine and everything it creates stay on the thread
 // that created them; only Module and HostRegistry (const) are shared across threads.
@@ -19,6 +20,7 @@
 #include "wasm/host.h"
 #include "wasm/invocation.h"
 #include "wasm/module.h"
+#include "wasm/tier.h"
 
 namespace reef::wasm {
 
@@ -40,10 +42,12 @@ struct EngineLimits {
 
 struct EngineStats {
   uint64_t instances_created = 0;
-  uint64_t invocations_started = 0;
 };
 
 class Instance;
+namespace detail {
+class Backend;
+}
 
 class Engine {
  public:
@@ -64,14 +68,17 @@ class Engine {
   const EngineLimits& limits() const { return limits_; }
   const HostRegistry& registry() const { return registry_; }
   const EngineStats& stats() const { return stats_; }
-
-  struct State;  // the interpreter store and compiled-module cache (engine.cc)
+  Tier tier() const;
 
  private:
+  // The registry row of each function import of `module`, in import order. Errors: NotFound
+  // naming every unknown import, non-function import and signature mismatch.
+  Result<std::vector<size_t>> ResolveImports(const Module& module) const;
+
   const HostRegistry& registry_;
   EngineLimits limits_;
   EngineStats stats_;
-  std::shared_ptr<State> state_;
+  std::shared_ptr<detail::Backend> backend_;
 };
 
 // Bounds-checked access to an instance's memory 0. Every method checks that

@@ -315,6 +315,7 @@ Result<std::shared_ptr<const Module>> Module::Read(
     }
     module->exports_.push_back(std::move(info));
   }
+  if (!desc.starts.empty()) module->start_function_ = desc.starts.front().func_index;
   module->id_ = Sha256Hex(bytes);
   module->bytes_ = std::move(bytes);
   return std::shared_ptr<const Module>(std::move(module));

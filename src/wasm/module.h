@@ -81,6 +81,8 @@ class Module {
   // Largest params + locals of any function: the most values one call can add to the value
   // stack (the engine uses it to keep the value stack strictly within its limit).
   uint32_t max_frame_values() const { return max_frame_values_; }
+  // Index of the start function (imports first), if the module declares one.
+  std::optional<uint32_t> start_function() const { return start_function_; }
 
  private:
   Module() = default;
@@ -105,6 +107,7 @@ class Module {
   std::vector<DeclaredLimits> tables_;
   std::vector<std::string> function_names_;  // "" when unnamed
   uint32_t max_frame_values_ = 0;
+  std::optional<uint32_t> start_function_;
 };
 
 }  // namespace reef::wasm

@@ -174,5 +174,20 @@ TEST_F(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
             "start function; host imports are available only in invocations");
 }
 
+TEST(EngineTierTest, TiersHaveOneStableNameEach) {
+  EXPECT_EQ(TierName(Tier::kInterp), "interp");
+  EXPECT_EQ(TierName(Tier::kNative), "native");
+  EXPECT_EQ(ParseTier("interp"), Tier::kInterp);
+  EXPECT_EQ(ParseTier("native"), Tier::kNative);
+  EXPECT_EQ(ParseTier("Native"), std::nullopt);
+  EXPECT_EQ(ParseTier(""), std::nullopt);
+}
+
+TEST(EngineTierTest, AnEngineSaysWhichTierRunsItsInstances) {
+  HostRegistry registry("test", 1);
+  Engine engine(registry);
+  EXPECT_EQ(engine.tier(), Tier::kInterp);
+}
+
 }  // namespace
 }  // namespace reef::wasm

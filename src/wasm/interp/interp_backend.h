@@ -1,6 +1,7 @@
-// Internal types of the wabt interpreter backend, shared by engine.cc and invocation.cc.
+// The interpreter tier: wabt 1.0.32's interpreter behind Reef's engine interface. Internal
+// types shared by interp_backend.cc and interp_invocation.cc.
 //
-// Thread ownership: reactor-owned, like the Engine that owns the State.
+// Thread ownership: reactor-owned, like the Engine that owns the backend.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +14,12 @@
 #include <vector>
 
 #include "wabt/interp/interp.h"
+#include "wasm/detail/backend.h"
 #include "wasm/engine.h"
 
 namespace reef::wasm {
 
-class InvocationImpl;
+class InterpInvocation;
 
 // A module compiled into one engine's store.
 struct CompiledModule {
@@ -25,8 +27,6 @@ struct CompiledModule {
   wabt::interp::Module::Ptr code;
   // (engine code offset of a function's first instruction, function index), sorted.
   std::vector<std::pair<uint32_t, uint32_t>> function_starts;
-  // Function index of the start function, if the module declares one.
-  std::optional<uint32_t> start_function;
   // State right after instantiation, taken from the first instance (instantiation is
   // deterministic: start functions may not call the host). Used by Instance::Reset.
   bool has_snapshot = false;
@@ -38,9 +38,14 @@ struct CompiledModule {
   std::string FunctionAt(uint32_t code_offset, uint32_t* function_start) const;
 };
 
-struct Engine::State {
-  explicit State(const HostRegistry& registry, const EngineLimits& limits);
-  ~State();
+// The interpreter store of one Engine, its compiled modules, host functions and threads.
+struct InterpBackend final : detail::Backend, std::enable_shared_from_this<InterpBackend> {
+  InterpBackend(const HostRegistry& registry, const EngineLimits& limits);
+  ~InterpBackend() override;
+
+  Tier tier() const override { return Tier::kInterp; }
+  Result<std::unique_ptr<Instance>> Instantiate(const std::shared_ptr<const Module>& module,
+                                                std::span<const size_t> import_rows) override;
 
   // Compiles (or finds in the cache) `module` with limits applied to its declarations.
   Result<CompiledModule*> Compile(const std::shared_ptr<const Module>& module);
@@ -63,16 +68,16 @@ struct Engine::State {
   std::vector<std::unique_ptr<wabt::interp::Thread>> thread_pool;
   // The invocation inside Thread::Run, if any: the innermost one while a host function runs
   // another instance's invocation. Each Run saves the outer one and restores it.
-  InvocationImpl* running = nullptr;
+  InterpInvocation* running = nullptr;
   uint32_t run_depth = 0;  // Runs active on this engine's stack (limit max_nested_invocations)
   uint32_t garbage = 0;
 };
 
-class InstanceImpl final : public Instance, public GuestMemory {
+class InterpInstance final : public Instance, public GuestMemory {
  public:
-  InstanceImpl(std::shared_ptr<Engine::State> state, CompiledModule* compiled,
-               wabt::interp::Instance::Ptr instance);
-  ~InstanceImpl() override;
+  InterpInstance(std::shared_ptr<InterpBackend> state, CompiledModule* compiled,
+                 wabt::interp::Instance::Ptr instance);
+  ~InterpInstance() override;
 
   // Instance
   const Module& module() const override { return *compiled_->module; }
@@ -101,19 +106,19 @@ class InstanceImpl final : public Instance, public GuestMemory {
  private:
   Result<uint8_t*> Span(uint32_t ptr, uint32_t len) const;
 
-  std::shared_ptr<Engine::State> state_;  // first: outlives the RefPtrs below
+  std::shared_ptr<InterpBackend> state_;  // first: outlives the RefPtrs below
   CompiledModule* compiled_;
   wabt::interp::Instance::Ptr instance_;
   wabt::interp::Memory::Ptr memory_;  // null when the module has no memory
   bool busy_ = false;
 };
 
-class InvocationImpl final : public Invocation {
+class InterpInvocation final : public Invocation {
  public:
-  InvocationImpl(std::shared_ptr<Engine::State> state, InstanceImpl* instance,
-                 std::unique_ptr<wabt::interp::Thread> thread,
-                 const wabt::interp::ValueTypes& results, void* context, bool host_calls_allowed);
-  ~InvocationImpl() override;
+  InterpInvocation(std::shared_ptr<InterpBackend> state, InterpInstance* instance,
+                   std::unique_ptr<wabt::interp::Thread> thread,
+                   const wabt::interp::ValueTypes& results, void* context, bool host_calls_allowed);
+  ~InterpInvocation() override;
 
   RunState Run(uint64_t budget) override;
   Status CompleteHostCall(std::span<const WasmValue> results) override;
@@ -138,8 +143,8 @@ class InvocationImpl final : public Invocation {
   // (function name, offset) of the innermost frame.
   std::pair<std::string, uint32_t> TopFrame() const;
 
-  std::shared_ptr<Engine::State> engine_;
-  InstanceImpl* instance_;
+  std::shared_ptr<InterpBackend> engine_;
+  InterpInstance* instance_;
   std::unique_ptr<wabt::interp::Thread> thread_;
   // Lifetime: owned by the function object, which the instance keeps alive.
   const wabt::interp::ValueTypes* result_types_;
@@ -156,9 +161,6 @@ class InvocationImpl final : public Invocation {
   bool suspend_requested_ = false;  // set by OnHostCall during Run
   std::optional<Trap> host_trap_;   // set by OnHostCall during Run
 };
-
-// The trap message of host function `qualified` ("module.name") called while instantiating.
-std::string HostCallFromStartMessage(std::string_view qualified);
 
 // Conversions between the engine interface's values and the interpreter's.
 wabt::interp::ValueType ToInterpType(ValType type);

@@ -1,0 +1,51 @@
+// Backend: what one engine tier implements behind Engine.
+//
+// Engine does the tier-independent work of instantiation (declared limits, import resolution
+// against the HostRegistry, refusing an imported start function), so both tiers give the same
+// errors; a Backend compiles the module its own way, instantiates it, runs its start function
+// and returns an Instance whose Invocations it drives.
+//
+// Thread ownership: reactor-owned, like the Engine that owns it. Instances keep their backend
+// alive (shared ownership), so an Engine and its instances may be destroyed in any order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "wasm/engine.h"
+#include "wasm/tier.h"
+
+namespace reef::wasm::detail {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Tier tier() const = 0;
+
+  // Instantiates `module`: its declared limits were checked and every import is a function
+  // the registry provides, `import_rows[i]` being the registry row of the i-th function
+  // import. Runs the start function (never an import) within
+  // EngineLimits::max_start_instructions. Errors: those of Engine::Instantiate.
+  virtual Result<std::unique_ptr<Instance>> Instantiate(const std::shared_ptr<const Module>& module,
+                                                        std::span<const size_t> import_rows) = 0;
+};
+
+// The interpreter tier (src/wasm/interp/).
+std::shared_ptr<Backend> MakeInterpBackend(const HostRegistry& registry,
+                                           const EngineLimits& limits);
+
+// The outcome of running a start function to `RunState` `state` with `budget` instructions:
+// OK when it finished; Trapped "start function trapped: <trap>"; LimitExceeded when it ran out
+// of budget or suspended. The same words on every tier.
+Status StartFunctionOutcome(const Invocation& start, uint64_t budget);
+
+// The trap message of host function `qualified` ("module.name") called while instantiating.
+std::string HostCallFromStartMessage(std::string_view qualified);
+
+}  // namespace reef::wasm::detail

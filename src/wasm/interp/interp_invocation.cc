@@ -1,0 +1,222 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "wasm/interp/interp_backend.h"
+#include "wasm/interp/wabt_access.h"
+
+namespace reef::wasm {
+
+namespace interp = wabt::interp;
+
+namespace {
+// Slices run in chunks of at most this many instructions (fewer near the value stack limit);
+// between chunks the engine checks the value stack. A chunk that ends early (finish, trap,
+// host call) is charged in full.
+constexpr uint64_t kChunk = 1024;
+}  // namespace
+
+InterpInvocation::InterpInvocation(std::shared_ptr<InterpBackend> state, InterpInstance* instance,
+                                   std::unique_ptr<interp::Thread> thread,
+                                   const interp::ValueTypes& results, void* context,
+                                   bool host_calls)
+    : engine_(std::move(state)),
+      instance_(instance),
+      thread_(std::move(thread)),
+      result_types_(&results),
+      context_(context),
+      host_calls_allowed_(host_calls) {}
+
+InterpInvocation::~InterpInvocation() {
+  if (thread_) engine_->ReleaseThread(std::move(thread_));
+  instance_->EndInvocation();
+}
+
+RunState InterpInvocation::Run(uint64_t budget) {
+  if (state_ != RunState::kBudgetExhausted || budget == 0 || in_run_) return state_;
+  const uint32_t max_depth = engine_->limits.max_nested_invocations;
+  if (engine_->run_depth >= max_depth) {
+    Trap trap = TrapFromFrames(fmt::format(
+        "{} invocations are already running on this engine (host functions running other "
+        "instances' invocations); limit max_nested_invocations={}",
+        engine_->run_depth, max_depth));
+    trap.kind = TrapKind::kHostError;
+    TrapWith(std::move(trap));
+    return state_;
+  }
+  // A host function of an outer invocation may run this one: restore the outer one after.
+  InterpInvocation* const outer = engine_->running;
+  engine_->running = this;
+  ++engine_->run_depth;
+  in_run_ = true;
+  uint64_t remaining = budget;
+  // One instruction adds at most one operand, or a whole frame of locals when it enters a
+  // call; chunks are sized so that even the worst case stays within max_value_stack.
+  const uint64_t growth = uint64_t{instance_->module().max_frame_values()} + 4;
+  const uint64_t limit = engine_->limits.max_value_stack;
+  while (remaining > 0 && state_ == RunState::kBudgetExhausted) {
+    uint64_t used = detail::Values(*thread_).size();
+    uint64_t headroom = used < limit ? limit - used : 0;
+    if (headroom < growth) {
+      TrapWith(TrapFromFrames(fmt::format(
+          "value stack exhausted: {} of {} values in use and the next instruction may need {} "
+          "(limit max_value_stack)",
+          used, limit, growth)));
+      break;
+    }
+    uint64_t chunk = std::min({remaining, kChunk, headroom / growth});
+    interp::Trap::Ptr trap;
+    interp::RunResult result = thread_->Run(static_cast<int>(chunk), &trap);
+    instructions_ += chunk;
+    remaining -= chunk;
+    if (result == interp::RunResult::Ok && !trap) continue;
+    if (result == interp::RunResult::Return && !trap) {
+      Finish();
+    } else if (suspend_requested_) {
+      suspend_requested_ = false;
+      state_ = RunState::kSuspended;
+    } else if (host_trap_) {
+      Trap t = std::move(*host_trap_);
+      host_trap_.reset();
+      TrapWith(std::move(t));
+    } else {
+      // Includes wabt 1.0.32's call_indirect path, which records "call stack exhausted" in
+      // the trap but keeps running: any recorded trap ends the invocation.
+      std::string message = trap ? trap->message() : "uncaught exception";
+      TrapWith(TrapFromFrames(std::move(message)));
+    }
+  }
+  in_run_ = false;
+  --engine_->run_depth;
+  engine_->running = outer;
+  return state_;
+}
+
+void InterpInvocation::Finish() {
+  interp::Values values;
+  detail::PopValues(*thread_, *result_types_, &values);
+  results_.clear();
+  for (size_t i = 0; i < values.size(); ++i) {
+    results_.push_back(FromInterpValue(values[i], (*result_types_)[i]));
+  }
+  state_ = RunState::kFinished;
+  engine_->ReleaseThread(std::move(thread_));
+}
+
+void InterpInvocation::TrapWith(Trap trap) {
+  trap_ = std::move(trap);
+  state_ = RunState::kTrapped;
+  suspended_in_.clear();
+  engine_->ReleaseThread(std::move(thread_));
+  engine_->NoteGarbage();
+}
+
+void InterpInvocation::TrapBeforeRun(const interp::Trap::Ptr& trap) {
+  TrapWith(TrapFromFrames(trap ? trap->message() : "trap"));
+}
+
+std::pair<std::string, uint32_t> InterpInvocation::TopFrame() const {
+  const auto& frames = detail::Frames(*thread_);
+  if (frames.empty()) return {"", 0};
+  const interp::Frame& top = frames.back();
+  if (top.inst == nullptr) return {suspended_in_, 0};  // a host frame
+  uint32_t start = 0;
+  std::string name = instance_->compiled().FunctionAt(top.offset, &start);
+  return {std::move(name), top.offset - start};
+}
+
+Trap InterpInvocation::TrapFromFrames(std::string message) const {
+  Trap trap;
+  trap.kind = ClassifyTrapMessage(message);
+  trap.message = std::move(message);
+  std::tie(trap.function, trap.offset) = TopFrame();
+  return trap;
+}
+
+Telemetry InterpInvocation::telemetry() const {
+  Telemetry t;
+  t.instructions = instructions_;
+  if (thread_) {
+    t.call_depth = static_cast<uint32_t>(detail::Frames(*thread_).size());
+    std::tie(t.function, t.offset) = TopFrame();
+  }
+  return t;
+}
+
+wabt::Result InterpInvocation::OnHostCall(size_t row, const interp::Values& params,
+                                          interp::Values& results, interp::Trap::Ptr* out_trap) {
+  const HostFunction& f = engine_->registry.functions()[row];
+  std::string qualified = f.module + "." + f.name;
+  if (!host_calls_allowed_) {
+    host_trap_ =
+        Trap{TrapKind::kHostError, detail::HostCallFromStartMessage(qualified), qualified, 0};
+    *out_trap = interp::Trap::New(engine_->store, host_trap_->message);
+    return wabt::Result::Error;
+  }
+  std::vector<WasmValue> args;
+  for (size_t i = 0; i < params.size(); ++i) {
+    args.push_back(FromInterpValue(params[i], ToInterpType(f.signature.params[i])));
+  }
+  std::vector<WasmValue> outs;
+  for (ValType t : f.signature.results) {
+    outs.push_back(FromInterpValue(interp::Value::Make(uint64_t{0}), ToInterpType(t)));
+  }
+  HostCall call(args, outs, *instance_, context_);
+  switch (f.handler(call)) {
+    case HostCallOutcome::kComplete:
+      for (size_t i = 0; i < outs.size(); ++i) results[i] = ToInterpValue(outs[i]);
+      return wabt::Result::Ok;
+    case HostCallOutcome::kSuspend:
+      suspend_requested_ = true;
+      suspended_in_ = qualified;
+      suspended_function_ = &f;
+      *out_trap = interp::Trap::New(engine_->store, "suspended in host call " + qualified);
+      return wabt::Result::Error;
+    case HostCallOutcome::kTrap:
+      host_trap_ = call.trap();
+      host_trap_->function = qualified;
+      *out_trap = interp::Trap::New(engine_->store, host_trap_->message);
+      return wabt::Result::Error;
+  }
+  return wabt::Result::Error;
+}
+
+Status InterpInvocation::CompleteHostCall(std::span<const WasmValue> results) {
+  if (state_ != RunState::kSuspended) {
+    return Status::FailedPrecondition(
+        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
+  }
+  const FuncSignature& sig = suspended_function_->signature;
+  bool ok = results.size() == sig.results.size();
+  for (size_t i = 0; ok && i < results.size(); ++i) ok = TypeOf(results[i]) == sig.results[i];
+  if (!ok) {
+    return Status::InvalidArgument(fmt::format("host call {} returns {}; results do not match",
+                                               suspended_in_, sig.ToString()));
+  }
+  // Pop the host frame (the caller's pc is already past the call), then push the results
+  // as if the host function had returned them.
+  detail::PopCall(*thread_);
+  interp::ValueTypes types;
+  interp::Values values;
+  for (size_t i = 0; i < results.size(); ++i) {
+    types.push_back(ToInterpType(sig.results[i]));
+    values.push_back(ToInterpValue(results[i]));
+  }
+  detail::PushValues(*thread_, types, values);
+  suspended_in_.clear();
+  suspended_function_ = nullptr;
+  state_ = RunState::kBudgetExhausted;
+  return Status::Ok();
+}
+
+Status InterpInvocation::FailHostCall(TrapKind kind, std::string message) {
+  if (state_ != RunState::kSuspended) {
+    return Status::FailedPrecondition(
+        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
+  }
+  std::string function = suspended_in_;
+  TrapWith(Trap{kind, std::move(message), std::move(function), 0});
+  return Status::Ok();
+}
+
+}  // namespace reef::wasm

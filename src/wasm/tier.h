@@ -1,0 +1,29 @@
+// Engine tiers: the ways an Engine can run guest code.
+//
+// Thread ownership: plain values; any thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace reef::wasm {
+
+// The engine tiers, one row each: enumerator, stable name (CLI, protocol, metrics), summary.
+#define REEF_ENGINE_TIERS(X)                                              \
+  X(kInterp, "interp", "wabt's interpreter: starts at once, runs slowly") \
+  X(kNative, "native", "compiled ahead of time to machine code through C")
+
+enum class Tier : uint8_t {
+#define REEF_X(name, text, summary) name,
+  REEF_ENGINE_TIERS(REEF_X)
+#undef REEF_X
+};
+
+// "interp", "native".
+std::string_view TierName(Tier tier);
+std::string_view TierSummary(Tier tier);
+// The tier named `name` exactly; nullopt for anything else.
+std::optional<Tier> ParseTier(std::string_view name);
+
+}  // namespace reef::wasm
