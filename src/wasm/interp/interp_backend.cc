@@ -124,6 +124,7 @@ InterpBackend::~InterpBackend() {
   // Threads and RefPtrs must go before the store (they unregister from it).
   thread_pool.clear();
   host_funcs.clear();
+  out_of_fuel.reset();
   compiled.clear();
 }
 
@@ -131,15 +132,15 @@ Result<CompiledModule*> InterpBackend::Compile(const std::shared_ptr<const Modul
   auto found = compiled.find(module->id());
   if (found != compiled.end()) return found->second.get();
 
+  REEF_ASSIGN_OR_RETURN(detail::MeteredBinary metered, detail::MeterBinary(module->bytes()));
   wabt::Errors errors;
   wabt::Features features;
   wabt::ReadBinaryOptions options(features, nullptr, /*read_debug_names=*/false,
                                   /*stop_on_first_error=*/true,
                                   /*fail_on_custom_section_error=*/false);
   interp::ModuleDesc desc;
-  auto bytes = module->bytes();
-  if (wabt::Failed(interp::ReadBinaryInterp("module", bytes.data(), bytes.size(), options, &errors,
-                                            &desc))) {
+  if (wabt::Failed(interp::ReadBinaryInterp("module", metered.bytes.data(), metered.bytes.size(),
+                                            options, &errors, &desc))) {
     std::string why = errors.empty() ? "unknown error" : errors.front().message;
     return Status::InvalidArgument(fmt::format("module {}: {}", module->id(), why));
   }
@@ -160,6 +161,7 @@ Result<CompiledModule*> InterpBackend::Compile(const std::shared_ptr<const Modul
 
   auto out = std::make_unique<CompiledModule>();
   out->module = module;
+  out->meter = metered.layout;
   uint32_t imported_funcs = 0;
   for (const interp::ImportDesc& import : desc.imports) {
     if (import.type.type->kind == wabt::ExternalKind::Func) ++imported_funcs;
@@ -196,6 +198,22 @@ interp::HostFunc::Ptr InterpBackend::HostFuncFor(size_t row) {
         });
   }
   return host_funcs[row];
+}
+
+interp::HostFunc::Ptr InterpBackend::OutOfFuelFunc() {
+  if (!out_of_fuel) {
+    out_of_fuel = interp::HostFunc::New(
+        store, interp::FuncType({}, {}),
+        [this](interp::Thread&, const interp::Values&, interp::Values&,
+               interp::Trap::Ptr* out_trap) -> wabt::Result {
+          if (running == nullptr) {
+            *out_trap = interp::Trap::New(store, "out of fuel outside an invocation");
+            return wabt::Result::Error;
+          }
+          return running->OnOutOfFuel(out_trap);
+        });
+  }
+  return out_of_fuel;
 }
 
 std::unique_ptr<interp::Thread> InterpBackend::AcquireThread() {
@@ -268,9 +286,15 @@ InterpInstance::InterpInstance(std::shared_ptr<InterpBackend> state, CompiledMod
   if (!instance_->memories().empty()) {
     memory_ = interp::Memory::Ptr(state_->store, instance_->memories()[0]);
   }
+  const detail::MeterLayout& meter = compiled_->meter;
+  fuel_ = interp::Global::Ptr(state_->store, instance_->globals()[meter.fuel_global]);
+  interp::Table::Ptr table(state_->store, instance_->tables()[meter.meter_table]);
+  // Cannot fail: the table has exactly one funcref element and the function is a funcref.
+  (void)table->Set(state_->store, 0, state_->OutOfFuelFunc().ref());
 }
 
 InterpInstance::~InterpInstance() {
+  fuel_.reset();
   memory_.reset();
   instance_.reset();
   state_->NoteGarbage(16);
@@ -310,6 +334,7 @@ Result<std::unique_ptr<Invocation>> InterpInstance::StartFunction(uint32_t index
   values.reserve(args.size());
   for (const WasmValue& a : args) values.push_back(ToInterpValue(a));
   auto thread = state_->AcquireThread();
+  set_fuel(0);
   detail::PushValues(*thread, defined->type().params, values);
   interp::Trap::Ptr trap;
   interp::RunResult pushed = detail::PushCall(*thread, *defined, &trap);

@@ -15,6 +15,7 @@
 
 #include "wabt/interp/interp.h"
 #include "wasm/detail/backend.h"
+#include "wasm/detail/meter.h"
 #include "wasm/engine.h"
 
 namespace reef::wasm {
@@ -24,7 +25,8 @@ class InterpInvocation;
 // A module compiled into one engine's store.
 struct CompiledModule {
   std::shared_ptr<const Module> module;
-  wabt::interp::Module::Ptr code;
+  wabt::interp::Module::Ptr code;  // of the metered module (wasm/detail/meter.h)
+  detail::MeterLayout meter;
   // (engine code offset of a function's first instruction, function index), sorted.
   std::vector<std::pair<uint32_t, uint32_t>> function_starts;
   // State right after instantiation, taken from the first instance (instantiation is
@@ -51,6 +53,8 @@ struct InterpBackend final : detail::Backend, std::enable_shared_from_this<Inter
   Result<CompiledModule*> Compile(const std::shared_ptr<const Module>& module);
   // The store-side function for registry row `row`, created on first use.
   wabt::interp::HostFunc::Ptr HostFuncFor(size_t row);
+  // The out-of-fuel function every instance's meter table holds, created on first use.
+  wabt::interp::HostFunc::Ptr OutOfFuelFunc();
 
   // A thread whose call stack holds exactly limits.max_call_depth frames.
   std::unique_ptr<wabt::interp::Thread> AcquireThread();
@@ -65,6 +69,7 @@ struct InterpBackend final : detail::Backend, std::enable_shared_from_this<Inter
   wabt::interp::Store store;
   std::unordered_map<std::string, std::unique_ptr<CompiledModule>> compiled;  // by module id
   std::vector<wabt::interp::HostFunc::Ptr> host_funcs;                        // by registry row
+  wabt::interp::HostFunc::Ptr out_of_fuel;
   std::vector<std::unique_ptr<wabt::interp::Thread>> thread_pool;
   // The invocation inside Thread::Run, if any: the innermost one while a host function runs
   // another instance's invocation. Each Run saves the outer one and restores it.
@@ -102,6 +107,9 @@ class InterpInstance final : public Instance, public GuestMemory {
 
   void EndInvocation() { busy_ = false; }
   const CompiledModule& compiled() const { return *compiled_; }
+  // The metering fuel (wasm/detail/meter.h): a slice stops at a check that finds it below 0.
+  int64_t fuel() const { return fuel_->Get().Get<int64_t>(); }
+  void set_fuel(int64_t fuel) { fuel_->UnsafeSet(wabt::interp::Value::Make(fuel)); }
 
  private:
   Result<uint8_t*> Span(uint32_t ptr, uint32_t len) const;
@@ -110,6 +118,7 @@ class InterpInstance final : public Instance, public GuestMemory {
   CompiledModule* compiled_;
   wabt::interp::Instance::Ptr instance_;
   wabt::interp::Memory::Ptr memory_;  // null when the module has no memory
+  wabt::interp::Global::Ptr fuel_;
   bool busy_ = false;
 };
 
@@ -132,11 +141,15 @@ class InterpInvocation final : public Invocation {
   // Called by host functions while this invocation runs.
   wabt::Result OnHostCall(size_t row, const wabt::interp::Values& params,
                           wabt::interp::Values& results, wabt::interp::Trap::Ptr* out_trap);
+  // Called by the out-of-fuel function: the slice ends at this check.
+  wabt::Result OnOutOfFuel(wabt::interp::Trap::Ptr* out_trap);
 
   // Ends the invocation as trapped by an engine-side check before it ran.
   void TrapBeforeRun(const wabt::interp::Trap::Ptr& trap);
 
  private:
+  // Runs the interpreter until the invocation finishes, traps, suspends or runs out of fuel.
+  void RunChunks();
   void Finish();
   void TrapWith(Trap trap);
   Trap TrapFromFrames(std::string message) const;
@@ -152,7 +165,9 @@ class InterpInvocation final : public Invocation {
   bool host_calls_allowed_;  // false for start functions
 
   RunState state_ = RunState::kBudgetExhausted;
-  uint64_t instructions_ = 0;
+  uint64_t instructions_ = 0;  // charged so far (see telemetry())
+  bool out_of_fuel_ = false;   // set by OnOutOfFuel during Run
+  bool in_meter_ = false;      // paused in the out-of-fuel function's frame
   std::vector<WasmValue> results_;
   Trap trap_;
   std::string suspended_in_;  // "module.name" while suspended

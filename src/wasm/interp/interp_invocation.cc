@@ -10,10 +10,13 @@ namespace reef::wasm {
 namespace interp = wabt::interp;
 
 namespace {
-// Slices run in chunks of at most this many instructions (fewer near the value stack limit);
-// between chunks the engine checks the value stack. A chunk that ends early (finish, trap,
-// host call) is charged in full.
-constexpr uint64_t kChunk = 1024;
+// The interpreter runs in chunks of at most this many of its own instructions (fewer near the
+// value stack limit); between chunks the engine checks the value stack. Chunks do not count:
+// the metering code in the module decides where a slice ends (wasm/detail/meter.h).
+constexpr uint64_t kChunk = 4096;
+// The most fuel one Run adds (a larger budget means "run until done"), so the i64 fuel never
+// overflows.
+constexpr uint64_t kMaxSliceBudget = uint64_t{1} << 62;
 }  // namespace
 
 InterpInvocation::InterpInvocation(std::shared_ptr<InterpBackend> state, InterpInstance* instance,
@@ -44,17 +47,42 @@ RunState InterpInvocation::Run(uint64_t budget) {
     TrapWith(std::move(trap));
     return state_;
   }
+  // A slice gets its budget plus any debt of the last one (fuel left over by a slice that
+  // ended in a host call is not carried).
+  budget = std::min(budget, kMaxSliceBudget);
+  instance_->set_fuel(std::min<int64_t>(instance_->fuel(), 0) + static_cast<int64_t>(budget));
+  if (instance_->fuel() < 0) {  // blocks charged before the last check still owe more
+    instructions_ += budget;
+    return state_;
+  }
+  if (in_meter_) {  // leave the out-of-fuel function: the guest goes on after its check
+    detail::PopCall(*thread_);
+    in_meter_ = false;
+  }
   // A host function of an outer invocation may run this one: restore the outer one after.
   InterpInvocation* const outer = engine_->running;
   engine_->running = this;
   ++engine_->run_depth;
   in_run_ = true;
-  uint64_t remaining = budget;
+  RunChunks();
+  in_run_ = false;
+  --engine_->run_depth;
+  engine_->running = outer;
+  // A slice that ran out of fuel is charged its budget; its debt is charged by the slices
+  // that pay it. Any other slice is charged what it ran: the budget minus the fuel left
+  // (more than the budget when the blocks after the last check overshot it).
+  const int64_t left = instance_->fuel();
+  const bool out_of_fuel = state_ == RunState::kBudgetExhausted && in_meter_;
+  instructions_ += out_of_fuel ? budget : budget - left;
+  return state_;
+}
+
+void InterpInvocation::RunChunks() {
   // One instruction adds at most one operand, or a whole frame of locals when it enters a
   // call; chunks are sized so that even the worst case stays within max_value_stack.
-  const uint64_t growth = uint64_t{instance_->module().max_frame_values()} + 4;
+  const uint64_t growth = uint64_t{instance_->module().max_frame_values()} + 8;
   const uint64_t limit = engine_->limits.max_value_stack;
-  while (remaining > 0 && state_ == RunState::kBudgetExhausted) {
+  while (state_ == RunState::kBudgetExhausted) {
     uint64_t used = detail::Values(*thread_).size();
     uint64_t headroom = used < limit ? limit - used : 0;
     if (headroom < growth) {
@@ -62,16 +90,18 @@ RunState InterpInvocation::Run(uint64_t budget) {
           "value stack exhausted: {} of {} values in use and the next instruction may need {} "
           "(limit max_value_stack)",
           used, limit, growth)));
-      break;
+      return;
     }
-    uint64_t chunk = std::min({remaining, kChunk, headroom / growth});
+    uint64_t chunk = std::min(kChunk, headroom / growth);
     interp::Trap::Ptr trap;
     interp::RunResult result = thread_->Run(static_cast<int>(chunk), &trap);
-    instructions_ += chunk;
-    remaining -= chunk;
     if (result == interp::RunResult::Ok && !trap) continue;
     if (result == interp::RunResult::Return && !trap) {
       Finish();
+    } else if (out_of_fuel_) {
+      out_of_fuel_ = false;
+      in_meter_ = true;
+      return;
     } else if (suspend_requested_) {
       suspend_requested_ = false;
       state_ = RunState::kSuspended;
@@ -86,10 +116,12 @@ RunState InterpInvocation::Run(uint64_t budget) {
       TrapWith(TrapFromFrames(std::move(message)));
     }
   }
-  in_run_ = false;
-  --engine_->run_depth;
-  engine_->running = outer;
-  return state_;
+}
+
+wabt::Result InterpInvocation::OnOutOfFuel(interp::Trap::Ptr* out_trap) {
+  out_of_fuel_ = true;
+  *out_trap = interp::Trap::New(engine_->store, "out of fuel");
+  return wabt::Result::Error;
 }
 
 void InterpInvocation::Finish() {
@@ -118,7 +150,9 @@ void InterpInvocation::TrapBeforeRun(const interp::Trap::Ptr& trap) {
 std::pair<std::string, uint32_t> InterpInvocation::TopFrame() const {
   const auto& frames = detail::Frames(*thread_);
   if (frames.empty()) return {"", 0};
-  const interp::Frame& top = frames.back();
+  // Paused out of fuel, the top frame is the out-of-fuel function's: report its caller.
+  const interp::Frame& top =
+      in_meter_ && frames.size() > 1 ? frames[frames.size() - 2] : frames.back();
   if (top.inst == nullptr) return {suspended_in_, 0};  // a host frame
   uint32_t start = 0;
   std::string name = instance_->compiled().FunctionAt(top.offset, &start);
@@ -137,7 +171,8 @@ Telemetry InterpInvocation::telemetry() const {
   Telemetry t;
   t.instructions = instructions_;
   if (thread_) {
-    t.call_depth = static_cast<uint32_t>(detail::Frames(*thread_).size());
+    // Paused out of fuel, the out-of-fuel function's frame is not the guest's.
+    t.call_depth = static_cast<uint32_t>(detail::Frames(*thread_).size()) - (in_meter_ ? 1 : 0);
     std::tie(t.function, t.offset) = TopFrame();
   }
   return t;
