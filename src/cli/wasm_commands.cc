@@ -440,7 +440,6 @@ Handler SetupHandle(CLI::App& app) {
     actor::Effects sends_only{context.effects.sends, {}, {}};
     PrintEffects(sends_only);
     auto text = ValueToJsonText(*next, limits);
-    // Charged instructions count whole chunks of up to 1,024 (see Invocation::Run).
     fmt::print("commit   new state {} (charged {} instructions in slices of {})\n",
                text.ok() ? *text : text.status().ToString(), used, a->profile ? 1 : a->slice);
     return 0;

@@ -1,8 +1,9 @@
 // Invocation: one call of a guest export, resumable across budgeted slices.
 //
-// Run(budget) executes at most `budget` engine instructions (about one per wasm
-// instruction) and ends in exactly one RunState. Between slices the invocation's frames and
-// values are kept intact, so slicing never changes a result.
+// Run(budget) runs a slice of about `budget` instructions, counted by the metering every tier
+// shares (docs/engine.md "Metering": one per wasm instruction of each basic block entered,
+// plus bulk costs), and ends in exactly one RunState. Between slices the invocation's frames
+// and values are kept intact, so slicing changes neither a result nor the count.
 //
 // Thread ownership: reactor-owned, like the Instance that started it. The instance must
 // outlive the invocation.
@@ -30,7 +31,7 @@ std::string_view RunStateName(RunState state);
 
 // Diagnostics while an invocation is active (not finished or trapped).
 struct Telemetry {
-  uint64_t instructions = 0;  // engine instructions charged so far (see Run)
+  uint64_t instructions = 0;  // instructions charged so far (see Run)
   uint32_t call_depth = 0;    // active frames, host frames included
   std::string function;       // function executing now (or the host import suspended in)
   uint32_t offset = 0;        // position in that function's engine code
@@ -40,11 +41,12 @@ class Invocation {
  public:
   virtual ~Invocation() = default;
 
-  // Runs at most `budget` engine instructions. REQUIRES: budget > 0 and state() is
-  // kBudgetExhausted (a fresh invocation starts so) — not suspended, finished or trapped.
-  // Instructions are charged exactly while the budget runs out; a slice that ends early
-  // (finish, trap, host call) is charged its whole current chunk (at most 1,024, fewer near
-  // the value stack limit). A host function may run other invocations of the same engine;
+  // Runs a slice with `budget` instructions of fuel plus the last slice's debt. REQUIRES:
+  // budget > 0 and state() is kBudgetExhausted (a fresh invocation starts so) — not
+  // suspended, finished or trapped. The slice stops at the first function entry or loop
+  // header that finds the fuel below 0 and is then charged exactly `budget`; a slice that
+  // ends early (finish, trap, host call) is charged what it ran (docs/engine.md "Metering").
+  // A host function may run other invocations of the same engine;
   // one that would nest deeper than EngineLimits::max_nested_invocations traps host_error
   // instead of running. Called from inside this invocation's own host function, it returns
   // the current state without running.
