@@ -75,7 +75,7 @@ std::optional<BulkCost> BulkCostOf(const Expr& expr) {
 
 class Meter {
  public:
-  Meter(wabt::Module& module, MeterLayout layout) : module_(module), layout_(layout) {}
+  explicit Meter(MeterLayout layout) : layout_(layout) {}
 
   Status Function(wabt::Func& func) {
     func_ = &func;
@@ -188,7 +188,6 @@ class Meter {
     return Var(*scratch_, wabt::Location());
   }
 
-  wabt::Module& module_;
   MeterLayout layout_;
   wabt::Func* func_ = nullptr;
   std::optional<wabt::Index> scratch_;
@@ -221,7 +220,7 @@ MeterLayout AppendMeterFields(wabt::Module& module) {
 
 Result<MeterLayout> MeterModule(wabt::Module& module) {
   const MeterLayout layout = AppendMeterFields(module);
-  Meter meter(module, layout);
+  Meter meter(layout);
   for (size_t i = module.num_func_imports; i < module.funcs.size(); ++i) {
     REEF_RETURN_IF_ERROR(meter.Function(*module.funcs[i]));
   }
