@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "wasm/native/rt/runtime.h"
+#include "wasm/native/rt/wasm-rt.h"
 
 namespace reef::wasm::native {
 namespace {

@@ -71,9 +71,9 @@ class NativeInstance {
 
   NativeInstance(std::shared_ptr<const NativeModule> module, std::vector<HostHandler> imports,
                  const EngineLimits& limits);
-  static uint32_t CallImport(reef_rt_host* host, uint32_t index, const reef_rt_value* args,
-                             reef_rt_value* results);
-  uint32_t DispatchImport(uint32_t index, const reef_rt_value* args, reef_rt_value* results);
+  static uint32_t CallImport(::reef_rt_host* host, uint32_t index, const ::reef_rt_value* args,
+                             ::reef_rt_value* results);
+  uint32_t DispatchImport(uint32_t index, const ::reef_rt_value* args, ::reef_rt_value* results);
   Trap MakeTrap(int code, std::string_view function);
 
   std::shared_ptr<const NativeModule> module_;

@@ -6,6 +6,8 @@
 
 #include <system_error>
 
+#include "wasm/native/rt/wasm-rt.h"
+
 namespace reef::wasm::native {
 namespace {
 

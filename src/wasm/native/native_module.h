@@ -18,17 +18,23 @@
 #include "wasm/module.h"
 #include "wasm/native/c_gen.h"
 #include "wasm/native/compiler.h"
-#include "wasm/native/rt/wasm-rt.h"
+
+// From native/rt/wasm-rt.h, which the .cc files include (it defines C macros such as LIKELY).
+extern "C" {
+struct wasm_rt_memory_t;
+struct reef_rt_host;
+union reef_rt_value;
+}
 
 namespace reef::wasm::native {
 
 // The glue's entry points in a loaded library (c_gen.h describes each).
 struct GlueEntryPoints {
   size_t (*instance_size)() = nullptr;
-  void (*instantiate)(void* instance, reef_rt_host* host) = nullptr;
+  void (*instantiate)(void* instance, ::reef_rt_host* host) = nullptr;
   void (*free)(void* instance) = nullptr;
-  wasm_rt_memory_t* (*memory)(void* instance) = nullptr;
-  using Thunk = void (*)(void* instance, const reef_rt_value* args, reef_rt_value* results);
+  ::wasm_rt_memory_t* (*memory)(void* instance) = nullptr;
+  using Thunk = void (*)(void* instance, const ::reef_rt_value* args, ::reef_rt_value* results);
   std::vector<Thunk> exports;  // parallel to NativeModule::exports()
 };
 

@@ -40,9 +40,13 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   const rlimit as{address_space_bytes, address_space_bytes};
   setrlimit(RLIMIT_AS, &as);
   if (chdir(cwd) == 0) execve(argv[0], argv, envp);
-  const char* reason = strerror(errno);  // not async-signal-safe in theory; glibc's is
-  (void)!write(STDERR_FILENO, "exec failed: ", 13);
-  (void)!write(STDERR_FILENO, reason, strlen(reason));
+  // strerror is not async-signal-safe: report the errno number.
+  char message[] = "exec failed: errno 000\n";
+  const int error = errno;
+  message[19] = static_cast<char>('0' + error / 100 % 10);
+  message[20] = static_cast<char>('0' + error / 10 % 10);
+  message[21] = static_cast<char>('0' + error % 10);
+  (void)!write(STDERR_FILENO, message, sizeof message - 1);
   _exit(127);
 }
 

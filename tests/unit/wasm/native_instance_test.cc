@@ -292,6 +292,26 @@ TEST(NativeInstanceLimits, StartFunctionTrapFailsInstantiation) {
   EXPECT_EQ(TrapKindOf(instance.status()), "unreachable");
 }
 
+TEST(NativeInstanceLimits, UnboundedRecursionTrapsCleanlyAtO2) {
+  // gcc -O2 may turn recursion into loops; the depth counter must still stop it.
+  CompileOptions options;
+  options.optimization = 2;
+  auto native = CompileWat(R"((module
+    (func $f (export "forever") (param i32) (result i32) local.get 0 i32.const 1 i32.add call $f)
+    (func $g (export "tail") (param i32) local.get 0 call $g)
+    (func $h (export "mutual") (param i32) (result i32) local.get 0 call $k)
+    (func $k (param i32) (result i32) local.get 0 i32.const 1 i32.xor call $h)))",
+                           options);
+  ASSERT_NE(native, nullptr);
+  auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+
+  for (const char* name : {"forever", "tail", "mutual"}) {
+    auto r = (*instance)->Call(name, std::vector<WasmValue>{int32_t{0}});
+    EXPECT_EQ(TrapKindOf(r.status()), "call_stack_exhausted") << name;
+  }
+}
+
 TEST(NativeInstanceThreads, TwoThreadsRunInstancesOfOneModuleAtOnce) {
   auto native = CompileWat(R"((module
     (func $fib (export "fib") (param i32) (result i32)

@@ -125,7 +125,7 @@ uint32_t wasm_rt_register_func_type(uint32_t params, uint32_t results, ...);
 
 /* One linear memory: `size` bytes at `data` (= pages * 65,536). `max_pages` is the smaller of
  * the module's declared maximum and the host's limit; growing past it fails. */
-typedef struct {
+typedef struct wasm_rt_memory_t {
   uint8_t* data;
   uint32_t pages, max_pages;
   uint32_t size;
@@ -189,8 +189,9 @@ void* wasm_rt_exception(void);
 /* The glue Reef generates next to wasm2c's output (native/c_glue.cc) passes values and calls
  * host imports through these. */
 
-/* One wasm number; the member is the wasm type. */
-typedef union {
+/* One wasm number; the member is the wasm type. (Tagged, like wasm_rt_memory_t above, so C++
+ * headers can declare them without including this file; tags do not change the ABI.) */
+typedef union reef_rt_value {
   uint32_t i32;
   uint64_t i64;
   float f32;
