@@ -13,10 +13,10 @@
 namespace reef::wasm::native {
 namespace {
 
-using testing::CompileWat;
-using testing::ExpectSameOutcome;
-using testing::ParseWat;
-using testing::TrapKindOf;
+using native_test::CompileWat;
+using native_test::ExpectSameOutcome;
+using native_test::ParseWat;
+using native_test::TrapKindOf;
 
 constexpr std::string_view kKitchenSink = R"((module
   (import "reef" "send" (func $send (param i32 i32)))

@@ -14,8 +14,8 @@
 namespace reef::wasm::native {
 namespace {
 
-using testing::CompileWat;
-using testing::ParseWat;
+using native_test::CompileWat;
+using native_test::ParseWat;
 
 constexpr std::string_view kAddWat = R"((module
   (import "reef" "send" (func (param i32 i32)))

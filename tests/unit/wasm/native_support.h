@@ -15,7 +15,7 @@
 #include "wasm/native/native_instance.h"
 #include "wasm/native/native_module.h"
 
-namespace reef::wasm::native::testing {
+namespace reef::wasm::native::native_test {
 
 inline std::shared_ptr<const Module> ParseWat(std::string_view wat) {
   auto module = Module::FromText(wat);
@@ -80,4 +80,4 @@ inline void ExpectSameOutcome(const Result<std::vector<WasmValue>>& native,
   }
 }
 
-}  // namespace reef::wasm::native::testing
+}  // namespace reef::wasm::native::native_test
