@@ -151,8 +151,9 @@ Result<std::unique_ptr<NativeInstance>> NativeInstance::Create(
   self->running_ = false;
   self->instantiated_ = true;  // free() must run even after a partial instantiation
   if (outcome.trapped()) {
-    self->last_trap_ = self->MakeTrap(outcome.code, "(instantiation)");
-    return Status::Trapped(self->last_trap_->ToString());
+    // The interpreter's wording, so both tiers' messages classify alike (ClassifyTrapMessage).
+    const Trap trap = self->MakeTrap(outcome.code, "(instantiation)");
+    return Status::Trapped(fmt::format("instantiation trapped: {}", trap.message));
   }
   self->memory_ = std::make_unique<Memory>(entry.memory(self->instance_));
   return self;

@@ -35,7 +35,8 @@ class NativeInstance {
   // function. REQUIRES: handlers (and what they capture) outlive the instance.
   // Errors: InvalidArgument when imports.size() differs from module->imports().size();
   // LimitExceeded when a memory or table declares more initial pages/elements than
-  // `limits` allow; Trapped when a segment or the start function traps.
+  // `limits` allow; Trapped "instantiation trapped: <message>" when a segment or the start
+  // function traps (the interpreter's wording; ClassifyTrapMessage(<message>) is the kind).
   static Result<std::unique_ptr<NativeInstance>> Create(std::shared_ptr<const NativeModule> module,
                                                         std::vector<HostHandler> imports,
                                                         const EngineLimits& limits = {});
@@ -56,7 +57,7 @@ class NativeInstance {
   Result<std::vector<WasmValue>> Call(std::string_view name, std::span<const WasmValue> args,
                                       void* context = nullptr);
 
-  // The trap that ended the last Call or creation, if it trapped. `function` is the export
+  // The trap that ended the last Call, if it trapped. `function` is the export
   // called (the native tier has no frame map), or "module.name" of the import that trapped.
   const std::optional<Trap>& last_trap() const { return last_trap_; }
 

@@ -15,6 +15,7 @@ namespace {
 
 using native_test::CompileWat;
 using native_test::ExpectSameOutcome;
+using native_test::InstantiationTrapKind;
 using native_test::ParseWat;
 using native_test::TrapKindOf;
 
@@ -288,8 +289,29 @@ TEST(NativeInstanceLimits, StartFunctionTrapFailsInstantiation) {
 
   auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
 
-  EXPECT_EQ(instance.status().code(), Code::kTrapped);
-  EXPECT_EQ(TrapKindOf(instance.status()), "unreachable");
+  EXPECT_EQ(InstantiationTrapKind(instance.status()), "unreachable");
+}
+
+TEST(NativeInstanceLimits, SegmentsOutOfBoundsTrapAtInstantiationAsInTheInterpreter) {
+  HostRegistry registry("reef", 1);
+  for (std::string_view wat : {
+           std::string_view(R"((module (memory 1) (data (i32.const 65535) "ab")))"),
+           std::string_view(R"((module (table 1 funcref) (func $f) (elem (i32.const 1) $f)))"),
+       }) {
+    SCOPED_TRACE(wat);
+    auto native = CompileWat(wat);
+    ASSERT_NE(native, nullptr);
+    Engine engine(registry);
+
+    auto native_instance = NativeInstance::Create(native, registry);
+    auto interp_instance = engine.Instantiate(native->shared_module());
+
+    ASSERT_EQ(native_instance.status().code(), Code::kTrapped);
+    ASSERT_EQ(interp_instance.status().code(), Code::kTrapped);
+    EXPECT_EQ(InstantiationTrapKind(native_instance.status()),
+              InstantiationTrapKind(interp_instance.status()));
+    EXPECT_NE(InstantiationTrapKind(native_instance.status()), "other");
+  }
 }
 
 TEST(NativeInstanceLimits, UnboundedRecursionTrapsCleanlyAtO2) {

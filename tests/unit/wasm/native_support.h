@@ -63,6 +63,16 @@ inline std::string TrapKindOf(const Status& status) {
   return status.message().substr(0, status.message().find(' '));
 }
 
+// The trap kind name of a failed instantiation: "instantiation trapped: <message>" in both
+// tiers, the message classified as the interpreter's messages are.
+inline std::string InstantiationTrapKind(const Status& status) {
+  constexpr std::string_view kPrefix = "instantiation trapped: ";
+  if (status.code() != Code::kTrapped || !status.message().starts_with(kPrefix)) {
+    return "(not an instantiation trap: " + status.ToString() + ")";
+  }
+  return std::string(TrapKindName(ClassifyTrapMessage(status.message().substr(kPrefix.size()))));
+}
+
 // Asserts the native and interpreter results of one call are the same: equal values, or
 // traps of the same kind.
 inline void ExpectSameOutcome(const Result<std::vector<WasmValue>>& native,
