@@ -249,6 +249,53 @@ TEST_F(NativeVsInterpreter, CallArgumentErrorsAreNotTraps) {
   EXPECT_EQ(wrong.status().code(), Code::kInvalidArgument);
 }
 
+TEST(NativeInstanceImports, EveryNumberTypeAndMultipleResultsCrossTheImportBoundary) {
+  constexpr std::string_view kWat = R"((module
+    (import "test" "spread" (func $spread (param i64 f32 f64) (result i32 i64 f64)))
+    (func (export "go") (param i64 f32 f64) (result f64)
+      (local $a i32) (local $b i64) (local $c f64)
+      local.get 0 local.get 1 local.get 2 call $spread
+      local.set $c local.set $b local.set $a
+      local.get $a f64.convert_i32_s local.get $b f64.convert_i64_s f64.add local.get $c f64.add)))";
+  HostRegistry registry("test", 1);
+  ASSERT_TRUE(registry
+                  .Add({"test",
+                        "spread",
+                        {{ValType::kI64, ValType::kF32, ValType::kF64},
+                         {ValType::kI32, ValType::kI64, ValType::kF64}},
+                        [](HostCall& call) {
+                          call.results()[0] = static_cast<int32_t>(call.i64(0) % 1000);
+                          call.results()[1] = call.i64(0) / 1000;
+                          call.results()[2] =
+                              std::get<float>(call.args()[1]) * std::get<double>(call.args()[2]);
+                          return HostCallOutcome::kComplete;
+                        },
+                        "spreads its arguments"})
+                  .ok());
+  auto native = CompileWat(kWat);
+  ASSERT_NE(native, nullptr);
+  auto instance = NativeInstance::Create(native, registry);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  Engine engine(registry);
+  auto interp = engine.Instantiate(native->shared_module());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+
+  std::vector<WasmValue> args{int64_t{-123'456'789}, 1.25f, -3.5};
+  ExpectSameOutcome((*instance)->Call("go", args), (*interp)->Call("go", args), "go");
+}
+
+TEST(NativeInstanceImports, UnknownImportsAreListedAtCreation) {
+  auto native = CompileWat(R"((module (import "reef" "sned" (func (param i32)))))");
+  ASSERT_NE(native, nullptr);
+  HostRegistry registry("reef", 1);
+
+  auto instance = NativeInstance::Create(native, registry);
+
+  ASSERT_EQ(instance.status().code(), Code::kNotFound);
+  EXPECT_NE(instance.status().message().find("unknown import reef.sned (i32) -> ()"),
+            std::string::npos);
+}
+
 TEST(NativeInstanceLimits, HostMemoryLimitBelowTheDeclaredMaximumWins) {
   constexpr std::string_view kWat = R"((module (memory 1 100)
     (func (export "grow") (param i32) (result i32) local.get 0 memory.grow)))";
