@@ -24,9 +24,9 @@ namespace reef::wasm::native {
 namespace {
 
 constexpr std::string_view kCModuleName = "m";
-// The export Reef adds so the glue reaches memory 0 whatever the module exports. Not a
-// valid C identifier on purpose is not needed: MangleName escapes it; a module exporting
-// this exact name keeps its own export (same memory or not) and gets a numbered one.
+// The export Reef adds so the glue reaches memory 0 whatever the module exports (wasm2c
+// writes a getter per exported memory). MangleName escapes the ':'; if the module already
+// exports this name, Reef's export takes the first free "reef:memory0.<n>".
 constexpr std::string_view kMemoryExport = "reef:memory0";
 
 // The proposals wabt 1.0.32's C writer compiles: its defaults without SIMD (the writer has
