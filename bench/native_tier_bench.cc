@@ -1,0 +1,148 @@
+// native_tier_bench: what the native tier costs and gains, next to the interpreter.
+//
+//   native_tier_bench compile FILE.wasm...
+//     per module: C generation time, then the system C compiler's CPU and wall time at -O1
+//     and -O2 (the compiler and its subprocesses, wait4 rusage), one compile each; each
+//     library is loaded too (dlopen resolves the runtime symbols).
+//   native_tier_bench run KERNELS.wasm FIB_N LOOP_N REPEATS
+//     fib(FIB_N) and loop(LOOP_N) of bench_kernels.wasm, native at -O1 and -O2 and in the
+//     interpreter (Instance::Call); median of REPEATS runs each, milliseconds.
+//
+// One machine-readable line per figure, e.g.
+//   compile file=bank_deposit.wasm wasm_bytes=18384 c_bytes=... gen_ms=... o1_cpu_s=...
+//   run kernel=fib n=30 tier=native-O1 result=832040 median_ms=...
+// Exits non-zero when anything fails or the tiers disagree on a result.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "wasm/engine.h"
+#include "wasm/module.h"
+#include "wasm/native/c_gen.h"
+#include "wasm/native/compiler.h"
+#include "wasm/native/native_instance.h"
+#include "wasm/native/native_module.h"
+
+namespace {
+
+using namespace reef::wasm;
+using Clock = std::chrono::steady_clock;
+
+int Fail(const std::string& what, const reef::Status& status) {
+  std::fprintf(stderr, "%s: %s\n", what.c_str(), status.ToString().c_str());
+  return 1;
+}
+
+int CompileCommand(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::filesystem::path path = argv[i];
+    auto module = Module::FromFile(path);
+    if (!module.ok()) return Fail(path.string(), module.status());
+    const auto start = Clock::now();
+    auto c = native::GenerateC(**module);
+    const double gen_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (!c.ok()) return Fail(path.string(), c.status());
+    std::printf("compile file=%s wasm_bytes=%zu c_bytes=%zu gen_ms=%.1f", path.filename().c_str(),
+                (*module)->bytes().size(),
+                c->module_source.size() + c->module_header.size() + c->glue_source.size(), gen_ms);
+    for (int level : {1, 2}) {
+      native::CompileOptions options;
+      options.optimization = level;
+      auto so = native::Compile(*c, options);
+      if (!so.ok()) return Fail(path.string(), so.status());
+      std::printf(" o%d_cpu_s=%.2f o%d_wall_s=%.2f", level, so->stats.cpu_seconds, level,
+                  so->stats.wall_seconds);
+      // Loading resolves every runtime symbol the generated code uses.
+      auto loaded = native::NativeModule::Load(*module, std::move(*so), *c);
+      if (!loaded.ok()) return Fail(path.string(), loaded.status());
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
+// Median wall time of `repeats` runs of `call`, which returns the result or -1 on failure.
+template <typename Call>
+double MedianMs(int repeats, Call call, int64_t* result) {
+  std::vector<double> runs;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = Clock::now();
+    *result = call();
+    runs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
+}
+
+int64_t AsInt(const reef::Result<std::vector<WasmValue>>& r) {
+  if (!r.ok()) return -1;
+  return std::visit([](auto v) { return static_cast<int64_t>(v); }, (*r)[0]);
+}
+
+int RunCommand(char** argv) {
+  auto module = Module::FromFile(argv[2]);
+  if (!module.ok()) return Fail(argv[2], module.status());
+  const int32_t fib_n = std::atoi(argv[3]);
+  const int32_t loop_n = std::atoi(argv[4]);
+  const int repeats = std::max(1, std::atoi(argv[5]));
+  struct Kernel {
+    const char* name;
+    int32_t n;
+  };
+  const Kernel kernels[] = {{"fib", fib_n}, {"loop", loop_n}};
+  std::vector<int64_t> expected;
+
+  HostRegistry registry("reef", 1);
+  Engine engine(registry);
+  auto interp = engine.Instantiate(*module);
+  if (!interp.ok()) return Fail("interpreter", interp.status());
+  for (const Kernel& k : kernels) {
+    int64_t result = 0;
+    std::vector<WasmValue> args{k.n};
+    double ms = MedianMs(
+        repeats, [&] { return AsInt((*interp)->Call(k.name, args, nullptr, 1ull << 50)); },
+        &result);
+    expected.push_back(result);
+    std::printf("run kernel=%s n=%d tier=interpreter result=%lld median_ms=%.2f\n", k.name, k.n,
+                static_cast<long long>(result), ms);
+  }
+  for (int level : {1, 2}) {
+    native::CompileOptions options;
+    options.optimization = level;
+    auto compiled = native::NativeModule::Compile(*module, options);
+    if (!compiled.ok()) return Fail("native compile", compiled.status());
+    auto instance = native::NativeInstance::Create(*compiled, std::vector<HostHandler>{});
+    if (!instance.ok()) return Fail("native instance", instance.status());
+    for (size_t i = 0; i < std::size(kernels); ++i) {
+      const Kernel& k = kernels[i];
+      int64_t result = 0;
+      std::vector<WasmValue> args{k.n};
+      double ms = MedianMs(
+          repeats, [&] { return AsInt((*instance)->Call(k.name, args)); }, &result);
+      std::printf("run kernel=%s n=%d tier=native-O%d result=%lld median_ms=%.2f\n", k.name, k.n,
+                  level, static_cast<long long>(result), ms);
+      if (result != expected[i]) {
+        std::fprintf(stderr, "%s: native-O%d disagrees with the interpreter\n", k.name, level);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "compile" && argc > 2) return CompileCommand(argc, argv);
+  if (mode == "run" && argc == 6) return RunCommand(argv);
+  std::fprintf(stderr,
+               "usage: native_tier_bench compile FILE.wasm...\n"
+               "       native_tier_bench run KERNELS.wasm FIB_N LOOP_N REPEATS\n");
+  return 2;
+}

@@ -1,0 +1,244 @@
+// Glue text for wasm2c 1.0.32 output (detail/c_glue.h). Every name written here follows
+// wabt 1.0.32's c-writer.cc: exports are <prefix><MangleName(export)>, imports
+// <MangleName(module)><MangleName(field)>, instance types <MangleName(module)>_instance_t,
+// multi-value results `struct wasm_multi_<types>` with fields <type char><index>. The glue
+// includes the generated header, so a naming mismatch fails the compile, never the run.
+#include "wasm/native/detail/c_glue.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <string_view>
+
+#include "wabt/cast.h"
+#include "wabt/ir.h"
+
+namespace reef::wasm::native::detail {
+namespace {
+
+// C type, reef_rt_value member and wasm2c's mangle character of each number type.
+struct TypeRow {
+  ValType type;
+  const char* c_type;
+  const char* member;
+  char mangle;
+};
+constexpr TypeRow kTypeRows[] = {
+    {ValType::kI32, "u32", "i32", 'i'},
+    {ValType::kI64, "u64", "i64", 'j'},
+    {ValType::kF32, "f32", "f32", 'f'},
+    {ValType::kF64, "f64", "f64", 'd'},
+};
+
+const TypeRow* FindTypeRow(ValType type) {
+  for (const TypeRow& row : kTypeRows) {
+    if (row.type == type) return &row;
+  }
+  return nullptr;
+}
+
+ValType ToValType(wabt::Type type) {
+  switch (type) {
+    case wabt::Type::I32:
+      return ValType::kI32;
+    case wabt::Type::I64:
+      return ValType::kI64;
+    case wabt::Type::F32:
+      return ValType::kF32;
+    case wabt::Type::F64:
+      return ValType::kF64;
+    case wabt::Type::FuncRef:
+      return ValType::kFuncRef;
+    case wabt::Type::ExternRef:
+      return ValType::kExternRef;
+    default:
+      return ValType::kV128;
+  }
+}
+
+FuncSignature ToSignature(const wabt::FuncSignature& sig) {
+  FuncSignature out;
+  for (wabt::Type t : sig.param_types) out.params.push_back(ToValType(t));
+  for (wabt::Type t : sig.result_types) out.results.push_back(ToValType(t));
+  return out;
+}
+
+bool AllNumbers(const FuncSignature& sig) {
+  for (ValType t : sig.params) {
+    if (!IsNumberType(t)) return false;
+  }
+  for (ValType t : sig.results) {
+    if (!IsNumberType(t)) return false;
+  }
+  return true;
+}
+
+// "struct wasm_multi_ij" for two or more results, else the one C type or "void".
+std::string ResultCType(const FuncSignature& sig) {
+  if (sig.results.empty()) return "void";
+  if (sig.results.size() == 1) return FindTypeRow(sig.results[0])->c_type;
+  std::string name = "struct wasm_multi_";
+  for (ValType t : sig.results) name += FindTypeRow(t)->mangle;
+  return name;
+}
+
+std::string ExportThunk(const NativeExport& e, std::string_view prefix,
+                        std::string_view instance_type) {
+  const FuncSignature& sig = e.signature;
+  std::string call = fmt::format("{}{}(({}*)instance", prefix, MangleName(e.name), instance_type);
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    call += fmt::format(", args[{}].{}", i, FindTypeRow(sig.params[i])->member);
+  }
+  call += ")";
+  std::string body;
+  if (sig.results.empty()) {
+    body = fmt::format("  {};\n", call);
+  } else if (sig.results.size() == 1) {
+    body = fmt::format("  results[0].{} = {};\n", FindTypeRow(sig.results[0])->member, call);
+  } else {
+    body = fmt::format("  {} r = {};\n", ResultCType(sig), call);
+    for (size_t i = 0; i < sig.results.size(); ++i) {
+      const TypeRow* row = FindTypeRow(sig.results[i]);
+      body += fmt::format("  results[{}].{} = r.{}{};\n", i, row->member, row->mangle, i);
+    }
+  }
+  return fmt::format(
+      "/* export {}: {} */\n"
+      "REEF_GLUE_EXPORT void {}(void* instance, const reef_rt_value* args,\n"
+      "    reef_rt_value* results) {{\n"
+      "  (void)args;\n  (void)results;\n{}}}\n\n",
+      e.thunk.substr(e.thunk.rfind('_') + 1), sig.ToString(), e.thunk, body);
+}
+
+std::string ImportFunction(const NativeImport& im, uint32_t index) {
+  const FuncSignature& sig = im.signature;
+  const std::string module_type = MangleName(im.module) + "_instance_t";
+  std::string text = fmt::format("{} {}{}(struct {}* host", ResultCType(sig), MangleName(im.module),
+                                 MangleName(im.name), module_type);
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    text += fmt::format(", {} p{}", FindTypeRow(sig.params[i])->c_type, i);
+  }
+  text += ") {\n";
+  text +=
+      fmt::format("  reef_rt_value args[{}];\n  reef_rt_value results[{}];\n",
+                  std::max<size_t>(sig.params.size(), 1), std::max<size_t>(sig.results.size(), 1));
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    text += fmt::format("  args[{}].{} = p{};\n", i, FindTypeRow(sig.params[i])->member, i);
+  }
+  text += fmt::format(
+      "  reef_rt_host* h = (reef_rt_host*)host;\n"
+      "  uint32_t trap = h->call_import(h, {}u, args, results);\n"
+      "  if (trap != 0) reef_rt_trap_host(trap);\n"
+      "  (void)results;\n",
+      index);
+  if (sig.results.size() == 1) {
+    text += fmt::format("  return results[0].{};\n", FindTypeRow(sig.results[0])->member);
+  } else if (sig.results.size() > 1) {
+    text += fmt::format("  {} r;\n", ResultCType(sig));
+    for (size_t i = 0; i < sig.results.size(); ++i) {
+      const TypeRow* row = FindTypeRow(sig.results[i]);
+      text += fmt::format("  r.{}{} = results[{}].{};\n", row->mangle, i, i, row->member);
+    }
+    text += "  return r;\n";
+  }
+  text += "}\n\n";
+  return text;
+}
+
+}  // namespace
+
+std::string MangleName(std::string_view name) {
+  std::string out = "Z_";
+  for (unsigned char c : name) {
+    const bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Y') || (c >= '0' && c <= '9') || c == '_';
+    if (plain) {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("Z{:02X}", c);
+    }
+  }
+  return out;
+}
+
+Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_name,
+                          std::string_view header_name, std::string_view memory_export) {
+  Glue glue;
+  const std::string prefix = MangleName(c_module_name);
+  const std::string instance_type = prefix + "_instance_t";
+
+  // Imports: functions only; wasm2c declares one C function per module.name.
+  std::set<std::string> import_modules;
+  std::map<std::pair<std::string, std::string>, FuncSignature> declared;
+  std::string import_text;
+  for (const wabt::Import* import : module.imports) {
+    if (import->kind() != wabt::ExternalKind::Func) {
+      return Status::Unimplemented(
+          fmt::format("import {}.{}: the native tier supplies function imports only",
+                      import->module_name, import->field_name));
+    }
+    const auto* func_import = wabt::cast<wabt::FuncImport>(import);
+    NativeImport im{import->module_name, import->field_name,
+                    ToSignature(func_import->func.decl.sig)};
+    if (!AllNumbers(im.signature)) {
+      return Status::Unimplemented(fmt::format("import {}.{} {}: only number types", im.module,
+                                               im.name, im.signature.ToString()));
+    }
+    auto [it, inserted] = declared.try_emplace({im.module, im.name}, im.signature);
+    if (!inserted && it->second != im.signature) {
+      return Status::Unimplemented(
+          fmt::format("import {}.{} appears with two signatures", im.module, im.name));
+    }
+    if (inserted) {
+      import_text += ImportFunction(im, static_cast<uint32_t>(glue.imports.size()));
+    }
+    import_modules.insert(im.module);
+    glue.imports.push_back(std::move(im));
+  }
+  // A repeated module.name calls the first one's index: same signature, same host function.
+
+  std::string export_text;
+  std::string memory_getter = "NULL";
+  for (const wabt::Export* e : module.exports) {
+    if (e->kind == wabt::ExternalKind::Memory && e->name == memory_export) {
+      memory_getter =
+          fmt::format("{}{}(({}*)instance)", prefix, MangleName(e->name), instance_type);
+    }
+    if (e->kind != wabt::ExternalKind::Func) continue;
+    const wabt::Func* func = module.GetFunc(e->var);
+    NativeExport ne{e->name, ToSignature(func->decl.sig),
+                    fmt::format("reef_glue_export_{}", glue.exports.size())};
+    if (!AllNumbers(ne.signature)) continue;  // not callable from the host
+    export_text += ExportThunk(ne, prefix, instance_type);
+    glue.exports.push_back(std::move(ne));
+  }
+
+  std::string instantiate_args;
+  for (const std::string& m : import_modules) {  // std::set order, as wasm2c's SymbolSet
+    instantiate_args += fmt::format(", (struct {}_instance_t*)host", MangleName(m));
+  }
+
+  glue.source = fmt::format(
+      "/* Reef glue for wasm2c module `{prefix}` (generated by native/c_glue.cc). */\n"
+      "#include \"{header}\"\n\n"
+      "#define REEF_GLUE_EXPORT __attribute__((visibility(\"default\")))\n\n"
+      "REEF_GLUE_EXPORT uint32_t reef_glue_abi(void) {{ return {abi}u; }}\n"
+      "REEF_GLUE_EXPORT size_t reef_glue_instance_size(void) {{\n"
+      "  return sizeof({itype});\n}}\n"
+      "REEF_GLUE_EXPORT void reef_glue_init_module(void) {{ {prefix}_init_module(); }}\n"
+      "REEF_GLUE_EXPORT void reef_glue_instantiate(void* instance, reef_rt_host* host) {{\n"
+      "  (void)host;\n  {prefix}_instantiate(({itype}*)instance{args});\n}}\n"
+      "REEF_GLUE_EXPORT void reef_glue_free(void* instance) {{\n"
+      "  {prefix}_free(({itype}*)instance);\n}}\n"
+      "REEF_GLUE_EXPORT wasm_rt_memory_t* reef_glue_memory(void* instance) {{\n"
+      "  (void)instance;\n  return {memory};\n}}\n\n"
+      "{imports}{exports}",
+      fmt::arg("prefix", prefix), fmt::arg("header", header_name), fmt::arg("abi", kGlueAbiVersion),
+      fmt::arg("itype", instance_type), fmt::arg("args", instantiate_args),
+      fmt::arg("memory", memory_getter), fmt::arg("imports", import_text),
+      fmt::arg("exports", export_text));
+  return glue;
+}
+
+}  // namespace reef::wasm::native::detail

@@ -1,0 +1,32 @@
+// Reef's glue for wasm2c output: the uniform entry points described in native/c_gen.h.
+//
+// Thread ownership: stateless; any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "wasm/native/c_gen.h"
+
+namespace reef::wasm::native::detail {
+
+struct Glue {
+  std::string source;
+  std::vector<NativeExport> exports;
+  std::vector<NativeImport> imports;
+};
+
+// The C symbol prefix wasm2c gives `module_name` (wabt 1.0.32 CWriter::MangleName): "Z_"
+// followed by the name, every byte that is not [A-Za-z0-9_] or is 'Z' written as "Z%02X".
+std::string MangleName(std::string_view name);
+
+// Writes the glue for `module` as generated with module name `c_module_name`, whose header is
+// `header_name`. REQUIRES: `module` validated and named (GenerateNames + ApplyNames); its
+// memory 0, if any, exported as `memory_export`.
+// Errors: Unimplemented for a non-function import or a function import with a non-number
+// type, or two imports of one module.name with different signatures (wasm2c declares one).
+Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_name,
+                          std::string_view header_name, std::string_view memory_export);
+
+}  // namespace reef::wasm::native::detail

@@ -1,0 +1,216 @@
+/* Reef's wasm-rt.h: the runtime interface that wasm2c 1.0.32's generated C compiles against.
+ *
+ * Same ABI as wabt 1.0.32's wasm-rt.h for every type and function the generated code uses,
+ * with Reef's configuration fixed: memories are bounds-checked explicitly (no guard pages, no
+ * signal handler) and the call depth is counted in a thread-local counter. Reef implements
+ * every function declared here (native/rt/runtime.cc); the generated shared object resolves
+ * them from the host process when it is loaded.
+ *
+ * The compiler writes this file next to the generated C (compiler.cc embeds its text), so the
+ * generated code never sees Debian's /usr/include/wasm-rt.h.
+ *
+ * Thread ownership: the unwind target and the call depth counter are per thread; whoever
+ * switches between invocations on one thread saves and restores them (native/rt/runtime.h).
+ * The function-type registry is process-wide and thread-safe. Memories and tables belong to
+ * one instance and are used by one thread at a time.
+ *
+ * This header is C (the generated code) and C++ (the runtime); it must stay valid in both.
+ */
+#ifndef REEF_WASM_NATIVE_RT_WASM_RT_H_
+#define REEF_WASM_NATIVE_RT_WASM_RT_H_
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#define REEF_RT_THREAD_LOCAL thread_local
+#else
+#define REEF_RT_THREAD_LOCAL _Thread_local
+#endif
+
+/* ---- Compiler helpers the generated code uses ---------------------------------------- */
+
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define wasm_rt_memcpy __builtin_memcpy
+#define wasm_rt_unreachable __builtin_unreachable
+#define WASM_RT_NO_RETURN __attribute__((noreturn))
+
+/* ---- Fixed configuration ------------------------------------------------------------- */
+
+/* Explicit bounds checks on every access; Reef installs no signal handler. */
+#if defined(WASM_RT_MEMCHECK_SIGNAL_HANDLER) && WASM_RT_MEMCHECK_SIGNAL_HANDLER
+#error "Reef's runtime checks memory bounds explicitly: WASM_RT_MEMCHECK_SIGNAL_HANDLER must be 0"
+#endif
+#undef WASM_RT_MEMCHECK_SIGNAL_HANDLER
+#define WASM_RT_MEMCHECK_SIGNAL_HANDLER 0
+#define WASM_RT_SKIP_SIGNAL_RECOVERY 1
+#define WASM_RT_SIGNAL_RECOVERY_SUPPORTED 0
+#define WASM_RT_MERGED_OOB_AND_EXHAUSTION_TRAPS 0
+
+/* Call depth is counted. The generated prologue traps when the counter passes this ceiling;
+ * the runtime starts each invocation's counter at (ceiling - limit), so the limit is a runtime
+ * value (EngineLimits::max_call_depth). */
+#if defined(WASM_RT_USE_STACK_DEPTH_COUNT) && !WASM_RT_USE_STACK_DEPTH_COUNT
+#error "Reef's runtime counts call depth: WASM_RT_USE_STACK_DEPTH_COUNT must be 1"
+#endif
+#undef WASM_RT_USE_STACK_DEPTH_COUNT
+#define WASM_RT_USE_STACK_DEPTH_COUNT 1
+#undef WASM_RT_MAX_CALL_STACK_DEPTH
+#define WASM_RT_MAX_CALL_STACK_DEPTH 0x7fffffffu
+
+/* Frames entered in the current invocation on this thread, offset by the ceiling above. */
+extern REEF_RT_THREAD_LOCAL uint32_t wasm_rt_call_stack_depth;
+
+/* ---- Traps ---------------------------------------------------------------------------- */
+
+/* Same values as wabt 1.0.32. native/rt/runtime.cc maps them to reef::wasm::TrapKind. */
+typedef enum {
+  WASM_RT_TRAP_NONE,
+  WASM_RT_TRAP_OOB,                /* memory or table access out of bounds */
+  WASM_RT_TRAP_INT_OVERFLOW,       /* signed division overflow or float-to-int range */
+  WASM_RT_TRAP_DIV_BY_ZERO,        /* integer division or remainder by zero */
+  WASM_RT_TRAP_INVALID_CONVERSION, /* float-to-int of NaN */
+  WASM_RT_TRAP_UNREACHABLE,        /* `unreachable` */
+  WASM_RT_TRAP_CALL_INDIRECT,      /* call_indirect: out of range, null or wrong type */
+  WASM_RT_TRAP_UNCAUGHT_EXCEPTION, /* exceptions are refused; never raised by valid input */
+  WASM_RT_TRAP_EXHAUSTION,         /* call depth limit reached */
+  /* Reef's extension: a table access or call_indirect index out of range. wabt reports
+   * these as OOB; Reef's C generator rewrites the table helpers to use this code, so
+   * memory and table faults stay distinct (native/c_gen.cc). */
+  WASM_RT_TRAP_TABLE_OOB,
+} wasm_rt_trap_t;
+
+/* Unwinds to the innermost invocation on this thread; it reports `code`.
+ * REQUIRES: called inside an invocation (the runtime aborts the process otherwise). */
+WASM_RT_NO_RETURN void wasm_rt_trap(wasm_rt_trap_t code);
+/* Static English text for `code`. */
+const char* wasm_rt_strerror(wasm_rt_trap_t code);
+
+/* ---- Values, functions, references ---------------------------------------------------- */
+
+typedef enum {
+  WASM_RT_I32,
+  WASM_RT_I64,
+  WASM_RT_F32,
+  WASM_RT_F64,
+  WASM_RT_FUNCREF,
+  WASM_RT_EXTERNREF,
+} wasm_rt_type_t;
+
+/* Canonical function pointer; callers cast to the real C signature. */
+typedef void (*wasm_rt_function_ptr_t)(void);
+
+typedef struct {
+  uint32_t func_type;          /* id from wasm_rt_register_func_type; 0 = null */
+  wasm_rt_function_ptr_t func; /* takes module_instance as its first argument */
+  void* module_instance;
+} wasm_rt_funcref_t;
+
+static const wasm_rt_funcref_t wasm_rt_funcref_null_value = {0, NULL, NULL};
+
+typedef void* wasm_rt_externref_t;
+static const wasm_rt_externref_t wasm_rt_externref_null_value = NULL;
+
+/* Registers a function type: `params` then `results` values of wasm_rt_type_t follow as
+ * varargs. Returns the same id (>= 1) for equal signatures, process-wide. Thread-safe. */
+uint32_t wasm_rt_register_func_type(uint32_t params, uint32_t results, ...);
+
+/* ---- Memories and tables --------------------------------------------------------------- */
+
+/* One linear memory: `size` bytes at `data` (= pages * 65,536). `max_pages` is the smaller of
+ * the module's declared maximum and the host's limit; growing past it fails. */
+typedef struct wasm_rt_memory_t {
+  uint8_t* data;
+  uint32_t pages, max_pages;
+  uint32_t size;
+} wasm_rt_memory_t;
+
+typedef struct {
+  wasm_rt_funcref_t* data;
+  uint32_t max_size; /* elements; the smaller of the declared maximum and the host's limit */
+  uint32_t size;     /* elements */
+} wasm_rt_funcref_table_t;
+
+typedef struct {
+  wasm_rt_externref_t* data;
+  uint32_t max_size;
+  uint32_t size;
+} wasm_rt_externref_table_t;
+
+/* Allocates zeroed memory of `initial_pages`. Traps when the allocation fails. */
+void wasm_rt_allocate_memory(wasm_rt_memory_t* memory, uint32_t initial_pages, uint32_t max_pages);
+/* Grows by `pages` zeroed pages; returns the old page count, or 0xffffffff (and changes
+ * nothing) past max_pages or when the allocation fails. */
+uint32_t wasm_rt_grow_memory(wasm_rt_memory_t* memory, uint32_t pages);
+void wasm_rt_free_memory(wasm_rt_memory_t* memory);
+
+void wasm_rt_allocate_funcref_table(wasm_rt_funcref_table_t* table, uint32_t elements,
+                                    uint32_t max_elements);
+void wasm_rt_free_funcref_table(wasm_rt_funcref_table_t* table);
+uint32_t wasm_rt_grow_funcref_table(wasm_rt_funcref_table_t* table, uint32_t delta,
+                                    wasm_rt_funcref_t init);
+void wasm_rt_allocate_externref_table(wasm_rt_externref_table_t* table, uint32_t elements,
+                                      uint32_t max_elements);
+void wasm_rt_free_externref_table(wasm_rt_externref_table_t* table);
+uint32_t wasm_rt_grow_externref_table(wasm_rt_externref_table_t* table, uint32_t delta,
+                                      wasm_rt_externref_t init);
+
+/* ---- Lifecycle ------------------------------------------------------------------------- */
+
+/* Nothing to set up: no signal handler, no global buffers. Present for the ABI. */
+void wasm_rt_init(void);
+bool wasm_rt_is_initialized(void);
+void wasm_rt_free(void);
+
+/* ---- Exceptions: refused ------------------------------------------------------------- */
+/* Reef reads modules with the exceptions proposal disabled, so generated code never calls
+ * these; if it did, each traps with WASM_RT_TRAP_UNCAUGHT_EXCEPTION. */
+
+#define WASM_RT_UNWIND_TARGET jmp_buf
+#define WASM_RT_SETJMP(buf) setjmp(buf)
+#define wasm_rt_try(target) WASM_RT_SETJMP(target)
+
+uint32_t wasm_rt_register_tag(uint32_t size);
+void wasm_rt_load_exception(uint32_t tag, uint32_t size, const void* values);
+WASM_RT_NO_RETURN void wasm_rt_throw(void);
+WASM_RT_UNWIND_TARGET* wasm_rt_get_unwind_target(void);
+void wasm_rt_set_unwind_target(WASM_RT_UNWIND_TARGET* target);
+uint32_t wasm_rt_exception_tag(void);
+uint32_t wasm_rt_exception_size(void);
+void* wasm_rt_exception(void);
+
+/* ---- Reef's glue ABI ------------------------------------------------------------------- */
+/* The glue Reef generates next to wasm2c's output (native/c_glue.cc) passes values and calls
+ * host imports through these. */
+
+/* One wasm number; the member is the wasm type. (Tagged, like wasm_rt_memory_t above, so C++
+ * headers can declare them without including this file; tags do not change the ABI.) */
+typedef union reef_rt_value {
+  uint32_t i32;
+  uint64_t i64;
+  float f32;
+  double f64;
+} reef_rt_value;
+
+/* The host side of one instance: every import module's instance pointer points here.
+ * `call_import` runs function import `index` (0-based among the module's function imports)
+ * and returns 0, or 1 + a reef::wasm::TrapKind to trap. It never unwinds. */
+typedef struct reef_rt_host {
+  uint32_t (*call_import)(struct reef_rt_host* host, uint32_t index, const reef_rt_value* args,
+                          reef_rt_value* results);
+} reef_rt_host;
+
+/* Unwinds like wasm_rt_trap with a Reef trap kind (the value call_import returned). */
+WASM_RT_NO_RETURN void reef_rt_trap_host(uint32_t trap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REEF_WASM_NATIVE_RT_WASM_RT_H_ */

@@ -1,0 +1,458 @@
+// Native instances behave as the interpreter does: the same results and the same trap kinds
+// for the same calls (each test runs both tiers and compares), host imports, limits, threads.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unit/wasm/native_support.h"
+
+namespace reef::wasm::native {
+namespace {
+
+using native_test::CompileWat;
+using native_test::ExpectSameOutcome;
+using native_test::InstantiationTrapKind;
+using native_test::ParseWat;
+using native_test::TrapKindOf;
+
+constexpr std::string_view kKitchenSink = R"((module
+  (import "reef" "send" (func $send (param i32 i32)))
+  (memory 1 3)
+  (table 4 funcref)
+  (elem (i32.const 0) $add $fib $neg)
+  (type $binary (func (param i32 i32) (result i32)))
+  (global $counter (mut i64) (i64.const 0))
+  (data (i32.const 16) "hello")
+  (func $add (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add)
+  (func $neg (param i32) (result i32) i32.const 0 local.get 0 i32.sub)
+  (func $fib (export "fib") (param i32) (result i32)
+    local.get 0 i32.const 2 i32.lt_u
+    if (result i32) local.get 0
+    else
+      local.get 0 i32.const 1 i32.sub call $fib
+      local.get 0 i32.const 2 i32.sub call $fib i32.add
+    end)
+  (func (export "sum_to") (param $n i32) (result i64) (local $acc i64)
+    block $done loop $next
+      local.get $n i32.eqz br_if $done
+      local.get $acc local.get $n i64.extend_i32_u i64.add local.set $acc
+      local.get $n i32.const 1 i32.sub local.set $n
+      br $next
+    end end
+    local.get $acc)
+  (func (export "count") (result i64)
+    global.get $counter i64.const 1 i64.add global.set $counter global.get $counter)
+  (func (export "mix") (param f32 f64 i64) (result f64)
+    local.get 0 f64.promote_f32 local.get 1 f64.mul local.get 2 f64.convert_i64_s f64.add)
+  (func (export "minmax") (param f64 f64) (result f64 f64)
+    local.get 0 local.get 1 f64.min local.get 0 local.get 1 f64.max)
+  (func (export "div_s") (param i32 i32) (result i32) local.get 0 local.get 1 i32.div_s)
+  (func (export "rem_u") (param i64 i64) (result i64) local.get 0 local.get 1 i64.rem_u)
+  (func (export "trunc") (param f64) (result i32) local.get 0 i32.trunc_f64_s)
+  (func (export "trunc_sat") (param f64) (result i32) local.get 0 i32.trunc_sat_f64_s)
+  (func (export "unreachable") unreachable)
+  (func (export "load") (param i32) (result i32) local.get 0 i32.load)
+  (func (export "load8") (param i32) (result i32) local.get 0 i32.load8_u)
+  (func (export "store") (param i32 i32) local.get 0 local.get 1 i32.store)
+  (func (export "fill") (param i32 i32 i32) local.get 0 local.get 1 local.get 2 memory.fill)
+  (func (export "grow") (param i32) (result i32) local.get 0 memory.grow)
+  (func (export "size") (result i32) memory.size)
+  (func (export "call_binary") (param i32 i32 i32) (result i32)
+    local.get 1 local.get 2 local.get 0 call_indirect (type $binary))
+  (func (export "table_get_null") (param i32) (result i32) local.get 0 table.get 0 ref.is_null)
+  (func $depth (export "depth") (param i32) (result i32)
+    local.get 0 i32.eqz if (result i32) i32.const 0
+    else local.get 0 i32.const 1 i32.sub call $depth i32.const 1 i32.add end)
+  (func $forever (export "forever") (param i32) (result i32)
+    local.get 0 i32.const 1 i32.add call $forever)
+  (func (export "send") (param i32 i32) local.get 0 local.get 1 call $send)
+))";
+
+// What reef.send saw: the bytes of [ptr, ptr + len); len 99 traps host_error.
+struct SendLog {
+  std::vector<std::string> messages;
+};
+
+HostRegistry SendRegistry() {
+  HostRegistry registry("reef", 1);
+  EXPECT_TRUE(registry
+                  .Add({"reef",
+                        "send",
+                        {{ValType::kI32, ValType::kI32}, {}},
+                        [](HostCall& call) {
+                          if (call.i32(1) == 99) {
+                            return call.Fail(TrapKind::kHostError, "len 99 is refused");
+                          }
+                          auto bytes = call.memory().Read(static_cast<uint32_t>(call.i32(0)),
+                                                          static_cast<uint32_t>(call.i32(1)));
+                          if (!bytes.ok()) {
+                            return call.Fail(TrapKind::kHostBounds, bytes.status().message());
+                          }
+                          if (auto* log = static_cast<SendLog*>(call.context())) {
+                            log->messages.emplace_back(bytes->begin(), bytes->end());
+                          }
+                          return HostCallOutcome::kComplete;
+                        },
+                        "records a message"})
+                  .ok());
+  return registry;
+}
+
+// One module compiled once for the suite, with the interpreter's instance next to it.
+class NativeVsInterpreter : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    module_ = new std::shared_ptr<const Module>(ParseWat(kKitchenSink));
+    auto native = NativeModule::Compile(*module_);
+    ASSERT_TRUE(native.ok()) << native.status().ToString();
+    native_ = new std::shared_ptr<const NativeModule>(*native);
+  }
+  static void TearDownTestSuite() {
+    delete native_;
+    delete module_;
+  }
+  void SetUp() override {
+    ASSERT_NE(native_, nullptr);
+    auto native = NativeInstance::Create(*native_, registry_, limits_);
+    ASSERT_TRUE(native.ok()) << native.status().ToString();
+    native_instance_ = std::move(*native);
+    engine_ = std::make_unique<Engine>(registry_, limits_);
+    auto interp = engine_->Instantiate(*module_);
+    ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+    interp_instance_ = std::move(*interp);
+  }
+
+  // Runs `name(args)` in both tiers and expects the same outcome.
+  void Same(std::string_view name, std::vector<WasmValue> args) {
+    ExpectSameOutcome(native_instance_->Call(name, args, &native_log_),
+                      interp_instance_->Call(name, args, &interp_log_), name);
+  }
+
+  static std::shared_ptr<const Module>* module_;
+  static std::shared_ptr<const NativeModule>* native_;
+  HostRegistry registry_ = SendRegistry();
+  EngineLimits limits_;
+  SendLog native_log_, interp_log_;
+  std::unique_ptr<NativeInstance> native_instance_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Instance> interp_instance_;
+};
+std::shared_ptr<const Module>* NativeVsInterpreter::module_ = nullptr;
+std::shared_ptr<const NativeModule>* NativeVsInterpreter::native_ = nullptr;
+
+TEST_F(NativeVsInterpreter, ArithmeticLoopsAndRecursionGiveTheSameResults) {
+  Same("add", {int32_t{2}, int32_t{40}});
+  Same("add", {int32_t{INT32_MAX}, int32_t{1}});
+  Same("fib", {int32_t{20}});
+  Same("sum_to", {int32_t{100'000}});
+  Same("mix", {1.5f, 2.25, int64_t{-7}});
+  Same("minmax", {-0.0, 0.0});
+  Same("rem_u", {int64_t{-1}, int64_t{10}});
+  Same("trunc_sat", {1e30});
+  Same("count", {});
+  Same("count", {});  // globals persist between calls
+  Same("depth", {int32_t{1000}});
+}
+
+TEST_F(NativeVsInterpreter, FibIsFib) {
+  auto r = native_instance_->Call("fib", std::vector<WasmValue>{int32_t{24}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(std::get<int32_t>((*r)[0]), 46368);
+}
+
+TEST_F(NativeVsInterpreter, MemoryLoadStoreAndDataSegments) {
+  Same("load8", {int32_t{16}});  // 'h' from the data segment
+  Same("store", {int32_t{100}, int32_t{0x12345678}});
+  Same("load", {int32_t{100}});
+  Same("load8", {int32_t{101}});
+  Same("fill", {int32_t{200}, int32_t{7}, int32_t{10}});
+  Same("load", {int32_t{204}});
+  Same("load", {int32_t{65'532}});  // last whole word of page 0
+}
+
+TEST_F(NativeVsInterpreter, GrowObeysTheDeclaredMaximumAndZeroesNewPages) {
+  Same("size", {});
+  Same("grow", {int32_t{1}});
+  Same("load", {int32_t{65'536}});  // new page, zeroed
+  Same("grow", {int32_t{5}});       // 2 + 5 > max 3: -1
+  Same("grow", {int32_t{1}});
+  Same("grow", {int32_t{1}});  // at max: -1
+  Same("size", {});
+  Same("grow", {int32_t{0}});
+}
+
+TEST_F(NativeVsInterpreter, EveryTrapKindMatches) {
+  Same("unreachable", {});
+  Same("div_s", {int32_t{1}, int32_t{0}});
+  Same("div_s", {int32_t{INT32_MIN}, int32_t{-1}});
+  Same("rem_u", {int64_t{5}, int64_t{0}});
+  Same("trunc", {1e10});
+  Same("trunc", {std::numeric_limits<double>::quiet_NaN()});
+  Same("load", {int32_t{65'533}});  // straddles the end
+  Same("load", {int32_t{-1}});
+  Same("store", {int32_t{70'000}, int32_t{1}});
+  Same("fill", {int32_t{65'000}, int32_t{0}, int32_t{1'000}});
+  Same("call_binary", {int32_t{0}, int32_t{3}, int32_t{4}});  // $add: fine
+  Same("call_binary", {int32_t{1}, int32_t{3}, int32_t{4}});  // $fib: wrong type
+  Same("call_binary", {int32_t{3}, int32_t{3}, int32_t{4}});  // null entry
+  Same("call_binary", {int32_t{4}, int32_t{3}, int32_t{4}});  // past the table
+  Same("table_get_null", {int32_t{3}});
+  Same("table_get_null", {int32_t{9}});  // table.get past the table
+  Same("depth", {int32_t{100'000}});
+  Same("forever", {int32_t{0}});
+}
+
+TEST_F(NativeVsInterpreter, TrapsLeaveTheInstanceUsable) {
+  auto trapped = native_instance_->Call("div_s", std::vector<WasmValue>{int32_t{1}, int32_t{0}});
+  ASSERT_EQ(trapped.status().code(), Code::kTrapped);
+  ASSERT_TRUE(native_instance_->last_trap().has_value());
+  EXPECT_EQ(native_instance_->last_trap()->kind, TrapKind::kIntegerDivideByZero);
+  EXPECT_EQ(native_instance_->last_trap()->function, "div_s");
+
+  Same("fib", {int32_t{15}});
+  EXPECT_FALSE(native_instance_->last_trap().has_value());
+}
+
+TEST_F(NativeVsInterpreter, CallDepthLimitIsExactlyTheInterpretersLimit) {
+  // The deepest `depth(n)` that succeeds is the same in both tiers, so the limit counts the
+  // same frames.
+  for (int32_t n = 1015; n <= 1030; ++n) Same("depth", {n});
+}
+
+TEST_F(NativeVsInterpreter, HostImportSeesArgumentsAndGuestMemory) {
+  Same("send", {int32_t{16}, int32_t{5}});
+
+  ASSERT_EQ(native_log_.messages.size(), 1u);
+  EXPECT_EQ(native_log_.messages[0], "hello");
+  EXPECT_EQ(native_log_.messages, interp_log_.messages);
+}
+
+TEST_F(NativeVsInterpreter, HostImportTrapsCarryTheHostsKindAndMessage) {
+  Same("send", {int32_t{16}, int32_t{99}});
+  Same("send", {int32_t{65'530}, int32_t{10}});  // host_bounds from the handler
+
+  auto r = native_instance_->Call("send", std::vector<WasmValue>{int32_t{0}, int32_t{99}});
+  ASSERT_EQ(r.status().code(), Code::kTrapped);
+  EXPECT_EQ(native_instance_->last_trap()->kind, TrapKind::kHostError);
+  EXPECT_EQ(native_instance_->last_trap()->function, "reef.send");
+  EXPECT_EQ(native_instance_->last_trap()->message, "len 99 is refused");
+}
+
+TEST_F(NativeVsInterpreter, CallArgumentErrorsAreNotTraps) {
+  auto missing = native_instance_->Call("nope", {});
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  auto wrong = native_instance_->Call("add", std::vector<WasmValue>{int32_t{1}});
+  EXPECT_EQ(wrong.status().code(), Code::kInvalidArgument);
+}
+
+TEST(NativeInstanceImports, EveryNumberTypeAndMultipleResultsCrossTheImportBoundary) {
+  constexpr std::string_view kWat = R"((module
+    (import "test" "spread" (func $spread (param i64 f32 f64) (result i32 i64 f64)))
+    (func (export "go") (param i64 f32 f64) (result f64)
+      (local $a i32) (local $b i64) (local $c f64)
+      local.get 0 local.get 1 local.get 2 call $spread
+      local.set $c local.set $b local.set $a
+      local.get $a f64.convert_i32_s local.get $b f64.convert_i64_s f64.add local.get $c f64.add)))";
+  HostRegistry registry("test", 1);
+  ASSERT_TRUE(registry
+                  .Add({"test",
+                        "spread",
+                        {{ValType::kI64, ValType::kF32, ValType::kF64},
+                         {ValType::kI32, ValType::kI64, ValType::kF64}},
+                        [](HostCall& call) {
+                          call.results()[0] = static_cast<int32_t>(call.i64(0) % 1000);
+                          call.results()[1] = call.i64(0) / 1000;
+                          call.results()[2] =
+                              std::get<float>(call.args()[1]) * std::get<double>(call.args()[2]);
+                          return HostCallOutcome::kComplete;
+                        },
+                        "spreads its arguments"})
+                  .ok());
+  auto native = CompileWat(kWat);
+  ASSERT_NE(native, nullptr);
+  auto instance = NativeInstance::Create(native, registry);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  Engine engine(registry);
+  auto interp = engine.Instantiate(native->shared_module());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+
+  std::vector<WasmValue> args{int64_t{-123'456'789}, 1.25f, -3.5};
+  ExpectSameOutcome((*instance)->Call("go", args), (*interp)->Call("go", args), "go");
+}
+
+TEST(NativeInstanceImports, UnknownImportsAreListedAtCreation) {
+  auto native = CompileWat(R"((module (import "reef" "sned" (func (param i32)))))");
+  ASSERT_NE(native, nullptr);
+  HostRegistry registry("reef", 1);
+
+  auto instance = NativeInstance::Create(native, registry);
+
+  ASSERT_EQ(instance.status().code(), Code::kNotFound);
+  EXPECT_NE(instance.status().message().find("unknown import reef.sned (i32) -> ()"),
+            std::string::npos);
+}
+
+TEST(NativeInstanceLimits, HostMemoryLimitBelowTheDeclaredMaximumWins) {
+  constexpr std::string_view kWat = R"((module (memory 1 100)
+    (func (export "grow") (param i32) (result i32) local.get 0 memory.grow)))";
+  auto native = CompileWat(kWat);
+  ASSERT_NE(native, nullptr);
+  EngineLimits limits;
+  limits.max_memory_pages = 2;
+  HostRegistry registry("reef", 1);
+  auto instance = NativeInstance::Create(native, registry, limits);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  Engine engine(registry, limits);
+  auto interp = engine.Instantiate(native->shared_module());
+  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+
+  for (int32_t delta : {1, 1, 0}) {
+    std::vector<WasmValue> args{delta};
+    ExpectSameOutcome((*instance)->Call("grow", args), (*interp)->Call("grow", args), "grow");
+  }
+  auto past = (*instance)->Call("grow", std::vector<WasmValue>{int32_t{1}});
+  ASSERT_TRUE(past.ok());
+  EXPECT_EQ(std::get<int32_t>((*past)[0]), -1);
+}
+
+TEST(NativeInstanceLimits, InitialMemoryAboveTheLimitIsRefused) {
+  auto native = CompileWat(R"((module (memory 10)))");
+  ASSERT_NE(native, nullptr);
+  EngineLimits limits;
+  limits.max_memory_pages = 4;
+
+  auto instance = NativeInstance::Create(native, {}, limits);
+
+  EXPECT_EQ(instance.status().code(), Code::kLimitExceeded);
+}
+
+TEST(NativeInstanceLimits, StartFunctionTrapFailsInstantiation) {
+  auto native = CompileWat(R"((module (func $s unreachable) (start $s)))");
+  ASSERT_NE(native, nullptr);
+
+  auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
+
+  EXPECT_EQ(InstantiationTrapKind(instance.status()), "unreachable");
+}
+
+TEST(NativeInstanceLimits, SegmentsOutOfBoundsTrapAtInstantiationAsInTheInterpreter) {
+  HostRegistry registry("reef", 1);
+  for (std::string_view wat : {
+           std::string_view(R"((module (memory 1) (data (i32.const 65535) "ab")))"),
+           std::string_view(R"((module (table 1 funcref) (func $f) (elem (i32.const 1) $f)))"),
+       }) {
+    SCOPED_TRACE(wat);
+    auto native = CompileWat(wat);
+    ASSERT_NE(native, nullptr);
+    Engine engine(registry);
+
+    auto native_instance = NativeInstance::Create(native, registry);
+    auto interp_instance = engine.Instantiate(native->shared_module());
+
+    ASSERT_EQ(native_instance.status().code(), Code::kTrapped);
+    ASSERT_EQ(interp_instance.status().code(), Code::kTrapped);
+    EXPECT_EQ(InstantiationTrapKind(native_instance.status()),
+              InstantiationTrapKind(interp_instance.status()));
+    EXPECT_NE(InstantiationTrapKind(native_instance.status()), "other");
+  }
+}
+
+TEST(NativeInstanceLimits, UnboundedRecursionTrapsCleanlyAtO2) {
+  // gcc -O2 may turn recursion into loops; the depth counter must still stop it.
+  CompileOptions options;
+  options.optimization = 2;
+  auto native = CompileWat(R"((module
+    (func $f (export "forever") (param i32) (result i32) local.get 0 i32.const 1 i32.add call $f)
+    (func $g (export "tail") (param i32) local.get 0 call $g)
+    (func $h (export "mutual") (param i32) (result i32) local.get 0 call $k)
+    (func $k (param i32) (result i32) local.get 0 i32.const 1 i32.xor call $h)))",
+                           options);
+  ASSERT_NE(native, nullptr);
+  auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+
+  for (const char* name : {"forever", "tail", "mutual"}) {
+    auto r = (*instance)->Call(name, std::vector<WasmValue>{int32_t{0}});
+    EXPECT_EQ(TrapKindOf(r.status()), "call_stack_exhausted") << name;
+  }
+}
+
+TEST(NativeInstanceThreads, TwoThreadsRunInstancesOfOneModuleAtOnce) {
+  auto native = CompileWat(R"((module
+    (func $fib (export "fib") (param i32) (result i32)
+      local.get 0 i32.const 2 i32.lt_u
+      if (result i32) local.get 0
+      else local.get 0 i32.const 1 i32.sub call $fib
+           local.get 0 i32.const 2 i32.sub call $fib i32.add end)
+    (func $rec (export "rec") (param i32) (result i32) local.get 0 call $rec)
+    (func (export "div") (param i32 i32) (result i32) local.get 0 local.get 1 i32.div_u)))");
+  ASSERT_NE(native, nullptr);
+  std::atomic<int> ready{0};
+  std::atomic<int> failures{0};
+
+  auto worker = [&](int id) {
+    auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
+    if (!instance.ok()) {
+      ++failures;
+      return;
+    }
+    ++ready;
+    while (ready.load() < 2) std::this_thread::yield();  // overlap the two threads' work
+    for (int i = 0; i < 200; ++i) {
+      auto fib = (*instance)->Call("fib", std::vector<WasmValue>{int32_t{15 + id}});
+      const int32_t want = id == 0 ? 610 : 987;
+      if (!fib.ok() || std::get<int32_t>((*fib)[0]) != want) ++failures;
+      // Traps on one thread unwind that thread's invocation only.
+      auto div = (*instance)->Call("div", std::vector<WasmValue>{int32_t{1}, int32_t{0}});
+      if (TrapKindOf(div.status()) != "integer_divide_by_zero") ++failures;
+      auto rec = (*instance)->Call("rec", std::vector<WasmValue>{int32_t{0}});
+      if (TrapKindOf(rec.status()) != "call_stack_exhausted") ++failures;
+    }
+  };
+  std::thread a(worker, 0);
+  std::thread b(worker, 1);
+  a.join();
+  b.join();
+
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(NativeInstanceNesting, HostImportMayRunAnotherInstanceAndTrapsStayInside) {
+  constexpr std::string_view kWat = R"((module
+    (import "test" "inner" (func $inner (param i32) (result i32)))
+    (func (export "outer") (param i32) (result i32) local.get 0 call $inner i32.const 1 i32.add)
+    (func (export "run") (param i32) (result i32) i32.const 10 local.get 0 i32.div_u)))";
+  auto native = CompileWat(kWat);
+  ASSERT_NE(native, nullptr);
+  std::unique_ptr<NativeInstance> inner_instance;
+  std::vector<HostHandler> handlers = {[&inner_instance](HostCall& call) {
+    auto r = inner_instance->Call("run", std::vector<WasmValue>{call.i32(0)});
+    if (!r.ok()) return call.Fail(TrapKind::kHostError, "inner: " + r.status().message());
+    call.results()[0] = (*r)[0];
+    return HostCallOutcome::kComplete;
+  }};
+  auto inner = NativeInstance::Create(native, handlers);
+  auto outer = NativeInstance::Create(native, handlers);
+  ASSERT_TRUE(inner.ok() && outer.ok());
+  inner_instance = std::move(*inner);
+
+  auto ok = (*outer)->Call("outer", std::vector<WasmValue>{int32_t{2}});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(std::get<int32_t>((*ok)[0]), 6);
+
+  auto trapped = (*outer)->Call("outer", std::vector<WasmValue>{int32_t{0}});
+  ASSERT_EQ(trapped.status().code(), Code::kTrapped);
+  EXPECT_EQ((*outer)->last_trap()->kind, TrapKind::kHostError);
+  EXPECT_EQ(inner_instance->last_trap()->kind, TrapKind::kIntegerDivideByZero);
+
+  auto again = (*outer)->Call("outer", std::vector<WasmValue>{int32_t{5}});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(std::get<int32_t>((*again)[0]), 3);
+}
+
+}  // namespace
+}  // namespace reef::wasm::native
