@@ -23,6 +23,7 @@
 #include "wabt/wast-lexer.h"
 #include "wabt/wast-parser.h"
 #include "wasm/binary_scan.h"
+#include "wasm/detail/wabt_types.h"
 #include "wasm/text_scan.h"
 
 namespace reef::wasm {
@@ -35,29 +36,10 @@ constexpr uint64_t kTrimAfterLoadBytes = 8ull << 20;
 // Texts at least this long parse into several MiB of IR: freeing it ends with malloc_trim.
 constexpr uint64_t kTrimAfterTextBytes = 64u << 10;
 
-ValType FromWabtType(wabt::Type type) {
-  switch (type) {
-    case wabt::Type::I32:
-      return ValType::kI32;
-    case wabt::Type::I64:
-      return ValType::kI64;
-    case wabt::Type::F32:
-      return ValType::kF32;
-    case wabt::Type::F64:
-      return ValType::kF64;
-    case wabt::Type::V128:
-      return ValType::kV128;
-    case wabt::Type::FuncRef:
-      return ValType::kFuncRef;
-    default:
-      return ValType::kExternRef;
-  }
-}
-
 FuncSignature FromInterpSignature(const interp::FuncType& type) {
   FuncSignature out;
-  for (wabt::Type t : type.params) out.params.push_back(FromWabtType(t));
-  for (wabt::Type t : type.results) out.results.push_back(FromWabtType(t));
+  for (wabt::Type t : type.params) out.params.push_back(detail::FromWabtType(t));
+  for (wabt::Type t : type.results) out.results.push_back(detail::FromWabtType(t));
   return out;
 }
 

@@ -17,45 +17,6 @@ namespace interp = wabt::interp;
 // ---------------------------------------------------------------------------------------
 // Value conversions
 
-interp::ValueType ToInterpType(ValType type) {
-  switch (type) {
-    case ValType::kI32:
-      return interp::ValueType::I32;
-    case ValType::kI64:
-      return interp::ValueType::I64;
-    case ValType::kF32:
-      return interp::ValueType::F32;
-    case ValType::kF64:
-      return interp::ValueType::F64;
-    case ValType::kV128:
-      return interp::ValueType::V128;
-    case ValType::kFuncRef:
-      return interp::ValueType::FuncRef;
-    case ValType::kExternRef:
-      return interp::ValueType::ExternRef;
-  }
-  return interp::ValueType::I32;
-}
-
-ValType FromInterpType(interp::ValueType type) {
-  switch (type) {
-    case interp::ValueType::I32:
-      return ValType::kI32;
-    case interp::ValueType::I64:
-      return ValType::kI64;
-    case interp::ValueType::F32:
-      return ValType::kF32;
-    case interp::ValueType::F64:
-      return ValType::kF64;
-    case interp::ValueType::V128:
-      return ValType::kV128;
-    case interp::ValueType::FuncRef:
-      return ValType::kFuncRef;
-    default:
-      return ValType::kExternRef;
-  }
-}
-
 interp::Value ToInterpValue(const WasmValue& value) {
   return std::visit([](auto v) { return interp::Value::Make(v); }, value);
 }
@@ -77,8 +38,8 @@ namespace {
 
 FuncSignature FromInterpFuncType(const interp::FuncType& type) {
   FuncSignature sig;
-  for (auto t : type.params) sig.params.push_back(FromInterpType(t));
-  for (auto t : type.results) sig.results.push_back(FromInterpType(t));
+  for (auto t : type.params) sig.params.push_back(detail::FromWabtType(t));
+  for (auto t : type.results) sig.results.push_back(detail::FromWabtType(t));
   return sig;
 }
 
@@ -88,9 +49,9 @@ template <typename NameFn>
 Status CheckArgs(NameFn name, const interp::FuncType& type, std::span<const WasmValue> args) {
   bool ok = args.size() == type.params.size();
   for (size_t i = 0; ok && i < args.size(); ++i) {
-    ok = ToInterpType(TypeOf(args[i])) == type.params[i];
+    ok = detail::ToWabtType(TypeOf(args[i])) == type.params[i];
   }
-  for (auto t : type.results) ok = ok && IsNumberType(FromInterpType(t));
+  for (auto t : type.results) ok = ok && IsNumberType(detail::FromWabtType(t));
   if (ok) return Status::Ok();
   std::string got;
   for (const WasmValue& a : args) got += (got.empty() ? "" : ", ") + FormatValue(a);
@@ -184,8 +145,8 @@ interp::HostFunc::Ptr InterpBackend::HostFuncFor(size_t row) {
   if (!host_funcs[row]) {
     const HostFunction& f = registry.functions()[row];
     interp::ValueTypes params, results;
-    for (ValType t : f.signature.params) params.push_back(ToInterpType(t));
-    for (ValType t : f.signature.results) results.push_back(ToInterpType(t));
+    for (ValType t : f.signature.params) params.push_back(detail::ToWabtType(t));
+    for (ValType t : f.signature.results) results.push_back(detail::ToWabtType(t));
     host_funcs[row] = interp::HostFunc::New(
         store, interp::FuncType(params, results),
         [this, row](interp::Thread&, const interp::Values& args, interp::Values& out,
@@ -395,7 +356,7 @@ Result<WasmValue> InterpInstance::GetGlobal(std::string_view name) const {
       return Status::NotFound(fmt::format("export `{}` is not a global", name));
     }
     interp::Global::Ptr global(state_->store, instance_->globals()[exp.index]);
-    const ValType type = FromInterpType(global->type().type);
+    const ValType type = detail::FromWabtType(global->type().type);
     if (!IsNumberType(type)) {
       return Status::InvalidArgument(
           fmt::format("global `{}` has type {}; the engine interface passes number types only",

@@ -16,6 +16,7 @@
 #include "wabt/interp/interp.h"
 #include "wasm/detail/backend.h"
 #include "wasm/detail/meter.h"
+#include "wasm/detail/wabt_types.h"
 #include "wasm/engine.h"
 
 namespace reef::wasm {
@@ -178,8 +179,8 @@ class InterpInvocation final : public Invocation {
 };
 
 // Conversions between the engine interface's values and the interpreter's.
-wabt::interp::ValueType ToInterpType(ValType type);
-ValType FromInterpType(wabt::interp::ValueType type);
+wabt::interp::ValueType detail::ToWabtType(ValType type);
+ValType detail::FromWabtType(wabt::interp::ValueType type);
 wabt::interp::Value ToInterpValue(const WasmValue& value);
 WasmValue FromInterpValue(wabt::interp::Value value, wabt::interp::ValueType type);
 

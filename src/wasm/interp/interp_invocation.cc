@@ -190,11 +190,11 @@ wabt::Result InterpInvocation::OnHostCall(size_t row, const interp::Values& para
   }
   std::vector<WasmValue> args;
   for (size_t i = 0; i < params.size(); ++i) {
-    args.push_back(FromInterpValue(params[i], ToInterpType(f.signature.params[i])));
+    args.push_back(FromInterpValue(params[i], detail::ToWabtType(f.signature.params[i])));
   }
   std::vector<WasmValue> outs;
   for (ValType t : f.signature.results) {
-    outs.push_back(FromInterpValue(interp::Value::Make(uint64_t{0}), ToInterpType(t)));
+    outs.push_back(FromInterpValue(interp::Value::Make(uint64_t{0}), detail::ToWabtType(t)));
   }
   HostCall call(args, outs, *instance_, context_);
   switch (f.handler(call)) {
@@ -234,7 +234,7 @@ Status InterpInvocation::CompleteHostCall(std::span<const WasmValue> results) {
   interp::ValueTypes types;
   interp::Values values;
   for (size_t i = 0; i < results.size(); ++i) {
-    types.push_back(ToInterpType(sig.results[i]));
+    types.push_back(detail::ToWabtType(sig.results[i]));
     values.push_back(ToInterpValue(results[i]));
   }
   detail::PushValues(*thread_, types, values);

@@ -13,6 +13,7 @@
 
 #include "wabt/cast.h"
 #include "wabt/ir.h"
+#include "wasm/detail/wabt_types.h"
 
 namespace reef::wasm::native::detail {
 namespace {
@@ -38,29 +39,10 @@ const TypeRow* FindTypeRow(ValType type) {
   return nullptr;
 }
 
-ValType ToValType(wabt::Type type) {
-  switch (type) {
-    case wabt::Type::I32:
-      return ValType::kI32;
-    case wabt::Type::I64:
-      return ValType::kI64;
-    case wabt::Type::F32:
-      return ValType::kF32;
-    case wabt::Type::F64:
-      return ValType::kF64;
-    case wabt::Type::FuncRef:
-      return ValType::kFuncRef;
-    case wabt::Type::ExternRef:
-      return ValType::kExternRef;
-    default:
-      return ValType::kV128;
-  }
-}
-
 FuncSignature ToSignature(const wabt::FuncSignature& sig) {
   FuncSignature out;
-  for (wabt::Type t : sig.param_types) out.params.push_back(ToValType(t));
-  for (wabt::Type t : sig.result_types) out.results.push_back(ToValType(t));
+  for (wabt::Type t : sig.param_types) out.params.push_back(wasm::detail::FromWabtType(t));
+  for (wabt::Type t : sig.result_types) out.results.push_back(wasm::detail::FromWabtType(t));
   return out;
 }
 
