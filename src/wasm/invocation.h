@@ -43,8 +43,8 @@ class Invocation {
 
   // Runs a slice with `budget` instructions of fuel plus the last slice's debt. REQUIRES:
   // budget > 0 and state() is kBudgetExhausted (a fresh invocation starts so) — not
-  // suspended, finished or trapped. The slice stops at the first function entry or loop
-  // header that finds the fuel below 0 and is then charged exactly `budget`; a slice that
+  // suspended, finished or trapped. The slice stops at the first check (a loop header,
+  // or the entry of a function that calls others) that finds the fuel below 0 and is then charged exactly `budget`; a slice that
   // ends early (finish, trap, host call) is charged what it ran (docs/engine.md "Metering").
   // A host function may run other invocations of the same engine;
   // one that would nest deeper than EngineLimits::max_nested_invocations traps host_error

@@ -73,6 +73,35 @@ std::optional<BulkCost> BulkCostOf(const Expr& expr) {
   }
 }
 
+// True when `list`, or a sequence nested in it, calls a function: only such a function can
+// be part of a recursion, so only its entry needs a fuel check.
+bool Calls(const ExprList& list) {
+  for (const Expr& expr : list) {
+    switch (expr.type()) {
+      case ExprType::Call:
+      case ExprType::CallIndirect:
+      case ExprType::CallRef:
+      case ExprType::ReturnCall:
+      case ExprType::ReturnCallIndirect:
+        return true;
+      case ExprType::Block:
+        if (Calls(wabt::cast<wabt::BlockExpr>(&expr)->block.exprs)) return true;
+        break;
+      case ExprType::Loop:
+        if (Calls(wabt::cast<wabt::LoopExpr>(&expr)->block.exprs)) return true;
+        break;
+      case ExprType::If: {
+        const auto* if_expr = wabt::cast<wabt::IfExpr>(&expr);
+        if (Calls(if_expr->true_.exprs) || Calls(if_expr->false_)) return true;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
 class Meter {
  public:
   explicit Meter(MeterLayout layout) : layout_(layout) {}
@@ -80,7 +109,9 @@ class Meter {
   Status Function(wabt::Func& func) {
     func_ = &func;
     scratch_.reset();
-    return Sequence(func.exprs, /*check_first=*/true);
+    // A function that calls none runs at most its own length before it returns or reaches a
+    // loop header (which checks), so its entry needs no check.
+    return Sequence(func.exprs, /*check_first=*/Calls(func.exprs));
   }
 
  private:

@@ -7,8 +7,8 @@
 //   function (`() -> ()`, appended as a type), so nothing is renumbered: every other index
 //   stays what it was;
 // - charges each basic block its cost before it runs (`fuel -= cost`) and checks at every
-//   function entry and loop header (`if fuel < 0: call_indirect out-of-fuel`), so a
-//   slice stops only there;
+//   loop header and at the entry of every function that calls a function (`if fuel < 0:
+//   call_indirect out-of-fuel`), so a slice stops only there;
 // - charges bulk operations by their size before they run, then checks.
 //
 // Cost of a basic block: one per instruction in it (block, loop and if count one each where
