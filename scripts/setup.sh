@@ -9,7 +9,7 @@ packages=(
   # engine
   wabt
   # libraries (DESIGN.md "Dependencies")
-  libboost1.81-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev
+  libboost1.81-dev libboost-context1.81-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev
   libsqlite3-dev sqlite3 libedit-dev libconcurrentqueue-dev liblmdb-dev
   # tests, benchmarks, fuzzing
   googletest libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
