@@ -44,12 +44,12 @@ class Invocation {
   // Runs a slice with `budget` instructions of fuel plus the last slice's debt. REQUIRES:
   // budget > 0 and state() is kBudgetExhausted (a fresh invocation starts so) — not
   // suspended, finished or trapped. The slice stops at the first check (a loop header,
-  // or the entry of a function that calls others) that finds the fuel below 0 and is then charged exactly `budget`; a slice that
-  // ends early (finish, trap, host call) is charged what it ran (docs/engine.md "Metering").
-  // A host function may run other invocations of the same engine;
-  // one that would nest deeper than EngineLimits::max_nested_invocations traps host_error
-  // instead of running. Called from inside this invocation's own host function, it returns
-  // the current state without running.
+  // or the entry of a function that calls others) that finds the fuel below 0 and is then charged
+  // exactly `budget`; a slice that ends early (finish, trap, host call) is charged what it ran
+  // (docs/engine.md "Metering"). A host function may run other invocations of the same engine; one
+  // that would nest deeper than EngineLimits::max_nested_invocations traps host_error instead of
+  // running. Called from inside this invocation's own host function, it returns the current state
+  // without running.
   virtual RunState Run(uint64_t budget) = 0;
 
   // Resumes a suspended invocation with the host call's results (typed as the import's

@@ -155,7 +155,8 @@ TEST(LifecycleEventsConcurrencyTest, ConcurrentPublishersGetUniqueSeqsDeliveredI
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&events, t] {
-      for (int i = 0; i < kPerThread; ++i) events.Publish(LifecycleKind::kLog, NumberedRef(t), 1, "");
+      for (int i = 0; i < kPerThread; ++i)
+        events.Publish(LifecycleKind::kLog, NumberedRef(t), 1, "");
     });
   }
   for (auto& thread : threads) thread.join();

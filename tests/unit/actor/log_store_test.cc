@@ -144,7 +144,8 @@ TEST(LogStoreTest, HistoryFiltersByActorsAndMinimumLevel) {
   MustAppend(store, NumberedRef(3), "3-warn", LogLevel::kWarn);
   MustAppend(store, NumberedRef(1), "1-warn", LogLevel::kWarn);
 
-  LogFilter filter{.actors = {NumberedRef(1), NumberedRef(3), NumberedRef(1)}, .min_level = LogLevel::kWarn};
+  LogFilter filter{.actors = {NumberedRef(1), NumberedRef(3), NumberedRef(1)},
+                   .min_level = LogLevel::kWarn};
   LogPage page = MustHistory(store, filter, 0, 10);
 
   EXPECT_EQ(Messages(page.entries), (std::vector<std::string>{"3-warn", "1-warn"}));

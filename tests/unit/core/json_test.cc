@@ -211,7 +211,8 @@ TEST(JsonTest, DomOverloadRejectsUnsignedBeyondInt64AndInvalidUtf8) {
 }
 
 TEST(JsonTest, ValueToJsonBuildsTheDom) {
-  const nlohmann::json j = ValueToJson(Value::RecordOf({{"r", RefValue()}, {"f", Value::Float(2)}}));
+  const nlohmann::json j =
+      ValueToJson(Value::RecordOf({{"r", RefValue()}, {"f", Value::Float(2)}}));
   EXPECT_EQ(j["r"]["$actor"], std::string(kRefId));
   EXPECT_TRUE(j["f"].is_number_float());
 }

@@ -174,6 +174,27 @@ TEST_F(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
             "start function; host imports are available only in invocations");
 }
 
+TEST(EngineApiTest, StartFunctionRunsUnderABudget) {
+  HostRegistry registry("test", 1);
+  EngineLimits limits;
+  limits.max_start_instructions = 1'000'000;  // the default, 10^8, takes seconds here
+  Engine engine(registry, limits);
+  auto looping =
+      engine.Instantiate(*Module::FromText("(module (func $s (loop $l (br $l))) (start $s))"));
+  ASSERT_FALSE(looping.ok());
+  EXPECT_EQ(looping.status().code(), Code::kLimitExceeded);
+  auto trapping =
+      engine.Instantiate(*Module::FromText("(module (func $s unreachable) (start $s))"));
+  ASSERT_FALSE(trapping.ok());
+  EXPECT_EQ(trapping.status().code(), Code::kTrapped);
+  auto fine = engine.Instantiate(*Module::FromText(R"((module (global $g (mut i32) (i32.const 0))
+    (func $s (global.set $g (i32.const 5))) (start $s)
+    (func (export "g") (result i32) (global.get $g))))"));
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  auto g = (*fine)->Call("g", {});
+  EXPECT_EQ(std::get<int32_t>((*g)[0]), 5);
+}
+
 TEST(EngineTierTest, TiersHaveOneStableNameEach) {
   EXPECT_EQ(TierName(Tier::kInterp), "interp");
   EXPECT_EQ(TierName(Tier::kNative), "native");
