@@ -174,7 +174,7 @@ TEST_F(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
             "start function; host imports are available only in invocations");
 }
 
-TEST(EngineApiTest, StartFunctionRunsUnderABudget) {
+TEST(EngineStartTest, StartFunctionRunsUnderABudget) {
   HostRegistry registry("test", 1);
   EngineLimits limits;
   limits.max_start_instructions = 1'000'000;  // the default, 10^8, takes seconds here
