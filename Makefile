@@ -62,15 +62,15 @@ test-asan: asan-configure
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 # ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned), from
-# their own binary (tests/CMakeLists.txt REEF_TSAN_TEST_SOURCES).
+# their own binary (tests/CMakeLists.txt REEF_TSAN_TEST_SOURCES), sharded like the ASan run.
 TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= FreeRunning*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerLimitsTest.*:ServerBodyBudgetTest.*:Native*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*
 test-tsan: build
 	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(TSAN_FLAGS) -DREEF_TSAN=ON $(SANITIZER_GUESTS) \
 	  $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(BUILD_JOBS) --target reef_tsan_tests
-	@TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  $(TSAN_BUILD)/tests/reef_tsan_tests --gtest_filter='$(TSAN_TESTS)' --gtest_brief=1
+	@bash scripts/test_shards.sh $(TSAN_BUILD)/tests/reef_tsan_tests $(JOBS) '$(TSAN_TESTS)' \
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 
 fuzz-build: asan-configure
 	@cmake --build $(FUZZ_BUILD) -j $(BUILD_JOBS) --target reef_fuzzers

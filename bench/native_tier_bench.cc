@@ -5,12 +5,12 @@
 //     and -O2 (the compiler and its subprocesses, wait4 rusage), one compile each; each
 //     library is loaded too (dlopen resolves the runtime symbols).
 //   native_tier_bench run KERNELS.wasm FIB_N LOOP_N REPEATS
-//     fib(FIB_N) and loop(LOOP_N) of bench_kernels.wasm, native at -O1 and -O2 and in the
-//     interpreter (Instance::Call); median of REPEATS runs each, milliseconds.
+//     fib(FIB_N) and loop(LOOP_N) of bench_kernels.wasm on an engine of each tier
+//     (Instance::Call, metered); median of REPEATS runs each, milliseconds.
 //
 // One machine-readable line per figure, e.g.
 //   compile file=bank_deposit.wasm wasm_bytes=18384 c_bytes=... gen_ms=... o1_cpu_s=...
-//   run kernel=fib n=30 tier=native-O1 result=832040 median_ms=...
+//   run kernel=fib n=30 tier=native result=832040 median_ms=...
 // Exits non-zero when anything fails or the tiers disagree on a result.
 #include <algorithm>
 #include <chrono>
@@ -25,7 +25,6 @@
 #include "wasm/module.h"
 #include "wasm/native/c_gen.h"
 #include "wasm/native/compiler.h"
-#include "wasm/native/native_instance.h"
 #include "wasm/native/native_module.h"
 
 namespace {
@@ -111,25 +110,21 @@ int RunCommand(char** argv) {
     std::printf("run kernel=%s n=%d tier=interpreter result=%lld median_ms=%.2f\n", k.name, k.n,
                 static_cast<long long>(result), ms);
   }
-  for (int level : {1, 2}) {
-    native::CompileOptions options;
-    options.optimization = level;
-    auto compiled = native::NativeModule::Compile(*module, options);
-    if (!compiled.ok()) return Fail("native compile", compiled.status());
-    auto instance = native::NativeInstance::Create(*compiled, std::vector<HostHandler>{});
-    if (!instance.ok()) return Fail("native instance", instance.status());
-    for (size_t i = 0; i < std::size(kernels); ++i) {
-      const Kernel& k = kernels[i];
-      int64_t result = 0;
-      std::vector<WasmValue> args{k.n};
-      double ms = MedianMs(
-          repeats, [&] { return AsInt((*instance)->Call(k.name, args)); }, &result);
-      std::printf("run kernel=%s n=%d tier=native-O%d result=%lld median_ms=%.2f\n", k.name, k.n,
-                  level, static_cast<long long>(result), ms);
-      if (result != expected[i]) {
-        std::fprintf(stderr, "%s: native-O%d disagrees with the interpreter\n", k.name, level);
-        return 1;
-      }
+  Engine native_engine(registry, {}, Tier::kNative);
+  auto instance = native_engine.Instantiate(*module);
+  if (!instance.ok()) return Fail("native instance", instance.status());
+  for (size_t i = 0; i < std::size(kernels); ++i) {
+    const Kernel& k = kernels[i];
+    int64_t result = 0;
+    std::vector<WasmValue> args{k.n};
+    double ms = MedianMs(
+        repeats, [&] { return AsInt((*instance)->Call(k.name, args, nullptr, 1ull << 50)); },
+        &result);
+    std::printf("run kernel=%s n=%d tier=native result=%lld median_ms=%.2f\n", k.name, k.n,
+                static_cast<long long>(result), ms);
+    if (result != expected[i]) {
+      std::fprintf(stderr, "%s: native disagrees with the interpreter\n", k.name);
+      return 1;
     }
   }
   return 0;

@@ -13,6 +13,13 @@ std::string HostCallFromStartMessage(std::string_view qualified) {
       "{} called from a start function; host imports are available only in invocations", qualified);
 }
 
+std::string TooManyNestedInvocationsMessage(uint32_t running, uint32_t limit) {
+  return fmt::format(
+      "{} invocations are already running on this engine (host functions running other "
+      "instances' invocations); limit max_nested_invocations={}",
+      running, limit);
+}
+
 Status StartFunctionOutcome(const Invocation& start, uint64_t budget) {
   switch (start.state()) {
     case RunState::kFinished:
@@ -25,6 +32,21 @@ Status StartFunctionOutcome(const Invocation& start, uint64_t budget) {
   }
   return Status::LimitExceeded(fmt::format(
       "start function did not finish within {} instructions or suspended in a host call", budget));
+}
+
+bool CallArgsMatch(const FuncSignature& signature, std::span<const WasmValue> args) {
+  bool ok = args.size() == signature.params.size();
+  for (size_t i = 0; ok && i < args.size(); ++i) ok = TypeOf(args[i]) == signature.params[i];
+  for (ValType t : signature.results) ok = ok && IsNumberType(t);
+  return ok;
+}
+
+Status CallArgsMismatch(std::string_view name, const FuncSignature& signature,
+                        std::span<const WasmValue> args) {
+  std::string got;
+  for (const WasmValue& a : args) got += (got.empty() ? "" : ", ") + FormatValue(a);
+  return Status::InvalidArgument(
+      fmt::format("`{}` has signature {}; got ({})", name, signature.ToString(), got));
 }
 
 }  // namespace detail
@@ -64,8 +86,12 @@ Status CheckDeclaredLimits(const Module& module, const EngineLimits& limits) {
 
 }  // namespace
 
-Engine::Engine(const HostRegistry& registry, EngineLimits limits)
-    : registry_(registry), limits_(limits), backend_(detail::MakeInterpBackend(registry, limits)) {}
+Engine::Engine(const HostRegistry& registry, EngineLimits limits, EngineOptions options)
+    : registry_(registry),
+      limits_(limits),
+      backend_(options.tier == Tier::kNative
+                   ? detail::MakeNativeBackend(registry, limits, options.native_optimization)
+                   : detail::MakeInterpBackend(registry, limits)) {}
 
 Engine::~Engine() = default;
 

@@ -1,9 +1,10 @@
 // Engine: instantiates modules against a host registry and enforces the sandbox limits.
 //
-// An Engine runs on one tier (wasm/tier.h). The interpreter tier (src/wasm/interp/, wabt
-// 1.0.32's interpreter, pinned) is the only one an Engine is built with today. An Engine owns
-// its tier's backend; every Instance and Invocation it creates keeps that backend alive, so
-// they may be destroyed in any order.
+// An Engine runs on one tier (wasm/tier.h): the interpreter (src/wasm/interp/, wabt 1.0.32's
+// interpreter, pinned) or native code (src/wasm/native/: C through wabt's C writer and the
+// system C compiler, loaded as a shared object). Both run the same metered module and keep
+// the same promises (docs/engine.md). An Engine owns its tier's backend; every Instance and
+// Invocation it creates keeps that backend alive, so they may be destroyed in any order.
 //
 // Thread ownership: reactor-owned. An Engine and everything it creates stay on the thread
 // that created them; only Module and HostRegistry (const) are shared across threads.
@@ -40,6 +41,12 @@ struct EngineLimits {
   uint32_t max_nested_invocations = 16;
 };
 
+// How an Engine runs guest code: its tier, and for the native tier how modules are compiled.
+struct EngineOptions {
+  Tier tier = Tier::kInterp;
+  int native_optimization = 1;  // the C compiler's -O level for the native tier, 0..3
+};
+
 struct EngineStats {
   uint64_t instances_created = 0;
 };
@@ -52,7 +59,9 @@ class Backend;
 class Engine {
  public:
   // REQUIRES: `registry` outlives the engine and every instance it creates.
-  Engine(const HostRegistry& registry, EngineLimits limits = {});
+  Engine(const HostRegistry& registry, EngineLimits limits = {}, EngineOptions options = {});
+  Engine(const HostRegistry& registry, EngineLimits limits, Tier tier)
+      : Engine(registry, limits, EngineOptions{.tier = tier}) {}
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -62,7 +71,9 @@ class Engine {
   // Errors: LimitExceeded naming the limit ("memory 0 declares 300 initial pages; limit
   // max_memory_pages=256"); NotFound listing every unknown import and every signature
   // mismatch ("unknown import reef.sned (i32) -> (); ..."); Trapped if the start function
-  // or a segment initialisation traps.
+  // or a segment initialisation traps. On the native tier the first instantiation of a
+  // module compiles it (about a second of CPU): also InvalidArgument, Unimplemented,
+  // LimitExceeded or Internal from native/c_gen.h, compiler.h and native_module.h.
   Result<std::unique_ptr<Instance>> Instantiate(std::shared_ptr<const Module> module);
 
   const EngineLimits& limits() const { return limits_; }

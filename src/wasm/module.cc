@@ -289,7 +289,7 @@ Result<std::shared_ptr<const Module>> Module::Read(
   }
   for (const interp::ExportDesc& exp : desc.exports) {
     const interp::ExternType& type = *exp.type.type;
-    ExportInfo info{exp.type.name, FromWabtKind(type.kind), {}};
+    ExportInfo info{exp.type.name, FromWabtKind(type.kind), {}, exp.index};
     if (const auto* func = wabt::dyn_cast<interp::FuncType>(&type)) {
       info.signature = FromInterpSignature(*func);
       // An export name beats a name-section name in reports.

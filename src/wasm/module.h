@@ -32,6 +32,7 @@ struct ExportInfo {
   std::string name;
   ExternKind kind = ExternKind::kFunc;
   FuncSignature signature;  // set when kind == kFunc
+  uint32_t index = 0;       // in the index space of `kind` (imports first)
 };
 
 // Declared limits of a memory (64 KiB pages) or a table (elements).

@@ -39,11 +39,24 @@ class Backend {
 // The interpreter tier (src/wasm/interp/).
 std::shared_ptr<Backend> MakeInterpBackend(const HostRegistry& registry,
                                            const EngineLimits& limits);
+// The native tier (src/wasm/native/), compiling with the C compiler at -O`optimization`.
+std::shared_ptr<Backend> MakeNativeBackend(const HostRegistry& registry, const EngineLimits& limits,
+                                           int optimization);
 
 // The outcome of running a start function to `RunState` `state` with `budget` instructions:
 // OK when it finished; Trapped "start function trapped: <trap>"; LimitExceeded when it ran out
 // of budget or suspended. The same words on every tier.
 Status StartFunctionOutcome(const Invocation& start, uint64_t budget);
+
+// True when `args` match the parameters of `signature` and its results are all number types.
+bool CallArgsMatch(const FuncSignature& signature, std::span<const WasmValue> args);
+// InvalidArgument "`<name>` has signature <sig>; got (<args>)": the same words on every tier.
+Status CallArgsMismatch(std::string_view name, const FuncSignature& signature,
+                        std::span<const WasmValue> args);
+
+// The host_error trap message of an invocation whose Run would pass
+// EngineLimits::max_nested_invocations (`limit`) with `running` Runs active.
+std::string TooManyNestedInvocationsMessage(uint32_t running, uint32_t limit);
 
 // The trap message of host function `qualified` ("module.name") called while instantiating.
 std::string HostCallFromStartMessage(std::string_view qualified);

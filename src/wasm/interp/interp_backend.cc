@@ -43,22 +43,6 @@ FuncSignature FromInterpFuncType(const interp::FuncType& type) {
   return sig;
 }
 
-// OK when `args` match the parameters of `type` and every parameter and result is a number
-// type. `name` is only called to build the error message.
-template <typename NameFn>
-Status CheckArgs(NameFn name, const interp::FuncType& type, std::span<const WasmValue> args) {
-  bool ok = args.size() == type.params.size();
-  for (size_t i = 0; ok && i < args.size(); ++i) {
-    ok = detail::ToWabtType(TypeOf(args[i])) == type.params[i];
-  }
-  for (auto t : type.results) ok = ok && IsNumberType(detail::FromWabtType(t));
-  if (ok) return Status::Ok();
-  std::string got;
-  for (const WasmValue& a : args) got += (got.empty() ? "" : ", ") + FormatValue(a);
-  return Status::InvalidArgument(fmt::format("`{}` has signature {}; got ({})", name(),
-                                             FromInterpFuncType(type).ToString(), got));
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -289,7 +273,13 @@ Result<std::unique_ptr<Invocation>> InterpInstance::StartFunction(uint32_t index
     return Status::InvalidArgument(
         fmt::format("`{}` is a host import re-exported; call it from wasm instead", name()));
   }
-  REEF_RETURN_IF_ERROR(CheckArgs(name, defined->type(), args));
+  const interp::FuncType& type = defined->type();
+  bool args_match = args.size() == type.params.size();
+  for (size_t i = 0; args_match && i < args.size(); ++i) {
+    args_match = detail::ToWabtType(TypeOf(args[i])) == type.params[i];
+  }
+  for (auto t : type.results) args_match = args_match && IsNumberType(detail::FromWabtType(t));
+  if (!args_match) return detail::CallArgsMismatch(name(), FromInterpFuncType(type), args);
 
   interp::Values values;
   values.reserve(args.size());
@@ -309,20 +299,8 @@ Result<std::unique_ptr<Invocation>> InterpInstance::StartFunction(uint32_t index
 void InterpInstance::TakeSnapshot() {
   if (compiled_->has_snapshot) return;
   if (memory_) {
-    // Keep only the non-zero runs (data segments, mostly): a reset then zeroes memory and
-    // copies these back, instead of copying a mostly-zero image. Gaps under 64 bytes merge.
-    const uint8_t* data = memory_->UnsafeData();
-    const uint64_t size = memory_->ByteSize();
-    uint64_t i = 0;
-    while (i < size) {
-      while (i < size && data[i] == 0) ++i;
-      if (i == size) break;
-      uint64_t start = i, zeros = 0;
-      for (; i < size && zeros < 64; ++i) zeros = data[i] == 0 ? zeros + 1 : 0;
-      uint64_t end = i - zeros;
-      compiled_->initial_memory.emplace_back(static_cast<uint32_t>(start),
-                                             std::vector<uint8_t>(data + start, data + end));
-    }
+    compiled_->initial_memory =
+        detail::MemoryImage::Capture(memory_->UnsafeData(), memory_->ByteSize());
   }
   for (interp::Ref ref : instance_->globals()) {
     compiled_->initial_globals.push_back(interp::Global::Ptr(state_->store, ref)->Get());
@@ -332,13 +310,7 @@ void InterpInstance::TakeSnapshot() {
 
 Status InterpInstance::Reset() {
   if (busy_) return Status::FailedPrecondition("cannot reset an instance while it runs");
-  if (memory_) {
-    uint8_t* data = memory_->UnsafeData();
-    std::memset(data, 0, memory_->ByteSize());
-    for (const auto& [offset, bytes] : compiled_->initial_memory) {
-      std::memcpy(data + offset, bytes.data(), bytes.size());
-    }
-  }
+  if (memory_) compiled_->initial_memory.Restore(memory_->UnsafeData(), memory_->ByteSize());
   const interp::RefVec& globals = instance_->globals();
   for (size_t i = 0; i < globals.size(); ++i) {
     interp::Global::Ptr global(state_->store, globals[i]);

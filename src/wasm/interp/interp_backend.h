@@ -15,6 +15,7 @@
 
 #include "wabt/interp/interp.h"
 #include "wasm/detail/backend.h"
+#include "wasm/detail/memory_image.h"
 #include "wasm/detail/meter.h"
 #include "wasm/detail/wabt_types.h"
 #include "wasm/engine.h"
@@ -33,8 +34,7 @@ struct CompiledModule {
   // State right after instantiation, taken from the first instance (instantiation is
   // deterministic: start functions may not call the host). Used by Instance::Reset.
   bool has_snapshot = false;
-  // The initial memory image as its non-zero runs (offset, bytes); everything else is zero.
-  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> initial_memory;
+  detail::MemoryImage initial_memory;
   std::vector<wabt::interp::Value> initial_globals;  // one per global; mutable ones restored
 
   // Name of the function whose code contains `code_offset`.

@@ -39,10 +39,8 @@ RunState InterpInvocation::Run(uint64_t budget) {
   if (state_ != RunState::kBudgetExhausted || budget == 0 || in_run_) return state_;
   const uint32_t max_depth = engine_->limits.max_nested_invocations;
   if (engine_->run_depth >= max_depth) {
-    Trap trap = TrapFromFrames(fmt::format(
-        "{} invocations are already running on this engine (host functions running other "
-        "instances' invocations); limit max_nested_invocations={}",
-        engine_->run_depth, max_depth));
+    Trap trap =
+        TrapFromFrames(detail::TooManyNestedInvocationsMessage(engine_->run_depth, max_depth));
     trap.kind = TrapKind::kHostError;
     TrapWith(std::move(trap));
     return state_;

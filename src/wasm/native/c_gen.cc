@@ -24,10 +24,14 @@ namespace reef::wasm::native {
 namespace {
 
 constexpr std::string_view kCModuleName = "m";
-// The export Reef adds so the glue reaches memory 0 whatever the module exports (wasm2c
-// writes a getter per exported memory). MangleName escapes the ':'; if the module already
-// exports this name, Reef's export takes the first free "reef:memory0.<n>".
+// The exports Reef adds so the glue reaches the runtime's fields whatever the module exports
+// (wasm2c writes an accessor per export): memory 0, the start function, every global and
+// every table. MangleName escapes the ':' and '.'; a name the module already exports gets
+// the first free "<name>.<n>" instead.
 constexpr std::string_view kMemoryExport = "reef:memory0";
+constexpr std::string_view kStartExport = "reef:start";
+constexpr std::string_view kGlobalExport = "reef:global";
+constexpr std::string_view kTableExport = "reef:table";
 
 // The proposals wabt 1.0.32's C writer compiles: its defaults without SIMD (the writer has
 // no v128 support) and with exceptions, threads and the rest off.
@@ -94,20 +98,42 @@ Status RewriteTableTraps(std::string& c) {
   return Status::Ok();
 }
 
-// Exports memory 0 under kMemoryExport (or a numbered variant that is free); returns the
-// name used, or "" when the module has no memory.
-std::string ExportMemory(wabt::Module& module) {
-  if (module.memories.empty()) return "";
-  std::string name(kMemoryExport);
-  for (int n = 1; module.GetExport(name) != nullptr; ++n) {
-    name = fmt::format("{}.{}", kMemoryExport, n);
-  }
+// Exports item `index` of `kind` under `name`, or the first free "<name>.<n>"; returns the
+// name used.
+std::string AddExport(wabt::Module& module, wabt::ExternalKind kind, uint32_t index,
+                      std::string name) {
+  const std::string base = name;
+  for (int n = 1; module.GetExport(name) != nullptr; ++n) name = fmt::format("{}.{}", base, n);
   auto field = std::make_unique<wabt::ExportModuleField>();
   field->export_.name = name;
-  field->export_.kind = wabt::ExternalKind::Memory;
-  field->export_.var = wabt::Var(0, wabt::Location());
+  field->export_.kind = kind;
+  field->export_.var = wabt::Var(index, wabt::Location());
   module.AppendField(std::move(field));
   return name;
+}
+
+// Adds the exports the glue reads (detail::RuntimeExports) and takes the start function out
+// of instantiation: the host runs it as an invocation of its own, metered and within
+// EngineLimits::max_start_instructions, as the interpreter does.
+detail::RuntimeExports ExportRuntimeFields(wabt::Module& module) {
+  detail::RuntimeExports names;
+  if (!module.memories.empty()) {
+    names.memory = AddExport(module, wabt::ExternalKind::Memory, 0, std::string(kMemoryExport));
+  }
+  if (!module.starts.empty()) {
+    const wabt::Index start = module.GetFuncIndex(*module.starts.front());
+    names.start = AddExport(module, wabt::ExternalKind::Func, start, std::string(kStartExport));
+    module.starts.clear();
+  }
+  for (uint32_t i = 0; i < module.globals.size(); ++i) {
+    names.globals.push_back(
+        AddExport(module, wabt::ExternalKind::Global, i, fmt::format("{}.{}", kGlobalExport, i)));
+  }
+  for (uint32_t i = 0; i < module.tables.size(); ++i) {
+    names.tables.push_back(
+        AddExport(module, wabt::ExternalKind::Table, i, fmt::format("{}.{}", kTableExport, i)));
+  }
+  return names;
 }
 
 Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
@@ -127,7 +153,7 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   if (wabt::Failed(wabt::ValidateModule(&ir, &errors, wabt::ValidateOptions(features)))) {
     return Status::InvalidArgument("module invalid for the native tier: " + Errors(errors));
   }
-  const std::string memory_export = ExportMemory(ir);
+  const detail::RuntimeExports runtime_exports = ExportRuntimeFields(ir);
   if (wabt::Failed(wabt::GenerateNames(&ir))) {
     return Status::Internal("wabt GenerateNames failed");
   }
@@ -135,7 +161,7 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   (void)wabt::ApplyNames(&ir);
 
   REEF_ASSIGN_OR_RETURN(detail::Glue glue,
-                        detail::GenerateGlue(ir, kCModuleName, kModuleHeaderName, memory_export));
+                        detail::GenerateGlue(ir, kCModuleName, kModuleHeaderName, runtime_exports));
 
   wabt::MemoryStream c_stream;
   wabt::MemoryStream h_stream;
@@ -151,6 +177,8 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   out.glue_source = std::move(glue.source);
   out.exports = std::move(glue.exports);
   out.imports = std::move(glue.imports);
+  out.globals = std::move(glue.globals);
+  out.has_start = !runtime_exports.start.empty();
   return out;
 }
 

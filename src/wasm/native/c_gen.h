@@ -12,8 +12,15 @@
 //   void     reef_glue_instantiate(void* instance, reef_rt_host* host);  // instance zeroed
 //   void     reef_glue_free(void* instance);       // after instantiate, trapped or not
 //   wasm_rt_memory_t* reef_glue_memory(void* instance);  // memory 0, or NULL
+//   void     reef_glue_start(void* instance);      // the start function (nothing without)
+//   void*    reef_glue_global(void* instance, uint32_t index);  // global `index`'s value
+//   wasm_rt_funcref_table_t* reef_glue_funcref_table(void* instance, uint32_t index);
+//                                                  // table `index`, NULL unless funcref
 //   void     <NativeExport::thunk>(void* instance, const reef_rt_value* args,
 //                                  reef_rt_value* results);
+//
+// The start function does not run while instantiating: the host runs reef_glue_start as an
+// invocation of its own (metered, on a fiber), after reef_glue_instantiate.
 //
 // Function imports become C functions that pack their arguments into reef_rt_value arrays
 // and call reef_rt_host::call_import with the import's index (see native/rt/wasm-rt.h).
@@ -37,7 +44,7 @@ struct Module;
 namespace reef::wasm::native {
 
 // Version of the glue entry points above; the loader refuses a library with another.
-inline constexpr uint32_t kGlueAbiVersion = 1;
+inline constexpr uint32_t kGlueAbiVersion = 2;
 
 // A transformation of the module's wabt IR, run before validation (metering goes here).
 // It may change anything; the result must validate. Errors abort generation unchanged.
@@ -57,12 +64,20 @@ struct NativeImport {
   FuncSignature signature;
 };
 
+// A global of the module, by index (reef_glue_global's `index`).
+struct NativeGlobal {
+  ValType type;
+  bool mutable_ = false;
+};
+
 struct GeneratedC {
   std::string module_source;  // wasm2c's C for the module; includes "m.h"
   std::string module_header;  // "m.h"; includes "wasm-rt.h"
   std::string glue_source;    // Reef's glue; includes "m.h"
   std::vector<NativeExport> exports;
   std::vector<NativeImport> imports;
+  std::vector<NativeGlobal> globals;  // every global, in index order
+  bool has_start = false;             // reef_glue_start runs a start function
 };
 
 // File names the sources expect next to each other (and next to rt/wasm-rt.h).

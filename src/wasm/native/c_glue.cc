@@ -109,7 +109,8 @@ std::string ImportFunction(const NativeImport& im, uint32_t index) {
     text += fmt::format("  args[{}].{} = p{};\n", i, FindTypeRow(sig.params[i])->member, i);
   }
   text += fmt::format(
-      "  reef_rt_host* h = (reef_rt_host*)host;\n"
+      "  reef_rt_host* h = reef_rt_current_host();\n"
+      "  (void)host;\n"
       "  uint32_t trap = h->call_import(h, {}u, args, results);\n"
       "  if (trap != 0) reef_rt_trap_host(trap);\n"
       "  (void)results;\n",
@@ -125,6 +126,21 @@ std::string ImportFunction(const NativeImport& im, uint32_t index) {
     text += "  return r;\n";
   }
   text += "}\n\n";
+  return text;
+}
+
+// A C function `<result> <name>(void* instance, uint32_t index)` returning accessor i's
+// value for index i, else NULL.
+std::string IndexedAccessor(std::string_view result, std::string_view name,
+                            const std::vector<std::string>& accessors) {
+  std::string text = fmt::format(
+      "REEF_GLUE_EXPORT {} {}(void* instance, uint32_t index) {{\n"
+      "  (void)instance;\n  switch (index) {{\n",
+      result, name);
+  for (size_t i = 0; i < accessors.size(); ++i) {
+    if (!accessors[i].empty()) text += fmt::format("    case {}: return {};\n", i, accessors[i]);
+  }
+  text += "    default: return NULL;\n  }\n}\n\n";
   return text;
 }
 
@@ -145,7 +161,7 @@ std::string MangleName(std::string_view name) {
 }
 
 Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_name,
-                          std::string_view header_name, std::string_view memory_export) {
+                          std::string_view header_name, const RuntimeExports& runtime) {
   Glue glue;
   const std::string prefix = MangleName(c_module_name);
   const std::string instance_type = prefix + "_instance_t";
@@ -180,14 +196,28 @@ Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_
   }
   // A repeated module.name calls the first one's index: same signature, same host function.
 
+  // wasm2c's accessor of export `name`, called on the glue's `instance`.
+  auto accessor = [&](std::string_view name) {
+    return fmt::format("{}{}(({}*)instance)", prefix, MangleName(name), instance_type);
+  };
+  const std::string memory_getter = runtime.memory.empty() ? "NULL" : accessor(runtime.memory);
+  const std::string start_call = runtime.start.empty() ? "" : accessor(runtime.start) + ";";
+  std::vector<std::string> globals;
+  for (size_t i = 0; i < runtime.globals.size(); ++i) {
+    const wabt::Global* global = module.globals[i];
+    glue.globals.push_back({wasm::detail::FromWabtType(global->type), global->mutable_});
+    globals.push_back(accessor(runtime.globals[i]));
+  }
+  std::vector<std::string> funcref_tables;
+  for (size_t i = 0; i < runtime.tables.size(); ++i) {
+    const bool funcref = module.tables[i]->elem_type == wabt::Type::FuncRef;
+    funcref_tables.push_back(funcref ? accessor(runtime.tables[i]) : "");
+  }
+
   std::string export_text;
-  std::string memory_getter = "NULL";
   for (const wabt::Export* e : module.exports) {
-    if (e->kind == wabt::ExternalKind::Memory && e->name == memory_export) {
-      memory_getter =
-          fmt::format("{}{}(({}*)instance)", prefix, MangleName(e->name), instance_type);
-    }
     if (e->kind != wabt::ExternalKind::Func) continue;
+    if (!runtime.start.empty() && e->name == runtime.start) continue;
     const wabt::Func* func = module.GetFunc(e->var);
     NativeExport ne{e->name, ToSignature(func->decl.sig),
                     fmt::format("reef_glue_export_{}", glue.exports.size())};
@@ -214,12 +244,17 @@ Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_
       "REEF_GLUE_EXPORT void reef_glue_free(void* instance) {{\n"
       "  {prefix}_free(({itype}*)instance);\n}}\n"
       "REEF_GLUE_EXPORT wasm_rt_memory_t* reef_glue_memory(void* instance) {{\n"
-      "  (void)instance;\n  return {memory};\n}}\n\n"
-      "{imports}{exports}",
+      "  (void)instance;\n  return {memory};\n}}\n"
+      "REEF_GLUE_EXPORT void reef_glue_start(void* instance) {{\n"
+      "  (void)instance;\n  {start}\n}}\n\n"
+      "{globals}{tables}{imports}{exports}",
       fmt::arg("prefix", prefix), fmt::arg("header", header_name), fmt::arg("abi", kGlueAbiVersion),
       fmt::arg("itype", instance_type), fmt::arg("args", instantiate_args),
-      fmt::arg("memory", memory_getter), fmt::arg("imports", import_text),
-      fmt::arg("exports", export_text));
+      fmt::arg("memory", memory_getter), fmt::arg("start", start_call),
+      fmt::arg("globals", IndexedAccessor("void*", "reef_glue_global", globals)),
+      fmt::arg("tables", IndexedAccessor("wasm_rt_funcref_table_t*", "reef_glue_funcref_table",
+                                         funcref_tables)),
+      fmt::arg("imports", import_text), fmt::arg("exports", export_text));
   return glue;
 }
 

@@ -108,6 +108,9 @@ std::vector<std::string> CompileCommand(const std::filesystem::path& compiler,
       // The runtime's thread-locals live in the host executable's static TLS block, so a
       // direct %fs-relative access works from the dlopen'ed library.
       "-ftls-model=initial-exec",
+      // A frame larger than a page touches each page as it grows the stack, so it faults in
+      // the fiber's guard page rather than jumping past it into other memory.
+      "-fstack-clash-protection",
       "-DWASM_RT_MEMCHECK_SIGNAL_HANDLER=0",
       "-DWASM_RT_USE_STACK_DEPTH_COUNT=1",
       // The glue must match the generated declarations exactly.

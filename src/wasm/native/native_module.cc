@@ -43,6 +43,8 @@ Result<std::shared_ptr<const NativeModule>> NativeModule::Load(std::shared_ptr<c
   loaded->module_ = std::move(module);
   loaded->exports_ = c.exports;
   loaded->imports_ = c.imports;
+  loaded->globals_ = c.globals;
+  loaded->has_start_ = c.has_start;
   loaded->stats_ = library.stats;
   loaded->handle_ = dlopen(library.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (loaded->handle_ == nullptr) {
@@ -64,6 +66,9 @@ Result<std::shared_ptr<const NativeModule>> NativeModule::Load(std::shared_ptr<c
   REEF_RETURN_IF_ERROR(Resolve(loaded->handle_, "reef_glue_instantiate", &entry.instantiate));
   REEF_RETURN_IF_ERROR(Resolve(loaded->handle_, "reef_glue_free", &entry.free));
   REEF_RETURN_IF_ERROR(Resolve(loaded->handle_, "reef_glue_memory", &entry.memory));
+  REEF_RETURN_IF_ERROR(Resolve(loaded->handle_, "reef_glue_start", &entry.start));
+  REEF_RETURN_IF_ERROR(Resolve(loaded->handle_, "reef_glue_global", &entry.global));
+  REEF_RETURN_IF_ERROR(Resolve(loaded->handle_, "reef_glue_funcref_table", &entry.funcref_table));
   for (const NativeExport& e : loaded->exports_) {
     GlueEntryPoints::Thunk thunk = nullptr;
     REEF_RETURN_IF_ERROR(Resolve(loaded->handle_, e.thunk.c_str(), &thunk));

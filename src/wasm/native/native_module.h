@@ -22,6 +22,7 @@
 // From native/rt/wasm-rt.h, which the .cc files include (it defines C macros such as LIKELY).
 extern "C" {
 struct wasm_rt_memory_t;
+struct wasm_rt_funcref_table_t;
 struct reef_rt_host;
 union reef_rt_value;
 }
@@ -34,6 +35,9 @@ struct GlueEntryPoints {
   void (*instantiate)(void* instance, ::reef_rt_host* host) = nullptr;
   void (*free)(void* instance) = nullptr;
   ::wasm_rt_memory_t* (*memory)(void* instance) = nullptr;
+  void (*start)(void* instance) = nullptr;
+  void* (*global)(void* instance, uint32_t index) = nullptr;
+  ::wasm_rt_funcref_table_t* (*funcref_table)(void* instance, uint32_t index) = nullptr;
   using Thunk = void (*)(void* instance, const ::reef_rt_value* args, ::reef_rt_value* results);
   std::vector<Thunk> exports;  // parallel to NativeModule::exports()
 };
@@ -63,6 +67,10 @@ class NativeModule {
   const std::vector<NativeExport>& exports() const { return exports_; }
   // Function imports, in import order (reef_rt_host::call_import's index).
   const std::vector<NativeImport>& imports() const { return imports_; }
+  // Every global, in index order (GlueEntryPoints::global's index).
+  const std::vector<NativeGlobal>& globals() const { return globals_; }
+  // True when the module has a start function (GlueEntryPoints::start runs it).
+  bool has_start() const { return has_start_; }
   // Index into exports(), or -1 when there is no host-callable export `name`.
   int FindExport(std::string_view name) const;
   const GlueEntryPoints& entry_points() const { return entry_; }
@@ -74,6 +82,8 @@ class NativeModule {
   std::shared_ptr<const Module> module_;
   std::vector<NativeExport> exports_;
   std::vector<NativeImport> imports_;
+  std::vector<NativeGlobal> globals_;
+  bool has_start_ = false;
   GlueEntryPoints entry_;
   CompileStats stats_;
   void* handle_ = nullptr;              // dlopen handle; dlclose'd last

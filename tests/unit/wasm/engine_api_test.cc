@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/wasm/tier_param.h"
 #include "wasm/engine.h"
 
 namespace reef::wasm {
@@ -69,7 +70,7 @@ constexpr const char* kChainLink = R"((module
   (func (export "run") (param i32) (result i32)
     (call $add (call $inner (local.get 0)) (i32.const 10)))))";
 
-class EngineApiTest : public ::testing::Test {
+class EngineApiTest : public ::testing::TestWithParam<Tier> {
  protected:
   std::shared_ptr<const Module> Load(const char* wat) {
     auto module = Module::FromText(wat, "test.wat");
@@ -92,9 +93,9 @@ class EngineApiTest : public ::testing::Test {
   HostRegistry registry_ = ChainRegistry();
 };
 
-TEST_F(EngineApiTest, AHostFunctionRunsAnotherInstanceAndTheCallerKeepsCallingTheHost) {
+TEST_P(EngineApiTest, AHostFunctionRunsAnotherInstanceAndTheCallerKeepsCallingTheHost) {
   // Given an outer instance whose host function runs an inner instance of the same engine,
-  Engine engine(registry_);
+  Engine engine(registry_, {}, GetParam());
   auto links = Links(engine, 2);
   Chain chain{{links[1].get()}};
   // when the outer one runs (inner: 5 + 10; outer: that + 10),
@@ -108,10 +109,10 @@ TEST_F(EngineApiTest, AHostFunctionRunsAnotherInstanceAndTheCallerKeepsCallingTh
   EXPECT_EQ(std::get<int32_t>((*again)[0]), 21);
 }
 
-TEST_F(EngineApiTest, NestingPastTheLimitTrapsBeforeTheInnerInvocationRuns) {
+TEST_P(EngineApiTest, NestingPastTheLimitTrapsBeforeTheInnerInvocationRuns) {
   EngineLimits limits;
   limits.max_nested_invocations = 3;
-  Engine engine(registry_, limits);
+  Engine engine(registry_, limits, GetParam());
   auto links = Links(engine, 5);
   Chain chain{{links[1].get(), links[2].get(), links[3].get(), links[4].get()}};
   auto result = links[0]->Call("run", std::vector<WasmValue>{int32_t{0}}, &chain);
@@ -128,8 +129,8 @@ TEST_F(EngineApiTest, NestingPastTheLimitTrapsBeforeTheInnerInvocationRuns) {
   EXPECT_EQ(std::get<int32_t>((*fine)[0]), 30);
 }
 
-TEST_F(EngineApiTest, AHostFunctionCannotRunItsOwnInstanceAgain) {
-  Engine engine(registry_);
+TEST_P(EngineApiTest, AHostFunctionCannotRunItsOwnInstanceAgain) {
+  Engine engine(registry_, {}, GetParam());
   auto links = Links(engine, 1);
   Chain chain{{links[0].get()}};
   auto result = links[0]->Call("run", std::vector<WasmValue>{int32_t{0}}, &chain);
@@ -139,8 +140,8 @@ TEST_F(EngineApiTest, AHostFunctionCannotRunItsOwnInstanceAgain) {
       << result.status().message();
 }
 
-TEST_F(EngineApiTest, ExportedGlobalsAreReadable) {
-  Engine engine(registry_);
+TEST_P(EngineApiTest, ExportedGlobalsAreReadable) {
+  Engine engine(registry_, {}, GetParam());
   auto instance = engine.Instantiate(Load(R"((module
     (global $g (export "g") (mut i32) (i32.const 7))
     (global (export "f") f64 (f64.const 1.5))
@@ -162,8 +163,8 @@ TEST_F(EngineApiTest, ExportedGlobalsAreReadable) {
             "module has no global export `nope`");
 }
 
-TEST_F(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
-  Engine engine(registry_);
+TEST_P(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
+  Engine engine(registry_, {}, GetParam());
   auto instance = engine.Instantiate(Load(R"((module
     (import "test" "noop" (func $noop))
     (start $noop)))"));
@@ -174,11 +175,13 @@ TEST_F(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
             "start function; host imports are available only in invocations");
 }
 
-TEST(EngineStartTest, StartFunctionRunsUnderABudget) {
+class EngineStartTest : public ::testing::TestWithParam<Tier> {};
+
+TEST_P(EngineStartTest, StartFunctionRunsUnderABudget) {
   HostRegistry registry("test", 1);
   EngineLimits limits;
   limits.max_start_instructions = 1'000'000;  // the default, 10^8, takes seconds here
-  Engine engine(registry, limits);
+  Engine engine(registry, limits, GetParam());
   auto looping =
       engine.Instantiate(*Module::FromText("(module (func $s (loop $l (br $l))) (start $s))"));
   ASSERT_FALSE(looping.ok());
@@ -208,7 +211,12 @@ TEST(EngineTierTest, AnEngineSaysWhichTierRunsItsInstances) {
   HostRegistry registry("test", 1);
   Engine engine(registry);
   EXPECT_EQ(engine.tier(), Tier::kInterp);
+  Engine native(registry, {}, Tier::kNative);
+  EXPECT_EQ(native.tier(), Tier::kNative);
 }
+
+REEF_INSTANTIATE_FOR_EVERY_TIER(EngineApiTest);
+REEF_INSTANTIATE_FOR_EVERY_TIER(EngineStartTest);
 
 }  // namespace
 }  // namespace reef::wasm

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/ids.h"
+#include "unit/wasm/tier_param.h"
 
 namespace reef::wasm {
 namespace {
@@ -64,10 +65,10 @@ HostRegistry TestRegistry() {
   return registry;
 }
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public ::testing::TestWithParam<Tier> {
  protected:
   std::unique_ptr<Instance> Instantiate(const std::string& wat, EngineLimits limits = {}) {
-    engine_ = std::make_unique<Engine>(registry_, limits);
+    engine_ = std::make_unique<Engine>(registry_, limits, GetParam());
     auto instance = engine_->Instantiate(Wat(wat));
     EXPECT_TRUE(instance.ok()) << instance.status().ToString();
     return instance.ok() ? std::move(*instance) : nullptr;
@@ -166,8 +167,8 @@ TEST(ModuleTest, RejectsOversizedModule) {
 
 // --- imports ------------------------------------------------------------------------------
 
-TEST_F(EngineTest, UnknownImportErrorNamesEveryImport) {
-  Engine engine(registry_);
+TEST_P(EngineTest, UnknownImportErrorNamesEveryImport) {
+  Engine engine(registry_, {}, GetParam());
   auto instance = engine.Instantiate(Wat(R"((module
     (import "test" "sned" (func (param i32)))
     (import "env" "memory" (memory 1))
@@ -183,7 +184,7 @@ TEST_F(EngineTest, UnknownImportErrorNamesEveryImport) {
       << message;
 }
 
-TEST_F(EngineTest, CompletingHostCallReturnsResultsInline) {
+TEST_P(EngineTest, CompletingHostCallReturnsResultsInline) {
   auto instance = Instantiate(R"((module
     (import "test" "add" (func $add (param i32 i32) (result i32)))
     (func (export "f") (result i32) (call $add (i32.const 2) (i32.const 40)))))");
@@ -208,7 +209,7 @@ constexpr const char* kLoop = R"((module
   (func (export "spin") (loop $l (br $l))))
 )";
 
-TEST_F(EngineTest, SlicedLoopGivesTheSameResultAsOneUnslicedRun) {
+TEST_P(EngineTest, SlicedLoopGivesTheSameResultAsOneUnslicedRun) {
   auto instance = Instantiate(kLoop);
   const std::vector<WasmValue> args = {int32_t{2'000'000}};
   auto unsliced = instance->Call("loop", args, nullptr, UINT64_MAX);
@@ -228,7 +229,7 @@ TEST_F(EngineTest, SlicedLoopGivesTheSameResultAsOneUnslicedRun) {
   }
 }
 
-TEST_F(EngineTest, InfiniteLoopStopsAtItsBudgetWithTelemetry) {
+TEST_P(EngineTest, InfiniteLoopStopsAtItsBudgetWithTelemetry) {
   auto instance = Instantiate(kLoop);
   auto invocation = instance->Start("spin", {});
   ASSERT_TRUE(invocation.ok());
@@ -240,7 +241,7 @@ TEST_F(EngineTest, InfiniteLoopStopsAtItsBudgetWithTelemetry) {
   EXPECT_EQ(t.function, "spin");
 }
 
-TEST_F(EngineTest, HostCallSuspendsAndResumesWithResults) {
+TEST_P(EngineTest, HostCallSuspendsAndResumesWithResults) {
   auto instance = Instantiate(R"((module
     (import "test" "recv" (func $recv (result i32)))
     (func $inner (result i32) (i32.mul (call $recv) (i32.const 10)))
@@ -264,7 +265,7 @@ TEST_F(EngineTest, HostCallSuspendsAndResumesWithResults) {
   EXPECT_EQ(std::get<int32_t>(inv.results()[0]), 42);
 }
 
-TEST_F(EngineTest, TwoSuspendedInvocationsInterleave) {
+TEST_P(EngineTest, TwoSuspendedInvocationsInterleave) {
   auto wat = R"((module
     (import "test" "recv" (func $recv (result i32)))
     (func (export "main") (result i32) (i32.add (call $recv) (call $recv)))))";
@@ -287,7 +288,7 @@ TEST_F(EngineTest, TwoSuspendedInvocationsInterleave) {
   EXPECT_EQ(std::get<int32_t>((*ib)->results()[0]), 300);
 }
 
-TEST_F(EngineTest, FailingASuspendedHostCallTrapsTheInvocation) {
+TEST_P(EngineTest, FailingASuspendedHostCallTrapsTheInvocation) {
   auto instance = Instantiate(R"((module
     (import "test" "recv" (func $recv (result i32)))
     (func (export "main") (result i32) (call $recv))))");
@@ -299,7 +300,7 @@ TEST_F(EngineTest, FailingASuspendedHostCallTrapsTheInvocation) {
   EXPECT_EQ((*invocation)->trap().message, "peer went away");
 }
 
-TEST_F(EngineTest, OneInvocationAtATimePerInstance) {
+TEST_P(EngineTest, OneInvocationAtATimePerInstance) {
   auto instance = Instantiate(kLoop);
   auto first = instance->Start("spin", {});
   ASSERT_TRUE(first.ok());
@@ -309,7 +310,7 @@ TEST_F(EngineTest, OneInvocationAtATimePerInstance) {
   EXPECT_TRUE(instance->Start("spin", {}).ok());
 }
 
-TEST_F(EngineTest, StartChecksArguments) {
+TEST_P(EngineTest, StartChecksArguments) {
   auto instance = Instantiate(kLoop);
   EXPECT_EQ(instance->Start("loop", {}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(instance->Start("loop", std::vector<WasmValue>{int64_t{1}}).status().code(),
@@ -343,7 +344,7 @@ struct TrapCase {
   TrapKind kind;
 };
 
-TEST_F(EngineTest, EveryTrapKindIsReportedWithKindAndFunction) {
+TEST_P(EngineTest, EveryTrapKindIsReportedWithKindAndFunction) {
   auto instance = Instantiate(kTraps);
   const TrapCase cases[] = {
       {"unreachable", TrapKind::kUnreachable},
@@ -368,7 +369,7 @@ TEST_F(EngineTest, EveryTrapKindIsReportedWithKindAndFunction) {
   }
 }
 
-TEST_F(EngineTest, UnboundedRecursionTrapsAtTheConfiguredDepth) {
+TEST_P(EngineTest, UnboundedRecursionTrapsAtTheConfiguredDepth) {
   EngineLimits limits;
   limits.max_call_depth = 100;
   auto instance = Instantiate(R"((module
@@ -385,7 +386,7 @@ TEST_F(EngineTest, UnboundedRecursionTrapsAtTheConfiguredDepth) {
   EXPECT_EQ(trap.message, "call stack exhausted");
 }
 
-TEST_F(EngineTest, IndirectRecursionAlsoTrapsCallStackExhausted) {
+TEST_P(EngineTest, IndirectRecursionAlsoTrapsCallStackExhausted) {
   // wabt 1.0.32 records this trap but keeps running; the engine must still stop.
   auto instance = Instantiate(R"((module
     (type $t (func (param i32) (result i32)))
@@ -397,7 +398,7 @@ TEST_F(EngineTest, IndirectRecursionAlsoTrapsCallStackExhausted) {
   EXPECT_EQ(trap.kind, TrapKind::kCallStackExhausted) << trap.ToString();
 }
 
-TEST_F(EngineTest, ValueStackIsBounded) {
+TEST_P(EngineTest, ValueStackIsBounded) {
   EngineLimits limits;
   limits.max_value_stack = 10'000;
   auto instance = Instantiate(R"((module
@@ -406,10 +407,14 @@ TEST_F(EngineTest, ValueStackIsBounded) {
       (call $deep (local.get 0)))))",
                               limits);
   Trap trap = RunToTrap(*instance, "deep", {int32_t{0}});
-  EXPECT_EQ(trap.kind, TrapKind::kValueStackExhausted) << trap.ToString();
+  // Native frames live on the invocation's fiber stack, which EngineLimits::max_call_depth
+  // and the stack's guard page bound instead (docs/engine.md "Limits").
+  EXPECT_EQ(trap.kind, GetParam() == Tier::kNative ? TrapKind::kCallStackExhausted
+                                                   : TrapKind::kValueStackExhausted)
+      << trap.ToString();
 }
 
-TEST_F(EngineTest, HostTrapNamesTheImport) {
+TEST_P(EngineTest, HostTrapNamesTheImport) {
   auto instance = Instantiate(R"((module
     (import "test" "boom" (func $boom))
     (func (export "main") (call $boom))))");
@@ -421,7 +426,7 @@ TEST_F(EngineTest, HostTrapNamesTheImport) {
 
 // --- memory and limits --------------------------------------------------------------------
 
-TEST_F(EngineTest, HostMemoryAccessIsBoundsChecked) {
+TEST_P(EngineTest, HostMemoryAccessIsBoundsChecked) {
   auto instance = Instantiate(R"((module
     (import "test" "peek" (func $peek (param i32 i32) (result i32)))
     (memory 1)
@@ -446,7 +451,7 @@ TEST_F(EngineTest, HostMemoryAccessIsBoundsChecked) {
   EXPECT_FALSE(memory.View(70000, 0).ok());
 }
 
-TEST_F(EngineTest, MemoryGrowPastTheLimitReturnsMinusOne) {
+TEST_P(EngineTest, MemoryGrowPastTheLimitReturnsMinusOne) {
   EngineLimits limits;
   limits.max_memory_pages = 4;
   auto instance = Instantiate(R"((module
@@ -466,8 +471,8 @@ TEST_F(EngineTest, MemoryGrowPastTheLimitReturnsMinusOne) {
   EXPECT_EQ(instance->memory().size(), 4u * 65536);
 }
 
-TEST_F(EngineTest, DeclaredMemoryAboveTheLimitIsRejectedBeforeInstantiation) {
-  Engine engine(registry_);  // default: 256 pages
+TEST_P(EngineTest, DeclaredMemoryAboveTheLimitIsRejectedBeforeInstantiation) {
+  Engine engine(registry_, {}, GetParam());  // default: 256 pages
   auto instance = engine.Instantiate(Wat("(module (memory 300))"));
   ASSERT_FALSE(instance.ok());
   EXPECT_EQ(instance.status().code(), Code::kLimitExceeded);
@@ -477,10 +482,10 @@ TEST_F(EngineTest, DeclaredMemoryAboveTheLimitIsRejectedBeforeInstantiation) {
   EXPECT_TRUE(engine.Instantiate(Wat("(module (memory 1 65536))")).ok());
 }
 
-TEST_F(EngineTest, TableLimitsHold) {
+TEST_P(EngineTest, TableLimitsHold) {
   EngineLimits limits;
   limits.max_table_elements = 8;
-  engine_ = std::make_unique<Engine>(registry_, limits);
+  engine_ = std::make_unique<Engine>(registry_, limits, GetParam());
   auto big = engine_->Instantiate(Wat("(module (table 9 funcref))"));
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.status().message().find("max_table_elements=8"), std::string::npos);
@@ -494,7 +499,7 @@ TEST_F(EngineTest, TableLimitsHold) {
   EXPECT_EQ(std::get<int32_t>((*refused)[0]), -1);
 }
 
-TEST_F(EngineTest, InstancesDoNotShareMemory) {
+TEST_P(EngineTest, InstancesDoNotShareMemory) {
   auto wat = R"((module (memory 1)
     (func (export "set") (i32.store (i32.const 0) (i32.const 99)))
     (func (export "get") (result i32) (i32.load (i32.const 0)))))";
@@ -511,7 +516,7 @@ TEST_F(EngineTest, InstancesDoNotShareMemory) {
 namespace reef::wasm {
 namespace {
 
-TEST_F(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
+TEST_P(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
   auto instance = Instantiate(R"((module
     (memory 1)
     (data (i32.const 8) "\07")
@@ -542,7 +547,7 @@ TEST_F(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
 namespace reef::wasm {
 namespace {
 
-TEST_F(EngineTest, ValueStackNeverExceedsItsLimitEvenWithinOneChunk) {
+TEST_P(EngineTest, ValueStackNeverExceedsItsLimitEvenWithinOneChunk) {
   // 20 nested calls of a function with 5,000 locals need 100,000 values: far past a limit
   // of 10,000, and all of it fits in a single 1,024-instruction chunk.
   EngineLimits limits;
@@ -555,12 +560,19 @@ TEST_F(EngineTest, ValueStackNeverExceedsItsLimitEvenWithinOneChunk) {
       (if (result i32) (i32.eqz (local.get $n)) (then (i32.const 0))
         (else (call $f (i32.sub (local.get $n) (i32.const 1))))))))",
                               limits);
+  if (GetParam() == Tier::kNative) {
+    // No value stack: the 20 frames (their unused locals compiled away) fit the fiber stack.
+    auto result = instance->Call("f", std::vector<WasmValue>{int32_t{20}});
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    EXPECT_EQ(std::get<int32_t>((*result)[0]), 0);
+    return;
+  }
   Trap trap = RunToTrap(*instance, "f", {int32_t{20}});
   EXPECT_EQ(trap.kind, TrapKind::kValueStackExhausted) << trap.ToString();
   EXPECT_EQ(trap.function, "f");
 }
 
-TEST_F(EngineTest, CallRespectsItsTotalBudget) {
+TEST_P(EngineTest, CallRespectsItsTotalBudget) {
   auto instance = Instantiate(kLoop);
   EXPECT_EQ(instance->Call("spin", {}, nullptr, 0).status().code(), Code::kInvalidArgument);
   auto spun = instance->Call("spin", {}, nullptr, 50'000);
@@ -589,6 +601,8 @@ TEST(ModuleTest, DeeplyNestedTextIsRejectedNotFatal) {
   auto parsed = Module::FromText(fine, "fine.wat");
   EXPECT_NE(parsed.status().code(), Code::kLimitExceeded) << parsed.status().ToString();
 }
+
+REEF_INSTANTIATE_FOR_EVERY_TIER(EngineTest);
 
 }  // namespace
 }  // namespace reef::wasm

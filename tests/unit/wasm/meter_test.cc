@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "unit/wasm/tier_param.h"
 #include "wasm/engine.h"
 
 namespace reef::wasm {
@@ -39,7 +40,7 @@ constexpr char kCount[] = R"((module
       (else (i32.mul (local.get $n) (call $fac (i32.sub (local.get $n) (i32.const 1))))))))
 )";
 
-class MeterTest : public ::testing::Test {
+class MeterTest : public ::testing::TestWithParam<Tier> {
  protected:
   void SetUp() override {
     auto module = Module::FromText(kCount, "meter.wat");
@@ -68,29 +69,29 @@ class MeterTest : public ::testing::Test {
   }
 
   HostRegistry registry_{"test", 1};
-  Engine engine_{registry_};
+  Engine engine_{registry_, {}, GetParam()};
   std::unique_ptr<Instance> instance_;
 };
 
-TEST_F(MeterTest, ALoopIsChargedItsDocumentedCount) {
+TEST_P(MeterTest, ALoopIsChargedItsDocumentedCount) {
   EXPECT_EQ(Charged("count", 0, 1'000'000), 7u);
   EXPECT_EQ(Charged("count", 10, 1'000'000), 97u);
   EXPECT_EQ(Charged("count", 1000, 1'000'000), 9'007u);
 }
 
-TEST_F(MeterTest, SlicingNeverChangesTheCount) {
+TEST_P(MeterTest, SlicingNeverChangesTheCount) {
   for (uint64_t slice : {1u, 2u, 3u, 5u, 9u, 32u, 10'000u}) {
     EXPECT_EQ(Charged("count", 100, slice), 907u) << "slice " << slice;
     EXPECT_EQ(Charged("fac", 10, slice), 10 * 9u + 4u) << "slice " << slice;
   }
 }
 
-TEST_F(MeterTest, RecursionIsChargedAtEveryCall) {
+TEST_P(MeterTest, RecursionIsChargedAtEveryCall) {
   EXPECT_EQ(Charged("fac", 0, 1'000'000), 4u);
   EXPECT_EQ(Charged("fac", 5, 1'000'000), 5 * 9u + 4u);
 }
 
-TEST_F(MeterTest, ASliceThatRunsOutStopsAtACheckAndIsChargedItsBudget) {
+TEST_P(MeterTest, ASliceThatRunsOutStopsAtACheckAndIsChargedItsBudget) {
   auto invocation = instance_->Start("spin", {});
   ASSERT_TRUE(invocation.ok());
   EXPECT_EQ((*invocation)->Run(100), RunState::kBudgetExhausted);
@@ -101,7 +102,7 @@ TEST_F(MeterTest, ASliceThatRunsOutStopsAtACheckAndIsChargedItsBudget) {
   EXPECT_EQ((*invocation)->telemetry().call_depth, 1u);
 }
 
-TEST_F(MeterTest, BulkOperationsAreChargedBySize) {
+TEST_P(MeterTest, BulkOperationsAreChargedBySize) {
   EXPECT_EQ(Charged("fill", 0, 1'000'000), 4u);
   EXPECT_EQ(Charged("fill", 6'400, 1'000'000), 4u + 100u);
   EXPECT_EQ(Charged("fill", 63, 1'000'000), 4u);
@@ -110,7 +111,7 @@ TEST_F(MeterTest, BulkOperationsAreChargedBySize) {
   EXPECT_EQ(Charged("grow", 100'000, 1'000'000'000), 3u + 100'000u * 1'024u);
 }
 
-TEST_F(MeterTest, AHugeFillIsStoppedBeforeItRuns) {
+TEST_P(MeterTest, AHugeFillIsStoppedBeforeItRuns) {
   // 65,536 bytes cost 1,024 instructions: a budget of 100 stops it before memory changes.
   auto invocation = instance_->Start("fill", std::vector<WasmValue>{int32_t{65'536}});
   ASSERT_TRUE(invocation.ok());
@@ -141,6 +142,8 @@ TEST(MeterBinaryTest, AppendsItsFieldsAfterTheModulesOwn) {
   ASSERT_EQ((*reloaded)->exports().size(), 1u);
   EXPECT_EQ((*reloaded)->exports()[0].name, "f");
 }
+
+REEF_INSTANTIATE_FOR_EVERY_TIER(MeterTest);
 
 }  // namespace
 }  // namespace reef::wasm

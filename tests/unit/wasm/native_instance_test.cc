@@ -1,5 +1,7 @@
 // Native instances behave as the interpreter does: the same results and the same trap kinds
-// for the same calls (each test runs both tiers and compares), host imports, limits, threads.
+// for the same calls (each test runs an engine of each tier and compares), host imports,
+// limits, threads.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,9 +15,10 @@
 namespace reef::wasm::native {
 namespace {
 
-using native_test::CompileWat;
 using native_test::ExpectSameOutcome;
+using native_test::Instantiate;
 using native_test::InstantiationTrapKind;
+using native_test::LastTrap;
 using native_test::ParseWat;
 using native_test::TrapKindOf;
 
@@ -102,28 +105,17 @@ HostRegistry SendRegistry() {
   return registry;
 }
 
-// One module compiled once for the suite, with the interpreter's instance next to it.
+// One module, instantiated on an engine of each tier (the native compile is shared by every
+// engine of the process, so the suite compiles it once).
 class NativeVsInterpreter : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    module_ = new std::shared_ptr<const Module>(ParseWat(kKitchenSink));
-    auto native = NativeModule::Compile(*module_);
-    ASSERT_TRUE(native.ok()) << native.status().ToString();
-    native_ = new std::shared_ptr<const NativeModule>(*native);
-  }
-  static void TearDownTestSuite() {
-    delete native_;
-    delete module_;
-  }
   void SetUp() override {
-    ASSERT_NE(native_, nullptr);
-    auto native = NativeInstance::Create(*native_, registry_, limits_);
-    ASSERT_TRUE(native.ok()) << native.status().ToString();
-    native_instance_ = std::move(*native);
-    engine_ = std::make_unique<Engine>(registry_, limits_);
-    auto interp = engine_->Instantiate(*module_);
-    ASSERT_TRUE(interp.ok()) << interp.status().ToString();
-    interp_instance_ = std::move(*interp);
+    auto module = ParseWat(kKitchenSink);
+    ASSERT_NE(module, nullptr);
+    native_instance_ = Instantiate(native_engine_, module);
+    interp_instance_ = Instantiate(interp_engine_, module);
+    ASSERT_NE(native_instance_, nullptr);
+    ASSERT_NE(interp_instance_, nullptr);
   }
 
   // Runs `name(args)` in both tiers and expects the same outcome.
@@ -132,17 +124,14 @@ class NativeVsInterpreter : public ::testing::Test {
                       interp_instance_->Call(name, args, &interp_log_), name);
   }
 
-  static std::shared_ptr<const Module>* module_;
-  static std::shared_ptr<const NativeModule>* native_;
   HostRegistry registry_ = SendRegistry();
   EngineLimits limits_;
+  Engine native_engine_{registry_, limits_, Tier::kNative};
+  Engine interp_engine_{registry_, limits_};
   SendLog native_log_, interp_log_;
-  std::unique_ptr<NativeInstance> native_instance_;
-  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Instance> native_instance_;
   std::unique_ptr<Instance> interp_instance_;
 };
-std::shared_ptr<const Module>* NativeVsInterpreter::module_ = nullptr;
-std::shared_ptr<const NativeModule>* NativeVsInterpreter::native_ = nullptr;
 
 TEST_F(NativeVsInterpreter, ArithmeticLoopsAndRecursionGiveTheSameResults) {
   Same("add", {int32_t{2}, int32_t{40}});
@@ -207,14 +196,11 @@ TEST_F(NativeVsInterpreter, EveryTrapKindMatches) {
 }
 
 TEST_F(NativeVsInterpreter, TrapsLeaveTheInstanceUsable) {
-  auto trapped = native_instance_->Call("div_s", std::vector<WasmValue>{int32_t{1}, int32_t{0}});
-  ASSERT_EQ(trapped.status().code(), Code::kTrapped);
-  ASSERT_TRUE(native_instance_->last_trap().has_value());
-  EXPECT_EQ(native_instance_->last_trap()->kind, TrapKind::kIntegerDivideByZero);
-  EXPECT_EQ(native_instance_->last_trap()->function, "div_s");
+  const Trap trap = LastTrap(*native_instance_, "div_s", {int32_t{1}, int32_t{0}});
+  EXPECT_EQ(trap.kind, TrapKind::kIntegerDivideByZero);
+  EXPECT_EQ(trap.function, "div_s");
 
   Same("fib", {int32_t{15}});
-  EXPECT_FALSE(native_instance_->last_trap().has_value());
 }
 
 TEST_F(NativeVsInterpreter, CallDepthLimitIsExactlyTheInterpretersLimit) {
@@ -235,11 +221,10 @@ TEST_F(NativeVsInterpreter, HostImportTrapsCarryTheHostsKindAndMessage) {
   Same("send", {int32_t{16}, int32_t{99}});
   Same("send", {int32_t{65'530}, int32_t{10}});  // host_bounds from the handler
 
-  auto r = native_instance_->Call("send", std::vector<WasmValue>{int32_t{0}, int32_t{99}});
-  ASSERT_EQ(r.status().code(), Code::kTrapped);
-  EXPECT_EQ(native_instance_->last_trap()->kind, TrapKind::kHostError);
-  EXPECT_EQ(native_instance_->last_trap()->function, "reef.send");
-  EXPECT_EQ(native_instance_->last_trap()->message, "len 99 is refused");
+  const Trap trap = LastTrap(*native_instance_, "send", {int32_t{0}, int32_t{99}});
+  EXPECT_EQ(trap.kind, TrapKind::kHostError);
+  EXPECT_EQ(trap.function, "reef.send");
+  EXPECT_EQ(trap.message, "len 99 is refused");
 }
 
 TEST_F(NativeVsInterpreter, CallArgumentErrorsAreNotTraps) {
@@ -272,71 +257,60 @@ TEST(NativeInstanceImports, EveryNumberTypeAndMultipleResultsCrossTheImportBound
                         },
                         "spreads its arguments"})
                   .ok());
-  auto native = CompileWat(kWat);
-  ASSERT_NE(native, nullptr);
-  auto instance = NativeInstance::Create(native, registry);
-  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
-  Engine engine(registry);
-  auto interp = engine.Instantiate(native->shared_module());
-  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  auto module = ParseWat(kWat);
+  Engine native_engine(registry, {}, Tier::kNative);
+  Engine interp_engine(registry);
+  auto native = Instantiate(native_engine, module);
+  auto interp = Instantiate(interp_engine, module);
+  ASSERT_TRUE(native != nullptr && interp != nullptr);
 
   std::vector<WasmValue> args{int64_t{-123'456'789}, 1.25f, -3.5};
-  ExpectSameOutcome((*instance)->Call("go", args), (*interp)->Call("go", args), "go");
-}
-
-TEST(NativeInstanceImports, UnknownImportsAreListedAtCreation) {
-  auto native = CompileWat(R"((module (import "reef" "sned" (func (param i32)))))");
-  ASSERT_NE(native, nullptr);
-  HostRegistry registry("reef", 1);
-
-  auto instance = NativeInstance::Create(native, registry);
-
-  ASSERT_EQ(instance.status().code(), Code::kNotFound);
-  EXPECT_NE(instance.status().message().find("unknown import reef.sned (i32) -> ()"),
-            std::string::npos);
+  ExpectSameOutcome(native->Call("go", args), interp->Call("go", args), "go");
 }
 
 TEST(NativeInstanceLimits, HostMemoryLimitBelowTheDeclaredMaximumWins) {
   constexpr std::string_view kWat = R"((module (memory 1 100)
     (func (export "grow") (param i32) (result i32) local.get 0 memory.grow)))";
-  auto native = CompileWat(kWat);
-  ASSERT_NE(native, nullptr);
+  auto module = ParseWat(kWat);
   EngineLimits limits;
   limits.max_memory_pages = 2;
   HostRegistry registry("reef", 1);
-  auto instance = NativeInstance::Create(native, registry, limits);
-  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
-  Engine engine(registry, limits);
-  auto interp = engine.Instantiate(native->shared_module());
-  ASSERT_TRUE(interp.ok()) << interp.status().ToString();
+  Engine native_engine(registry, limits, Tier::kNative);
+  Engine interp_engine(registry, limits);
+  auto native = Instantiate(native_engine, module);
+  auto interp = Instantiate(interp_engine, module);
+  ASSERT_TRUE(native != nullptr && interp != nullptr);
 
   for (int32_t delta : {1, 1, 0}) {
     std::vector<WasmValue> args{delta};
-    ExpectSameOutcome((*instance)->Call("grow", args), (*interp)->Call("grow", args), "grow");
+    ExpectSameOutcome(native->Call("grow", args), interp->Call("grow", args), "grow");
   }
-  auto past = (*instance)->Call("grow", std::vector<WasmValue>{int32_t{1}});
+  auto past = native->Call("grow", std::vector<WasmValue>{int32_t{1}});
   ASSERT_TRUE(past.ok());
   EXPECT_EQ(std::get<int32_t>((*past)[0]), -1);
 }
 
 TEST(NativeInstanceLimits, InitialMemoryAboveTheLimitIsRefused) {
-  auto native = CompileWat(R"((module (memory 10)))");
-  ASSERT_NE(native, nullptr);
   EngineLimits limits;
   limits.max_memory_pages = 4;
+  HostRegistry registry("reef", 1);
+  Engine engine(registry, limits, Tier::kNative);
 
-  auto instance = NativeInstance::Create(native, {}, limits);
+  auto instance = engine.Instantiate(ParseWat(R"((module (memory 10)))"));
 
   EXPECT_EQ(instance.status().code(), Code::kLimitExceeded);
 }
 
 TEST(NativeInstanceLimits, StartFunctionTrapFailsInstantiation) {
-  auto native = CompileWat(R"((module (func $s unreachable) (start $s)))");
-  ASSERT_NE(native, nullptr);
+  HostRegistry registry("reef", 1);
+  Engine engine(registry, {}, Tier::kNative);
 
-  auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
+  auto instance = engine.Instantiate(ParseWat(R"((module (func $s unreachable) (start $s)))"));
 
-  EXPECT_EQ(InstantiationTrapKind(instance.status()), "unreachable");
+  ASSERT_EQ(instance.status().code(), Code::kTrapped);
+  EXPECT_NE(instance.status().message().find("start function trapped: unreachable"),
+            std::string::npos)
+      << instance.status().ToString();
 }
 
 TEST(NativeInstanceLimits, SegmentsOutOfBoundsTrapAtInstantiationAsInTheInterpreter) {
@@ -346,12 +320,12 @@ TEST(NativeInstanceLimits, SegmentsOutOfBoundsTrapAtInstantiationAsInTheInterpre
            std::string_view(R"((module (table 1 funcref) (func $f) (elem (i32.const 1) $f)))"),
        }) {
     SCOPED_TRACE(wat);
-    auto native = CompileWat(wat);
-    ASSERT_NE(native, nullptr);
-    Engine engine(registry);
+    auto module = ParseWat(wat);
+    Engine native_engine(registry, {}, Tier::kNative);
+    Engine interp_engine(registry);
 
-    auto native_instance = NativeInstance::Create(native, registry);
-    auto interp_instance = engine.Instantiate(native->shared_module());
+    auto native_instance = native_engine.Instantiate(module);
+    auto interp_instance = interp_engine.Instantiate(module);
 
     ASSERT_EQ(native_instance.status().code(), Code::kTrapped);
     ASSERT_EQ(interp_instance.status().code(), Code::kTrapped);
@@ -361,28 +335,88 @@ TEST(NativeInstanceLimits, SegmentsOutOfBoundsTrapAtInstantiationAsInTheInterpre
   }
 }
 
-TEST(NativeInstanceLimits, UnboundedRecursionTrapsCleanlyAtO2) {
-  // gcc -O2 may turn recursion into loops; the depth counter must still stop it.
-  CompileOptions options;
-  options.optimization = 2;
-  auto native = CompileWat(R"((module
+TEST(NativeInstanceLimits, UnboundedRecursionTrapsCleanly) {
+  // The C compiler may turn recursion into loops; the depth counter must still stop it.
+  HostRegistry registry("reef", 1);
+  Engine engine(registry, {}, Tier::kNative);
+  auto instance = Instantiate(engine, ParseWat(R"((module
     (func $f (export "forever") (param i32) (result i32) local.get 0 i32.const 1 i32.add call $f)
     (func $g (export "tail") (param i32) local.get 0 call $g)
     (func $h (export "mutual") (param i32) (result i32) local.get 0 call $k)
-    (func $k (param i32) (result i32) local.get 0 i32.const 1 i32.xor call $h)))",
-                           options);
-  ASSERT_NE(native, nullptr);
-  auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
-  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+    (func $k (param i32) (result i32) local.get 0 i32.const 1 i32.xor call $h)))"));
+  ASSERT_NE(instance, nullptr);
 
   for (const char* name : {"forever", "tail", "mutual"}) {
-    auto r = (*instance)->Call(name, std::vector<WasmValue>{int32_t{0}});
+    auto r = instance->Call(name, std::vector<WasmValue>{int32_t{0}});
     EXPECT_EQ(TrapKindOf(r.status()), "call_stack_exhausted") << name;
   }
 }
 
+TEST(NativeInstanceLimits, FramesThatOverflowTheFiberStackTrapAtTheGuardPage) {
+  // 300 i64 locals loaded from memory and live across each recursive call (the callee may
+  // change memory, so they cannot be loaded again): ~2.4 KB of C stack per frame, so the
+  // fiber's stack runs out (its guard page faults) long before max_call_depth frames.
+  std::string locals, loads, sums;
+  for (int i = 1; i <= 300; ++i) {
+    locals += " i64";
+    loads += fmt::format(" (local.set {} (i64.load (i32.const {})))", i, i * 8);
+    sums += fmt::format(" (local.set 0 (i64.xor (local.get 0) (local.get {})))", i);
+  }
+  const std::string wat =
+      R"((module (memory 1) (func $f (export "f") (param i64) (result i64) (local)" + locals + ")" +
+      loads + R"( (i64.store (i32.const 8) (local.get 0)))" +
+      R"( (local.set 0 (call $f (i64.add (local.get 0) (i64.const 1)))))" + sums +
+      R"( (local.get 0))))";
+  HostRegistry registry("reef", 1);
+  Engine engine(registry, {}, Tier::kNative);
+  auto instance = Instantiate(engine, ParseWat(wat));
+  ASSERT_NE(instance, nullptr);
+
+  const Trap trap = LastTrap(*instance, "f", {int64_t{1}});
+  EXPECT_EQ(trap.kind, TrapKind::kCallStackExhausted) << trap.ToString();
+  // The fault unwound cleanly: the instance and the thread go on.
+  const Trap again = LastTrap(*instance, "f", {int64_t{2}});
+  EXPECT_EQ(again.kind, TrapKind::kCallStackExhausted) << again.ToString();
+}
+
+TEST(NativeInvocationTest, DestroyingAPausedOrSuspendedInvocationCancelsItCleanly) {
+  HostRegistry registry("test", 1);
+  ASSERT_TRUE(registry
+                  .Add({"test",
+                        "wait",
+                        {{}, {ValType::kI32}},
+                        [](HostCall&) { return HostCallOutcome::kSuspend; },
+                        "waits"})
+                  .ok());
+  Engine engine(registry, {}, Tier::kNative);
+  auto instance = Instantiate(engine, ParseWat(R"((module
+    (import "test" "wait" (func $wait (result i32)))
+    (func (export "spin") (loop $l (br $l)))
+    (func (export "wait_plus") (param i32) (result i32) (i32.add (call $wait) (local.get 0)))))"));
+  ASSERT_NE(instance, nullptr);
+
+  for (int round = 0; round < 100; ++round) {
+    auto spin = instance->Start("spin", {});
+    ASSERT_TRUE(spin.ok());
+    ASSERT_EQ((*spin)->Run(1'000), RunState::kBudgetExhausted);
+    spin->reset();  // paused out of fuel in the middle of the loop
+
+    auto waiting = instance->Start("wait_plus", std::vector<WasmValue>{int32_t{round}});
+    ASSERT_TRUE(waiting.ok());
+    ASSERT_EQ((*waiting)->Run(1'000), RunState::kSuspended);
+    EXPECT_EQ((*waiting)->suspended_in(), "test.wait");
+    if (round % 2 == 0) {
+      waiting->reset();  // suspended in the host call
+      continue;
+    }
+    ASSERT_TRUE((*waiting)->CompleteHostCall(std::vector<WasmValue>{int32_t{1'000}}).ok());
+    ASSERT_EQ((*waiting)->Run(1'000), RunState::kFinished);
+    EXPECT_EQ(std::get<int32_t>((*waiting)->results()[0]), 1'000 + round);
+  }
+}
+
 TEST(NativeInstanceThreads, TwoThreadsRunInstancesOfOneModuleAtOnce) {
-  auto native = CompileWat(R"((module
+  auto module = ParseWat(R"((module
     (func $fib (export "fib") (param i32) (result i32)
       local.get 0 i32.const 2 i32.lt_u
       if (result i32) local.get 0
@@ -390,12 +424,18 @@ TEST(NativeInstanceThreads, TwoThreadsRunInstancesOfOneModuleAtOnce) {
            local.get 0 i32.const 2 i32.sub call $fib i32.add end)
     (func $rec (export "rec") (param i32) (result i32) local.get 0 call $rec)
     (func (export "div") (param i32 i32) (result i32) local.get 0 local.get 1 i32.div_u)))");
-  ASSERT_NE(native, nullptr);
+  ASSERT_NE(module, nullptr);
+  HostRegistry registry("reef", 1);
+  {
+    Engine warm(registry, {}, Tier::kNative);  // compile before the threads start
+    ASSERT_NE(Instantiate(warm, module), nullptr);
+  }
   std::atomic<int> ready{0};
   std::atomic<int> failures{0};
 
   auto worker = [&](int id) {
-    auto instance = NativeInstance::Create(native, std::vector<HostHandler>{});
+    Engine engine(registry, {}, Tier::kNative);  // each thread its own, as each reactor
+    auto instance = engine.Instantiate(module);
     if (!instance.ok()) {
       ++failures;
       return;
@@ -426,30 +466,40 @@ TEST(NativeInstanceNesting, HostImportMayRunAnotherInstanceAndTrapsStayInside) {
     (import "test" "inner" (func $inner (param i32) (result i32)))
     (func (export "outer") (param i32) (result i32) local.get 0 call $inner i32.const 1 i32.add)
     (func (export "run") (param i32) (result i32) i32.const 10 local.get 0 i32.div_u)))";
-  auto native = CompileWat(kWat);
-  ASSERT_NE(native, nullptr);
-  std::unique_ptr<NativeInstance> inner_instance;
-  std::vector<HostHandler> handlers = {[&inner_instance](HostCall& call) {
-    auto r = inner_instance->Call("run", std::vector<WasmValue>{call.i32(0)});
-    if (!r.ok()) return call.Fail(TrapKind::kHostError, "inner: " + r.status().message());
-    call.results()[0] = (*r)[0];
-    return HostCallOutcome::kComplete;
-  }};
-  auto inner = NativeInstance::Create(native, handlers);
-  auto outer = NativeInstance::Create(native, handlers);
-  ASSERT_TRUE(inner.ok() && outer.ok());
-  inner_instance = std::move(*inner);
+  std::unique_ptr<Instance> inner_instance;
+  Trap inner_trap;
+  HostRegistry registry("test", 1);
+  ASSERT_TRUE(registry
+                  .Add({"test",
+                        "inner",
+                        {{ValType::kI32}, {ValType::kI32}},
+                        [&](HostCall& call) {
+                          auto r = inner_instance->Call("run", std::vector<WasmValue>{call.i32(0)});
+                          if (!r.ok()) {
+                            inner_trap = LastTrap(*inner_instance, "run", {call.i32(0)});
+                            return call.Fail(TrapKind::kHostError,
+                                             "inner: " + r.status().message());
+                          }
+                          call.results()[0] = (*r)[0];
+                          return HostCallOutcome::kComplete;
+                        },
+                        "runs the inner instance"})
+                  .ok());
+  Engine engine(registry, {}, Tier::kNative);
+  auto module = ParseWat(kWat);
+  inner_instance = Instantiate(engine, module);
+  auto outer = Instantiate(engine, module);
+  ASSERT_TRUE(inner_instance != nullptr && outer != nullptr);
 
-  auto ok = (*outer)->Call("outer", std::vector<WasmValue>{int32_t{2}});
+  auto ok = outer->Call("outer", std::vector<WasmValue>{int32_t{2}});
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ(std::get<int32_t>((*ok)[0]), 6);
 
-  auto trapped = (*outer)->Call("outer", std::vector<WasmValue>{int32_t{0}});
-  ASSERT_EQ(trapped.status().code(), Code::kTrapped);
-  EXPECT_EQ((*outer)->last_trap()->kind, TrapKind::kHostError);
-  EXPECT_EQ(inner_instance->last_trap()->kind, TrapKind::kIntegerDivideByZero);
+  const Trap trap = LastTrap(*outer, "outer", {int32_t{0}});
+  EXPECT_EQ(trap.kind, TrapKind::kHostError);
+  EXPECT_EQ(inner_trap.kind, TrapKind::kIntegerDivideByZero);
 
-  auto again = (*outer)->Call("outer", std::vector<WasmValue>{int32_t{5}});
+  auto again = outer->Call("outer", std::vector<WasmValue>{int32_t{5}});
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(std::get<int32_t>((*again)[0]), 3);
 }

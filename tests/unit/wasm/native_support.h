@@ -1,5 +1,5 @@
-// Helpers of the native tier's tests: compile a .wat module natively, and run the same call
-// in the interpreter tier to compare.
+// Helpers of the native tier's tests: compile a .wat module natively, instantiate it on an
+// engine of each tier, and compare what the same call does.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,7 +12,6 @@
 
 #include "wasm/engine.h"
 #include "wasm/module.h"
-#include "wasm/native/native_instance.h"
 #include "wasm/native/native_module.h"
 
 namespace reef::wasm::native::native_test {
@@ -30,6 +29,27 @@ inline std::shared_ptr<const NativeModule> CompileWat(std::string_view wat,
   auto native = NativeModule::Compile(module, options);
   EXPECT_TRUE(native.ok()) << native.status().ToString();
   return native.ok() ? *native : nullptr;
+}
+
+// An instance of `module` on `engine`, or null (and a test failure).
+inline std::unique_ptr<Instance> Instantiate(Engine& engine,
+                                             const std::shared_ptr<const Module>& module) {
+  if (module == nullptr) return nullptr;
+  auto instance = engine.Instantiate(module);
+  EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+  return instance.ok() ? std::move(*instance) : nullptr;
+}
+
+// Runs `name(args)` to its end and returns its trap (a test failure if it does not trap).
+inline Trap LastTrap(Instance& instance, std::string_view name, std::vector<WasmValue> args) {
+  auto invocation = instance.Start(name, args);
+  if (!invocation.ok()) {
+    ADD_FAILURE() << invocation.status().ToString();
+    return {};
+  }
+  RunState state = (*invocation)->Run(100'000'000);
+  EXPECT_EQ(state, RunState::kTrapped);
+  return state == RunState::kTrapped ? (*invocation)->trap() : Trap{};
 }
 
 // Equal as wasm values: same type and same bits (so NaNs compare by payload).

@@ -13,8 +13,18 @@ namespace reef::wasm::native::detail {
 
 struct Glue {
   std::string source;
-  std::vector<NativeExport> exports;
+  std::vector<NativeExport> exports;  // host-callable, Reef's own exports left out
   std::vector<NativeImport> imports;
+  std::vector<NativeGlobal> globals;
+};
+
+// The export names under which c_gen.cc exported what the glue reads; empty or absent when
+// the module has no such item.
+struct RuntimeExports {
+  std::string memory;                // memory 0
+  std::string start;                 // the start function (taken out of instantiation)
+  std::vector<std::string> globals;  // global i
+  std::vector<std::string> tables;   // table i
 };
 
 // The C symbol prefix wasm2c gives `module_name` (wabt 1.0.32 CWriter::MangleName): "Z_"
@@ -22,11 +32,11 @@ struct Glue {
 std::string MangleName(std::string_view name);
 
 // Writes the glue for `module` as generated with module name `c_module_name`, whose header is
-// `header_name`. REQUIRES: `module` validated and named (GenerateNames + ApplyNames); its
-// memory 0, if any, exported as `memory_export`.
+// `header_name`. REQUIRES: `module` validated and named (GenerateNames + ApplyNames), with
+// the exports `runtime` names.
 // Errors: Unimplemented for a non-function import or a function import with a non-number
 // type, or two imports of one module.name with different signatures (wasm2c declares one).
 Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_name,
-                          std::string_view header_name, std::string_view memory_export);
+                          std::string_view header_name, const RuntimeExports& runtime);
 
 }  // namespace reef::wasm::native::detail

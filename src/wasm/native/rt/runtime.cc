@@ -5,6 +5,9 @@
 // symbol table) so a dlopen'ed guest library resolves them.
 #include "wasm/native/rt/runtime.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <csetjmp>
@@ -13,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -34,6 +38,26 @@ constexpr uint32_t kMaxPages = 65'535;
 thread_local jmp_buf* t_unwind = nullptr;
 thread_local int t_trap_code = 0;  // what the last Unwind on this thread carried
 thread_local const AllocationLimits* t_limits = nullptr;
+// ThreadState's stack fields of the code running on this thread now.
+thread_local const char* t_guard_begin = nullptr;
+thread_local const char* t_guard_end = nullptr;
+thread_local uint32_t t_host_frames = 0;
+thread_local void* t_host = nullptr;
+
+// Stack the runtime's own functions (memory and table growth call the C library) need below
+// them on a fiber; with less left they trap call_stack_exhausted instead of running.
+constexpr size_t kRuntimeStackBytes = 32 * 1024;
+
+// Bytes of stack left below the caller on the current fiber; SIZE_MAX off a fiber.
+size_t StackLeft() {
+  if (t_guard_end == nullptr) return SIZE_MAX;
+  const char* here = static_cast<const char*>(__builtin_frame_address(0));
+  return here > t_guard_end ? static_cast<size_t>(here - t_guard_end) : 0;
+}
+
+void RequireRuntimeStack() {
+  if (StackLeft() < kRuntimeStackBytes) Unwind(WASM_RT_TRAP_EXHAUSTION);
+}
 
 // The wasm_rt_trap_t codes: kind and the interpreter's message text for the same trap, so
 // a message classifies the same way in both tiers (ClassifyTrapMessage).
@@ -62,15 +86,6 @@ const TrapRow* FindTrapRow(int code) {
     if (static_cast<int>(row.code) == code) return &row;
   }
   return nullptr;
-}
-
-[[noreturn]] void Unwind(int code) {
-  if (t_unwind == nullptr) {
-    std::fprintf(stderr, "reef native runtime: trap %d outside an invocation\n", code);
-    std::abort();
-  }
-  t_trap_code = code;
-  std::longjmp(*t_unwind, 1);
 }
 
 [[noreturn]] void TrapHostKind(TrapKind kind) {
@@ -119,6 +134,7 @@ template <typename Elem>
 uint32_t GrowTable(Elem** data, uint32_t* size, uint32_t max_size, uint32_t delta, Elem init) {
   const uint32_t old_size = *size;
   if (delta == 0) return old_size;
+  RequireRuntimeStack();
   const uint64_t new_size = uint64_t{old_size} + delta;
   if (new_size > max_size) return UINT32_MAX;
   void* grown = std::realloc(*data, new_size * sizeof(Elem));
@@ -129,7 +145,113 @@ uint32_t GrowTable(Elem** data, uint32_t* size, uint32_t max_size, uint32_t delt
   return old_size;
 }
 
+// ---- Stack overflow: a fault in the running fiber's guard page ---------------------------
+
+struct sigaction g_previous_segv;
+struct sigaction g_previous_bus;
+
+void OnFault(int signal, siginfo_t* info, void* context) {
+  const char* address = static_cast<const char*>(info->si_addr);
+  if (t_unwind != nullptr && t_host_frames == 0 && address >= t_guard_begin &&
+      address < t_guard_end) {
+    // Guest code (generated C, or the runtime's trivially destructible frames) ran into the
+    // guard page: unwind the invocation like any trap. SA_NODEFER left the signal unblocked.
+    t_trap_code = WASM_RT_TRAP_EXHAUSTION;
+    std::longjmp(*t_unwind, 1);
+  }
+  // Not ours: whoever handled it before (a sanitizer, a crash reporter), else the default
+  // action, which the returning fault then takes.
+  const struct sigaction& previous = signal == SIGSEGV ? g_previous_segv : g_previous_bus;
+  if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
+    previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if ((previous.sa_flags & SA_SIGINFO) == 0 && previous.sa_handler != SIG_DFL &&
+      previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal);
+    return;
+  }
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal, &fallback, nullptr);
+}
+
+void InstallFaultHandler() {
+  struct sigaction action {};
+  action.sa_sigaction = &OnFault;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGSEGV, &action, &g_previous_segv);
+  sigaction(SIGBUS, &action, &g_previous_bus);
+}
+
+// This thread's alternate signal stack (the fault handler cannot run on the stack that
+// overflowed), when it had none; removed when the thread ends.
+class AltStack {
+ public:
+  AltStack() {
+    stack_t current{};
+    if (sigaltstack(nullptr, &current) == 0 && (current.ss_flags & SS_DISABLE) == 0) return;
+    const long minimum = sysconf(_SC_MINSIGSTKSZ);
+    const size_t size = std::max<size_t>(64 * 1024, minimum > 0 ? 4 * size_t(minimum) : 0);
+    memory_.reset(new char[size]);
+    stack_t stack{};
+    stack.ss_sp = memory_.get();
+    stack.ss_size = size;
+    if (sigaltstack(&stack, nullptr) != 0) memory_.reset();
+  }
+  ~AltStack() {
+    if (memory_ == nullptr) return;
+    stack_t disable{};
+    disable.ss_flags = SS_DISABLE;
+    sigaltstack(&disable, nullptr);
+  }
+  AltStack(const AltStack&) = delete;
+  AltStack& operator=(const AltStack&) = delete;
+
+ private:
+  std::unique_ptr<char[]> memory_;
+};
+
 }  // namespace
+
+[[noreturn]] void Unwind(int code) {
+  if (t_unwind == nullptr) {
+    std::fprintf(stderr, "reef native runtime: trap %d outside an invocation\n", code);
+    std::abort();
+  }
+  t_trap_code = code;
+  std::longjmp(*t_unwind, 1);
+}
+
+void PrepareStackOverflowTraps() {
+  static std::once_flag installed;
+  std::call_once(installed, InstallFaultHandler);
+  thread_local AltStack alt_stack;
+}
+
+ThreadState FiberThreadState(const char* guard_begin, const char* guard_end, void* host) {
+  return ThreadState{nullptr, 0, guard_begin, guard_end, 0, host};
+}
+
+uint32_t ActiveFrames(const ThreadState& state, uint32_t max_call_depth) {
+  if (state.unwind_target == nullptr) return 0;
+  return state.call_stack_depth - (WASM_RT_MAX_CALL_STACK_DEPTH - max_call_depth);
+}
+
+bool EnterHostFrame(size_t stack_bytes) {
+  if (wasm_rt_call_stack_depth >= WASM_RT_MAX_CALL_STACK_DEPTH) return false;
+  if (StackLeft() < stack_bytes) return false;
+  ++wasm_rt_call_stack_depth;
+  ++t_host_frames;
+  return true;
+}
+
+void LeaveHostFrame() {
+  --wasm_rt_call_stack_depth;
+  --t_host_frames;
+}
 
 TrapKind RunOutcome::kind() const {
   if (code >= kHostTrapBase) return static_cast<TrapKind>(code - kHostTrapBase);
@@ -144,9 +266,14 @@ std::string_view RunOutcome::message() const {
 }
 
 ThreadState ExchangeThreadState(ThreadState next) {
-  ThreadState previous{t_unwind, wasm_rt_call_stack_depth};
+  ThreadState previous{
+      t_unwind, wasm_rt_call_stack_depth, t_guard_begin, t_guard_end, t_host_frames, t_host};
   t_unwind = static_cast<jmp_buf*>(next.unwind_target);
   wasm_rt_call_stack_depth = next.call_stack_depth;
+  t_guard_begin = next.guard_begin;
+  t_guard_end = next.guard_end;
+  t_host_frames = next.host_frames;
+  t_host = next.host;
   return previous;
 }
 
@@ -189,7 +316,12 @@ void wasm_rt_trap(wasm_rt_trap_t code) {
   rt::Unwind(static_cast<int>(code));
 }
 
+reef_rt_host* reef_rt_current_host(void) {
+  return static_cast<reef_rt_host*>(rt::t_host);
+}
+
 void reef_rt_trap_host(uint32_t trap) {
+  if (trap == REEF_RT_CANCELLED) rt::Unwind(rt::kCancelled);
   // call_import returns 1 + TrapKind.
   rt::Unwind(rt::kHostTrapBase + static_cast<int>(trap) - 1);
 }
@@ -229,6 +361,7 @@ void wasm_rt_allocate_memory(wasm_rt_memory_t* memory, uint32_t initial_pages, u
 uint32_t wasm_rt_grow_memory(wasm_rt_memory_t* memory, uint32_t pages) {
   const uint32_t old_pages = memory->pages;
   if (pages == 0) return old_pages;
+  rt::RequireRuntimeStack();
   const uint64_t new_pages = uint64_t{old_pages} + pages;
   if (new_pages > memory->max_pages) return UINT32_MAX;
   const size_t old_bytes = memory->size;

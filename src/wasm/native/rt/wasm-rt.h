@@ -131,7 +131,7 @@ typedef struct wasm_rt_memory_t {
   uint32_t size;
 } wasm_rt_memory_t;
 
-typedef struct {
+typedef struct wasm_rt_funcref_table_t {
   wasm_rt_funcref_t* data;
   uint32_t max_size; /* elements; the smaller of the declared maximum and the host's limit */
   uint32_t size;     /* elements */
@@ -200,13 +200,25 @@ typedef union reef_rt_value {
 
 /* The host side of one instance: every import module's instance pointer points here.
  * `call_import` runs function import `index` (0-based among the module's function imports)
- * and returns 0, or 1 + a reef::wasm::TrapKind to trap. It never unwinds. */
+ * and returns 0, 1 + a reef::wasm::TrapKind to trap, or REEF_RT_CANCELLED. It never
+ * unwinds. */
 typedef struct reef_rt_host {
   uint32_t (*call_import)(struct reef_rt_host* host, uint32_t index, const reef_rt_value* args,
                           reef_rt_value* results);
 } reef_rt_host;
 
-/* Unwinds like wasm_rt_trap with a Reef trap kind (the value call_import returned). */
+/* call_import's value when the invocation is being cancelled while suspended in the host
+ * call: the glue unwinds (reef_rt_trap_host) without a trap of the guest's. */
+#define REEF_RT_CANCELLED 0xffffffffu
+
+/* The host of the invocation running on this thread (null outside one). Import functions
+ * use it rather than the instance pointer wasm2c passes them: wabt 1.0.32 passes a wrong one
+ * when an imported function is called through a table (its elem segments and ref.func give
+ * the address of the import's instance field, or the calling instance itself). */
+reef_rt_host* reef_rt_current_host(void);
+
+/* Unwinds like wasm_rt_trap with a Reef trap kind (the value call_import returned), or
+ * cancels the invocation (REEF_RT_CANCELLED). */
 WASM_RT_NO_RETURN void reef_rt_trap_host(uint32_t trap);
 
 #ifdef __cplusplus

@@ -1,0 +1,348 @@
+// The native tier's backend and instances (native_backend.h); invocations are in
+// native_invocation.cc.
+#include "wasm/native/native_backend.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "wasm/native/rt/wasm-rt.h"
+
+namespace reef::wasm::native {
+namespace {
+
+// Usable bytes of each invocation's fiber stack. EngineLimits::max_call_depth frames of
+// generated code fit with room to spare at -O1 (tens of bytes per frame for plain functions);
+// a guest whose frames are larger reaches the guard page first and traps
+// call_stack_exhausted all the same.
+constexpr size_t kFiberStackBytes = size_t{1} << 20;
+
+// Bytes of a global's value as the generated code stores it.
+size_t GlobalBytes(ValType type) {
+  switch (type) {
+    case ValType::kI32:
+    case ValType::kF32:
+      return 4;
+    case ValType::kFuncRef:
+      return sizeof(wasm_rt_funcref_t);
+    case ValType::kExternRef:
+      return sizeof(wasm_rt_externref_t);
+    default:
+      return 8;
+  }
+}
+
+// The function the meter table holds (wasm/detail/meter.h), called by the guest as
+// `() -> ()` with the instance's host block as its module instance.
+void OutOfFuel(void* host);
+
+}  // namespace
+
+struct NativeInstance::HostBlock {
+  reef_rt_host base;  // first member: the generated code's host pointer points here
+  NativeInstance* self;
+};
+
+namespace {
+
+void OutOfFuel(void* host) {
+  NativeInvocation* invocation = static_cast<NativeInstance::HostBlock*>(host)->self->active;
+  // Nothing here has a destructor: Unwind may leave this frame.
+  if (invocation == nullptr || !invocation->OnOutOfFuel()) rt::Unwind(rt::kCancelled);
+}
+
+}  // namespace
+
+// ---- Backend -------------------------------------------------------------------------------
+
+NativeBackend::NativeBackend(const HostRegistry& host_registry, const EngineLimits& engine_limits,
+                             int optimization_level)
+    : registry(host_registry),
+      limits(engine_limits),
+      optimization(optimization_level),
+      stacks(kFiberStackBytes),
+      out_of_fuel_type(wasm_rt_register_func_type(0, 0)) {}
+
+namespace {
+
+// Native code is immutable and shared by every engine of the process (each reactor has its
+// own engine): the loaded library of each module id, while some engine still uses it.
+class SharedCodeTable {
+ public:
+  struct Code {
+    std::shared_ptr<const NativeModule> code;
+    detail::MeterLayout meter;
+  };
+
+  // The code of `module` compiled with `options`, compiled now unless some engine holds it. Two
+  // engines compiling one module at once both compile; the later one is remembered, both are
+  // correct.
+  Result<Code> Get(const std::shared_ptr<const Module>& module, const CompileOptions& options) {
+    const std::string key = fmt::format("{}/O{}", module->id(), options.optimization);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = table_.find(key);
+      if (it != table_.end()) {
+        if (auto code = it->second.code.lock()) return Code{std::move(code), it->second.meter};
+      }
+    }
+    Code out;
+    const IrPass meter = [&out](wabt::Module& ir) -> Status {
+      REEF_ASSIGN_OR_RETURN(out.meter, detail::MeterModule(ir));
+      return Status::Ok();
+    };
+    REEF_ASSIGN_OR_RETURN(out.code, NativeModule::Compile(module, options, meter));
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(table_, [](const auto& entry) { return entry.second.code.expired(); });
+    table_[key] = Entry{out.code, out.meter};
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::weak_ptr<const NativeModule> code;
+    detail::MeterLayout meter;
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> table_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<CompiledNative>> NativeBackend::Compile(
+    const std::shared_ptr<const Module>& module) {
+  if (auto it = compiled.find(module->id()); it != compiled.end()) return it->second;
+  static SharedCodeTable* shared = new SharedCodeTable();  // never destroyed: used until exit
+  auto out = std::make_shared<CompiledNative>();
+  CompileOptions options;
+  options.optimization = optimization;
+  REEF_ASSIGN_OR_RETURN(SharedCodeTable::Code code, shared->Get(module, options));
+  out->code = std::move(code.code);
+  out->meter = code.meter;
+  compiled.emplace(module->id(), out);
+  return out;
+}
+
+Result<std::unique_ptr<Instance>> NativeBackend::Instantiate(
+    const std::shared_ptr<const Module>& module, std::span<const size_t> import_rows) {
+  REEF_ASSIGN_OR_RETURN(std::shared_ptr<CompiledNative> code, Compile(module));
+  std::vector<const HostFunction*> imports;
+  for (size_t row : import_rows) imports.push_back(&registry.functions()[row]);
+  REEF_ASSIGN_OR_RETURN(auto instance,
+                        NativeInstance::Create(shared_from_this(), code, std::move(imports)));
+  if (code->code->has_start()) {
+    const uint64_t budget = limits.max_start_instructions;
+    std::unique_ptr<Invocation> start = instance->StartStartFunction();
+    start->Run(budget);
+    REEF_RETURN_IF_ERROR(detail::StartFunctionOutcome(*start, budget));
+  }
+  instance->TakeSnapshot();
+  return std::unique_ptr<Instance>(std::move(instance));
+}
+
+// ---- Instance ------------------------------------------------------------------------------
+
+NativeInstance::NativeInstance(std::shared_ptr<NativeBackend> backend,
+                               std::shared_ptr<CompiledNative> compiled,
+                               std::vector<const HostFunction*> imports)
+    : backend_(std::move(backend)),
+      compiled_(std::move(compiled)),
+      imports_(std::move(imports)),
+      host_(std::make_unique<HostBlock>(HostBlock{{&NativeInstance::CallImport}, this})) {}
+
+NativeInstance::~NativeInstance() {
+  if (instance_ == nullptr) return;
+  if (instantiated_) compiled_->code->entry_points().free(instance_);
+  std::free(instance_);
+}
+
+Result<std::unique_ptr<NativeInstance>> NativeInstance::Create(
+    std::shared_ptr<NativeBackend> backend, std::shared_ptr<CompiledNative> compiled,
+    std::vector<const HostFunction*> imports) {
+  const EngineLimits limits = backend->limits;
+  auto self =
+      std::make_unique<NativeInstance>(std::move(backend), std::move(compiled), std::move(imports));
+  const GlueEntryPoints& entry = self->compiled_->code->entry_points();
+  self->instance_ = std::calloc(1, entry.instance_size());
+  if (self->instance_ == nullptr) return Status::LimitExceeded("out of memory for an instance");
+
+  struct Instantiation {
+    const GlueEntryPoints* entry;
+    void* instance;
+    reef_rt_host* host;
+  } args{&entry, self->instance_, &self->host_->base};
+  const rt::AllocationLimits allocation{limits.max_memory_pages, limits.max_table_elements};
+  const rt::RunOutcome outcome = rt::RunGuarded(
+      [](void* p) {
+        auto* a = static_cast<Instantiation*>(p);
+        a->entry->instantiate(a->instance, a->host);
+      },
+      &args, limits.max_call_depth, &allocation);
+  self->instantiated_ = true;  // free() must run even after a partial instantiation
+  if (outcome.trapped()) {
+    // The interpreter's words, so both tiers' messages classify alike (ClassifyTrapMessage).
+    return Status::Trapped(fmt::format("instantiation trapped: {}", outcome.message()));
+  }
+  self->memory_ = entry.memory(self->instance_);
+  const detail::MeterLayout& meter = self->compiled_->meter;
+  self->fuel_ = static_cast<int64_t*>(entry.global(self->instance_, meter.fuel_global));
+  wasm_rt_funcref_table_t* table = entry.funcref_table(self->instance_, meter.meter_table);
+  if (self->fuel_ == nullptr || table == nullptr || table->size != 1) {
+    return Status::Internal("native module lacks the metering fields its compile added");
+  }
+  table->data[0] =
+      wasm_rt_funcref_t{self->backend_->out_of_fuel_type,
+                        reinterpret_cast<wasm_rt_function_ptr_t>(&OutOfFuel), &self->host_->base};
+  return self;
+}
+
+reef_rt_host* NativeInstance::host() {
+  return &host_->base;
+}
+
+uint32_t NativeInstance::CallImport(reef_rt_host* host, uint32_t index, const reef_rt_value* args,
+                                    reef_rt_value* results) {
+  NativeInvocation* invocation = reinterpret_cast<HostBlock*>(host)->self->active;
+  if (invocation == nullptr) return static_cast<uint32_t>(TrapKind::kHostError) + 1;
+  return invocation->OnHostCall(index, args, results);
+}
+
+Result<std::unique_ptr<Invocation>> NativeInstance::Start(std::string_view name,
+                                                          std::span<const WasmValue> args,
+                                                          void* context) {
+  const ExportInfo* info = module().FindExport(name);
+  if (info == nullptr) {
+    return Status::NotFound(fmt::format("module has no function export `{}`", name));
+  }
+  if (info->kind != ExternKind::kFunc) {
+    return Status::NotFound(fmt::format("export `{}` is not a function", name));
+  }
+  if (active != nullptr) {
+    return Status::FailedPrecondition("another invocation of this instance is active");
+  }
+  if (info->index < imports_.size()) {
+    return Status::InvalidArgument(
+        fmt::format("`{}` is a host import re-exported; call it from wasm instead", name));
+  }
+  if (!detail::CallArgsMatch(info->signature, args)) {
+    return detail::CallArgsMismatch(name, info->signature, args);
+  }
+  const int index = compiled_->code->FindExport(name);
+  if (index < 0) return Status::Internal(fmt::format("native module lacks export `{}`", name));
+  return std::unique_ptr<Invocation>(std::make_unique<NativeInvocation>(
+      this, compiled_->code->entry_points().exports[index], args, info->signature,
+      std::string(name), context, /*host_calls_allowed=*/true));
+}
+
+std::unique_ptr<Invocation> NativeInstance::StartStartFunction() {
+  static const FuncSignature kNoValues;
+  auto invocation = std::make_unique<NativeInvocation>(
+      this, nullptr, std::span<const WasmValue>(), kNoValues,
+      module().FunctionName(*module().start_function()), nullptr, /*host_calls_allowed=*/false);
+  invocation->set_start(compiled_->code->entry_points().start);
+  return invocation;
+}
+
+void NativeInstance::TakeSnapshot() {
+  CompiledNative& compiled = *compiled_;
+  if (compiled.has_snapshot) return;
+  if (memory_ != nullptr) {
+    compiled.initial_memory = detail::MemoryImage::Capture(memory_->data, memory_->size);
+  }
+  const GlueEntryPoints& entry = compiled.code->entry_points();
+  const std::vector<NativeGlobal>& globals = compiled.code->globals();
+  for (uint32_t i = 0; i < globals.size(); ++i) {
+    const char* value = static_cast<const char*>(entry.global(instance_, i));
+    compiled.initial_globals.emplace_back(value, GlobalBytes(globals[i].type));
+  }
+  compiled.has_snapshot = true;
+}
+
+Status NativeInstance::Reset() {
+  if (active != nullptr)
+    return Status::FailedPrecondition("cannot reset an instance while it runs");
+  if (memory_ != nullptr) compiled_->initial_memory.Restore(memory_->data, memory_->size);
+  const GlueEntryPoints& entry = compiled_->code->entry_points();
+  const std::vector<NativeGlobal>& globals = compiled_->code->globals();
+  for (uint32_t i = 0; i < globals.size(); ++i) {
+    if (!globals[i].mutable_) continue;
+    const std::string& initial = compiled_->initial_globals[i];
+    std::memcpy(entry.global(instance_, i), initial.data(), initial.size());
+  }
+  return Status::Ok();
+}
+
+Result<WasmValue> NativeInstance::GetGlobal(std::string_view name) const {
+  const ExportInfo* info = module().FindExport(name);
+  if (info == nullptr)
+    return Status::NotFound(fmt::format("module has no global export `{}`", name));
+  if (info->kind != ExternKind::kGlobal) {
+    return Status::NotFound(fmt::format("export `{}` is not a global", name));
+  }
+  const ValType type = compiled_->code->globals()[info->index].type;
+  if (!IsNumberType(type)) {
+    return Status::InvalidArgument(
+        fmt::format("global `{}` has type {}; the engine interface passes number types only", name,
+                    ValTypeName(type)));
+  }
+  const void* value = compiled_->code->entry_points().global(instance_, info->index);
+  switch (type) {
+    case ValType::kI64:
+      return WasmValue{*static_cast<const int64_t*>(value)};
+    case ValType::kF32:
+      return WasmValue{*static_cast<const float*>(value)};
+    case ValType::kF64:
+      return WasmValue{*static_cast<const double*>(value)};
+    default:
+      return WasmValue{*static_cast<const int32_t*>(value)};
+  }
+}
+
+// ---- GuestMemory ---------------------------------------------------------------------------
+
+uint64_t NativeInstance::size() const {
+  return memory_ != nullptr ? memory_->size : 0;
+}
+
+Result<uint8_t*> NativeInstance::Span(uint32_t ptr, uint32_t len) const {
+  if (memory_ == nullptr) return Status::FailedPrecondition("module has no memory");
+  const uint64_t end = uint64_t{ptr} + len;
+  if (end > memory_->size) {
+    return Status::InvalidArgument(
+        fmt::format("guest buffer [{}, {}) outside memory of {} bytes", ptr, end, memory_->size));
+  }
+  return memory_->data + ptr;
+}
+
+Result<std::vector<uint8_t>> NativeInstance::Read(uint32_t ptr, uint32_t len) const {
+  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, len));
+  return std::vector<uint8_t>(data, data + len);
+}
+
+Result<std::span<const uint8_t>> NativeInstance::View(uint32_t ptr, uint32_t len) const {
+  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, len));
+  return std::span<const uint8_t>(data, len);
+}
+
+Status NativeInstance::Write(uint32_t ptr, std::span<const uint8_t> bytes) {
+  if (bytes.size() > std::numeric_limits<uint32_t>::max()) {
+    return Status::InvalidArgument("buffer larger than 4 GiB");
+  }
+  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, static_cast<uint32_t>(bytes.size())));
+  if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
+  return Status::Ok();
+}
+
+}  // namespace reef::wasm::native
+
+namespace reef::wasm::detail {
+
+std::shared_ptr<Backend> MakeNativeBackend(const HostRegistry& registry, const EngineLimits& limits,
+                                           int optimization) {
+  return std::make_shared<native::NativeBackend>(registry, limits, optimization);
+}
+
+}  // namespace reef::wasm::detail

@@ -1,0 +1,293 @@
+// NativeInvocation (native_backend.h): one guest call on a fiber, run in budgeted slices.
+//
+// The guest runs on the invocation's fiber inside rt::RunGuarded, so a trap unwinds to the
+// fiber's own frame. It leaves the fiber in three ways: it returns or traps (the body ends),
+// its fuel runs out at a check (the meter table's function suspends the fiber), or a host
+// function suspends (OnHostCall suspends the fiber). The next Run resumes it exactly there.
+// Destroying or failing a suspended invocation cancels its fiber: resumed once more, the
+// suspension point unwinds with rt::kCancelled through generated C frames only.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "wasm/native/native_backend.h"
+#include "wasm/native/rt/wasm-rt.h"
+
+namespace reef::wasm::native {
+namespace {
+
+// The most fuel one Run adds (a larger budget means "run until done"), so the i64 fuel never
+// overflows.
+constexpr uint64_t kMaxSliceBudget = uint64_t{1} << 62;
+// Stack a host function needs below it on the fiber: with less left, the call traps
+// call_stack_exhausted instead of running C++ code that could reach the guard page.
+constexpr size_t kHostStackBytes = 256 * 1024;
+
+WasmValue FromRt(const reef_rt_value& v, ValType type) {
+  switch (type) {
+    case ValType::kI64:
+      return static_cast<int64_t>(v.i64);
+    case ValType::kF32:
+      return v.f32;
+    case ValType::kF64:
+      return v.f64;
+    default:
+      return static_cast<int32_t>(v.i32);
+  }
+}
+
+reef_rt_value ToRt(const WasmValue& value) {
+  reef_rt_value out{};
+  std::visit(
+      [&out](auto v) {
+        using T = decltype(v);
+        if constexpr (std::is_same_v<T, int32_t>) out.i32 = static_cast<uint32_t>(v);
+        if constexpr (std::is_same_v<T, int64_t>) out.i64 = static_cast<uint64_t>(v);
+        if constexpr (std::is_same_v<T, float>) out.f32 = v;
+        if constexpr (std::is_same_v<T, double>) out.f64 = v;
+      },
+      value);
+  return out;
+}
+
+// Counts a host function's frame toward the invocation's depth while it runs.
+class HostFrame {
+ public:
+  HostFrame() : entered_(rt::EnterHostFrame(kHostStackBytes)) {}
+  ~HostFrame() {
+    if (entered_) rt::LeaveHostFrame();
+  }
+  HostFrame(const HostFrame&) = delete;
+  HostFrame& operator=(const HostFrame&) = delete;
+  bool entered() const { return entered_; }
+
+ private:
+  bool entered_;
+};
+
+}  // namespace
+
+NativeInvocation::NativeInvocation(NativeInstance* instance, GlueEntryPoints::Thunk thunk,
+                                   std::span<const WasmValue> args, const FuncSignature& signature,
+                                   std::string function, void* context, bool host_calls_allowed)
+    : instance_(instance),
+      backend_(instance->backend()),
+      thunk_(thunk),
+      args_(std::max<size_t>(args.size(), 1)),
+      rt_results_(std::max<size_t>(signature.results.size(), 1)),
+      signature_(signature),
+      function_(std::move(function)),
+      context_(context),
+      host_calls_allowed_(host_calls_allowed) {
+  for (size_t i = 0; i < args.size(); ++i) args_[i] = ToRt(args[i]);
+  instance_->active = this;
+  instance_->fuel() = 0;
+}
+
+NativeInvocation::~NativeInvocation() {
+  Cancel();
+  instance_->active = nullptr;
+}
+
+RunState NativeInvocation::Run(uint64_t budget) {
+  if (state_ != RunState::kBudgetExhausted || budget == 0 || in_run_) return state_;
+  const uint32_t max_depth = backend_.limits.max_nested_invocations;
+  if (backend_.run_depth >= max_depth) {
+    Cancel();
+    TrapWith(Trap{TrapKind::kHostError,
+                  detail::TooManyNestedInvocationsMessage(backend_.run_depth, max_depth), function_,
+                  0});
+    return state_;
+  }
+  // A slice gets its budget plus any debt of the last one (fuel left over by a slice that
+  // ended in a host call is not carried).
+  budget = std::min(budget, kMaxSliceBudget);
+  int64_t& fuel = instance_->fuel();
+  fuel = std::min<int64_t>(fuel, 0) + static_cast<int64_t>(budget);
+  if (fuel < 0) {  // blocks charged before the last check still owe more
+    instructions_ += budget;
+    return state_;
+  }
+  if (fiber_ == nullptr) {
+    auto fiber = Fiber::Create(backend_.stacks, [this](Fiber&) { Body(this); });
+    if (!fiber.ok()) {
+      TrapWith(Trap{TrapKind::kHostError,
+                    "cannot start the invocation: " + fiber.status().message(), function_, 0});
+      return state_;
+    }
+    fiber_ = std::move(*fiber);
+    const StackPool::Stack& stack = fiber_->stack();
+    fiber_state_ = rt::FiberThreadState(stack.base, stack.base + stack.guard, instance_->host());
+    rt::PrepareStackOverflowTraps();
+  }
+  // A host function of an outer invocation may run this one: restore the outer one after.
+  NativeInvocation* const outer = backend_.running;
+  backend_.running = this;
+  ++backend_.run_depth;
+  in_run_ = true;
+  out_of_fuel_ = false;
+  Resume();
+  in_run_ = false;
+  --backend_.run_depth;
+  backend_.running = outer;
+  // A slice that ran out of fuel is charged its budget; its debt is charged by the slices
+  // that pay it. Any other slice is charged what it ran: the budget minus the fuel left
+  // (more than the budget when the blocks after the last check overshot it).
+  const int64_t left = fuel;
+  instructions_ += out_of_fuel_ ? budget : budget - left;
+  if (fiber_->finished()) fiber_.reset();  // its stack goes back to the pool
+  return state_;
+}
+
+void NativeInvocation::Resume() {
+  const rt::ThreadState outer = rt::ExchangeThreadState(fiber_state_);
+  fiber_->Resume();
+  fiber_state_ = rt::ExchangeThreadState(outer);
+}
+
+void NativeInvocation::Cancel() {
+  if (fiber_ == nullptr) return;
+  if (!fiber_->started() || fiber_->finished()) {
+    fiber_.reset();
+    return;
+  }
+  // ~Fiber resumes the body once more; its suspension point unwinds (rt::kCancelled).
+  const rt::ThreadState outer = rt::ExchangeThreadState(fiber_state_);
+  fiber_.reset();
+  rt::ExchangeThreadState(outer);
+}
+
+void NativeInvocation::Body(void* self_pointer) {
+  auto* self = static_cast<NativeInvocation*>(self_pointer);
+  const rt::RunOutcome outcome = rt::RunGuarded(
+      [](void* p) {
+        auto* invocation = static_cast<NativeInvocation*>(p);
+        void* instance = invocation->instance_->instance_struct();
+        if (invocation->start_ != nullptr) {
+          invocation->start_(instance);
+        } else {
+          invocation->thunk_(instance, invocation->args_.data(), invocation->rt_results_.data());
+        }
+      },
+      self, self->backend_.limits.max_call_depth);
+  if (outcome.cancelled()) return;
+  if (outcome.trapped()) {
+    if (outcome.code >= rt::kHostTrapBase && self->host_trap_.has_value()) {
+      Trap trap = std::move(*self->host_trap_);
+      self->host_trap_.reset();
+      self->TrapWith(std::move(trap));
+    } else {
+      self->TrapWith(Trap{outcome.kind(), std::string(outcome.message()), self->function_, 0});
+    }
+    return;
+  }
+  self->results_.clear();
+  for (size_t i = 0; i < self->signature_.results.size(); ++i) {
+    self->results_.push_back(FromRt(self->rt_results_[i], self->signature_.results[i]));
+  }
+  self->state_ = RunState::kFinished;
+}
+
+void NativeInvocation::TrapWith(Trap trap) {
+  trap_ = std::move(trap);
+  state_ = RunState::kTrapped;
+  suspended_in_.clear();
+  suspended_function_ = nullptr;
+}
+
+bool NativeInvocation::OnOutOfFuel() {
+  out_of_fuel_ = true;
+  return fiber_->Suspend();
+}
+
+uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
+                                      reef_rt_value* results) {
+  const HostFunction& f = instance_->import(index);
+  const std::string qualified = f.module + "." + f.name;
+  auto fail = [&](TrapKind kind, std::string message) {
+    host_trap_ = Trap{kind, std::move(message), qualified, 0};
+    return static_cast<uint32_t>(kind) + 1;
+  };
+  if (!host_calls_allowed_) {
+    return fail(TrapKind::kHostError, detail::HostCallFromStartMessage(qualified));
+  }
+  const HostFrame frame;
+  if (!frame.entered()) return fail(TrapKind::kCallStackExhausted, "call stack exhausted");
+  try {
+    std::vector<WasmValue> in;
+    in.reserve(f.signature.params.size());
+    for (size_t i = 0; i < f.signature.params.size(); ++i) {
+      in.push_back(FromRt(args[i], f.signature.params[i]));
+    }
+    std::vector<WasmValue> out;
+    for (ValType type : f.signature.results) out.push_back(FromRt(reef_rt_value{}, type));
+    HostCall call(in, out, *instance_, context_);
+    switch (f.handler(call)) {
+      case HostCallOutcome::kComplete:
+        break;
+      case HostCallOutcome::kSuspend:
+        state_ = RunState::kSuspended;
+        suspended_in_ = qualified;
+        suspended_function_ = &f;
+        if (!fiber_->Suspend()) return REEF_RT_CANCELLED;
+        out = std::move(host_results_);  // CompleteHostCall checked their types
+        break;
+      case HostCallOutcome::kTrap:
+        return fail(call.trap().kind, call.trap().message);
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (TypeOf(out[i]) != f.signature.results[i]) {
+        return fail(TrapKind::kHostError, "host function wrote a result of the wrong type");
+      }
+      results[i] = ToRt(out[i]);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(TrapKind::kHostError, fmt::format("host function threw: {}", e.what()));
+  } catch (...) {
+    return fail(TrapKind::kHostError, "host function threw");
+  }
+}
+
+Status NativeInvocation::CompleteHostCall(std::span<const WasmValue> results) {
+  if (state_ != RunState::kSuspended) {
+    return Status::FailedPrecondition(
+        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
+  }
+  const FuncSignature& sig = suspended_function_->signature;
+  bool ok = results.size() == sig.results.size();
+  for (size_t i = 0; ok && i < results.size(); ++i) ok = TypeOf(results[i]) == sig.results[i];
+  if (!ok) {
+    return Status::InvalidArgument(fmt::format("host call {} returns {}; results do not match",
+                                               suspended_in_, sig.ToString()));
+  }
+  host_results_.assign(results.begin(), results.end());
+  suspended_in_.clear();
+  suspended_function_ = nullptr;
+  state_ = RunState::kBudgetExhausted;
+  return Status::Ok();
+}
+
+Status NativeInvocation::FailHostCall(TrapKind kind, std::string message) {
+  if (state_ != RunState::kSuspended) {
+    return Status::FailedPrecondition(
+        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
+  }
+  Trap trap{kind, std::move(message), suspended_in_, 0};
+  Cancel();
+  TrapWith(std::move(trap));
+  return Status::Ok();
+}
+
+Telemetry NativeInvocation::telemetry() const {
+  Telemetry t;
+  t.instructions = instructions_;
+  if (state_ == RunState::kBudgetExhausted || state_ == RunState::kSuspended) {
+    t.call_depth = rt::ActiveFrames(fiber_state_, backend_.limits.max_call_depth);
+    t.function = suspended_in_.empty() ? function_ : suspended_in_;
+  }
+  return t;
+}
+
+}  // namespace reef::wasm::native
