@@ -7,11 +7,21 @@
 //   native_tier_bench run KERNELS.wasm FIB_N LOOP_N REPEATS
 //     fib(FIB_N) and loop(LOOP_N) of bench_kernels.wasm on an engine of each tier
 //     (Instance::Call, metered); median of REPEATS runs each, milliseconds.
+//   native_tier_bench cache DIR FILE.wasm...
+//     the compile cache (native/code_cache.h) in DIR, emptied first, with the metering pass and
+//     the default options (-O1): per module, the CPU of a miss (C generation and loading on
+//     this thread plus the compiler processes), then, in a new process (this program run as
+//     `cache-hit DIR FILE...`), the wall time of a hit: the key (the first one runs the
+//     compiler's --version) and the verified load. Goals beside: <= 1 s CPU, <= 5 ms.
 //
 // One machine-readable line per figure, e.g.
 //   compile file=bank_deposit.wasm wasm_bytes=18384 c_bytes=... gen_ms=... o1_cpu_s=...
 //   run kernel=fib n=30 tier=native result=832040 median_ms=...
+//   cache_miss file=bank_deposit.wasm outcome=compiled cpu_s=... goal_cpu_s=1
+//   cache_hit file=bank_deposit.wasm key_ms=... load_ms=... total_ms=... goal_ms=5
 // Exits non-zero when anything fails or the tiers disagree on a result.
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -21,11 +31,14 @@
 #include <string>
 #include <vector>
 
+#include "wasm/detail/meter.h"
 #include "wasm/engine.h"
 #include "wasm/module.h"
 #include "wasm/native/c_gen.h"
+#include "wasm/native/code_cache.h"
 #include "wasm/native/compiler.h"
 #include "wasm/native/native_module.h"
+#include "wasm/native/process.h"
 
 namespace {
 
@@ -130,14 +143,90 @@ int RunCommand(char** argv) {
   return 0;
 }
 
+// ---- cache / cache-hit ----------------------------------------------------------------------
+
+double ThreadCpuSeconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
+const native::IrPass kMeter = [](wabt::Module& ir) { return detail::MeterModule(ir).status(); };
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+int CacheHitCommand(int argc, char** argv) {
+  auto cache = native::CodeCache::Open(argv[2]);
+  if (!cache.ok()) return Fail(argv[2], cache.status());
+  for (int i = 3; i < argc; ++i) {
+    const std::filesystem::path path = argv[i];
+    auto module = Module::FromFile(path);
+    if (!module.ok()) return Fail(path.string(), module.status());
+    const native::CompileOptions options;
+    auto start = Clock::now();
+    auto key = (*cache)->Key(**module, options, true, detail::kMeterVersion);
+    const double key_ms = MsSince(start);
+    if (!key.ok()) return Fail(path.string(), key.status());
+    start = Clock::now();
+    auto hit = (*cache)->GetOrCompile(*module, options, kMeter, detail::kMeterVersion);
+    const double load_ms = MsSince(start);
+    if (!hit.ok()) return Fail(path.string(), hit.status());
+    if (hit->outcome != native::CacheOutcome::kHit) {
+      return Fail(path.string(),
+                  reef::Status::Internal("expected a cache hit, got " +
+                                         std::string(native::CacheOutcomeName(hit->outcome))));
+    }
+    std::printf("cache_hit file=%s key_ms=%.2f load_ms=%.2f total_ms=%.2f goal_ms=5\n",
+                path.filename().c_str(), key_ms, load_ms, key_ms + load_ms);
+  }
+  return 0;
+}
+
+int CacheCommand(int argc, char** argv) {
+  auto cache = native::CodeCache::Open(argv[2]);
+  if (!cache.ok()) return Fail(argv[2], cache.status());
+  if (auto cleared = (*cache)->Clear(); !cleared.ok()) return Fail(argv[2], cleared);
+  for (int i = 3; i < argc; ++i) {
+    const std::filesystem::path path = argv[i];
+    auto module = Module::FromFile(path);
+    if (!module.ok()) return Fail(path.string(), module.status());
+    const double cpu_start = ThreadCpuSeconds();
+    auto miss = (*cache)->GetOrCompile(*module, {}, kMeter, detail::kMeterVersion);
+    const double here_s = ThreadCpuSeconds() - cpu_start;
+    if (!miss.ok()) return Fail(path.string(), miss.status());
+    const native::CompileStats& stats = miss->module->compile_stats();
+    std::printf(
+        "cache_miss file=%s outcome=%s wasm_bytes=%zu c_bytes=%zu in_process_cpu_s=%.2f "
+        "compiler_cpu_s=%.2f cpu_s=%.2f goal_cpu_s=1\n",
+        path.filename().c_str(), std::string(native::CacheOutcomeName(miss->outcome)).c_str(),
+        (*module)->bytes().size(), stats.c_bytes, here_s, stats.cpu_seconds,
+        here_s + stats.cpu_seconds);
+  }
+  // Hits in a new process: nothing of this one (loaded libraries, the compiler's version).
+  std::vector<std::string> child = {std::filesystem::read_symlink("/proc/self/exe").string(),
+                                    "cache-hit", argv[2]};
+  for (int i = 3; i < argc; ++i) child.push_back(std::filesystem::absolute(argv[i]).string());
+  const char* path_env = std::getenv("PATH");
+  auto run = native::RunProcess(child, {std::string("PATH=") + (path_env ? path_env : "")},
+                                std::filesystem::current_path(), native::ProcessLimits{});
+  if (!run.ok()) return Fail("cache-hit", run.status());
+  std::fputs(run->output.c_str(), stdout);
+  return run->ok() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "compile" && argc > 2) return CompileCommand(argc, argv);
   if (mode == "run" && argc == 6) return RunCommand(argv);
+  if (mode == "cache" && argc > 3) return CacheCommand(argc, argv);
+  if (mode == "cache-hit" && argc > 3) return CacheHitCommand(argc, argv);
   std::fprintf(stderr,
                "usage: native_tier_bench compile FILE.wasm...\n"
-               "       native_tier_bench run KERNELS.wasm FIB_N LOOP_N REPEATS\n");
+               "       native_tier_bench run KERNELS.wasm FIB_N LOOP_N REPEATS\n"
+               "       native_tier_bench cache DIR FILE.wasm...\n");
   return 2;
 }

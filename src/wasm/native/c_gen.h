@@ -70,6 +70,14 @@ struct NativeGlobal {
   bool mutable_ = false;
 };
 
+// What the host needs of a compiled module's glue to load and drive it.
+struct NativeInterface {
+  std::vector<NativeExport> exports;
+  std::vector<NativeImport> imports;
+  std::vector<NativeGlobal> globals;  // every global, in index order
+  bool has_start = false;             // reef_glue_start runs a start function
+};
+
 struct GeneratedC {
   std::string module_source;  // wasm2c's C for the module; includes "m.h"
   std::string module_header;  // "m.h"; includes "wasm-rt.h"
@@ -78,6 +86,8 @@ struct GeneratedC {
   std::vector<NativeImport> imports;
   std::vector<NativeGlobal> globals;  // every global, in index order
   bool has_start = false;             // reef_glue_start runs a start function
+
+  NativeInterface interface() const { return {exports, imports, globals, has_start}; }
 };
 
 // File names the sources expect next to each other (and next to rt/wasm-rt.h).

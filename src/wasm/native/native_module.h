@@ -4,12 +4,18 @@
 // resolves the glue's entry points; the library is unloaded (dlclose) when the last
 // reference goes, so every NativeInstance holds a shared_ptr to its module.
 //
+// dlopen returns the library already loaded when the path, or the file (device and inode),
+// is the same, so two NativeModules may share one library (the code cache loads a cached
+// file by its fixed path). Its module initialisation runs once per loaded library, whatever
+// the number of NativeModules sharing it.
+//
 // The host executable must export the runtime's symbols (rt/exports.list; reef_wasm_native
 // adds the link option to everything that links it), or loading fails naming the symbol.
 //
 // Thread ownership: immutable after Compile/Load; share it across threads freely.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -57,6 +63,16 @@ class NativeModule {
                                                           SharedObject library,
                                                           const GeneratedC& c);
 
+  // Loads the library file `library`, which the caller has verified (the code cache's): the
+  // output of CompileCommand for C whose entry points are `exports` and whose function
+  // imports are `imports`, in order. The file is not owned: it must stay in place until this
+  // returns (the mapping outlives its later removal or replacement). `stats` is reported
+  // by compile_stats(). Errors: those of Load.
+  static Result<std::shared_ptr<const NativeModule>> LoadFile(std::shared_ptr<const Module> module,
+                                                              const std::filesystem::path& library,
+                                                              NativeInterface interface,
+                                                              const CompileStats& stats = {});
+
   ~NativeModule();
   NativeModule(const NativeModule&) = delete;
   NativeModule& operator=(const NativeModule&) = delete;
@@ -78,6 +94,8 @@ class NativeModule {
 
  private:
   NativeModule() = default;
+  // dlopens `library` and resolves the entry points; module_, exports_ and imports_ are set.
+  Status Open(const std::filesystem::path& library);
 
   std::shared_ptr<const Module> module_;
   std::vector<NativeExport> exports_;
@@ -87,6 +105,7 @@ class NativeModule {
   GlueEntryPoints entry_;
   CompileStats stats_;
   void* handle_ = nullptr;              // dlopen handle; dlclose'd last
+  bool counted_ = false;                // handle_ counted in the loaded-library registry
   std::unique_ptr<TempDir> directory_;  // holds the loaded file (unique name while loaded)
 };
 

@@ -1,0 +1,92 @@
+// CompileService (compile_service.h): a bounded queue in front of a fixed pool of workers.
+#include "wasm/native/compile_service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+namespace reef::wasm::native {
+
+CompileService::CompileService(std::shared_ptr<CodeCache> cache, CompileServiceOptions options)
+    : cache_(std::move(cache)), max_queued_(options.max_queued) {
+  size_t workers = options.workers;
+  if (workers == 0) workers = std::max<size_t>(1, std::thread::hardware_concurrency() / 2);
+  threads_.reserve(workers);
+  for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+}
+
+CompileService::~CompileService() {
+  Shutdown();
+}
+
+Status CompileService::Submit(CompileRequest request, CompileCallback done) {
+  std::lock_guard lock(mu_);
+  Status refused;
+  if (request.module == nullptr || !done) {
+    refused = Status::InvalidArgument("compile request needs a module and a callback");
+  } else if (stopping_) {
+    refused = Status::Unavailable("compile service is shutting down");
+  } else if (queue_.size() >= max_queued_) {
+    refused = Status::LimitExceeded(
+        fmt::format("compile queue full: {} requests waiting (CompileServiceOptions::max_queued)",
+                    queue_.size()));
+  }
+  if (!refused.ok()) {
+    ++stats_.rejected;
+    return refused;
+  }
+  queue_.push_back(Job{std::move(request), std::move(done)});
+  ++stats_.queued;
+  wake_.notify_one();
+  return Status::Ok();
+}
+
+void CompileService::Shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  std::call_once(joined_, [this] {
+    for (std::thread& thread : threads_) thread.join();
+  });
+}
+
+CompileServiceStats CompileService::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void CompileService::WorkerLoop() {
+  for (;;) {
+    bool cancelled = false;
+    std::optional<Job> job;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      job.emplace(std::move(queue_.front()));
+      queue_.pop_front();
+      --stats_.queued;
+      cancelled = stopping_;
+      ++(cancelled ? stats_.cancelled : stats_.running);
+    }
+    if (cancelled) {
+      job->done(Status::Unavailable(fmt::format(
+          "compile service shut down before compiling module {}", job->request.module->id())));
+      continue;
+    }
+    Result<CacheResult> result = cache_->GetOrCompile(job->request.module, job->request.options,
+                                                      job->request.pass, job->request.pass_version);
+    {
+      std::lock_guard lock(mu_);
+      --stats_.running;
+      ++stats_.completed;
+    }
+    job->done(std::move(result));
+  }
+}
+
+}  // namespace reef::wasm::native

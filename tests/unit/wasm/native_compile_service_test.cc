@@ -1,0 +1,148 @@
+// The native tier's compile service: compiles off the caller's thread, a bounded queue,
+// shutdown that answers every accepted request.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "unit/wasm/native_support.h"
+#include "wasm/native/compile_service.h"
+
+namespace reef::wasm::native::compile_service_test {
+namespace {
+
+using native_test::ParseWat;
+using namespace std::chrono_literals;
+
+constexpr std::string_view kAddWat = R"((module
+  (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add)
+))";
+
+class NativeCompileServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto temp = TempDir::Create();
+    ASSERT_TRUE(temp.ok()) << temp.status().ToString();
+    temp_ = std::make_unique<TempDir>(std::move(*temp));
+    auto cache = CodeCache::Open(temp_->path() / "native");
+    ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+    cache_ = std::move(*cache);
+    module_ = ParseWat(kAddWat);
+    ASSERT_NE(module_, nullptr);
+  }
+
+  CompileRequest Request(IrPass pass = {}) const {
+    CompileRequest request;
+    request.module = module_;
+    request.options.optimization = 0;
+    request.pass = std::move(pass);
+    return request;
+  }
+
+  static CompileServiceOptions Options(size_t workers, size_t max_queued) {
+    CompileServiceOptions options;
+    options.workers = workers;
+    options.max_queued = max_queued;
+    return options;
+  }
+
+  std::unique_ptr<TempDir> temp_;
+  std::shared_ptr<CodeCache> cache_;
+  std::shared_ptr<const Module> module_;
+};
+
+// Runs a callback's result into a future the test can wait on, noting the thread it ran on.
+struct Answer {
+  std::promise<Result<CacheResult>> promise;
+  std::thread::id thread;
+  CompileCallback Callback() {
+    return [this](Result<CacheResult> result) {
+      thread = std::this_thread::get_id();
+      promise.set_value(std::move(result));
+    };
+  }
+};
+
+TEST_F(NativeCompileServiceTest, CompilesOnAWorkerAndTheSecondRequestHits) {
+  CompileService service(cache_, Options(2, 4));
+  EXPECT_EQ(service.workers(), 2u);
+  Answer first;
+  Answer second;
+
+  ASSERT_TRUE(service.Submit(Request(), first.Callback()).ok());
+  auto compiled = first.promise.get_future().get();
+  ASSERT_TRUE(service.Submit(Request(), second.Callback()).ok());
+  auto hit = second.promise.get_future().get();
+
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  EXPECT_EQ(compiled->outcome, CacheOutcome::kCompiled);
+  EXPECT_NE(first.thread, std::this_thread::get_id());
+  ASSERT_TRUE(hit.ok()) << hit.status().ToString();
+  EXPECT_EQ(hit->outcome, CacheOutcome::kHit);
+  EXPECT_EQ(hit->module, compiled->module);
+  EXPECT_EQ(service.stats().completed, 2u);
+}
+
+TEST_F(NativeCompileServiceTest, FullQueueRefusesAndShutdownAnswersWhatWaited) {
+  CompileService service(cache_, Options(1, 2));
+  // The one worker is held inside the first request's IR pass until released.
+  std::promise<void> entered;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  IrPass hold = [&entered, released](wabt::Module&) {
+    entered.set_value();
+    released.wait();
+    return Status::FailedPrecondition("held request stops here");
+  };
+  Answer running;
+  ASSERT_TRUE(service.Submit(Request(hold), running.Callback()).ok());
+  entered.get_future().wait();
+  std::atomic<int> cancelled{0};
+  auto count_cancelled = [&cancelled](Result<CacheResult> result) {
+    if (result.status().code() == Code::kUnavailable &&
+        result.status().message().find("shut down before compiling") != std::string::npos) {
+      ++cancelled;
+    }
+  };
+  ASSERT_TRUE(service.Submit(Request(), count_cancelled).ok());
+  ASSERT_TRUE(service.Submit(Request(), count_cancelled).ok());
+
+  Status full = service.Submit(Request(), count_cancelled);
+
+  EXPECT_EQ(full.code(), Code::kLimitExceeded);
+  EXPECT_NE(full.message().find("compile queue full: 2 requests waiting"), std::string::npos);
+
+  std::thread stopper([&service] { service.Shutdown(); });
+  while (service.Submit(Request(), count_cancelled).code() != Code::kUnavailable) {
+    std::this_thread::sleep_for(1ms);  // until Shutdown has stopped accepting
+  }
+  release.set_value();
+  stopper.join();
+
+  EXPECT_EQ(running.promise.get_future().get().status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(cancelled.load(), 2);
+  EXPECT_EQ(service.stats().cancelled, 2u);
+  EXPECT_EQ(service.Submit(Request(), count_cancelled).code(), Code::kUnavailable);
+}
+
+TEST_F(NativeCompileServiceTest, BadRequestsAreRefusedAtSubmit) {
+  CompileService service(cache_, Options(1, 4));
+  CompileRequest no_module = Request();
+  no_module.module = nullptr;
+
+  EXPECT_EQ(service.Submit(no_module, [](Result<CacheResult>) {}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(service.Submit(Request(), nullptr).code(), Code::kInvalidArgument);
+  EXPECT_EQ(service.stats().rejected, 2u);
+}
+
+TEST_F(NativeCompileServiceTest, DefaultWorkersAreHalfTheHardwareThreads) {
+  CompileService service(cache_);
+
+  EXPECT_EQ(service.workers(), std::max(1u, std::thread::hardware_concurrency() / 2));
+}
+
+}  // namespace
+}  // namespace reef::wasm::native::compile_service_test
