@@ -18,9 +18,12 @@ constexpr size_t kMaxPooledPerImplementation = 64;
 // (or an earlier invocation, a killed one included) left in memory or globals.
 Result<std::unique_ptr<wasm::Instance>> AcquireInstance(Reactor& reactor, const Actor& actor) {
   auto& idle = reactor.pool[actor.implementation->id];
-  if (!idle.empty()) {
+  while (!idle.empty()) {
     std::unique_ptr<wasm::Instance> instance = std::move(idle.back().instance);
     idle.pop_back();
+    // The module's native code became ready (TierChoice::kAuto): it moves to it here, at a
+    // handler boundary.
+    if (reactor.engine.Outdated(*instance)) continue;
     REEF_RETURN_IF_ERROR(instance->Reset());
     return instance;
   }
@@ -33,6 +36,7 @@ void ReleaseInstance(Reactor& reactor, const Actor& actor,
   // its pages) never carry over to another invocation.
   const auto& memories = instance->module().memories();
   if (!memories.empty() && instance->memory().size() > memories[0].initial * 65'536) return;
+  if (reactor.engine.Outdated(*instance)) return;
   auto& idle = reactor.pool[actor.implementation->id];
   if (idle.size() < kMaxPooledPerImplementation) {
     idle.push_back({std::move(instance), actor.cell->ref});

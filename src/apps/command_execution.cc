@@ -210,7 +210,7 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
   // another's memory.
   thread_local std::map<std::string, std::unique_ptr<ModuleInstance>> instances;
   auto& slot = instances[active->sha256];
-  if (!slot) {
+  if (!slot || slot->Outdated()) {  // outdated: its native code is ready (TierChoice::kAuto)
     REEF_ASSIGN_OR_RETURN(
         slot, ModuleInstance::Create(ModuleKind::kCommand, module,
                                      fmt::format("commands/{}@{}", name, active->version)));

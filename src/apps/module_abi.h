@@ -109,6 +109,10 @@ class ModuleInstance {
 
   // Restores memory and globals to their state after instantiation (wasm::Instance::Reset).
   Status Reset() { return instance_->Reset(); }
+  // True when a new ModuleInstance of this module would run on another engine tier (its
+  // native code became ready): callers that keep one for reuse replace it between calls.
+  bool Outdated() const { return engine_->Outdated(*instance_); }
+  wasm::Tier tier() const { return instance_->tier(); }
   ModuleCallContext& context() { return context_; }
   const wasm::Module& module() const { return instance_->module(); }
 

@@ -20,13 +20,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "apps/event_values.h"
 #include "core/status.h"
@@ -58,13 +57,13 @@ struct RuntimeOptions {
 struct CommandOutcome {
   enum class Kind { kAppended, kRejected };
   Kind kind = Kind::kAppended;
-  std::string message;                          // kRejected: the module's exact message
-  std::vector<events::SequencedEvent> events;   // kAppended: what was appended
-  std::vector<Value> event_data;                // their data as the module wrote it
-  events::Position position = 0;                // kAppended: last appended position
-  std::string execution_id;                     // causation id of the appended events
-  uint32_t attempts = 1;                        // 1 + conflicts retried
-  bool replayed = false;                        // answered from the idempotency record
+  std::string message;                         // kRejected: the module's exact message
+  std::vector<events::SequencedEvent> events;  // kAppended: what was appended
+  std::vector<Value> event_data;               // their data as the module wrote it
+  events::Position position = 0;               // kAppended: last appended position
+  std::string execution_id;                    // causation id of the appended events
+  uint32_t attempts = 1;                       // 1 + conflicts retried
+  bool replayed = false;                       // answered from the idempotency record
 };
 
 struct ExecuteOptions {
@@ -77,12 +76,12 @@ struct ModuleStatus {
   store::ModuleKind kind = store::ModuleKind::kCommand;
   std::string name;
   std::string version;
-  std::string state;      // "running", "catching_up", "backoff", "failed", "stopped", "active"
-  std::string error;      // the last failure ("" when none)
-  bool up = false;        // running without a failure
-  uint64_t position = 0;  // projectors: last committed; effects: the watermark
-  uint64_t failures = 0;  // handler failures since the runtime started
-  uint64_t restarts = 0;  // starts after the first (activations, replays, env changes)
+  std::string state;           // "running", "catching_up", "backoff", "failed", "stopped", "active"
+  std::string error;           // the last failure ("" when none)
+  bool up = false;             // running without a failure
+  uint64_t position = 0;       // projectors: last committed; effects: the watermark
+  uint64_t failures = 0;       // handler failures since the runtime started
+  uint64_t restarts = 0;       // starts after the first (activations, replays, env changes)
   double backoff_seconds = 0;  // effects: the current retry delay, 0 when none
   std::optional<events::Query> query;  // projectors / effects: their query
 };

@@ -50,10 +50,14 @@ class ProjectorRunner final : public Runner {
     REEF_ASSIGN_OR_RETURN(uint64_t position, LoadRunnerPosition(db_, "reef_projector", "position"));
     status_.SetPosition(position);
     std::string label = fmt::format("projectors/{}@{}", spec_.name, spec_.version);
-    REEF_ASSIGN_OR_RETURN(
-        auto instance, ModuleInstance::Create(store::ModuleKind::kProjector, spec_.module, label));
-    instance->context().env = spec_.env;
-    instance->context().db = db_;
+    auto create = [&]() -> Result<std::unique_ptr<ModuleInstance>> {
+      REEF_ASSIGN_OR_RETURN(
+          auto created, ModuleInstance::Create(store::ModuleKind::kProjector, spec_.module, label));
+      created->context().env = spec_.env;
+      created->context().db = db_;
+      return created;
+    };
+    REEF_ASSIGN_OR_RETURN(auto instance, create());
     REEF_ASSIGN_OR_RETURN(Value query_value, instance->CallForValue("reef_query", {}));
     REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
     status_.SetQuery(query);
@@ -64,6 +68,10 @@ class ProjectorRunner final : public Runner {
       REEF_ASSIGN_OR_RETURN(
           auto batch, subscription->Next(spec_.options->projector_batch_events, kPollTimeout));
       if (batch.empty()) continue;
+      // Its native code became ready (TierChoice::kAuto): move to it between batches.
+      if (instance->Outdated()) {
+        REEF_ASSIGN_OR_RETURN(instance, create());
+      }
       REEF_RETURN_IF_ERROR(ExecSql(db_, "BEGIN IMMEDIATE"));
       uint64_t committed = position;
       Status failure = Status::Ok();

@@ -3,8 +3,8 @@
 //
 //   reef serve [--listen ADDR] [--data-dir DIR] [--auth-token TOKEN]
 //
-// Flags beat the environment (REEF_LISTEN, REEF_DATA_DIR, REEF_AUTH_TOKEN); REEF_LOG sets
-// Reef's own log filter (spdlog syntax: "debug", "actor=trace,info"). Reef's log goes to
+// Flags beat the environment (REEF_LISTEN, REEF_DATA_DIR, REEF_AUTH_TOKEN, REEF_ENGINE); REEF_LOG
+// sets Reef's own log filter (spdlog syntax: "debug", "actor=trace,info"). Reef's log goes to
 // stderr; one line "reef: serving on ws://HOST:PORT (data dir DIR)" says it is ready (with
 // the bound port when the listen address asked for port 0).
 //
@@ -32,6 +32,9 @@
 #include "events/http/event_subscriptions.h"
 #include "image/image.h"
 #include "server/server.h"
+#include "wasm/engine.h"
+#include "wasm/native/code_source.h"
+#include "wasm/tier.h"
 
 namespace reef::cli {
 namespace {
@@ -49,7 +52,39 @@ struct ServeArgs {
   uint64_t effect_backoff_max_ms = apps::RuntimeOptions{}.effect_backoff_max.count();
   uint32_t reactors = 0;  // program units' reactor threads; 0 = cores (at least 2)
   uint64_t shutdown_timeout_ms = server::ServerLimits{}.shutdown_timeout.count();
+  std::string engine = "auto";  // wasm::TierChoice
 };
+
+// Makes every engine of this process use the chosen tier (--engine), with native code from
+// <data dir>/cache/native compiled by a pool of background workers. `auto` without a C
+// compiler stays on the interpreter and says so once; `native` without one fails.
+Status ConfigureEngines(const ServeArgs& args) {
+  const std::optional<wasm::TierChoice> choice = wasm::ParseTierChoice(args.engine);
+  if (!choice.has_value()) {
+    return Status::InvalidArgument(
+        fmt::format("--engine {}: expected auto, native or interp", args.engine));
+  }
+  wasm::EngineOptions options;
+  options.tier = *choice;
+  if (*choice != wasm::TierChoice::kInterp) {
+    wasm::native::CodeSourceOptions code;
+    code.cache = std::filesystem::path(args.data_dir) / "cache" / "native";
+    code.background = true;
+    REEF_ASSIGN_OR_RETURN(options.native_code, wasm::native::CodeSource::Create(code));
+    if (Status compiler = options.native_code->CompilerStatus(); !compiler.ok()) {
+      if (*choice == wasm::TierChoice::kNative) {
+        return compiler.WithContext("--engine native needs a C compiler");
+      }
+      spdlog::warn("engine: no C compiler, so every module stays on the interpreter ({})",
+                   compiler.message());
+      options.tier = wasm::TierChoice::kInterp;
+    }
+  }
+  spdlog::info("engine: {} ({})", wasm::TierChoiceName(options.tier),
+               wasm::TierChoiceSummary(options.tier));
+  wasm::Engine::SetDefaultOptions(std::move(options));
+  return Status::Ok();
+}
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
 void SetUpLogging() {
@@ -107,6 +142,10 @@ int Serve(const ServeArgs& args) {
 
   if (Status prepared = PrepareDataDir(args.data_dir); !prepared.ok()) {
     fmt::print(stderr, "reef serve: {}\n", prepared.ToString());
+    return 1;
+  }
+  if (Status engines = ConfigureEngines(args); !engines.ok()) {
+    fmt::print(stderr, "reef serve: {}\n", engines.ToString());
     return 1;
   }
   image::ImageOptions image_options;
@@ -288,6 +327,13 @@ const Command kServeCommands[] = {
                       "and WebSocket clients to close, in ms")
            ->envname("REEF_SHUTDOWN_TIMEOUT_MS")
            ->check(CLI::Range(uint64_t{0}, uint64_t{600'000}))
+           ->capture_default_str();
+       app.add_option("--engine", args->engine,
+                      "How guest code runs: auto (the interpreter at once, native code once "
+                      "compiled), native (compiled before it first runs; needs a C compiler) "
+                      "or interp (the interpreter only)")
+           ->envname("REEF_ENGINE")
+           ->check(CLI::IsMember({"auto", "native", "interp"}))
            ->capture_default_str();
        return [args] { return Serve(*args); };
      }},

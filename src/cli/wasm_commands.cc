@@ -156,14 +156,29 @@ int ReportEnd(RunState state, const wasm::Invocation& invocation, uint64_t used)
   return 1;
 }
 
+// `--engine native|interp` of run and handle: the tier the one instance runs on.
+void AddEngineOption(CLI::App& app, std::string& engine) {
+  app.add_option("--engine", engine,
+                 "interp (starts at once) or native (compiled with the system C compiler "
+                 "first, about a second; then runs near native speed)")
+      ->check(CLI::IsMember({"interp", "native"}))
+      ->capture_default_str();
+}
+
+wasm::EngineOptions EngineOptionsFor(const std::string& engine) {
+  return wasm::EngineOptions{.tier = engine == "native" ? wasm::TierChoice::kNative
+                                                        : wasm::TierChoice::kInterp};
+}
+
 // ---------------------------------------------------------------------------------------
-// reef wasm run FILE EXPORT [ARG...] [--budget N]
+// reef wasm run FILE EXPORT [ARG...] [--budget N] [--engine native|interp]
 
 Handler SetupRun(CLI::App& app) {
   struct Args {
     std::string file, export_name;
     std::vector<std::string> args;
     uint64_t budget = 1'000'000'000;
+    std::string engine = "interp";
   };
   auto a = std::make_shared<Args>();
   app.add_option("file", a->file, ".wasm binary or .wat text")->required();
@@ -172,6 +187,7 @@ Handler SetupRun(CLI::App& app) {
   app.add_option("--budget", a->budget, "instruction budget (engine instructions)")
       ->capture_default_str()
       ->check(kInstructionCount);
+  AddEngineOption(app, a->engine);
   return [a] {
     auto module = wasm::Module::FromFile(a->file);
     if (!module.ok()) return Fail(module.status());
@@ -191,7 +207,7 @@ Handler SetupRun(CLI::App& app) {
       if (!value.ok()) return Fail(value.status());
       args.push_back(*value);
     }
-    wasm::Engine engine(actor::AbiV1Registry());
+    wasm::Engine engine(actor::AbiV1Registry(), {}, EngineOptionsFor(a->engine));
     auto instance = engine.Instantiate(*module);
     if (!instance.ok()) return Fail(instance.status());
     actor::ActorCallContext context{*ActorRef::Parse(kDevSelf)};
@@ -350,12 +366,14 @@ Handler SetupInspect(CLI::App& app) {
 
 // ---------------------------------------------------------------------------------------
 // reef wasm handle FILE STATE MESSAGE [--sender REF] [--self REF] [--budget N] [--slice N]
+//                  [--engine native|interp]
 
 Handler SetupHandle(CLI::App& app) {
   struct Args {
     std::string file, state, message, sender, self = std::string(kDevSelf);
     uint64_t budget = 100'000'000, slice = 10'000;
     bool profile = false;
+    std::string engine = "interp";
   };
   auto a = std::make_shared<Args>();
   app.add_option("file", a->file, "actor module (.wasm or .wat) built against ABI reef v1")
@@ -371,8 +389,14 @@ Handler SetupHandle(CLI::App& app) {
       ->capture_default_str()
       ->check(kInstructionCount);
   app.add_flag("--profile", a->profile,
-               "count instructions per function exactly (runs in 1-instruction slices)");
+               "count instructions per function exactly (runs in 1-instruction slices; "
+               "interpreter only)");
+  AddEngineOption(app, a->engine);
   return [a] {
+    if (a->profile && a->engine == "native") {
+      return Fail(Status::InvalidArgument(
+          "--profile needs --engine interp: native code has no frames to attribute counts to"));
+    }
     ValueLimits limits;
     auto state = ValueFromJson(a->state, limits);
     if (!state.ok()) return Fail(state.status().WithContext("state"));
@@ -389,7 +413,7 @@ Handler SetupHandle(CLI::App& app) {
 
     auto module = wasm::Module::FromFile(a->file);
     if (!module.ok()) return Fail(module.status());
-    wasm::Engine engine(actor::AbiV1Registry());
+    wasm::Engine engine(actor::AbiV1Registry(), {}, EngineOptionsFor(a->engine));
     auto instance = engine.Instantiate(*module);
     if (!instance.ok()) return Fail(instance.status());
     actor::ActorCallContext context{*self};

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+
 #include "wasm/detail/backend.h"
+#include "wasm/native/code_source.h"
 
 namespace reef::wasm {
 
@@ -86,17 +89,49 @@ Status CheckDeclaredLimits(const Module& module, const EngineLimits& limits) {
 
 }  // namespace
 
+namespace {
+
+struct DefaultEngineOptions {
+  std::mutex mu;
+  EngineOptions options;  // GUARDED_BY(mu)
+};
+
+DefaultEngineOptions& Defaults() {
+  static auto* defaults = new DefaultEngineOptions();  // never destroyed: engines may outlive exit
+  return *defaults;
+}
+
+}  // namespace
+
+void Engine::SetDefaultOptions(EngineOptions options) {
+  std::lock_guard lock(Defaults().mu);
+  Defaults().options = std::move(options);
+}
+
+EngineOptions Engine::DefaultOptions() {
+  std::lock_guard lock(Defaults().mu);
+  return Defaults().options;
+}
+
+Engine::Engine(const HostRegistry& registry, EngineLimits limits)
+    : Engine(registry, limits, DefaultOptions()) {}
+
 Engine::Engine(const HostRegistry& registry, EngineLimits limits, EngineOptions options)
-    : registry_(registry),
-      limits_(limits),
-      backend_(options.tier == Tier::kNative
-                   ? detail::MakeNativeBackend(registry, limits, options.native_optimization)
-                   : detail::MakeInterpBackend(registry, limits)) {}
+    : registry_(registry), limits_(limits), options_(std::move(options)) {
+  if (options_.native_code == nullptr) options_.native_code = native::CodeSource::Default();
+  if (options_.tier != TierChoice::kNative) {
+    interp_ = detail::MakeInterpBackend(registry, limits);
+  }
+  if (options_.tier != TierChoice::kInterp) {
+    native_ = detail::MakeNativeBackend(registry, limits, options_.native_code);
+  }
+}
 
 Engine::~Engine() = default;
 
-Tier Engine::tier() const {
-  return backend_->tier();
+bool Engine::Outdated(const Instance& instance) const {
+  return options_.tier == TierChoice::kAuto && instance.tier() == Tier::kInterp &&
+         options_.native_code->Find(instance.module()) != nullptr;
 }
 
 Result<std::vector<size_t>> Engine::ResolveImports(const Module& module) const {
@@ -142,7 +177,12 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
       return Status::Trapped("start function trapped: " + refused.ToString());
     }
   }
-  REEF_ASSIGN_OR_RETURN(auto instance, backend_->Instantiate(module, rows));
+  detail::Backend* backend = native_ != nullptr ? native_.get() : interp_.get();
+  if (options_.tier == TierChoice::kAuto && options_.native_code->Find(*module) == nullptr) {
+    options_.native_code->Request(module);  // meanwhile, and if it fails: the interpreter
+    backend = interp_.get();
+  }
+  REEF_ASSIGN_OR_RETURN(auto instance, backend->Instantiate(module, rows));
   ++stats_.instances_created;
   return instance;
 }

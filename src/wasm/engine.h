@@ -41,10 +41,15 @@ struct EngineLimits {
   uint32_t max_nested_invocations = 16;
 };
 
-// How an Engine runs guest code: its tier, and for the native tier how modules are compiled.
+namespace native {
+class CodeSource;
+}
+
+// How an Engine runs guest code: which tier each module gets, and where native code comes
+// from (null: native::CodeSource::Default(), which compiles on the calling thread).
 struct EngineOptions {
-  Tier tier = Tier::kInterp;
-  int native_optimization = 1;  // the C compiler's -O level for the native tier, 0..3
+  TierChoice tier = TierChoice::kInterp;
+  std::shared_ptr<native::CodeSource> native_code;
 };
 
 struct EngineStats {
@@ -58,10 +63,14 @@ class Backend;
 
 class Engine {
  public:
-  // REQUIRES: `registry` outlives the engine and every instance it creates.
-  Engine(const HostRegistry& registry, EngineLimits limits = {}, EngineOptions options = {});
+  // REQUIRES: `registry` outlives the engine and every instance it creates. Without
+  // `options`, the process's defaults (SetDefaultOptions).
+  explicit Engine(const HostRegistry& registry, EngineLimits limits = {});
+  Engine(const HostRegistry& registry, EngineLimits limits, EngineOptions options);
   Engine(const HostRegistry& registry, EngineLimits limits, Tier tier)
-      : Engine(registry, limits, EngineOptions{.tier = tier}) {}
+      : Engine(registry, limits,
+               EngineOptions{.tier = tier == Tier::kNative ? TierChoice::kNative
+                                                           : TierChoice::kInterp}) {}
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -76,10 +85,22 @@ class Engine {
   // LimitExceeded or Internal from native/c_gen.h, compiler.h and native_module.h.
   Result<std::unique_ptr<Instance>> Instantiate(std::shared_ptr<const Module> module);
 
+  // The options of engines made without any: `reef serve` sets them once at startup
+  // (--engine, REEF_ENGINE) so every face (actors, commands, projectors, effects, program
+  // units) runs on the chosen tier. Initially TierChoice::kInterp with the default code
+  // source. Any thread; engines made earlier keep theirs.
+  static void SetDefaultOptions(EngineOptions options);
+  static EngineOptions DefaultOptions();
+
+  // True when a new instance of `instance`'s module would run on another tier than
+  // `instance` does (auto: its native code is ready now). Callers that keep instances for
+  // reuse drop such ones at a handler boundary, so the module moves to native code.
+  bool Outdated(const Instance& instance) const;
+
   const EngineLimits& limits() const { return limits_; }
   const HostRegistry& registry() const { return registry_; }
   const EngineStats& stats() const { return stats_; }
-  Tier tier() const;
+  TierChoice tier_choice() const { return options_.tier; }
 
  private:
   // The registry row of each function import of `module`, in import order. Errors: NotFound
@@ -88,8 +109,10 @@ class Engine {
 
   const HostRegistry& registry_;
   EngineLimits limits_;
+  EngineOptions options_;
   EngineStats stats_;
-  std::shared_ptr<detail::Backend> backend_;
+  std::shared_ptr<detail::Backend> interp_;  // null with TierChoice::kNative
+  std::shared_ptr<detail::Backend> native_;  // null with TierChoice::kInterp
 };
 
 // Bounds-checked access to an instance's memory 0. Every method checks that
@@ -119,6 +142,7 @@ class Instance {
 
   virtual const Module& module() const = 0;
   virtual GuestMemory& memory() = 0;
+  virtual Tier tier() const = 0;
 
   // Starts calling export `name` with `args`; nothing runs until Invocation::Run.
   // `context` is handed to host handlers (HostCall::context()); lifetime: must outlive the

@@ -18,6 +18,18 @@ constexpr std::array kTiers = {
 #undef REEF_X
 };
 
+struct ChoiceRow {
+  TierChoice choice;
+  std::string_view name;
+  std::string_view summary;
+};
+
+constexpr std::array kChoices = {
+#define REEF_X(name, text, summary) ChoiceRow{TierChoice::name, text, summary},
+    REEF_TIER_CHOICES(REEF_X)
+#undef REEF_X
+};
+
 }  // namespace
 
 std::string_view TierName(Tier tier) {
@@ -31,6 +43,21 @@ std::string_view TierSummary(Tier tier) {
 std::optional<Tier> ParseTier(std::string_view name) {
   for (const TierRow& row : kTiers) {
     if (row.name == name) return row.tier;
+  }
+  return std::nullopt;
+}
+
+std::string_view TierChoiceName(TierChoice choice) {
+  return kChoices[static_cast<size_t>(choice)].name;
+}
+
+std::string_view TierChoiceSummary(TierChoice choice) {
+  return kChoices[static_cast<size_t>(choice)].summary;
+}
+
+std::optional<TierChoice> ParseTierChoice(std::string_view name) {
+  for (const ChoiceRow& row : kChoices) {
+    if (row.name == name) return row.choice;
   }
   return std::nullopt;
 }

@@ -3,6 +3,9 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
+
+#include "wasm/native/code_source.h"
 
 namespace reef::spec {
 
@@ -32,8 +35,14 @@ std::unique_ptr<wasm::Engine> MakeInterpreterEngine(const wasm::HostRegistry& re
 // a third of -O1's time, and the generated code's semantics do not depend on the level.
 std::unique_ptr<wasm::Engine> MakeNativeEngine(const wasm::HostRegistry& registry,
                                                const wasm::EngineLimits& limits) {
+  static const std::shared_ptr<wasm::native::CodeSource> code = [] {
+    wasm::native::CodeSourceOptions options;
+    options.compile.optimization = 0;
+    return *wasm::native::CodeSource::Create(options);  // cannot fail without a cache
+  }();
   return std::make_unique<wasm::Engine>(
-      registry, limits, wasm::EngineOptions{.tier = wasm::Tier::kNative, .native_optimization = 0});
+      registry, limits,
+      wasm::EngineOptions{.tier = wasm::TierChoice::kNative, .native_code = code});
 }
 
 const std::array<Tier, 2> kTiers = {{

@@ -39,9 +39,9 @@ class Backend {
 // The interpreter tier (src/wasm/interp/).
 std::shared_ptr<Backend> MakeInterpBackend(const HostRegistry& registry,
                                            const EngineLimits& limits);
-// The native tier (src/wasm/native/), compiling with the C compiler at -O`optimization`.
+// The native tier (src/wasm/native/), its code from `code` (REQUIRES: not null).
 std::shared_ptr<Backend> MakeNativeBackend(const HostRegistry& registry, const EngineLimits& limits,
-                                           int optimization);
+                                           std::shared_ptr<native::CodeSource> code);
 
 // The outcome of running a start function to `RunState` `state` with `budget` instructions:
 // OK when it finished; Trapped "start function trapped: <trap>"; LimitExceeded when it ran out

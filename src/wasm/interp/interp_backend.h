@@ -88,6 +88,7 @@ class InterpInstance final : public Instance, public GuestMemory {
   // Instance
   const Module& module() const override { return *compiled_->module; }
   GuestMemory& memory() override { return *this; }
+  Tier tier() const override { return Tier::kInterp; }
   Result<std::unique_ptr<Invocation>> Start(std::string_view name, std::span<const WasmValue> args,
                                             void* context) override;
   // Starts a call of function `index` (any function, exported or not).

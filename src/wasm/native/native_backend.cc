@@ -59,81 +59,36 @@ void OutOfFuel(void* host) {
 // ---- Backend -------------------------------------------------------------------------------
 
 NativeBackend::NativeBackend(const HostRegistry& host_registry, const EngineLimits& engine_limits,
-                             int optimization_level)
+                             std::shared_ptr<CodeSource> code_source)
     : registry(host_registry),
       limits(engine_limits),
-      optimization(optimization_level),
+      code(std::move(code_source)),
       stacks(kFiberStackBytes),
       out_of_fuel_type(wasm_rt_register_func_type(0, 0)) {}
-
-namespace {
-
-// Native code is immutable and shared by every engine of the process (each reactor has its
-// own engine): the loaded library of each module id, while some engine still uses it.
-class SharedCodeTable {
- public:
-  struct Code {
-    std::shared_ptr<const NativeModule> code;
-    detail::MeterLayout meter;
-  };
-
-  // The code of `module` compiled with `options`, compiled now unless some engine holds it. Two
-  // engines compiling one module at once both compile; the later one is remembered, both are
-  // correct.
-  Result<Code> Get(const std::shared_ptr<const Module>& module, const CompileOptions& options) {
-    const std::string key = fmt::format("{}/O{}", module->id(), options.optimization);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = table_.find(key);
-      if (it != table_.end()) {
-        if (auto code = it->second.code.lock()) return Code{std::move(code), it->second.meter};
-      }
-    }
-    Code out;
-    const IrPass meter = [&out](wabt::Module& ir) -> Status {
-      REEF_ASSIGN_OR_RETURN(out.meter, detail::MeterModule(ir));
-      return Status::Ok();
-    };
-    REEF_ASSIGN_OR_RETURN(out.code, NativeModule::Compile(module, options, meter));
-    std::lock_guard<std::mutex> lock(mu_);
-    std::erase_if(table_, [](const auto& entry) { return entry.second.code.expired(); });
-    table_[key] = Entry{out.code, out.meter};
-    return out;
-  }
-
- private:
-  struct Entry {
-    std::weak_ptr<const NativeModule> code;
-    detail::MeterLayout meter;
-  };
-  std::mutex mu_;
-  std::unordered_map<std::string, Entry> table_;
-};
-
-}  // namespace
 
 Result<std::shared_ptr<CompiledNative>> NativeBackend::Compile(
     const std::shared_ptr<const Module>& module) {
   if (auto it = compiled.find(module->id()); it != compiled.end()) return it->second;
-  static SharedCodeTable* shared = new SharedCodeTable();  // never destroyed: used until exit
+  REEF_ASSIGN_OR_RETURN(std::shared_ptr<const NativeModule> native, code->Get(module));
   auto out = std::make_shared<CompiledNative>();
-  CompileOptions options;
-  options.optimization = optimization;
-  REEF_ASSIGN_OR_RETURN(SharedCodeTable::Code code, shared->Get(module, options));
-  out->code = std::move(code.code);
-  out->meter = code.meter;
+  // The metering pass appends its fields (wasm/detail/meter.h): the fuel is the last global,
+  // the meter table follows the module's own tables.
+  if (native->globals().empty()) return Status::Internal("native module is not metered");
+  out->meter.fuel_global = static_cast<uint32_t>(native->globals().size() - 1);
+  out->meter.meter_table = static_cast<uint32_t>(module->tables().size());
+  out->code = std::move(native);
   compiled.emplace(module->id(), out);
   return out;
 }
 
 Result<std::unique_ptr<Instance>> NativeBackend::Instantiate(
     const std::shared_ptr<const Module>& module, std::span<const size_t> import_rows) {
-  REEF_ASSIGN_OR_RETURN(std::shared_ptr<CompiledNative> code, Compile(module));
+  REEF_ASSIGN_OR_RETURN(std::shared_ptr<CompiledNative> compiled_module, Compile(module));
   std::vector<const HostFunction*> imports;
   for (size_t row : import_rows) imports.push_back(&registry.functions()[row]);
-  REEF_ASSIGN_OR_RETURN(auto instance,
-                        NativeInstance::Create(shared_from_this(), code, std::move(imports)));
-  if (code->code->has_start()) {
+  REEF_ASSIGN_OR_RETURN(auto instance, NativeInstance::Create(shared_from_this(), compiled_module,
+                                                              std::move(imports)));
+  if (compiled_module->code->has_start()) {
     const uint64_t budget = limits.max_start_instructions;
     std::unique_ptr<Invocation> start = instance->StartStartFunction();
     start->Run(budget);
@@ -341,8 +296,8 @@ Status NativeInstance::Write(uint32_t ptr, std::span<const uint8_t> bytes) {
 namespace reef::wasm::detail {
 
 std::shared_ptr<Backend> MakeNativeBackend(const HostRegistry& registry, const EngineLimits& limits,
-                                           int optimization) {
-  return std::make_shared<native::NativeBackend>(registry, limits, optimization);
+                                           std::shared_ptr<native::CodeSource> code) {
+  return std::make_shared<native::NativeBackend>(registry, limits, std::move(code));
 }
 
 }  // namespace reef::wasm::detail

@@ -20,6 +20,7 @@
 #include "wasm/detail/memory_image.h"
 #include "wasm/detail/meter.h"
 #include "wasm/engine.h"
+#include "wasm/native/code_source.h"
 #include "wasm/native/fiber.h"
 #include "wasm/native/native_module.h"
 #include "wasm/native/rt/runtime.h"
@@ -46,18 +47,18 @@ struct CompiledNative {
 
 struct NativeBackend final : detail::Backend, std::enable_shared_from_this<NativeBackend> {
   NativeBackend(const HostRegistry& host_registry, const EngineLimits& engine_limits,
-                int optimization);
+                std::shared_ptr<CodeSource> code_source);
 
   Tier tier() const override { return Tier::kNative; }
   Result<std::unique_ptr<Instance>> Instantiate(const std::shared_ptr<const Module>& module,
                                                 std::span<const size_t> import_rows) override;
 
-  // The compiled form of `module`, compiled on first use (later: from the code cache).
+  // The compiled form of `module`, from the code source (compiled there on first use).
   Result<std::shared_ptr<CompiledNative>> Compile(const std::shared_ptr<const Module>& module);
 
   const HostRegistry& registry;
   const EngineLimits limits;
-  const int optimization;  // the C compiler's -O level
+  const std::shared_ptr<CodeSource> code;
   StackPool stacks;
   // The registered function-type id of `() -> ()`, the out-of-fuel function's type.
   const uint32_t out_of_fuel_type;
@@ -86,6 +87,7 @@ class NativeInstance final : public Instance, public GuestMemory {
   // Instance
   const Module& module() const override { return compiled_->code->module(); }
   GuestMemory& memory() override { return *this; }
+  Tier tier() const override { return Tier::kNative; }
   Result<std::unique_ptr<Invocation>> Start(std::string_view name, std::span<const WasmValue> args,
                                             void* context) override;
   Status Reset() override;

@@ -8,6 +8,7 @@
 
 #include "unit/wasm/tier_param.h"
 #include "wasm/engine.h"
+#include "wasm/native/code_source.h"
 
 namespace reef::wasm {
 namespace {
@@ -210,9 +211,41 @@ TEST(EngineTierTest, TiersHaveOneStableNameEach) {
 TEST(EngineTierTest, AnEngineSaysWhichTierRunsItsInstances) {
   HostRegistry registry("test", 1);
   Engine engine(registry);
-  EXPECT_EQ(engine.tier(), Tier::kInterp);
+  EXPECT_EQ(engine.tier_choice(), TierChoice::kInterp);
   Engine native(registry, {}, Tier::kNative);
-  EXPECT_EQ(native.tier(), Tier::kNative);
+  EXPECT_EQ(native.tier_choice(), TierChoice::kNative);
+  auto module = Module::FromText("(module (func (export \"f\")))");
+  ASSERT_TRUE(module.ok());
+  EXPECT_EQ((*engine.Instantiate(*module))->tier(), Tier::kInterp);
+  EXPECT_EQ((*native.Instantiate(*module))->tier(), Tier::kNative);
+}
+
+TEST(EngineTierTest, AutoStartsOnTheInterpreterAndMovesToNativeCodeOnceCompiled) {
+  HostRegistry registry("test", 1);
+  // A source of its own, so no other test has compiled the module yet. Without a compile
+  // service its Request compiles on the calling thread, before Instantiate returns.
+  auto code = native::CodeSource::Create({});
+  ASSERT_TRUE(code.ok()) << code.status().ToString();
+  Engine engine(registry, {}, EngineOptions{.tier = TierChoice::kAuto, .native_code = *code});
+  auto module = Module::FromText(
+      R"((module (func (export "add") (param i32 i32) (result i32)
+           (i32.add (local.get 0) (local.get 1)))))");
+  ASSERT_TRUE(module.ok());
+
+  auto first = engine.Instantiate(*module);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)->tier(), Tier::kInterp) << "the first instance does not wait for a compile";
+  EXPECT_TRUE(engine.Outdated(**first)) << "its native code is ready now";
+  auto second = engine.Instantiate(*module);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*second)->tier(), Tier::kNative);
+  EXPECT_FALSE(engine.Outdated(**second));
+  for (auto* instance : {first->get(), second->get()}) {
+    auto sum = instance->Call("add", std::vector<WasmValue>{int32_t{2}, int32_t{40}});
+    ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+    EXPECT_EQ(std::get<int32_t>((*sum)[0]), 42);
+  }
+  EXPECT_EQ((*code)->stats().compiled, 1u);
 }
 
 REEF_INSTANTIATE_FOR_EVERY_TIER(EngineApiTest);

@@ -1,0 +1,174 @@
+// CodeSource (code_source.h).
+#include "wasm/native/code_source.h"
+
+#include <algorithm>
+#include <future>
+#include <utility>
+
+#include "wasm/detail/meter.h"
+
+namespace reef::wasm::native {
+namespace {
+
+// The metering pass every native module is compiled with (its layout is recovered from the
+// compiled module: the fuel is the last global, the meter table follows the module's own).
+IrPass MeterPass() {
+  return [](wabt::Module& ir) -> Status { return detail::MeterModule(ir).status(); };
+}
+
+}  // namespace
+
+CodeSource::CodeSource(CodeSourceOptions options) : options_(std::move(options)) {}
+
+CodeSource::~CodeSource() {
+  if (service_ != nullptr) service_->Shutdown();
+}
+
+Result<std::shared_ptr<CodeSource>> CodeSource::Create(CodeSourceOptions options) {
+  std::shared_ptr<CodeSource> source(new CodeSource(std::move(options)));
+  if (source->options_.cache.has_value()) {
+    REEF_ASSIGN_OR_RETURN(std::unique_ptr<CodeCache> cache,
+                          CodeCache::Open(*source->options_.cache));
+    source->cache_ = std::move(cache);
+    if (source->options_.background) {
+      source->service_ = std::make_unique<CompileService>(source->cache_, source->options_.service);
+    }
+  }
+  return source;
+}
+
+std::shared_ptr<CodeSource> CodeSource::Default() {
+  static const std::shared_ptr<CodeSource> source(new CodeSource(CodeSourceOptions{}));
+  return source;
+}
+
+std::shared_ptr<const NativeModule> CodeSource::Find(const Module& module) {
+  std::lock_guard lock(mu_);
+  auto it = loaded_.find(module.id());
+  if (it == loaded_.end()) return nullptr;
+  Touch(it->second);
+  return it->second.code;
+}
+
+Result<std::shared_ptr<const NativeModule>> CodeSource::Get(
+    const std::shared_ptr<const Module>& module) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = loaded_.find(module->id()); it != loaded_.end()) {
+      Touch(it->second);
+      return it->second.code;
+    }
+    if (auto it = failed_.find(module->id()); it != failed_.end()) return it->second;
+  }
+  if (service_ == nullptr) return Build(module);
+  // Wait for a worker: a compile never runs on the calling thread when there is a service.
+  auto done = std::make_shared<std::promise<Result<std::shared_ptr<const NativeModule>>>>();
+  std::future<Result<std::shared_ptr<const NativeModule>>> result = done->get_future();
+  const Status submitted = service_->Submit(
+      CompileRequest{module, options_.compile, MeterPass(), detail::kMeterVersion},
+      [this, id = module->id(), done](Result<CacheResult> compiled) {
+        Result<std::shared_ptr<const NativeModule>> out =
+            compiled.ok() ? Result<std::shared_ptr<const NativeModule>>(compiled->module)
+                          : Result<std::shared_ptr<const NativeModule>>(compiled.status());
+        {
+          std::lock_guard lock(mu_);
+          if (compiled.ok()) {
+            ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
+          }
+          Record(id, out);
+        }
+        done->set_value(std::move(out));
+      });
+  if (!submitted.ok()) return submitted;
+  return result.get();
+}
+
+void CodeSource::Request(const std::shared_ptr<const Module>& module) {
+  {
+    std::lock_guard lock(mu_);
+    const std::string& id = module->id();
+    if (loaded_.contains(id) || failed_.contains(id) || pending_.contains(id)) return;
+    pending_.insert(id);
+  }
+  if (service_ == nullptr) {
+    (void)Build(module);
+    return;
+  }
+  const Status submitted = service_->Submit(
+      CompileRequest{module, options_.compile, MeterPass(), detail::kMeterVersion},
+      [this, id = module->id()](Result<CacheResult> compiled) {
+        std::lock_guard lock(mu_);
+        if (compiled.ok()) {
+          ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
+          Record(id, compiled->module);
+        } else if (compiled.status().code() != Code::kUnavailable &&
+                   compiled.status().code() != Code::kLimitExceeded) {
+          Record(id, compiled.status());
+        } else {
+          pending_.erase(id);  // shut down or queue full: a later Request tries again
+        }
+      });
+  if (!submitted.ok()) {
+    std::lock_guard lock(mu_);
+    pending_.erase(module->id());
+  }
+}
+
+Result<std::shared_ptr<const NativeModule>> CodeSource::Build(
+    const std::shared_ptr<const Module>& module) {
+  Result<std::shared_ptr<const NativeModule>> out = Status::Internal("not built");
+  bool from_cache = false;
+  if (cache_ != nullptr) {
+    Result<CacheResult> compiled =
+        cache_->GetOrCompile(module, options_.compile, MeterPass(), detail::kMeterVersion);
+    if (compiled.ok()) from_cache = compiled->outcome == CacheOutcome::kHit;
+    out = compiled.ok() ? Result<std::shared_ptr<const NativeModule>>(compiled->module)
+                        : Result<std::shared_ptr<const NativeModule>>(compiled.status());
+  } else {
+    out = NativeModule::Compile(module, options_.compile, MeterPass());
+  }
+  std::lock_guard lock(mu_);
+  if (out.ok()) ++(from_cache ? stats_.from_cache : stats_.compiled);
+  Record(module->id(), out);
+  return out;
+}
+
+void CodeSource::Record(const std::string& id,
+                        const Result<std::shared_ptr<const NativeModule>>& result) {
+  pending_.erase(id);
+  if (!result.ok()) {
+    failed_.emplace(id, result.status());
+    ++stats_.failed;
+    return;
+  }
+  if (auto it = loaded_.find(id); it != loaded_.end()) {
+    Touch(it->second);
+    return;
+  }
+  recency_.push_front(id);
+  loaded_.emplace(id, Loaded{*result, recency_.begin()});
+  while (loaded_.size() > std::max<size_t>(options_.max_loaded, 1)) {
+    loaded_.erase(recency_.back());
+    recency_.pop_back();
+  }
+}
+
+void CodeSource::Touch(Loaded& loaded) {
+  recency_.splice(recency_.begin(), recency_, loaded.recency);
+}
+
+Status CodeSource::CompilerStatus() {
+  std::lock_guard lock(mu_);
+  if (!compiler_status_.has_value()) compiler_status_ = FindCompiler(options_.compile).status();
+  return *compiler_status_;
+}
+
+CodeSourceStats CodeSource::stats() {
+  std::lock_guard lock(mu_);
+  CodeSourceStats out = stats_;
+  out.pending = pending_.size();
+  out.loaded = loaded_.size();
+  return out;
+}
+
+}  // namespace reef::wasm::native
