@@ -1,4 +1,5 @@
-// reef_bench: the Reef-interpreter column of `make bench` (see docs/benchmarks.md).
+// reef_bench: the Reef columns of `make bench`, one engine tier per run (see
+// docs/benchmarks.md).
 //
 // Loads bench_kernels.wasm with Module::FromFile, instantiates it through an Engine with an
 // empty HostRegistry("reef", 1) and times, each REPEATS samples (the median is what counts):
@@ -6,7 +7,9 @@
 //   driven by hand with Start + Run(10,000) slices (the free-running slice size), and
 //   CALLS calls of nop(i) through Instance::Call and through Start + Run on one instance.
 //
-// Usage: reef_bench KERNELS.wasm FIB_N LOOP_N CALLS REPEATS
+// Usage: reef_bench KERNELS.wasm FIB_N LOOP_N CALLS REPEATS [interp|native]
+// (interp by default; native compiles the module with the system C compiler first, untimed,
+// and prints engine=reef-native).
 // Every measurement runs once untimed (warm-up and calibration); then each sample repeats it
 // back to back for at least kMinSampleMs and reports the time of one run (`reps` per sample).
 // Prints one line per figure, machine-readable (parsed by scripts/bench.sh):
@@ -76,13 +79,17 @@ struct Sample {
   uint64_t slices = 0;       // Run calls of one run (sliced mode only)
 };
 
+// "reef" (the interpreter) or "reef-native": the engine field of every printed line.
+const char* g_engine_name = "reef";
+
 void Print(std::string_view kernel, std::string_view mode, uint64_t budget, int64_t n,
            std::string_view unit, const Sample& s) {
   double median = Median(s.runs);
-  std::printf("bench engine=reef kernel=%.*s mode=%.*s budget=%" PRIu64 " n=%" PRId64
+  std::printf("bench engine=%s kernel=%.*s mode=%.*s budget=%" PRIu64 " n=%" PRId64
               " result=%" PRId64 " unit=%.*s median=%.3f runs=",
-              static_cast<int>(kernel.size()), kernel.data(), static_cast<int>(mode.size()),
-              mode.data(), budget, n, s.result, static_cast<int>(unit.size()), unit.data(), median);
+              g_engine_name, static_cast<int>(kernel.size()), kernel.data(),
+              static_cast<int>(mode.size()), mode.data(), budget, n, s.result,
+              static_cast<int>(unit.size()), unit.data(), median);
   for (size_t i = 0; i < s.runs.size(); ++i) std::printf(i ? ",%.3f" : "%.3f", s.runs[i]);
   std::printf(" reps=%d", s.reps);
   if (s.slices > 0) {
@@ -166,7 +173,12 @@ int32_t ParseArg(const char* text, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) Die("usage: reef_bench KERNELS.wasm FIB_N LOOP_N CALLS REPEATS");
+  if (argc != 6 && argc != 7) {
+    Die("usage: reef_bench KERNELS.wasm FIB_N LOOP_N CALLS REPEATS [interp|native]");
+  }
+  const std::string tier = argc == 7 ? argv[6] : "interp";
+  if (tier != "interp" && tier != "native") Die("bad tier: " + tier);
+  if (tier == "native") g_engine_name = "reef-native";
   const int32_t fib_n = ParseArg(argv[2], "FIB_N");
   const int32_t loop_n = ParseArg(argv[3], "LOOP_N");
   const int32_t calls = ParseArg(argv[4], "CALLS");
@@ -175,7 +187,7 @@ int main(int argc, char** argv) {
   auto module = Module::FromFile(argv[1]);
   if (!module.ok()) Die(module.status().ToString());
   HostRegistry registry("reef", 1);
-  Engine engine(registry);
+  Engine engine(registry, {}, tier == "native" ? Tier::kNative : Tier::kInterp);
   auto instance_or = engine.Instantiate(*module);
   if (!instance_or.ok()) Die(instance_or.status().ToString());
   Instance& instance = **instance_or;

@@ -19,8 +19,9 @@
 # Each table can be skipped: REEF_BENCH_ENGINE=0, REEF_BENCH_ACTORS=0, REEF_BENCH_EVENTS=0,
 # REEF_BENCH_APPS=0, REEF_BENCH_PROGRAMS=0.
 #
-# Engine table. In one run, the same kernels (bench/kernels/kernels.c) go through three runners:
+# Engine table. In one run, the same kernels (bench/kernels/kernels.c) go through four runners:
 #   Reef interp  BUILD_DIR/bench/reef_bench on BUILD_DIR/guests/bench_kernels.wasm
+#   Reef native  the same with `native` (the native tier; its compile is not timed)
 #   V8           node bench/v8_anchor.mjs on that same .wasm file (the anchor)
 #   native       BUILD_DIR/bench/bench_native, the C compiled with -O2 (the limit)
 # Each prints machine-readable `bench ...` lines (echoed here first); every runner must compute
@@ -124,13 +125,14 @@ trap 'rm -f "$lines" "$reef_actor_lines" "$event_lines" "$app_lines" "$program_l
 if [[ $engine != 0 ]]; then
   echo "bench: fib($fib_n), loop($loop_n), $calls nop calls; median of $repeats rounds;" \
     "node $("$node" --version); load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-  # Rounds interleave the three runners (one sample each per round), so load from anything else
+  # Rounds interleave the four runners (one sample each per round), so load from anything else
   # on the machine falls on all columns alike rather than on whichever runner happens to be last.
   sizes=("$fib_n" "$loop_n" "$calls" 1)
   for ((round = 1; round <= repeats; ++round)); do
     "$build/bench/bench_native" "${sizes[@]}" | tee -a "$lines"
     "$node" "$root/bench/v8_anchor.mjs" "$wasm" "${sizes[@]}" | tee -a "$lines"
     "$build/bench/reef_bench" "$wasm" "${sizes[@]}" | tee -a "$lines"
+    "$build/bench/reef_bench" "$wasm" "${sizes[@]}" native | tee -a "$lines"
   done
   echo
 
@@ -150,39 +152,49 @@ if [[ $engine != 0 ]]; then
       }
       if (!(kernel in result)) result[kernel] = field("result")
     }
-    function row(label, unit, kernel, mode,   r, v, n) {
-      if (!count["reef/" kernel "/" mode] || !count["v8/" kernel "/call"] ||
-          !count["native/" kernel "/call"]) {
+    # goal: "1.3" (Reef native at most that many times native C), "20ns" (at most 20 ns), "".
+    function row(label, unit, kernel, mode, goal,   r, rn, v, n, verdict) {
+      if (!count["reef/" kernel "/" mode] || !count["reef-native/" kernel "/" mode] ||
+          !count["v8/" kernel "/call"] || !count["native/" kernel "/call"]) {
         print "bench: missing figure for " kernel "/" mode > "/dev/stderr"
         bad = 1
         return
       }
-      r = median("reef/" kernel "/" mode); v = median("v8/" kernel "/call")
-      n = median("native/" kernel "/call")
-      printf "| %-38s | %-7s | %11.3f | %9.3f | %9.3f | %8s | %11s |\n", label, unit, r, v, n,
-             ratio(r, v), ratio(r, n)
+      r = median("reef/" kernel "/" mode); rn = median("reef-native/" kernel "/" mode)
+      v = median("v8/" kernel "/call"); n = median("native/" kernel "/call")
+      verdict = ""
+      if (goal ~ /ns$/) {
+        verdict = sprintf("<= %s: %s", goal, (rn <= goal + 0) ? "PASS" : "MISS")
+      } else if (goal != "") {
+        verdict = sprintf("<= %sx: %s", goal, (n > 0 && rn / n <= goal + 0) ? "PASS" : "MISS")
+      }
+      printf "| %-38s | %-7s | %11.3f | %11.3f | %9.3f | %9.3f | %8s | %11s | %12s | %-14s |\n",
+             label, unit, r, rn, v, n, ratio(r, v), ratio(r, n), ratio(rn, n), verdict
     }
     function rate(key) {  # M engine instructions per second of a sliced run (exact to one slice)
       return sprintf("%.1f", slices[key] * budget[key] / (median(key) / 1e3) / 1e6)
     }
     END {
-      printf "| %-38s | %-7s | %11s | %9s | %9s | %8s | %11s |\n", "kernel", "unit", "Reef interp",
-             "V8", "native", "Reef/V8", "Reef/native"
-      printf "|%s|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------", "---------",
-             "-------------", "-----------", "-----------", "----------", "-------------"
-      row("fib(" fib_n ")", "ms/run", "fib", "call")
-      row("fib(" fib_n "), 10k-instr slices", "ms/run", "fib", "sliced")
-      row("loop(" loop_n ")", "ms/run", "loop", "call")
-      row("loop(" loop_n "), 10k-instr slices", "ms/run", "loop", "sliced")
-      row("call nop: Instance::Call", "ns/call", "nop", "call")
-      row("call nop: Start + Run, reused instance", "ns/call", "nop", "start_run")
+      printf "| %-38s | %-7s | %11s | %11s | %9s | %9s | %8s | %11s | %12s | %-14s |\n",
+             "kernel", "unit", "Reef interp", "Reef native", "V8", "native", "interp/V8",
+             "interp/C", "Reef native/C", "goal (native)"
+      printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------",
+             "---------", "-------------", "-------------", "-----------", "-----------",
+             "----------", "-------------", "--------------", "----------------"
+      row("fib(" fib_n ")", "ms/run", "fib", "call", "1.3")
+      row("fib(" fib_n "), 10k-instr slices", "ms/run", "fib", "sliced", "1.4")
+      row("loop(" loop_n ")", "ms/run", "loop", "call", "1.3")
+      row("loop(" loop_n "), 10k-instr slices", "ms/run", "loop", "sliced", "1.4")
+      row("call nop: Instance::Call", "ns/call", "nop", "call", "20ns")
+      row("call nop: Start + Run, reused instance", "ns/call", "nop", "start_run", "20ns")
       if (bad) exit 1
       printf "\nresults: fib=%s loop=%s nop-sum=%s (identical in every runner and round)\n",
              result["fib"], result["loop"], result["nop"]
       printf "Reef budgets: Instance::Call with %s instructions per Run; sliced rows Run(%s)" \
              " until finished\n", budget["reef/fib/call"], budget["reef/fib/sliced"]
-      printf "Reef speed: %s M instr/s on fib, %s M instr/s on loop (sliced runs)\n",
-             rate("reef/fib/sliced"), rate("reef/loop/sliced")
+      printf "Reef speed: interp %s M instr/s on fib, %s on loop; native %s on fib, %s on loop" \
+             " (sliced runs)\n", rate("reef/fib/sliced"), rate("reef/loop/sliced"),
+             rate("reef-native/fib/sliced"), rate("reef-native/loop/sliced")
       printf "V8 and native call overhead: JS->wasm call of nop; indirect call through a volatile" \
              " function pointer\n"
     }
