@@ -55,6 +55,43 @@ struct ServeArgs {
   std::string engine = "auto";  // wasm::TierChoice
 };
 
+// Prometheus text of the engine tier: the choice in effect and the native code source.
+std::string EngineMetrics() {
+  const wasm::EngineOptions options = wasm::Engine::DefaultOptions();
+  std::string out =
+      "# HELP reef_engine_tier_choice The engine tier in effect (reef serve --engine); 1 for "
+      "the choice in effect\n# TYPE reef_engine_tier_choice gauge\n";
+  out += fmt::format("reef_engine_tier_choice{{choice=\"{}\"}} 1\n",
+                     wasm::TierChoiceName(options.tier));
+  if (options.tier == wasm::TierChoice::kInterp || options.native_code == nullptr) return out;
+  const wasm::native::CodeSourceStats stats = options.native_code->stats();
+  const struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t value;
+  } rows[] = {
+      {"reef_native_compiler_available", "gauge",
+       "1 when a C compiler was found for the native tier, else 0 (modules stay interpreted)",
+       options.native_code->CompilerStatus().ok() ? 1u : 0u},
+      {"reef_native_modules_compiled_total", "counter",
+       "Modules compiled to native code by the C compiler", stats.compiled},
+      {"reef_native_modules_cached_total", "counter",
+       "Modules whose native code was loaded from <data dir>/cache/native", stats.from_cache},
+      {"reef_native_compile_failures_total", "counter",
+       "Modules whose native compile failed (they run on the interpreter)", stats.failed},
+      {"reef_native_compiles_pending", "gauge", "Native compiles requested and not finished",
+       stats.pending},
+      {"reef_native_modules_loaded", "gauge", "Modules whose native code is loaded now",
+       stats.loaded},
+  };
+  for (const auto& row : rows) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", row.name, row.help, row.name,
+                       row.type, row.name, row.value);
+  }
+  return out;
+}
+
 // Makes every engine of this process use the chosen tier (--engine), with native code from
 // <data dir>/cache/native compiled by a pool of background workers. `auto` without a C
 // compiler stays on the interpreter and says so once; `native` without one fails.
@@ -75,9 +112,9 @@ Status ConfigureEngines(const ServeArgs& args) {
       if (*choice == wasm::TierChoice::kNative) {
         return compiler.WithContext("--engine native needs a C compiler");
       }
-      spdlog::warn("engine: no C compiler, so every module stays on the interpreter ({})",
+      // Each module's compile then fails at once and it stays on the interpreter.
+      spdlog::warn("engine: auto, but no C compiler: every module stays on the interpreter ({})",
                    compiler.message());
-      options.tier = wasm::TierChoice::kInterp;
     }
   }
   spdlog::info("engine: {} ({})", wasm::TierChoiceName(options.tier),
@@ -235,7 +272,7 @@ int Serve(const ServeArgs& args) {
   }
   auto* program_runtime = programs->get();
   for (server::HttpRoute& route : apps::http::ModuleRoutes(
-           **runtime, [program_runtime] { return program_runtime->Metrics(); })) {
+           **runtime, [program_runtime] { return program_runtime->Metrics() + EngineMetrics(); })) {
     server_options.routes.push_back(std::move(route));
   }
   for (server::HttpRoute& route : apps::http::ProgramRoutes(**programs)) {

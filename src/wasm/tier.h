@@ -31,7 +31,7 @@ std::optional<Tier> ParseTier(std::string_view name);
 // run native code once its compile has finished (where no C compiler is installed, it stays
 // on the interpreter).
 #define REEF_TIER_CHOICES(X)                                                       \
-  X(kAuto, "auto", "interpreter at once, native code once compiled (the default)") \
+  X(kAuto, "auto", "interpreter at once, native code once compiled; the default") \
   X(kInterp, "interp", "the interpreter only")                                     \
   X(kNative, "native", "native code only: each module is compiled before it first runs")
 

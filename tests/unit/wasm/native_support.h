@@ -16,6 +16,19 @@
 
 namespace reef::wasm::native::native_test {
 
+// True in a ThreadSanitizer build (gcc defines __SANITIZE_THREAD__, clang has the feature).
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
 inline std::shared_ptr<const Module> ParseWat(std::string_view wat) {
   auto module = Module::FromText(wat);
   EXPECT_TRUE(module.ok()) << module.status().ToString();
