@@ -37,6 +37,23 @@ Status StartFunctionOutcome(const Invocation& start, uint64_t budget) {
       "start function did not finish within {} instructions or suspended in a host call", budget));
 }
 
+Status CheckSuspended(RunState state) {
+  if (state == RunState::kSuspended) return Status::Ok();
+  return Status::FailedPrecondition(
+      fmt::format("invocation is {}, not suspended", RunStateName(state)));
+}
+
+Status CheckHostCallResults(RunState state, const HostFunction* function,
+                            std::string_view suspended_in, std::span<const WasmValue> results) {
+  REEF_RETURN_IF_ERROR(CheckSuspended(state));
+  const FuncSignature& sig = function->signature;
+  bool ok = results.size() == sig.results.size();
+  for (size_t i = 0; ok && i < results.size(); ++i) ok = TypeOf(results[i]) == sig.results[i];
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("host call {} returns {}; results do not match", suspended_in, sig.ToString()));
+}
+
 bool CallArgsMatch(const FuncSignature& signature, std::span<const WasmValue> args) {
   bool ok = args.size() == signature.params.size();
   for (size_t i = 0; ok && i < args.size(); ++i) ok = TypeOf(args[i]) == signature.params[i];

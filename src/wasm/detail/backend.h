@@ -54,6 +54,16 @@ bool CallArgsMatch(const FuncSignature& signature, std::span<const WasmValue> ar
 Status CallArgsMismatch(std::string_view name, const FuncSignature& signature,
                         std::span<const WasmValue> args);
 
+// Whether an invocation in `state`, suspended in `suspended_in` (calling `function`), may
+// resume with `results`: FailedPrecondition "invocation is <state>, not suspended" unless
+// suspended; InvalidArgument when the results do not match the import's result types.
+// `function` may be null unless suspended. The same words on every tier.
+Status CheckHostCallResults(RunState state, const HostFunction* function,
+                            std::string_view suspended_in, std::span<const WasmValue> results);
+
+// FailedPrecondition "invocation is <state>, not suspended" unless `state` is kSuspended.
+Status CheckSuspended(RunState state);
+
 // The host_error trap message of an invocation whose Run would pass
 // EngineLimits::max_nested_invocations (`limit`) with `running` Runs active.
 std::string TooManyNestedInvocationsMessage(uint32_t running, uint32_t limit);

@@ -339,37 +339,4 @@ Result<WasmValue> InterpInstance::GetGlobal(std::string_view name) const {
   return Status::NotFound(fmt::format("module has no global export `{}`", name));
 }
 
-uint64_t InterpInstance::size() const {
-  return memory_ ? memory_->ByteSize() : 0;
-}
-
-Result<uint8_t*> InterpInstance::Span(uint32_t ptr, uint32_t len) const {
-  if (!memory_) return Status::FailedPrecondition("module has no memory");
-  uint64_t end = uint64_t{ptr} + len;
-  if (end > memory_->ByteSize()) {
-    return Status::InvalidArgument(fmt::format("guest buffer [{}, {}) outside memory of {} bytes",
-                                               ptr, end, memory_->ByteSize()));
-  }
-  return memory_->UnsafeData() + ptr;
-}
-
-Result<std::vector<uint8_t>> InterpInstance::Read(uint32_t ptr, uint32_t len) const {
-  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, len));
-  return std::vector<uint8_t>(data, data + len);
-}
-
-Result<std::span<const uint8_t>> InterpInstance::View(uint32_t ptr, uint32_t len) const {
-  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, len));
-  return std::span<const uint8_t>(data, len);
-}
-
-Status InterpInstance::Write(uint32_t ptr, std::span<const uint8_t> bytes) {
-  if (bytes.size() > std::numeric_limits<uint32_t>::max()) {
-    return Status::InvalidArgument("buffer larger than 4 GiB");
-  }
-  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, static_cast<uint32_t>(bytes.size())));
-  if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
-  return Status::Ok();
-}
-
 }  // namespace reef::wasm

@@ -15,6 +15,7 @@
 
 #include "wabt/interp/interp.h"
 #include "wasm/detail/backend.h"
+#include "wasm/detail/linear_memory.h"
 #include "wasm/detail/memory_image.h"
 #include "wasm/detail/meter.h"
 #include "wasm/detail/wabt_types.h"
@@ -79,7 +80,7 @@ struct InterpBackend final : detail::Backend, std::enable_shared_from_this<Inter
   uint32_t garbage = 0;
 };
 
-class InterpInstance final : public Instance, public GuestMemory {
+class InterpInstance final : public Instance, public detail::LinearMemory {
  public:
   InterpInstance(std::shared_ptr<InterpBackend> state, CompiledModule* compiled,
                  wabt::interp::Instance::Ptr instance);
@@ -96,12 +97,6 @@ class InterpInstance final : public Instance, public GuestMemory {
   Result<std::unique_ptr<Invocation>> StartFunction(uint32_t index, std::span<const WasmValue> args,
                                                     void* context, bool host_calls_allowed);
 
-  // GuestMemory
-  uint64_t size() const override;
-  Result<std::vector<uint8_t>> Read(uint32_t ptr, uint32_t len) const override;
-  Result<std::span<const uint8_t>> View(uint32_t ptr, uint32_t len) const override;
-  Status Write(uint32_t ptr, std::span<const uint8_t> bytes) override;
-
   Status Reset() override;
   Result<WasmValue> GetGlobal(std::string_view name) const override;
   // Records the post-instantiation state in the compiled module (first instance only).
@@ -114,7 +109,10 @@ class InterpInstance final : public Instance, public GuestMemory {
   void set_fuel(int64_t fuel) { fuel_->UnsafeSet(wabt::interp::Value::Make(fuel)); }
 
  private:
-  Result<uint8_t*> Span(uint32_t ptr, uint32_t len) const;
+  // detail::LinearMemory (memory 0)
+  bool has_memory() const override { return static_cast<bool>(memory_); }
+  uint8_t* base() const override { return memory_->UnsafeData(); }
+  uint64_t byte_size() const override { return memory_->ByteSize(); }
 
   std::shared_ptr<InterpBackend> state_;  // first: outlives the RefPtrs below
   CompiledModule* compiled_;

@@ -215,17 +215,9 @@ wabt::Result InterpInvocation::OnHostCall(size_t row, const interp::Values& para
 }
 
 Status InterpInvocation::CompleteHostCall(std::span<const WasmValue> results) {
-  if (state_ != RunState::kSuspended) {
-    return Status::FailedPrecondition(
-        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
-  }
+  REEF_RETURN_IF_ERROR(
+      detail::CheckHostCallResults(state_, suspended_function_, suspended_in_, results));
   const FuncSignature& sig = suspended_function_->signature;
-  bool ok = results.size() == sig.results.size();
-  for (size_t i = 0; ok && i < results.size(); ++i) ok = TypeOf(results[i]) == sig.results[i];
-  if (!ok) {
-    return Status::InvalidArgument(fmt::format("host call {} returns {}; results do not match",
-                                               suspended_in_, sig.ToString()));
-  }
   // Pop the host frame (the caller's pc is already past the call), then push the results
   // as if the host function had returned them.
   detail::PopCall(*thread_);
@@ -243,10 +235,7 @@ Status InterpInvocation::CompleteHostCall(std::span<const WasmValue> results) {
 }
 
 Status InterpInvocation::FailHostCall(TrapKind kind, std::string message) {
-  if (state_ != RunState::kSuspended) {
-    return Status::FailedPrecondition(
-        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
-  }
+  REEF_RETURN_IF_ERROR(detail::CheckSuspended(state_));
   std::string function = suspended_in_;
   TrapWith(Trap{kind, std::move(message), std::move(function), 0});
   return Status::Ok();

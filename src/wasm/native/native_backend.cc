@@ -258,37 +258,12 @@ Result<WasmValue> NativeInstance::GetGlobal(std::string_view name) const {
 
 // ---- GuestMemory ---------------------------------------------------------------------------
 
-uint64_t NativeInstance::size() const {
-  return memory_ != nullptr ? memory_->size : 0;
+uint8_t* NativeInstance::base() const {
+  return memory_->data;
 }
 
-Result<uint8_t*> NativeInstance::Span(uint32_t ptr, uint32_t len) const {
-  if (memory_ == nullptr) return Status::FailedPrecondition("module has no memory");
-  const uint64_t end = uint64_t{ptr} + len;
-  if (end > memory_->size) {
-    return Status::InvalidArgument(
-        fmt::format("guest buffer [{}, {}) outside memory of {} bytes", ptr, end, memory_->size));
-  }
-  return memory_->data + ptr;
-}
-
-Result<std::vector<uint8_t>> NativeInstance::Read(uint32_t ptr, uint32_t len) const {
-  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, len));
-  return std::vector<uint8_t>(data, data + len);
-}
-
-Result<std::span<const uint8_t>> NativeInstance::View(uint32_t ptr, uint32_t len) const {
-  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, len));
-  return std::span<const uint8_t>(data, len);
-}
-
-Status NativeInstance::Write(uint32_t ptr, std::span<const uint8_t> bytes) {
-  if (bytes.size() > std::numeric_limits<uint32_t>::max()) {
-    return Status::InvalidArgument("buffer larger than 4 GiB");
-  }
-  REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, static_cast<uint32_t>(bytes.size())));
-  if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
-  return Status::Ok();
+uint64_t NativeInstance::byte_size() const {
+  return memory_->size;
 }
 
 }  // namespace reef::wasm::native

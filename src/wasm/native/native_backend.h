@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "wasm/detail/backend.h"
+#include "wasm/detail/linear_memory.h"
 #include "wasm/detail/memory_image.h"
 #include "wasm/detail/meter.h"
 #include "wasm/engine.h"
@@ -69,7 +70,7 @@ struct NativeBackend final : detail::Backend, std::enable_shared_from_this<Nativ
   uint32_t run_depth = 0;
 };
 
-class NativeInstance final : public Instance, public GuestMemory {
+class NativeInstance final : public Instance, public detail::LinearMemory {
  public:
   // Use Create.
   NativeInstance(std::shared_ptr<NativeBackend> backend, std::shared_ptr<CompiledNative> compiled,
@@ -98,12 +99,6 @@ class NativeInstance final : public Instance, public GuestMemory {
   // Records the post-instantiation state in the compiled module (first instance only).
   void TakeSnapshot();
 
-  // GuestMemory (memory 0)
-  uint64_t size() const override;
-  Result<std::vector<uint8_t>> Read(uint32_t ptr, uint32_t len) const override;
-  Result<std::span<const uint8_t>> View(uint32_t ptr, uint32_t len) const override;
-  Status Write(uint32_t ptr, std::span<const uint8_t> bytes) override;
-
   NativeBackend& backend() { return *backend_; }
   const CompiledNative& compiled() const { return *compiled_; }
   void* instance_struct() { return instance_; }
@@ -117,7 +112,10 @@ class NativeInstance final : public Instance, public GuestMemory {
   struct HostBlock;  // reef_rt_host + back pointer: every import module's instance pointer
 
  private:
-  Result<uint8_t*> Span(uint32_t ptr, uint32_t len) const;
+  // detail::LinearMemory (memory 0)
+  bool has_memory() const override { return memory_ != nullptr; }
+  uint8_t* base() const override;
+  uint64_t byte_size() const override;
   static uint32_t CallImport(::reef_rt_host* host, uint32_t index, const ::reef_rt_value* args,
                              ::reef_rt_value* results);
 

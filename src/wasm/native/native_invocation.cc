@@ -251,17 +251,8 @@ uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
 }
 
 Status NativeInvocation::CompleteHostCall(std::span<const WasmValue> results) {
-  if (state_ != RunState::kSuspended) {
-    return Status::FailedPrecondition(
-        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
-  }
-  const FuncSignature& sig = suspended_function_->signature;
-  bool ok = results.size() == sig.results.size();
-  for (size_t i = 0; ok && i < results.size(); ++i) ok = TypeOf(results[i]) == sig.results[i];
-  if (!ok) {
-    return Status::InvalidArgument(fmt::format("host call {} returns {}; results do not match",
-                                               suspended_in_, sig.ToString()));
-  }
+  REEF_RETURN_IF_ERROR(
+      detail::CheckHostCallResults(state_, suspended_function_, suspended_in_, results));
   host_results_.assign(results.begin(), results.end());
   suspended_in_.clear();
   suspended_function_ = nullptr;
@@ -270,10 +261,7 @@ Status NativeInvocation::CompleteHostCall(std::span<const WasmValue> results) {
 }
 
 Status NativeInvocation::FailHostCall(TrapKind kind, std::string message) {
-  if (state_ != RunState::kSuspended) {
-    return Status::FailedPrecondition(
-        fmt::format("invocation is {}, not suspended", RunStateName(state_)));
-  }
+  REEF_RETURN_IF_ERROR(detail::CheckSuspended(state_));
   Trap trap{kind, std::move(message), suspended_in_, 0};
   Cancel();
   TrapWith(std::move(trap));
