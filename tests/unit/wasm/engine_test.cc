@@ -510,11 +510,6 @@ TEST_P(EngineTest, InstancesDoNotShareMemory) {
   EXPECT_EQ(std::get<int32_t>((*from_b)[0]), 0);
 }
 
-}  // namespace
-}  // namespace reef::wasm
-
-namespace reef::wasm {
-namespace {
 
 TEST_P(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
   auto instance = Instantiate(R"((module
@@ -541,11 +536,6 @@ TEST_P(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
   EXPECT_EQ(std::get<int32_t>((*instance->Call("g", {}))[0]), 3);
 }
 
-}  // namespace
-}  // namespace reef::wasm
-
-namespace reef::wasm {
-namespace {
 
 TEST_P(EngineTest, ValueStackNeverExceedsItsLimitEvenWithinOneChunk) {
   // 20 nested calls of a function with 5,000 locals need 100,000 values: far past a limit
