@@ -51,7 +51,8 @@ namespace {
 void OutOfFuel(void* host) {
   NativeInvocation* invocation = static_cast<NativeInstance::HostBlock*>(host)->self->active;
   // Nothing here has a destructor: Unwind may leave this frame.
-  if (invocation == nullptr || !invocation->OnOutOfFuel()) rt::Unwind(rt::kCancelled);
+  const int code = invocation != nullptr ? invocation->OnOutOfFuel() : rt::kCancelled;
+  if (code != 0) rt::Unwind(code);
 }
 
 }  // namespace

@@ -150,9 +150,11 @@ class NativeInvocation final : public Invocation {
   // Makes this the start function's invocation: it runs `start` instead of a thunk.
   void set_start(void (*start)(void* instance)) { start_ = start; }
 
-  // From the guest, on this invocation's fiber: the fuel ran out at a check. Returns false
-  // when the invocation is being cancelled (the caller unwinds).
-  bool OnOutOfFuel();
+  // From the guest, on this invocation's fiber: the fuel ran out at a check. Returns 0 when
+  // resumed, else the code the caller unwinds with: rt::kCancelled, or call_stack_exhausted
+  // when the check is at max_call_depth frames (the interpreter's out-of-fuel call is a
+  // frame of its own and traps there, so this one does too).
+  int OnOutOfFuel();
   // From the guest, on this invocation's fiber: function import `index` was called. Returns
   // 0, or 1 + TrapKind to trap (call_import's contract); never unwinds.
   uint32_t OnHostCall(uint32_t index, const ::reef_rt_value* args, ::reef_rt_value* results);

@@ -196,9 +196,11 @@ void NativeInvocation::TrapWith(Trap trap) {
   suspended_function_ = nullptr;
 }
 
-bool NativeInvocation::OnOutOfFuel() {
+int NativeInvocation::OnOutOfFuel() {
+  if (!rt::EnterHostFrame(0)) return WASM_RT_TRAP_EXHAUSTION;
+  rt::LeaveHostFrame();
   out_of_fuel_ = true;
-  return fiber_->Suspend();
+  return fiber_->Suspend() ? 0 : rt::kCancelled;
 }
 
 uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,

@@ -209,6 +209,31 @@ TEST_F(NativeVsInterpreter, CallDepthLimitIsExactlyTheInterpretersLimit) {
   for (int32_t n = 1015; n <= 1030; ++n) Same("depth", {n});
 }
 
+TEST_F(NativeVsInterpreter, SlicesAtTheDepthLimitEndAlike) {
+  // In one-instruction slices every check runs out of fuel, the deepest one included: the
+  // interpreter's out-of-fuel call is a frame of its own, so at max_call_depth it traps
+  // call_stack_exhausted; native code must stop the same way (the differential fuzzer found
+  // this). Each outcome is the final state, the results or trap kind, and the count.
+  auto outcome = [](Instance& instance, int32_t n, uint64_t slice) {
+    auto invocation = instance.Start("depth", std::vector<WasmValue>{n});
+    if (!invocation.ok()) return invocation.status().ToString();
+    RunState state = RunState::kBudgetExhausted;
+    while (state == RunState::kBudgetExhausted) state = (*invocation)->Run(slice);
+    std::string text = std::string(RunStateName(state)) + " " +
+                       std::to_string((*invocation)->telemetry().instructions);
+    if (state == RunState::kTrapped)
+      text += " " + std::string(TrapKindName((*invocation)->trap().kind));
+    if (state == RunState::kFinished) text += " " + FormatValue((*invocation)->results()[0]);
+    return text;
+  };
+  for (uint64_t slice : {1, 7, 1'000}) {
+    for (int32_t n : {1020, 1022, 1023, 1024, 1025, 1030, 2000}) {
+      EXPECT_EQ(outcome(*native_instance_, n, slice), outcome(*interp_instance_, n, slice))
+          << "depth(" << n << ") in slices of " << slice;
+    }
+  }
+}
+
 TEST_F(NativeVsInterpreter, HostImportSeesArgumentsAndGuestMemory) {
   Same("send", {int32_t{16}, int32_t{5}});
 
