@@ -116,8 +116,9 @@ constexpr std::array<Plan, 8> kPlans = {{{100'000, 1'000},
                                          {300, 7},
                                          {50, 1},
                                          {100'000, 4'096}}};
-// EngineLimits::max_call_depth: the default, and limits ttf's call chains reach.
-constexpr std::array<uint32_t, 4> kCallDepths = {1'024, 1'024, 12, 4};
+// EngineLimits::max_call_depth: the default, and limits ttf's call chains reach (an export
+// calling a function that calls the host is three frames).
+constexpr std::array<uint32_t, 4> kCallDepths = {1'024, 1'024, 3, 2};
 
 struct Config {
   Plan plan;
@@ -254,7 +255,7 @@ bool IsStackTrap(const Outcome& o) {
 // fiber stack whose guard page traps call_stack_exhausted, before max_call_depth when frames
 // are large. So a tier may stop a deep call earlier than the other, but only by a stack trap,
 // and having run no more than the other. Frames cannot fill either stack within a small depth
-// limit, so there both must agree exactly. True when `a` and `b` differ only so.
+// limit, so there both must agree exactly. True when the outcomes differ only so.
 bool StackDivergence(const Outcome& interp, const Outcome& native, uint32_t max_depth) {
   if (max_depth < 256) return false;
   if (IsStackTrap(interp) && IsStackTrap(native)) return true;
