@@ -4,14 +4,17 @@
 // (-O0) against one host registry (binaryen's `fuzzing-support` logging imports, which record
 // their arguments), and each exported function is called on both with the same arguments and
 // instruction budget, run in budgeted slices on one tier and in one piece on the other. After
-// every call the two tiers must agree on the run state, results, trap kind, instructions
-// charged, the host calls made, memory 0 and the exported globals. A mismatch prints both
-// outcomes and aborts; the module is kept beside the report.
+// every call the two tiers must agree on the run state, results, trap kind (not its function,
+// offset or message: the native tier names the export it called), instructions charged, the
+// host calls made, memory 0 and the exported globals. A mismatch prints both outcomes and
+// aborts; the module is kept beside the report. The allowed divergences are StackDivergence
+// and two known bugs (OutOfFuelAtMaxDepth, and the one noted in CallBoth).
 //
 // Input: byte 0 chooses the run plan (budget and slice, which tier is sliced, whether host
 // calls suspend, the call depth limit, whether binaryen optimizes the module), byte 1 seeds the
-// arguments, the rest is wasm-opt's random input. Modules either tier refuses to load are skipped
-// and counted (the counts print every 100 inputs and at exit).
+// arguments, the rest is wasm-opt's random input. Modules that wasm-opt or Reef's loader
+// refuse, or that neither tier instantiates, are skipped and counted (the counts print every
+// 100 inputs and at exit); one tier instantiating what the other refuses is a mismatch.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -238,10 +241,14 @@ bool SameValues(std::span<const WasmValue> a, std::span<const WasmValue> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), SameValue);
 }
 
-bool SameHostCalls(const std::vector<HostCallRecord>& a, const std::vector<HostCallRecord>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.import == y.import && SameValue(x.arg, y.arg);
-  });
+bool SameHostCall(const HostCallRecord& a, const HostCallRecord& b) {
+  return a.import == b.import && SameValue(a.arg, b.arg);
+}
+
+// "log-i32(i32:5)", or "none" past the last call.
+std::string FormatHostCall(const std::vector<HostCallRecord>& calls, size_t i) {
+  return i < calls.size() ? fmt::format("{}({})", calls[i].import, FormatValue(calls[i].arg))
+                          : "none";
 }
 
 bool IsStackTrap(const Outcome& o) {
@@ -268,6 +275,20 @@ bool StackDivergence(const Outcome& interp, const Outcome& native, uint32_t max_
   return false;
 }
 
+// Known bug, interpreter (reported with this fuzzer; reproducer in docs/engine.md): its
+// out-of-fuel check calls a host function, which takes a frame, so a slice that runs out at
+// the entry of a function at exactly max_call_depth traps call_stack_exhausted where native
+// stops out of budget (and may go on to finish, or to trap later). True when the outcomes
+// differ only so: the interpreter trapped call_stack_exhausted in a call that ran out of fuel
+// (it was charged at least a slice), and native did not trap so sooner.
+bool OutOfFuelAtMaxDepth(const Outcome& interp, const Outcome& native, uint64_t interp_slice) {
+  const auto depth_trap = [](const Outcome& o) {
+    return o.state == RunState::kTrapped && o.trap == TrapKind::kCallStackExhausted;
+  };
+  return depth_trap(interp) && interp.instructions >= interp_slice &&
+         (!depth_trap(native) || native.instructions >= interp.instructions);
+}
+
 std::string FormatValues(std::span<const WasmValue> values) {
   std::string text;
   for (const WasmValue& v : values) text += (text.empty() ? "" : ", ") + FormatValue(v);
@@ -292,19 +313,12 @@ std::string CompareOutcomes(const Outcome& a, const Outcome& b) {
   if (a.state == RunState::kTrapped && a.trap != b.trap) return "trap kinds differ";
   if (a.instructions != b.instructions) return "instruction counts differ";
   if (!SameValues(a.results, b.results)) return "results differ";
-  if (!SameHostCalls(a.host_calls, b.host_calls)) {
-    for (size_t i = 0; i < std::min(a.host_calls.size(), b.host_calls.size()); ++i) {
-      if (!SameValue(a.host_calls[i].arg, b.host_calls[i].arg) ||
-          a.host_calls[i].import != b.host_calls[i].import) {
-        return fmt::format("host call {} differs: {}({}) vs {}({})", i, a.host_calls[i].import,
-                           FormatValue(a.host_calls[i].arg), b.host_calls[i].import,
-                           FormatValue(b.host_calls[i].arg));
-      }
-    }
-    return fmt::format("host call counts differ: {} vs {}", a.host_calls.size(),
-                       b.host_calls.size());
-  }
-  return "";
+  const auto [x, y] = std::mismatch(a.host_calls.begin(), a.host_calls.end(), b.host_calls.begin(),
+                                    b.host_calls.end(), SameHostCall);
+  if (x == a.host_calls.end() && y == b.host_calls.end()) return "";
+  const size_t i = x - a.host_calls.begin();
+  return fmt::format("host call {} differs: {} vs {}", i, FormatHostCall(a.host_calls, i),
+                     FormatHostCall(b.host_calls, i));
 }
 
 // The first difference between the two instances' memory 0 and exported globals, or "".
@@ -389,6 +403,7 @@ struct Stats {
   uint64_t finished = 0, trapped = 0, exhausted = 0;
   std::array<uint64_t, 16> traps = {};  // by TrapKind
   uint64_t stack_divergences = 0;       // documented, see StackDivergence
+  uint64_t fuel_at_max_depth = 0;       // known bug, see OutOfFuelAtMaxDepth
 };
 
 Stats& stats() {
@@ -403,14 +418,14 @@ void PrintStats() {
     if (s.traps[kind] == 0) continue;
     traps += fmt::format(", {} {}", TrapKindName(static_cast<TrapKind>(kind)), s.traps[kind]);
   }
-  const std::string line = fmt::format(
+  fmt::print(
+      stderr,
       "tier_diff_fuzz: {} inputs, {} modules compared, skipped {} (wasm-opt {}, load {}, "
-      "instantiate {}); {} calls: {} finished, {} out of budget, {} trapped{}; {} stack "
-      "divergences",
+      "instantiate {}); {} calls: {} finished, {} out of budget, {} trapped{}; allowed: {} stack "
+      "divergences, {} out of fuel at max depth (known bug)\n",
       s.inputs, s.compared, s.skipped_wasm_opt + s.skipped_load + s.skipped_instance,
       s.skipped_wasm_opt, s.skipped_load, s.skipped_instance, s.calls, s.finished, s.exhausted,
-      s.trapped, traps, s.stack_divergences);
-  std::fprintf(stderr, "%s\n", line.c_str());
+      s.trapped, traps, s.stack_divergences, s.fuel_at_max_depth);
 }
 
 // ---- Reporting -----------------------------------------------------------------------------
@@ -424,21 +439,16 @@ void PrintStats() {
   std::ofstream(kept, std::ios::binary)
       .write(reinterpret_cast<const char*>(module.data()),
              static_cast<std::streamsize>(module.size()));
-  std::fprintf(stderr, "\ntier_diff_fuzz: MISMATCH: %s\n", what.c_str());
-  std::fprintf(stderr,
-               "  call `%s`%s with a budget of %llu, slices of %llu on %s%s, "
-               "max_call_depth %u%s\n",
-               std::string(call).c_str(), FormatValues(args).c_str(),
-               static_cast<unsigned long long>(config.plan.budget),
-               static_cast<unsigned long long>(config.plan.slice),
-               config.suspend        ? "both tiers"
-               : config.slice_native ? "native"
-                                     : "interp",
-               config.suspend ? ", host calls suspend" : "", config.max_depth,
-               config.optimize ? ", module optimized by --fuzz-passes" : "");
-  if (interp != nullptr) std::fprintf(stderr, "  interp: %s\n", Describe(*interp).c_str());
-  if (native != nullptr) std::fprintf(stderr, "  native: %s\n", Describe(*native).c_str());
-  std::fprintf(stderr, "  module: %s (wasm2wat shows it)\n", kept.c_str());
+  const char* sliced = config.suspend ? "both tiers" : config.slice_native ? "native" : "interp";
+  fmt::print(stderr, "\ntier_diff_fuzz: MISMATCH: {}\n", what);
+  fmt::print(stderr,
+             "  call `{}`{} with a budget of {}, slices of {} on {}{}, max_call_depth {}{}\n", call,
+             FormatValues(args), config.plan.budget, config.plan.slice, sliced,
+             config.suspend ? ", host calls suspend" : "", config.max_depth,
+             config.optimize ? ", module optimized by --fuzz-passes" : "");
+  if (interp != nullptr) fmt::print(stderr, "  interp: {}\n", Describe(*interp));
+  if (native != nullptr) fmt::print(stderr, "  native: {}\n", Describe(*native));
+  fmt::print(stderr, "  module: {} (wasm2wat shows it)\n", kept.string());
   std::abort();
 }
 
@@ -450,8 +460,9 @@ struct Side {
   HostLog log;
 };
 
-// Calls `name` on both tiers; returns false when the module's comparison must end there (a
-// documented stack divergence). Aborts on a mismatch.
+// Calls `name` on both tiers; returns false when the module's comparison must end there (an
+// allowed divergence: the instances' states no longer follow each other). Aborts on a
+// mismatch.
 bool CallBoth(Side& interp, Side& native, const Config& config, const ExportInfo& e,
               std::span<const WasmValue> args, std::span<const uint8_t> module) {
   const uint64_t budget = config.plan.budget;
@@ -478,6 +489,10 @@ bool CallBoth(Side& interp, Side& native, const Config& config, const ExportInfo
       ++stats().stack_divergences;
       return false;
     }
+    if (OutOfFuelAtMaxDepth(a, b, interp_slice)) {
+      ++stats().fuel_at_max_depth;
+      return false;
+    }
     Mismatch(differs, config, e.name, args, &a, &b, module);
   }
   const std::string state = CompareState(*interp.instance, *native.instance);
@@ -493,15 +508,12 @@ void RunModule(std::span<const uint8_t> bytes, const Config& config) {
   }
   EngineLimits limits;
   limits.max_call_depth = config.max_depth;
-  Side interp{
-      std::make_unique<Engine>(FuzzingSupport(), limits, EngineOptions{.tier = Tier::kInterp}),
-      nullptr,
-      {}};
-  Side native{
-      std::make_unique<Engine>(FuzzingSupport(), limits,
-                               EngineOptions{.tier = Tier::kNative, .native_optimization = 0}),
-      nullptr,
-      {}};
+  const auto engine = [&limits](Tier tier) {  // native_optimization: the native tier at -O0
+    return std::make_unique<Engine>(FuzzingSupport(), limits,
+                                    EngineOptions{.tier = tier, .native_optimization = 0});
+  };
+  Side interp{engine(Tier::kInterp), nullptr, {}};
+  Side native{engine(Tier::kNative), nullptr, {}};
   auto a = interp.engine->Instantiate(*module);
   auto b = native.engine->Instantiate(*module);
   if (!a.ok() && !b.ok()) {
