@@ -15,6 +15,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   clang-16 lld-16 libclang-rt-16-dev libclang-rt-16-dev-wasm32 wasi-libc
   clang-format-16
+  binaryen  # wasm-opt -ttf makes the tier differential fuzzer's modules (fuzz/tier_diff_fuzz.cc)
   tmux curl  # the REPL end-to-end test drives `reef repl` in tmux; HTTP checks use curl
   prometheus  # promtool validates the /metrics output (tests/unit/apps/module_routes_test.cc)
   # the V8 anchor of the benchmarks
