@@ -7,8 +7,10 @@
 // every call the two tiers must agree on the run state, results, trap kind (not its function,
 // offset or message: the native tier names the export it called), instructions charged, the
 // host calls made, memory 0 and the exported globals. A mismatch prints both outcomes and
-// aborts; the module is kept beside the report. The allowed divergences are StackDivergence
-// and two known bugs (OutOfFuelAtMaxDepth, and the one noted in CallBoth).
+// aborts; the module is kept beside the report. The one allowed divergence is StackDivergence
+// (documented). Two engine bugs this fuzzer found are fixed: native code did not trap at
+// max_call_depth where the interpreter's out-of-fuel call does, and a slice that suspended
+// in a host call with its fuel below 0 charged its overshoot twice.
 //
 // Input: byte 0 chooses the run plan (budget and slice, which tier is sliced, whether host
 // calls suspend, the call depth limit, whether binaryen optimizes the module), byte 1 seeds the
@@ -39,6 +41,7 @@
 #include <vector>
 
 #include "wasm/engine.h"
+#include "wasm/native/code_source.h"
 #include "wasm/native/process.h"
 
 namespace {
@@ -275,20 +278,6 @@ bool StackDivergence(const Outcome& interp, const Outcome& native, uint32_t max_
   return false;
 }
 
-// Known bug, interpreter (reported with this fuzzer; reproducer in docs/engine.md): its
-// out-of-fuel check calls a host function, which takes a frame, so a slice that runs out at
-// the entry of a function at exactly max_call_depth traps call_stack_exhausted where native
-// stops out of budget (and may go on to finish, or to trap later). True when the outcomes
-// differ only so: the interpreter trapped call_stack_exhausted in a call that ran out of fuel
-// (it was charged at least a slice), and native did not trap so sooner.
-bool OutOfFuelAtMaxDepth(const Outcome& interp, const Outcome& native, uint64_t interp_slice) {
-  const auto depth_trap = [](const Outcome& o) {
-    return o.state == RunState::kTrapped && o.trap == TrapKind::kCallStackExhausted;
-  };
-  return depth_trap(interp) && interp.instructions >= interp_slice &&
-         (!depth_trap(native) || native.instructions >= interp.instructions);
-}
-
 std::string FormatValues(std::span<const WasmValue> values) {
   std::string text;
   for (const WasmValue& v : values) text += (text.empty() ? "" : ", ") + FormatValue(v);
@@ -403,7 +392,6 @@ struct Stats {
   uint64_t finished = 0, trapped = 0, exhausted = 0;
   std::array<uint64_t, 16> traps = {};  // by TrapKind
   uint64_t stack_divergences = 0;       // documented, see StackDivergence
-  uint64_t fuel_at_max_depth = 0;       // known bug, see OutOfFuelAtMaxDepth
 };
 
 Stats& stats() {
@@ -422,10 +410,10 @@ void PrintStats() {
       stderr,
       "tier_diff_fuzz: {} inputs, {} modules compared, skipped {} (wasm-opt {}, load {}, "
       "instantiate {}); {} calls: {} finished, {} out of budget, {} trapped{}; allowed: {} stack "
-      "divergences, {} out of fuel at max depth (known bug)\n",
+      "divergences\n",
       s.inputs, s.compared, s.skipped_wasm_opt + s.skipped_load + s.skipped_instance,
       s.skipped_wasm_opt, s.skipped_load, s.skipped_instance, s.calls, s.finished, s.exhausted,
-      s.trapped, traps, s.stack_divergences, s.fuel_at_max_depth);
+      s.trapped, traps, s.stack_divergences);
 }
 
 // ---- Reporting -----------------------------------------------------------------------------
@@ -466,14 +454,8 @@ struct Side {
 bool CallBoth(Side& interp, Side& native, const Config& config, const ExportInfo& e,
               std::span<const WasmValue> args, std::span<const uint8_t> module) {
   const uint64_t budget = config.plan.budget;
-  uint64_t interp_slice = config.slice_native ? budget : config.plan.slice;
-  uint64_t native_slice = config.slice_native ? config.plan.slice : budget;
-  // Known bug, on both tiers (reported with this fuzzer; repro in docs/engine.md "Differential
-  // fuzzing"): a slice that ends in a suspending host call with its fuel below 0 is charged
-  // the overshoot, and the next Run carries the same overshoot as debt, so slicing adds it
-  // twice. Until it is fixed, suspending calls run with the same slices on both tiers: the
-  // tiers are still compared, but not against an unsliced run.
-  if (config.suspend) interp_slice = native_slice = config.plan.slice;
+  const uint64_t interp_slice = config.slice_native ? budget : config.plan.slice;
+  const uint64_t native_slice = config.slice_native ? config.plan.slice : budget;
   const Outcome a = Call(*interp.instance, interp.log, e.name, args, budget, interp_slice);
   const Outcome b = Call(*native.instance, native.log, e.name, args, budget, native_slice);
   ++stats().calls;
@@ -487,10 +469,6 @@ bool CallBoth(Side& interp, Side& native, const Config& config, const ExportInfo
   if (!differs.empty()) {
     if (StackDivergence(a, b, config.max_depth)) {
       ++stats().stack_divergences;
-      return false;
-    }
-    if (OutOfFuelAtMaxDepth(a, b, interp_slice)) {
-      ++stats().fuel_at_max_depth;
       return false;
     }
     Mismatch(differs, config, e.name, args, &a, &b, module);
@@ -508,9 +486,18 @@ void RunModule(std::span<const uint8_t> bytes, const Config& config) {
   }
   EngineLimits limits;
   limits.max_call_depth = config.max_depth;
-  const auto engine = [&limits](Tier tier) {  // native_optimization: the native tier at -O0
-    return std::make_unique<Engine>(FuzzingSupport(), limits,
-                                    EngineOptions{.tier = tier, .native_optimization = 0});
+  // The native tier compiles at -O0 here: the cheapest level, with the same semantics.
+  static const std::shared_ptr<native::CodeSource> code = [] {
+    native::CodeSourceOptions options;
+    options.compile.optimization = 0;
+    options.max_loaded = 16;
+    return *native::CodeSource::Create(options);  // cannot fail without a cache directory
+  }();
+  const auto engine = [&limits](Tier tier) {
+    return std::make_unique<Engine>(
+        FuzzingSupport(), limits,
+        EngineOptions{.tier = tier == Tier::kNative ? TierChoice::kNative : TierChoice::kInterp,
+                      .native_code = code});
   };
   Side interp{engine(Tier::kInterp), nullptr, {}};
   Side native{engine(Tier::kNative), nullptr, {}};

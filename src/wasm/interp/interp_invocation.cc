@@ -72,6 +72,9 @@ RunState InterpInvocation::Run(uint64_t budget) {
   const int64_t left = instance_->fuel();
   const bool out_of_fuel = state_ == RunState::kBudgetExhausted && in_meter_;
   instructions_ += out_of_fuel ? budget : budget - left;
+  // A slice that suspended in a host call was charged its overshoot already: it is no debt
+  // of the next slice (that would count it twice).
+  if (state_ == RunState::kSuspended && left < 0) instance_->set_fuel(0);
   return state_;
 }
 

@@ -136,6 +136,9 @@ RunState NativeInvocation::Run(uint64_t budget) {
   // (more than the budget when the blocks after the last check overshot it).
   const int64_t left = fuel;
   instructions_ += out_of_fuel_ ? budget : budget - left;
+  // A slice that suspended in a host call was charged its overshoot already: it is no debt
+  // of the next slice (that would count it twice).
+  if (state_ == RunState::kSuspended && left < 0) fuel = 0;
   if (fiber_->finished()) fiber_.reset();  // its stack goes back to the pool
   return state_;
 }

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/time.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +40,9 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
   dup2(out_fd, STDERR_FILENO);
+  // Nothing else of the server's goes to the compiler: not its listening socket, store files
+  // or locks (descriptors opened without O_CLOEXEC would otherwise stay open in it).
+  syscall(SYS_close_range, 3u, ~0u, 0u);
   const rlimit as{address_space_bytes, address_space_bytes};
   setrlimit(RLIMIT_AS, &as);
   if (chdir(cwd) == 0) execve(argv[0], argv, envp);
