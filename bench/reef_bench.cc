@@ -187,7 +187,8 @@ int main(int argc, char** argv) {
   auto module = Module::FromFile(argv[1]);
   if (!module.ok()) Die(module.status().ToString());
   HostRegistry registry("reef", 1);
-  Engine engine(registry, {}, tier == "native" ? reef::wasm::Tier::kNative : reef::wasm::Tier::kInterp);
+  Engine engine(registry, {},
+                tier == "native" ? reef::wasm::Tier::kNative : reef::wasm::Tier::kInterp);
   auto instance_or = engine.Instantiate(*module);
   if (!instance_or.ok()) Die(instance_or.status().ToString());
   Instance& instance = **instance_or;

@@ -30,9 +30,9 @@ std::optional<Tier> ParseTier(std::string_view name);
 // everything, or `auto`: a module starts on the interpreter at once and its new instances
 // run native code once its compile has finished (where no C compiler is installed, it stays
 // on the interpreter).
-#define REEF_TIER_CHOICES(X)                                                       \
+#define REEF_TIER_CHOICES(X)                                                      \
   X(kAuto, "auto", "interpreter at once, native code once compiled; the default") \
-  X(kInterp, "interp", "the interpreter only")                                     \
+  X(kInterp, "interp", "the interpreter only")                                    \
   X(kNative, "native", "native code only: each module is compiled before it first runs")
 
 enum class TierChoice : uint8_t {

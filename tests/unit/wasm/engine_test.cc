@@ -510,7 +510,6 @@ TEST_P(EngineTest, InstancesDoNotShareMemory) {
   EXPECT_EQ(std::get<int32_t>((*from_b)[0]), 0);
 }
 
-
 TEST_P(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
   auto instance = Instantiate(R"((module
     (memory 1)
@@ -535,7 +534,6 @@ TEST_P(EngineTest, ResetRestoresMemoryAndGlobalsToTheirInitialState) {
   EXPECT_EQ(peek(70000), 0) << "grown memory is zeroed, not shrunk";
   EXPECT_EQ(std::get<int32_t>((*instance->Call("g", {}))[0]), 3);
 }
-
 
 TEST_P(EngineTest, ValueStackNeverExceedsItsLimitEvenWithinOneChunk) {
   // 20 nested calls of a function with 5,000 locals need 100,000 values: far past a limit
