@@ -19,6 +19,7 @@
 #include "core/value.h"
 #include "wasm/invocation.h"
 #include "wasm/module.h"
+#include "wasm/tier.h"
 
 namespace reef::actor {
 
@@ -77,8 +78,7 @@ std::string ImplementationId(std::string_view origin, const wasm::HostRegistry& 
 // Errors: InvalidArgument naming the missing exports (CheckActorExports).
 Result<std::shared_ptr<const Implementation>> MakeImplementation(
     std::shared_ptr<const wasm::Module> module, std::string label,
-    std::optional<std::string> origin = std::nullopt,
-    std::string_view handler = kDefaultHandler);
+    std::optional<std::string> origin = std::nullopt, std::string_view handler = kDefaultHandler);
 
 // A copy of one actor's observable state, for inspect and tests.
 struct ActorSnapshot {
@@ -98,6 +98,9 @@ struct ActorSnapshot {
   std::optional<std::string> failure;          // why the last invocation failed
   LogLevel log_level = LogLevel::kInfo;
   uint32_t reactor = 0;
+  // The engine tier its handlers run on: the active invocation's, else the tier its next one
+  // gets (Engine::TierOf; under `--engine auto` "native" once the code is compiled).
+  wasm::Tier tier = wasm::Tier::kInterp;
 };
 
 }  // namespace reef::actor

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <utility>
 
+#include "core/clock.h"
+
 namespace reef::actor {
 namespace {
 
@@ -22,12 +24,6 @@ constexpr std::array<KindRow, kLifecycleKindCount> kKinds = {{
 
 const KindRow& Row(LifecycleKind kind) {
   return kKinds[static_cast<std::size_t>(kind)];
-}
-
-std::int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 template <typename T>
@@ -66,7 +62,7 @@ LifecycleEvents::LifecycleEvents(LifecycleEventsOptions options) : options_(opti
 
 std::uint64_t LifecycleEvents::Publish(LifecycleKind kind, ActorRef actor,
                                        std::uint32_t incarnation, std::string detail) {
-  const std::int64_t now = NowUnixMs();
+  const std::int64_t now = UnixNowMs();
   std::lock_guard lock(mu_);
   LifecycleEvent event{++last_seq_, kind, actor, incarnation, std::move(detail), now};
   subscribers_.Publish(event);

@@ -6,16 +6,11 @@
 #include <queue>
 #include <utility>
 
+#include "core/clock.h"
 #include "core/utf8.h"
 
 namespace reef::actor {
 namespace {
-
-std::int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool AtLeast(LogLevel level, LogLevel min_level) {
   return static_cast<int>(level) >= static_cast<int>(min_level);
@@ -68,7 +63,7 @@ Result<std::uint64_t> LogStore::Append(ActorRef actor, std::uint32_t incarnation
     return Status::InvalidArgument("log message is not valid UTF-8 (ill-formed sequence at byte " +
                                    std::to_string(*bad) + ")");
   }
-  const std::int64_t now = NowUnixMs();
+  const std::int64_t now = UnixNowMs();
 
   std::unique_lock lock(mu_);
   LogEntry entry{++last_seq_, actor, incarnation, level, std::move(message), now};

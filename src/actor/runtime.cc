@@ -197,6 +197,8 @@ ActorSnapshot Snapshot(const Reactor& reactor, const Actor& a) {
   snap.failure = a.failure;
   snap.log_level = a.context->min_log_level;
   snap.reactor = reactor.id;
+  snap.tier =
+      a.active ? a.active->instance->tier() : reactor.engine.TierOf(*a.implementation->module);
   return snap;
 }
 

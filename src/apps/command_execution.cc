@@ -11,6 +11,7 @@
 
 #include "apps/detail/module_runtime_impl.h"
 #include "core/cbor.h"
+#include "core/clock.h"
 #include "core/utf8.h"
 
 namespace reef::apps {
@@ -48,12 +49,6 @@ std::string KeyedExecutionId(std::string_view command, std::string_view key) {
 
 events::EventId CommandEventId(std::string_view execution_id, size_t index) {
   return DerivedId(fmt::format("{}#{}", execution_id, index));
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // The idempotency record of an outcome: what happened and where, never event data (data
@@ -119,7 +114,7 @@ void ModuleRuntime::Impl::SaveResult(std::string_view command, std::string_view 
   sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
   sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   sqlite3_bind_text(s, 3, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s, 4, NowMs());
+  sqlite3_bind_int64(s, 4, UnixNowMs());
   if (sqlite3_step(s) != SQLITE_DONE) {
     spdlog::warn("command {}: could not store the idempotency record: {}", command,
                  sqlite3_errmsg(results_db));
@@ -214,6 +209,8 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     REEF_ASSIGN_OR_RETURN(
         slot, ModuleInstance::Create(ModuleKind::kCommand, module,
                                      fmt::format("commands/{}@{}", name, active->version)));
+    std::lock_guard lock(mu);
+    command_counters[std::string(name)].tier = wasm::TierName(slot->tier());
   }
   ModuleInstance& instance = *slot;
 
@@ -224,7 +221,7 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     REEF_ASSIGN_OR_RETURN(auto id, events::NewEventId());
     outcome.execution_id = events::FormatEventId(id);
   }
-  const int64_t now = NowMs();
+  const int64_t now = UnixNowMs();
   std::mt19937_64 jitter(std::random_device{}());
 
   for (uint32_t attempt = 0;; ++attempt) {

@@ -106,6 +106,7 @@ class EffectRunner final : public Runner {
     REEF_ASSIGN_OR_RETURN(auto instance,
                           ModuleInstance::Create(store::ModuleKind::kEffect, spec_.module, label_));
     instance->context().env = spec_.env;
+    status_.SetTier(instance->tier());
     return instance;
   }
   const RunnerSpec& spec() const { return spec_; }
@@ -254,10 +255,8 @@ void Worker::Run() {
     return;
   }
   db = *opened;
-  ModuleCallContext& ctx = (*instance)->context();
-  ctx.db = db;
   const Item* current = nullptr;
-  ctx.append = [&spec, &current](const Value& list) -> Result<uint64_t> {
+  auto append = [&spec, &current](const Value& list) -> Result<uint64_t> {
     events::EventMetadata metadata;
     metadata.causation_id = events::FormatEventId(current->event.event.id);
     metadata.correlation_id = current->event.event.metadata.correlation_id.empty()
@@ -267,6 +266,11 @@ void Worker::Run() {
     if (new_events.empty()) return spec.events->Head();
     return spec.events->Append(std::move(new_events), std::nullopt);
   };
+  auto attach = [db, &append](ModuleInstance& attached) {
+    attached.context().db = db;
+    attached.context().append = append;
+  };
+  attach(**instance);
   const int64_t initial = spec.options->effect_backoff_initial.count();
   const int64_t cap = spec.options->effect_backoff_max.count();
   int64_t delay = initial;
@@ -280,6 +284,14 @@ void Worker::Run() {
       queue_.pop_front();
     }
     current = &item;
+    // Its native code became ready (TierChoice::kAuto): move to it between events. A failed
+    // instantiation keeps the instance that works.
+    if ((*instance)->Outdated()) {
+      if (auto fresh = runner_.NewInstance(); fresh.ok()) {
+        instance = std::move(fresh);
+        attach(**instance);
+      }
+    }
     while (true) {
       auto rc = (*instance)->CallForStatus("reef_effect", {&item.value});
       if (rc.ok() && *rc == 0) {

@@ -11,6 +11,7 @@
 
 #include "apps/sqlite_heap.h"
 #include "core/cbor.h"
+#include "core/clock.h"
 #include "core/utf8.h"
 
 namespace reef::apps {
@@ -126,10 +127,7 @@ HostCallOutcome Fail(HostCall& call) {
 
 HostCallOutcome NowMs(HostCall& call) {
   const ModuleCallContext& ctx = Ctx(call);
-  int64_t now = ctx.fixed_now_ms ? *ctx.fixed_now_ms
-                                 : std::chrono::duration_cast<std::chrono::milliseconds>(
-                                       std::chrono::system_clock::now().time_since_epoch())
-                                       .count();
+  int64_t now = ctx.fixed_now_ms ? *ctx.fixed_now_ms : UnixNowMs();
   call.results()[0] = now;
   return HostCallOutcome::kComplete;
 }

@@ -83,6 +83,10 @@ struct ModuleStatus {
   uint64_t failures = 0;       // handler failures since the runtime started
   uint64_t restarts = 0;       // starts after the first (activations, replays, env changes)
   double backoff_seconds = 0;  // effects: the current retry delay, 0 when none
+  // The engine tier its newest instance runs on (wasm::TierName: "interp" or "native"); ""
+  // until one was made. Under `--engine auto` it turns "native" once the module's code is
+  // compiled (docs/engine.md "Choosing a tier").
+  std::string tier;
   std::optional<events::Query> query;  // projectors / effects: their query
 };
 

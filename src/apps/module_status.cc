@@ -60,6 +60,7 @@ std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind
         if (auto it = impl_->command_counters.find(m.name); it != impl_->command_counters.end()) {
           s.failures = it->second.failed;
           s.error = it->second.last_error;
+          s.tier = it->second.tier;
         }
       } else {
         // Not running (it could not start, or was stopped): its counters still never go back.

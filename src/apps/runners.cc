@@ -126,6 +126,11 @@ void RunnerStatus::SetBackoff(double seconds) {
   status_.backoff_seconds = seconds;
 }
 
+void RunnerStatus::SetTier(wasm::Tier tier) {
+  std::lock_guard lock(mu_);
+  status_.tier = wasm::TierName(tier);
+}
+
 void RunnerStatus::SetQuery(events::Query query) {
   std::lock_guard lock(mu_);
   status_.query = std::move(query);

@@ -19,6 +19,7 @@
 #include "apps/module_runtime.h"
 #include "events/event_store.h"
 #include "wasm/module.h"
+#include "wasm/tier.h"
 
 struct sqlite3;
 
@@ -96,6 +97,7 @@ class RunnerStatus {
   void SetPosition(uint64_t position);
   void SetBackoff(double seconds);
   void SetQuery(events::Query query);
+  void SetTier(wasm::Tier tier);
   ModuleStatus Get() const;
 
  private:

@@ -38,12 +38,6 @@ Result<json> Call(Session& session, std::string_view op, json args) {
   return session.client->Call(op, std::move(args), session.timeout);
 }
 
-void PrintLine(std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
 void PrintJson(const json& value) {
   PrintLine(value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
@@ -676,6 +670,17 @@ void PrintError(const Status& status) {
   fmt::print(stderr, "error: {}\n",
              client::IsUnauthenticated(status) ? status.message() : status.ToString());
   std::fflush(stderr);
+}
+
+int Fail(const Status& status) {
+  PrintError(status);
+  return 1;
+}
+
+void PrintLine(std::string_view text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
 }
 
 Status RunCommand(const ImageCommand& command, Session& session, const Invocation& invocation) {

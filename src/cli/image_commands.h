@@ -103,6 +103,10 @@ Status RunCommand(const ImageCommand& command, Session& session, const Invocatio
 // Prints `status` as "error: <code>: <message>" on stderr (stdout is flushed first); a refused
 // token (client::IsUnauthenticated) as "error: unauthenticated: <message>".
 void PrintError(const Status& status);
+// PrintError(status); returns the exit status 1.
+int Fail(const Status& status);
+// Writes `text` and a newline to stdout and flushes it.
+void PrintLine(std::string_view text);
 
 // The address to connect to: `flag` when non-empty, else REEF_CONNECT when set, else
 // client::kDefaultAddress.

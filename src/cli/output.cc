@@ -150,7 +150,8 @@ std::string FormatSnapshot(const json& snapshot) {
   static constexpr std::string_view kOrder[] = {
       "actor",    "status",   "paused_from", "incarnation",      "implementation",
       "state",    "reserved", "queued",      "mailbox_capacity", "pending_install",
-      "stopping", "failure",  "telemetry",   "log_level",        "reactor"};
+      "stopping", "failure",  "telemetry",   "log_level",        "reactor",
+      "tier"};
   std::vector<std::pair<std::string, std::string>> lines;
   auto add = [&](const std::string& key, const json& value) {
     if (value.is_null() && key != "state") return;  // absent fields are null
@@ -304,12 +305,13 @@ std::string FormatInstances(const json& body) {
   const json instances = client::ArrayField(body, "instances");
   if (instances.empty()) return fmt::format("no instances of {}", Field(body, "unit"));
   std::vector<std::vector<std::string>> rows = {{"INSTANCE", "ACTOR", "REACTOR", "STATUS", "INC",
-                                                 "QUEUED", "INVOCATIONS", "IDLE", "FAILURE"}};
+                                                 "TIER", "QUEUED", "INVOCATIONS", "IDLE",
+                                                 "FAILURE"}};
   for (const json& instance : instances) {
     bool failed = instance.is_object() && instance.contains("failure");
     rows.push_back(
         {Field(instance, "instance"), Ref(instance), Field(instance, "reactor"),
-         Field(instance, "status"), Field(instance, "incarnation"),
+         Field(instance, "status"), Field(instance, "incarnation"), Field(instance, "tier"),
          fmt::format("{}/{}", Field(instance, "queued"), Field(instance, "inbox_capacity")),
          Field(instance, "invocations"), fmt::format("{} ms", Field(instance, "idle_ms")),
          failed ? Cut(EscapeControl(Field(instance, "failure"))) : "-"});

@@ -51,7 +51,7 @@ std::string FormatDeploy(const nlohmann::json& body);
 // INVOCATIONS REJECTED POISONED EVICTED ("INSTANCES" is "live/limit"), or "no units".
 std::string FormatUnits(const nlohmann::json& body);
 // `units UNIT` (GET /units/{unit}/instances): an aligned table INSTANCE ACTOR REACTOR STATUS
-// INC QUEUED INVOCATIONS IDLE FAILURE ("QUEUED" is "queued/capacity", IDLE in ms), or
+// INC TIER QUEUED INVOCATIONS IDLE FAILURE ("QUEUED" is "queued/capacity", IDLE in ms), or
 // "no instances of UNIT".
 std::string FormatInstances(const nlohmann::json& body);
 

@@ -53,18 +53,6 @@ client::HttpOptions HttpOptionsOf(const CommonOptions& common,
   return options;
 }
 
-void PrintLine(std::string_view text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
-
-// Prints a local error (PrintError's format) and returns the exit status 1.
-int Fail(const Status& status) {
-  PrintError(status);
-  return 1;
-}
-
 // Prints the server's error answer as "error: <code>: <message>", with a hint for a refused
 // token and the server's Retry-After when it sent one; returns the exit status 1.
 int FailHttp(const client::HttpResponse& response) {

@@ -12,6 +12,7 @@
 #include "actor/guest_abi.h"
 #include "apps/module_abi.h"
 #include "cli/commands.h"
+#include "cli/image_commands.h"
 #include "core/json.h"
 #include "wasm/engine.h"
 
@@ -24,12 +25,6 @@ using wasm::WasmValue;
 
 // The actor ref a module sees from `self` when run outside an image.
 constexpr std::string_view kDevSelf = "devActorRef000000000A";
-
-int Fail(const Status& status) {
-  std::fflush(stdout);  // keep stdout and stderr in order when both go to one file
-  fmt::print(stderr, "error: {}\n", status.ToString());
-  return 1;
-}
 
 // A validator for instruction counts: a whole number from 1 to 2^64 - 1, nothing else.
 const CLI::Validator kInstructionCount(

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <system_error>
 
+#include "core/clock.h"
+
 namespace reef::code {
 namespace {
 
@@ -35,12 +37,6 @@ CREATE TABLE IF NOT EXISTS source_revisions (
 );
 CREATE INDEX IF NOT EXISTS source_revisions_by_path ON source_revisions (path, seq);
 )sql";
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Status SqlError(sqlite3* db, std::string_view what) {
   return Status::Internal(fmt::format("source store: {}: {}", what, sqlite3_errmsg(db)));
@@ -183,7 +179,7 @@ Status SourceStore::PutWorkingLocked(const SourceFile& file) {
             "excluded.updated_ms");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   stmt.Text(1, file.path).Text(2, SourceKindName(file.kind)).Text(3, file.id);
-  stmt.Blob(4, file.text).Int(5, NowMs());
+  stmt.Blob(4, file.text).Int(5, UnixNowMs());
   if (stmt.Step() != SQLITE_DONE) return SqlError(db_, "write");
   return Status::Ok();
 }
@@ -269,7 +265,7 @@ Result<std::string> SourceStore::Commit(std::string_view path,
               "created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     REEF_RETURN_IF_ERROR(stmt.prepared());
     stmt.Text(1, revision).Text(2, path).Text(3, SourceKindName(file->kind)).Text(4, file->id);
-    stmt.Blob(5, file->text).Int(7, NowMs());
+    stmt.Blob(5, file->text).Int(7, UnixNowMs());
     if (message) {
       stmt.Text(6, *message);
     } else {

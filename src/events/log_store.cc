@@ -28,6 +28,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "core/clock.h"
 #include "events/detail/event_id_index.h"
 #include "events/detail/event_index.h"
 #include "events/detail/log_format.h"
@@ -46,12 +47,6 @@ constexpr uint32_t kMaxSegments = 1u << 16;
 
 std::string Errno(std::string_view what, const std::filesystem::path& path) {
   return fmt::format("{} {}: {}", what, path.string(), std::strerror(errno));
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 Status SyncDirectory(const std::filesystem::path& dir) {
@@ -243,7 +238,7 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     const EventLimits& limits = options_.limits;
     if (condition) REEF_RETURN_IF_ERROR(ValidateQuery(condition->fail_if_events_match, limits));
     auto request = std::make_unique<AppendRequest>();
-    int64_t now = NowMs();
+    int64_t now = UnixNowMs();
     REEF_RETURN_IF_ERROR(FillNilEventIds(events));
     REEF_RETURN_IF_ERROR(CheckDistinctIds(events));
     request->timestamp_given.reserve(events.size());

@@ -70,6 +70,7 @@ json SnapshotJson(const actor::ActorSnapshot& s, const std::string& pending_labe
       {"failure", s.failure ? json(*s.failure) : json(nullptr)},
       {"log_level", std::string(actor::LogLevelName(s.log_level))},
       {"reactor", s.reactor},
+      {"tier", std::string(wasm::TierName(s.tier))},
   };
 }
 

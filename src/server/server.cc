@@ -178,6 +178,10 @@ std::optional<std::string> HttpRequest::Header(std::string_view name) const {
   return it->second;
 }
 
+const std::string& HttpRequest::PathParam(std::string_view name) const {
+  return params.find(name)->second;
+}
+
 std::optional<std::string> HttpRequest::QueryParam(std::string_view name) const {
   size_t q = target.find('?');
   if (q == std::string::npos) return std::nullopt;

@@ -46,6 +46,9 @@ struct HttpRequest {
   std::optional<std::string> Header(std::string_view name) const;
   // The query parameter `name` of the target, percent-decoded; nullopt when absent.
   std::optional<std::string> QueryParam(std::string_view name) const;
+  // The route's `{name}` path segment. REQUIRES: the matched route's pattern has it (the
+  // router fills every segment of the pattern before the handler runs).
+  const std::string& PathParam(std::string_view name) const;
 };
 
 // A reply with a chosen status, content type and extra headers, for routes whose answer is

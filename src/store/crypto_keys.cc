@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/clock.h"
 #include "core/ids.h"
 #include "store/detail/sqlite_stmt.h"
 #include "store/module_store.h"
@@ -13,7 +14,6 @@
 namespace reef::store {
 namespace {
 
-using detail::NowMs;
 using detail::SqlError;
 using detail::Stmt;
 
@@ -67,7 +67,7 @@ Result<CryptoKey> ModuleStore::GetOrCreateKey(std::string_view scope) {
                 "INSERT INTO crypto_keys (id, scope, key, deleted_at, created_at) "
                 "VALUES (?1, ?2, ?3, NULL, ?4)");
     REEF_RETURN_IF_ERROR(insert.prepared());
-    insert.Text(1, key.id).Text(2, scope).Blob(3, key.key).Int(4, NowMs());
+    insert.Text(1, key.id).Text(2, scope).Blob(3, key.key).Int(4, UnixNowMs());
     REEF_RETURN_IF_ERROR(insert.Run("create key"));
     result = std::move(key);
     return Status::Ok();
@@ -105,7 +105,7 @@ Status ModuleStore::ShredScope(std::string_view scope) {
               "UPDATE crypto_keys SET key = NULL, deleted_at = ?2 "
               "WHERE scope = ?1 AND deleted_at IS NULL");
     REEF_RETURN_IF_ERROR(stmt.prepared());
-    REEF_RETURN_IF_ERROR(stmt.Text(1, scope).Int(2, NowMs()).Run("shred"));
+    REEF_RETURN_IF_ERROR(stmt.Text(1, scope).Int(2, UnixNowMs()).Run("shred"));
     if (sqlite3_changes(db_) == 0) {
       return Status::NotFound(fmt::format("crypto key scope '{}' has no live key", scope));
     }

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <utility>
 
+#include "core/clock.h"
 #include "core/ids.h"
 #include "core/utf8.h"
 #include "store/detail/sqlite_stmt.h"
@@ -54,7 +55,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS crypto_keys_live_by_scope ON crypto_keys (scop
   WHERE deleted_at IS NULL;
 )sql";
 
-using detail::NowMs;
 using detail::SqlError;
 using detail::Stmt;
 
@@ -185,7 +185,7 @@ Result<UploadResult> ModuleStore::Upload(ModuleKind kind, std::string_view name,
                     options_.max_module_bytes));
   }
   UploadResult result{ModuleVersion{kind, std::string(name), std::string(version), Sha256Hex(wasm),
-                                    wasm.size(), NowMs()},
+                                    wasm.size(), UnixNowMs()},
                       true};
   std::lock_guard lock(mu_);
   Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {

@@ -147,8 +147,19 @@ Engine::Engine(const HostRegistry& registry, EngineLimits limits, EngineOptions 
 Engine::~Engine() = default;
 
 bool Engine::Outdated(const Instance& instance) const {
-  return options_.tier == TierChoice::kAuto && instance.tier() == Tier::kInterp &&
-         options_.native_code->Find(instance.module()) != nullptr;
+  return instance.tier() != TierOf(instance.module());
+}
+
+Tier Engine::TierOf(const Module& module) const {
+  switch (options_.tier) {
+    case TierChoice::kInterp:
+      return Tier::kInterp;
+    case TierChoice::kNative:
+      return Tier::kNative;
+    case TierChoice::kAuto:
+      break;
+  }
+  return options_.native_code->Find(module) != nullptr ? Tier::kNative : Tier::kInterp;
 }
 
 Result<std::vector<size_t>> Engine::ResolveImports(const Module& module) const {

@@ -96,6 +96,9 @@ class Engine {
   // `instance` does (auto: its native code is ready now). Callers that keep instances for
   // reuse drop such ones at a handler boundary, so the module moves to native code.
   bool Outdated(const Instance& instance) const;
+  // The tier a new instance of `module` runs on now (auto: native once its code is ready,
+  // else the interpreter). Does not request a compile.
+  Tier TierOf(const Module& module) const;
 
   const EngineLimits& limits() const { return limits_; }
   const HostRegistry& registry() const { return registry_; }

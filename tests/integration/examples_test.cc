@@ -243,5 +243,69 @@ TEST_F(ExamplesTest, TwoLongIdempotencyTokensAreNeverTakenForOneResubmission) {
   ExpectRejected(Execute("place-order", {{"token", "t1"}}), "order t1 was already placed");
 }
 
+// ---- Issue 14: tier selection -------------------------------------------------------------
+
+// Under the default `--engine auto` every face starts on the interpreter and moves to native
+// code at a handler boundary once the module is compiled, with no change but speed: the bank
+// keeps executing, its projector and effect keep handling events, and the balances add up.
+TEST_F(ExamplesTest, BankMovesToNativeCodeUnderAutoWithoutChangingAnything) {
+  UploadBank();
+  Upload("effects", "withdrawal-alert", "bank_withdrawal_alert");
+  ASSERT_EQ(Execute("open-account", {{"account_id", "a1"}, {"owner", "Ada"}}).status, 200u);
+  auto tier = [this](const std::string& path) {
+    json status = Get(path).body["status"];
+    return status.is_object() ? status.value("tier", "") : "";
+  };
+  const std::vector<std::string> faces = {"/commands/deposit", "/commands/withdraw",
+                                          "/projectors/balances", "/effects/withdrawal-alert"};
+  int64_t deposited = 0;
+  int64_t withdrawn = 0;
+  bool all_native = false;
+  // The four modules compile in the background, one at a time (about 2 CPU-s each).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!all_native && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(Execute("deposit", {{"account_id", "a1"}, {"amount", 2000}}).status, 200u);
+    ASSERT_EQ(Execute("withdraw", {{"account_id", "a1"}, {"amount", 1500}}).status, 200u);
+    deposited += 2000;
+    withdrawn += 1500;
+    all_native = true;
+    for (const std::string& face : faces) {
+      const std::string now = tier(face);
+      ASSERT_TRUE(now == "interp" || now == "native") << face << " tier '" << now << "'";
+      all_native = all_native && now == "native";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(all_native) << "not every face ran native code within 120 s";
+  // One more round on native code; then every event was handled exactly as on the interpreter.
+  ASSERT_EQ(Execute("deposit", {{"account_id", "a1"}, {"amount", 2000}}).status, 200u);
+  ASSERT_EQ(Execute("withdraw", {{"account_id", "a1"}, {"amount", 1500}}).status, 200u);
+  deposited += 2000;
+  withdrawn += 1500;
+  const int64_t head = Head();
+  json projector = ProjectorStatus("balances", head);
+  ASSERT_EQ(projector["state"], "running") << projector.dump();
+  EXPECT_EQ(projector["failures"], 0) << projector.dump();
+  HttpResult rows = Post("/projectors/balances/query", {{"sql", "SELECT balance FROM accounts"}});
+  ASSERT_EQ(rows.status, 200u) << rows.text;
+  EXPECT_EQ(rows.body["rows"], json::array({{{"balance", deposited - withdrawn}}})) << rows.text;
+  // The effect noticed every withdrawal of 1,500 (at least once, in order per account).
+  const size_t withdrawals = static_cast<size_t>(withdrawn / 1500);
+  auto notices = [this] {
+    HttpResult r =
+        Post("/events/read", {{"query", {{"items", {{{"types", {"LargeWithdrawalNoticed"}}}}}}}});
+    return r.body["events"].size();
+  };
+  const auto notice_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (notices() < withdrawals && std::chrono::steady_clock::now() < notice_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(notices(), withdrawals);
+  EXPECT_EQ(Get("/effects/withdrawal-alert").body["status"]["failures"], 0);
+  for (const char* command : {"/commands/deposit", "/commands/withdraw"}) {
+    EXPECT_EQ(Get(command).body["status"]["failures"], 0) << command;
+  }
+}
+
 }  // namespace
 }  // namespace reef::testing

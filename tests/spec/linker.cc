@@ -45,12 +45,6 @@ const std::vector<SpectestExport>& SpectestExports() {
   return kExports;
 }
 
-bool NumbersOnly(const FuncSignature& signature) {
-  auto number = [](ValType t) { return wasm::IsNumberType(t); };
-  return std::all_of(signature.params.begin(), signature.params.end(), number) &&
-         std::all_of(signature.results.begin(), signature.results.end(), number);
-}
-
 LinkCheck Unlinkable(std::string detail) {
   return {LinkCheck::Result::kUnlinkable, Refusal::kNonFunctionImport, std::move(detail)};
 }
@@ -60,6 +54,12 @@ LinkCheck RefusedLink(Refusal refusal, std::string detail) {
 }
 
 }  // namespace
+
+bool NumbersOnly(const FuncSignature& signature) {
+  auto number = [](ValType t) { return wasm::IsNumberType(t); };
+  return std::all_of(signature.params.begin(), signature.params.end(), number) &&
+         std::all_of(signature.results.begin(), signature.results.end(), number);
+}
 
 Result<std::unique_ptr<wasm::HostRegistry>> Linker::BuildRegistry(
     std::span<const PlannedRegistration> planned) {

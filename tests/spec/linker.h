@@ -56,6 +56,10 @@ struct LinkCheck {
   std::string detail;                             // when not kLinkable
 };
 
+// True when every parameter and result of `signature` is a number type (i32, i64, f32, f64):
+// the only functions a script can call or link through Reef's WasmValue.
+bool NumbersOnly(const wasm::FuncSignature& signature);
+
 class Linker {
  public:
   // `invocation_budget`: engine instructions of each call served to an importer.

@@ -63,11 +63,6 @@ struct Attempt {
   std::unique_ptr<wasm::Instance> instance;
 };
 
-bool NumbersOnly(const wasm::FuncSignature& signature) {
-  return std::all_of(signature.params.begin(), signature.params.end(), wasm::IsNumberType) &&
-         std::all_of(signature.results.begin(), signature.results.end(), wasm::IsNumberType);
-}
-
 class ScriptRun {
  public:
   ScriptRun(const WastScript& script, const Tier& tier)

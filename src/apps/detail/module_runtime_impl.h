@@ -44,6 +44,7 @@ struct CommandCounters {
   uint64_t conflicts = 0;  // attempts retried after a conflict
   uint64_t failed = 0;
   std::string last_error;  // the last failure's message ("" until one)
+  std::string tier;        // of the newest instance (ModuleStatus::tier)
 };
 
 struct ModuleRuntime::Impl {

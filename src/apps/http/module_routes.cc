@@ -52,6 +52,7 @@ json QueryJson(const events::Query& query) {
 json StatusJson(const ModuleStatus& s) {
   json j = {{"version", s.version}, {"state", s.state},       {"up", s.up},
             {"error", s.error},     {"failures", s.failures}, {"restarts", s.restarts}};
+  if (!s.tier.empty()) j["tier"] = s.tier;
   if (s.kind != ModuleKind::kCommand) {
     j["position"] = s.position;
     if (s.kind == ModuleKind::kEffect) j["backoff_seconds"] = s.backoff_seconds;
@@ -88,10 +89,6 @@ Result<json> EnvBody(ModuleRuntime& runtime, ModuleKind kind, std::string_view n
   return json{{"env", env}};
 }
 
-const std::string& Param(const HttpRequest& request, std::string_view name) {
-  return request.params.find(name)->second;
-}
-
 void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, ModuleKind kind) {
   std::string base = "/" + std::string(store::ModuleKindPlural(kind));
   ModuleRuntime* rt = &runtime;
@@ -108,8 +105,8 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
       return Status::InvalidArgument("activate must be true or false");
     }
     std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(r.body.data()), r.body.size());
-    REEF_ASSIGN_OR_RETURN(auto uploaded,
-                          rt->Upload(kind, Param(r, "name"), Param(r, "version"), bytes, activate));
+    REEF_ASSIGN_OR_RETURN(auto uploaded, rt->Upload(kind, r.PathParam("name"),
+                                                    r.PathParam("version"), bytes, activate));
     json body = {{"kind", store::ModuleKindName(kind)},
                  {"name", uploaded.version.name},
                  {"version", uploaded.version.version},
@@ -131,22 +128,22 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
                     "list the modules of this kind with their versions and status"});
   routes.push_back(
       {"GET", base + "/{name}",
-       [rt, kind](const HttpRequest& r) { return ModuleBody(*rt, kind, Param(r, "name")); },
+       [rt, kind](const HttpRequest& r) { return ModuleBody(*rt, kind, r.PathParam("name")); },
        "one module: versions, active version, env and status"});
   routes.push_back({"DELETE", base + "/{name}",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
-                      REEF_RETURN_IF_ERROR(rt->DeleteModule(kind, Param(r, "name")));
-                      return json{{"deleted", Param(r, "name")}};
+                      REEF_RETURN_IF_ERROR(rt->DeleteModule(kind, r.PathParam("name")));
+                      return json{{"deleted", r.PathParam("name")}};
                     },
                     "delete a module and all its versions (never while active)"});
   routes.push_back({"DELETE", base + "/{name}/versions/{version}",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
                       REEF_RETURN_IF_ERROR(
-                          rt->DeleteVersion(kind, Param(r, "name"), Param(r, "version")));
-                      auto module = ModuleBody(*rt, kind, Param(r, "name"));
+                          rt->DeleteVersion(kind, r.PathParam("name"), r.PathParam("version")));
+                      auto module = ModuleBody(*rt, kind, r.PathParam("name"));
                       // Deleting the last version deletes the module: say what was deleted.
                       if (!module.ok() && module.status().code() == Code::kNotFound) {
-                        return json{{"deleted", Param(r, "name")}};
+                        return json{{"deleted", r.PathParam("name")}};
                       }
                       return module;
                     },
@@ -155,39 +152,40 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
                     [rt, kind](const HttpRequest& r) -> Result<json> {
                       REEF_ASSIGN_OR_RETURN(json body, ParseBody(r));
                       REEF_ASSIGN_OR_RETURN(std::string version, StringField(body, "version"));
-                      REEF_RETURN_IF_ERROR(rt->Activate(kind, Param(r, "name"), version));
-                      return ModuleBody(*rt, kind, Param(r, "name"));
+                      REEF_RETURN_IF_ERROR(rt->Activate(kind, r.PathParam("name"), version));
+                      return ModuleBody(*rt, kind, r.PathParam("name"));
                     },
                     "activate a version (a rolling upgrade when another one is active)"});
   routes.push_back({"DELETE", base + "/{name}/active",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
-                      REEF_RETURN_IF_ERROR(rt->Deactivate(kind, Param(r, "name")));
-                      return ModuleBody(*rt, kind, Param(r, "name"));
+                      REEF_RETURN_IF_ERROR(rt->Deactivate(kind, r.PathParam("name")));
+                      return ModuleBody(*rt, kind, r.PathParam("name"));
                     },
                     "deactivate the module; its state is kept"});
   routes.push_back({"POST", base + "/{name}/replay",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
-                      REEF_RETURN_IF_ERROR(rt->Replay(kind, Param(r, "name")));
-                      return ModuleBody(*rt, kind, Param(r, "name"));
+                      REEF_RETURN_IF_ERROR(rt->Replay(kind, r.PathParam("name")));
+                      return ModuleBody(*rt, kind, r.PathParam("name"));
                     },
                     "delete the module's database and restart it from position 0"});
   routes.push_back(
       {"GET", base + "/{name}/env",
-       [rt, kind](const HttpRequest& r) { return EnvBody(*rt, kind, Param(r, "name")); },
+       [rt, kind](const HttpRequest& r) { return EnvBody(*rt, kind, r.PathParam("name")); },
        "the module's environment variables"});
   routes.push_back({"PUT", base + "/{name}/env/{key}",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
                       REEF_ASSIGN_OR_RETURN(json body, ParseBody(r));
                       REEF_ASSIGN_OR_RETURN(std::string value, StringField(body, "value"));
                       REEF_RETURN_IF_ERROR(
-                          rt->SetEnv(kind, Param(r, "name"), Param(r, "key"), value));
-                      return EnvBody(*rt, kind, Param(r, "name"));
+                          rt->SetEnv(kind, r.PathParam("name"), r.PathParam("key"), value));
+                      return EnvBody(*rt, kind, r.PathParam("name"));
                     },
                     "set one environment variable ({\"value\": \"...\"})"});
   routes.push_back({"DELETE", base + "/{name}/env/{key}",
                     [rt, kind](const HttpRequest& r) -> Result<json> {
-                      REEF_RETURN_IF_ERROR(rt->DeleteEnv(kind, Param(r, "name"), Param(r, "key")));
-                      return EnvBody(*rt, kind, Param(r, "name"));
+                      REEF_RETURN_IF_ERROR(
+                          rt->DeleteEnv(kind, r.PathParam("name"), r.PathParam("key")));
+                      return EnvBody(*rt, kind, r.PathParam("name"));
                     },
                     "delete one environment variable"});
 }
@@ -208,7 +206,8 @@ Result<HttpResponse> Execute(ModuleRuntime& runtime, const HttpRequest& r) {
       return Status::InvalidArgument("X-Correlation-Id is longer than 256 bytes");
     options.correlation_id = *id;
   }
-  REEF_ASSIGN_OR_RETURN(CommandOutcome outcome, runtime.Execute(Param(r, "name"), input, options));
+  REEF_ASSIGN_OR_RETURN(CommandOutcome outcome,
+                        runtime.Execute(r.PathParam("name"), input, options));
   if (outcome.kind == CommandOutcome::Kind::kRejected) {
     return HttpResponse::Error(422, "command_rejected", outcome.message);
   }
@@ -247,7 +246,7 @@ std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
                       REEF_ASSIGN_OR_RETURN(std::string sql, StringField(body, "sql"));
                       json params = body.value("params", json::array());
                       REEF_ASSIGN_OR_RETURN(json rows,
-                                            rt->QueryProjector(Param(r, "name"), sql, params));
+                                            rt->QueryProjector(r.PathParam("name"), sql, params));
                       return json{{"rows", std::move(rows)}};
                     },
                     "run a read-only SQL query on a projector's database"});
@@ -256,8 +255,8 @@ std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
   }
   routes.push_back({"DELETE", "/crypto-keys/{scope}",
                     [rt](const HttpRequest& r) -> Result<json> {
-                      REEF_RETURN_IF_ERROR(rt->ShredScope(Param(r, "scope")));
-                      return json{{"scope", Param(r, "scope")}, {"shredded", true}};
+                      REEF_RETURN_IF_ERROR(rt->ShredScope(r.PathParam("scope")));
+                      return json{{"scope", r.PathParam("scope")}, {"shredded", true}};
                     },
                     "delete the scope's encryption keys: its events' data reads as null"});
   HttpRoute metrics;

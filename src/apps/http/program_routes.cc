@@ -40,23 +40,17 @@ Result<uint64_t> NumberParam(const HttpRequest& r, std::string_view name, uint64
   if (!text) return fallback;
   std::optional<uint64_t> value = ParseNumber<uint64_t>(*text);
   if (!value || *value < min || *value > max) {
-    return Status::InvalidArgument(
-        fmt::format("query parameter {} must be a whole number {}..{}, not \"{}\"", name, min,
-                    max, *text));
+    return Status::InvalidArgument(fmt::format(
+        "query parameter {} must be a whole number {}..{}, not \"{}\"", name, min, max, *text));
   }
   return *value;
-}
-
-const std::string& Param(const HttpRequest& request, std::string_view name) {
-  return request.params.find(name)->second;
 }
 
 json ProgramJson(const program::Program& p) {
   json modules = json::object();
   for (const auto& [name, m] : p.modules) {
-    modules[name] = {{"file", p.manifest.modules.at(name)},
-                     {"sha256", m.sha256},
-                     {"size_bytes", m.size_bytes}};
+    modules[name] = {
+        {"file", p.manifest.modules.at(name)}, {"sha256", m.sha256}, {"size_bytes", m.size_bytes}};
   }
   json units = json::object();
   for (const auto& [name, u] : p.units) units[name] = program::UnitSpecJson(u.spec);
@@ -78,6 +72,7 @@ json InstanceJson(const program::InstanceInfo& i) {
             {"invocations", i.invocations},
             {"idle_ms", i.idle_ms},
             {"code_generation", i.code_generation},
+            {"tier", wasm::TierName(i.tier)},
             {"retired", i.retired}};
   if (i.failure) j["failure"] = *i.failure;
   return j;
@@ -102,7 +97,7 @@ Result<HttpResponse> Deploy(ProgramRuntime& runtime, const HttpRequest& r) {
 
 Result<HttpResponse> Invoke(ProgramRuntime& runtime, const HttpRequest& r) {
   program::InvokeRequest request;
-  request.unit = Param(r, "unit");
+  request.unit = r.PathParam("unit");
   if (auto mode = r.QueryParam("mode")) {
     REEF_ASSIGN_OR_RETURN(request.mode, program::ParseInvokeMode(*mode));
   }
@@ -124,7 +119,8 @@ Result<HttpResponse> Invoke(ProgramRuntime& runtime, const HttpRequest& r) {
   program::InvokeOutcome outcome = runtime.Invoke(std::move(request));
   auto error = [&](unsigned status, std::string_view code) {
     HttpResponse response = HttpResponse::Error(status, code, outcome.message);
-    if (status == 429 || status == 503) response.headers.emplace_back("Retry-After", kRetryAfterSeconds);
+    if (status == 429 || status == 503)
+      response.headers.emplace_back("Retry-After", kRetryAfterSeconds);
     return response;
   };
   switch (outcome.failure) {
@@ -196,10 +192,10 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
                     "the units of the deployed program with their counters"});
   routes.push_back({"GET", "/units/{unit}/instances",
                     [rt](const HttpRequest& r) -> Result<json> {
-                      REEF_ASSIGN_OR_RETURN(auto instances, rt->Instances(Param(r, "unit")));
+                      REEF_ASSIGN_OR_RETURN(auto instances, rt->Instances(r.PathParam("unit")));
                       json list = json::array();
                       for (const auto& i : instances) list.push_back(InstanceJson(i));
-                      return json{{"unit", Param(r, "unit")}, {"instances", std::move(list)}};
+                      return json{{"unit", r.PathParam("unit")}, {"instances", std::move(list)}};
                     },
                     "the unit's live instances"});
 
@@ -210,38 +206,37 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
   invoke.response_handler = [rt](const HttpRequest& r) { return Invoke(*rt, r); };
   routes.push_back(std::move(invoke));
 
-  routes.push_back({"POST", "/units/{unit}/instances/{instance}/kill",
-                    [rt](const HttpRequest& r) -> Result<json> {
-                      auto instance = ParseNumber<uint32_t>(Param(r, "instance"));
-                      if (!instance || *instance == 0) {
-                        return Status::NotFound(
-                            fmt::format("no instance \"{}\"", Param(r, "instance")));
-                      }
-                      REEF_RETURN_IF_ERROR(rt->Kill(Param(r, "unit"), *instance));
-                      return json{{"unit", Param(r, "unit")}, {"instance", *instance},
-                                  {"killed", true}};
-                    },
-                    "kill the instance's invocation; the instance is poisoned (reset)"});
+  routes.push_back(
+      {"POST", "/units/{unit}/instances/{instance}/kill",
+       [rt](const HttpRequest& r) -> Result<json> {
+         auto instance = ParseNumber<uint32_t>(r.PathParam("instance"));
+         if (!instance || *instance == 0) {
+           return Status::NotFound(fmt::format("no instance \"{}\"", r.PathParam("instance")));
+         }
+         REEF_RETURN_IF_ERROR(rt->Kill(r.PathParam("unit"), *instance));
+         return json{{"unit", r.PathParam("unit")}, {"instance", *instance}, {"killed", true}};
+       },
+       "kill the instance's invocation; the instance is poisoned (reset)"});
   routes.push_back({"GET", "/reactors",
                     [rt](const HttpRequest&) -> Result<json> {
                       json list = json::array();
-                      for (const auto& reactor : rt->Reactors()) list.push_back(ReactorJson(reactor));
+                      for (const auto& reactor : rt->Reactors())
+                        list.push_back(ReactorJson(reactor));
                       return json{{"reactors", std::move(list)}};
                     },
                     "the reactor threads that host unit instances"});
-  routes.push_back({"POST", "/reactors/{id}/drain",
-                    [rt](const HttpRequest& r) -> Result<json> {
-                      auto id = ParseNumber<uint32_t>(Param(r, "id"));
-                      if (!id) {
-                        return Status::NotFound(fmt::format("no reactor \"{}\"", Param(r, "id")));
-                      }
-                      REEF_ASSIGN_OR_RETURN(uint64_t timeout,
-                                            NumberParam(r, "timeout_ms", 5'000, 0, 60'000));
-                      REEF_ASSIGN_OR_RETURN(auto info,
-                                            rt->Drain(*id, std::chrono::milliseconds(timeout)));
-                      return ReactorJson(info);
-                    },
-                    "stop placing instances on a reactor and move its idle ones away"});
+  routes.push_back(
+      {"POST", "/reactors/{id}/drain",
+       [rt](const HttpRequest& r) -> Result<json> {
+         auto id = ParseNumber<uint32_t>(r.PathParam("id"));
+         if (!id) {
+           return Status::NotFound(fmt::format("no reactor \"{}\"", r.PathParam("id")));
+         }
+         REEF_ASSIGN_OR_RETURN(uint64_t timeout, NumberParam(r, "timeout_ms", 5'000, 0, 60'000));
+         REEF_ASSIGN_OR_RETURN(auto info, rt->Drain(*id, std::chrono::milliseconds(timeout)));
+         return ReactorJson(info);
+       },
+       "stop placing instances on a reactor and move its idle ones away"});
   return routes;
 }
 

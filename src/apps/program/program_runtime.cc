@@ -14,18 +14,14 @@
 #include <sstream>
 #include <thread>
 
+#include "core/clock.h"
+
 namespace reef::apps::program {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 struct Instance {
   Instance(uint32_t instance_id, ActorRef ref) : id(instance_id), actor(ref) {}
@@ -43,13 +39,13 @@ struct UnitState {
   std::shared_ptr<const actor::Implementation> implementation;
   std::string code_fingerprint;
   uint64_t code_generation = 0;
-  UnitSpec spec;                                // GUARDED_BY(mu): limits may change
-  std::map<uint32_t, Instance> instances;       // GUARDED_BY(mu)
+  UnitSpec spec;                           // GUARDED_BY(mu): limits may change
+  std::map<uint32_t, Instance> instances;  // GUARDED_BY(mu)
   // The unit's next instance id, shared by every UnitState of the unit's name, so an id
   // never names two instances (old code's and new code's) at once.
   std::shared_ptr<std::atomic<uint32_t>> next_instance;
-  uint32_t cursor = 0;                          // GUARDED_BY(mu): round-robin position
-  bool retired = false;                         // GUARDED_BY(mu)
+  uint32_t cursor = 0;   // GUARDED_BY(mu): round-robin position
+  bool retired = false;  // GUARDED_BY(mu)
   std::atomic<uint64_t> invocations{0};
   std::atomic<uint64_t> rejected{0};
   std::atomic<uint64_t> evicted{0};
@@ -76,7 +72,8 @@ Status WriteFileDurably(const std::filesystem::path& path, const std::string& te
   std::error_code ec;
   if (!synced) return Status::Unavailable(fmt::format("cannot fsync {}", tmp.string()));
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Unavailable(fmt::format("cannot rename to {}: {}", path.string(), ec.message()));
+  if (ec)
+    return Status::Unavailable(fmt::format("cannot rename to {}: {}", path.string(), ec.message()));
   int dir = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
@@ -130,15 +127,15 @@ struct ProgramRuntime::State {
   std::unique_ptr<actor::Runtime> runtime;
   std::filesystem::path programs_dir;
 
-  std::mutex deploy_mu;  // one deploy at a time
+  std::mutex deploy_mu;          // one deploy at a time
   uint64_t last_generation = 0;  // GUARDED_BY(deploy_mu)
 
   mutable std::mutex mu;
-  std::shared_ptr<const Program> current;                       // GUARDED_BY(mu)
-  std::map<std::string, std::shared_ptr<UnitState>> units;      // GUARDED_BY(mu)
+  std::shared_ptr<const Program> current;                   // GUARDED_BY(mu)
+  std::map<std::string, std::shared_ptr<UnitState>> units;  // GUARDED_BY(mu)
   // Next instance id per unit name, across deploys (UnitState::next_instance).
   std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids;  // GUARDED_BY(mu)
-  std::vector<std::shared_ptr<UnitState>> retired;              // GUARDED_BY(mu)
+  std::vector<std::shared_ptr<UnitState>> retired;                             // GUARDED_BY(mu)
   std::atomic<uint32_t> reactor_cursor{0};
 
   std::mutex stop_mu;
@@ -171,8 +168,7 @@ Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
     auto it = unit.instances.find(*target);
     if (it == unit.instances.end()) {
       outcome->failure = InvokeFailure::kNotFound;
-      return Status::NotFound(
-          fmt::format("unit {} has no instance {}", unit.spec.name, *target));
+      return Status::NotFound(fmt::format("unit {} has no instance {}", unit.spec.name, *target));
     }
     return &it->second;
   }
@@ -182,9 +178,8 @@ Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
     spawn_options.mailbox_capacity = unit.spec.inbox_capacity;
     spawn_options.reactor = reactor;
     spawn_options.failure_policy = actor::FailurePolicy::kReset;
-    REEF_ASSIGN_OR_RETURN(ActorRef ref, runtime->Spawn(unit.implementation,
-                                                             unit.spec.initial_state,
-                                                             spawn_options));
+    REEF_ASSIGN_OR_RETURN(
+        ActorRef ref, runtime->Spawn(unit.implementation, unit.spec.initial_state, spawn_options));
     uint32_t id = unit.next_instance->fetch_add(1);
     return &unit.instances.try_emplace(id, id, ref).first->second;
   };
@@ -226,8 +221,8 @@ InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
     return outcome;
   };
   if (request.timeout.count() < 0 || request.timeout > s.options.max_timeout) {
-    return fail(InvokeFailure::kInvalid, fmt::format("timeout must be 0..{} ms",
-                                                     s.options.max_timeout.count()));
+    return fail(InvokeFailure::kInvalid,
+                fmt::format("timeout must be 0..{} ms", s.options.max_timeout.count()));
   }
   if (Status limits = CheckLimits(request.message, s.runtime->options().value_limits);
       !limits.ok()) {
@@ -242,9 +237,9 @@ InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
       if (!s.current) return fail(InvokeFailure::kNotFound, "no program is deployed");
       auto it = s.units.find(request.unit);
       if (it == s.units.end()) {
-        return fail(InvokeFailure::kNotFound,
-                    fmt::format("program {} has no unit {}", s.current->manifest.program,
-                                request.unit));
+        return fail(
+            InvokeFailure::kNotFound,
+            fmt::format("program {} has no unit {}", s.current->manifest.program, request.unit));
       }
       unit = it->second;
       outcome.generation = s.current->generation;
@@ -305,13 +300,12 @@ InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
                     fmt::format("the inbox of unit {} instance {} is full", request.unit,
                                 outcome.instance));
       case Code::kFailedPrecondition:
-        return fail(InvokeFailure::kFailed,
-                    fmt::format("unit {} instance {}: {}", request.unit, outcome.instance,
-                                sent.message()));
+        return fail(InvokeFailure::kFailed, fmt::format("unit {} instance {}: {}", request.unit,
+                                                        outcome.instance, sent.message()));
       case Code::kUnavailable:
-        return fail(queued ? InvokeFailure::kTimeout : InvokeFailure::kNoRoom,
-                    fmt::format("unit {} instance {}: {}", request.unit, outcome.instance,
-                                sent.message()));
+        return fail(
+            queued ? InvokeFailure::kTimeout : InvokeFailure::kNoRoom,
+            fmt::format("unit {} instance {}: {}", request.unit, outcome.instance, sent.message()));
       default:
         return fail(InvokeFailure::kUnavailable,
                     fmt::format("unit {} instance {}: {}", request.unit, outcome.instance,
@@ -363,12 +357,11 @@ Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
   std::lock_guard lock(s.deploy_mu);
   uint64_t generation = s.last_generation + 1;
   REEF_ASSIGN_OR_RETURN(auto program,
-                        BuildProgram(body, generation, NowMs(), s.options.limits));
-  json kept = {{"generation", generation},
-               {"deployed_at_ms", program->deployed_at_ms},
-               {"request", body}};
-  REEF_RETURN_IF_ERROR(WriteFileDurably(
-      s.programs_dir / fmt::format("program-{}.json", generation), kept.dump()));
+                        BuildProgram(body, generation, UnixNowMs(), s.options.limits));
+  json kept = {
+      {"generation", generation}, {"deployed_at_ms", program->deployed_at_ms}, {"request", body}};
+  REEF_RETURN_IF_ERROR(
+      WriteFileDurably(s.programs_dir / fmt::format("program-{}.json", generation), kept.dump()));
   s.last_generation = generation;
   auto files = KeptPrograms(s.programs_dir);
   while (files.size() > std::max<uint32_t>(1, s.options.kept_programs)) {
@@ -378,10 +371,11 @@ Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
   }
   auto report = s.Publish(std::move(program));
   if (report.ok()) {
-    spdlog::info("deployed program {} generation {}: {} added, {} changed, {} unchanged, {} "
-                 "removed",
-                 report->program, generation, report->added.size(), report->changed.size(),
-                 report->unchanged.size(), report->removed.size());
+    spdlog::info(
+        "deployed program {} generation {}: {} added, {} changed, {} unchanged, {} "
+        "removed",
+        report->program, generation, report->added.size(), report->changed.size(),
+        report->unchanged.size(), report->removed.size());
   }
   return report;
 }
@@ -400,8 +394,8 @@ void ProgramRuntime::State::EvictIdle() {
   }
   auto sweep = [&](UnitState& unit, bool is_retired) {
     std::lock_guard lock(unit.mu);
-    if (!is_retired && (unit.spec.placement == Placement::kSingleton ||
-                        unit.spec.idle_eviction_ms == 0)) {
+    if (!is_retired &&
+        (unit.spec.placement == Placement::kSingleton || unit.spec.idle_eviction_ms == 0)) {
       return;
     }
     auto idle_for = std::chrono::milliseconds(is_retired ? 0 : unit.spec.idle_eviction_ms);
@@ -520,6 +514,7 @@ Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view nam
     info.idle_ms = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(now - last_used[i]).count());
     info.failure = snapshot->failure;
+    info.tier = snapshot->tier;
     present.push_back(std::move(info));
   }
   return present;
@@ -579,8 +574,7 @@ std::string ProgramRuntime::Metrics() {
       {"reef_unit_poisoned", "gauge",
        "Poisonings (failed or killed invocations) of the live instances.", &UnitInfo::poisoned},
       {"reef_unit_evicted_total", "counter",
-       "Instances removed for idleness since the unit's code was deployed.",
-       &UnitInfo::evicted},
+       "Instances removed for idleness since the unit's code was deployed.", &UnitInfo::evicted},
   };
   for (const Series& one : series) {
     family(one.name, one.type, one.help);
@@ -639,8 +633,8 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
   std::error_code ec;
   std::filesystem::create_directories(state->programs_dir, ec);
   if (ec) {
-    return Status::Unavailable(fmt::format("cannot create {}: {}", state->programs_dir.string(),
-                                           ec.message()));
+    return Status::Unavailable(
+        fmt::format("cannot create {}: {}", state->programs_dir.string(), ec.message()));
   }
   actor::RuntimeOptions runtime_options;
   runtime_options.mode = actor::SchedulingMode::kFreeRunning;
@@ -665,8 +659,8 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
                            state->options.limits);
     if (program.ok()) {
       REEF_RETURN_IF_ERROR(state->Publish(std::move(*program)).status());
-      spdlog::info("program {} generation {} redeployed from {}",
-                   state->current->manifest.program, generation, path.string());
+      spdlog::info("program {} generation {} redeployed from {}", state->current->manifest.program,
+                   generation, path.string());
     } else {
       spdlog::error("cannot redeploy the kept program {}: {} (left in place; deploy again)",
                     path.string(), program.status().ToString());

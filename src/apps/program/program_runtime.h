@@ -42,7 +42,7 @@ struct ProgramRuntimeOptions {
   uint32_t reactors = 0;  // reactor threads; 0 = hardware concurrency, at least 2
   std::chrono::milliseconds eviction_interval{50};  // how often idle instances are looked for
   std::chrono::milliseconds max_timeout{60'000};    // longest invocation wait a caller may ask
-  uint32_t kept_programs = 5;  // program files kept on disk (the newest ones)
+  uint32_t kept_programs = 5;                       // program files kept on disk (the newest ones)
   ProgramLimits limits;
 };
 
@@ -79,10 +79,10 @@ enum class InvokeFailure : uint8_t {
 
 struct InvokeOutcome {
   InvokeFailure failure = InvokeFailure::kNone;
-  std::string message;       // what went wrong, for people; empty on success
-  Value result;              // kWait: the handler's reply to its sender, or null
-  uint32_t instance = 0;     // the instance it went to (0 when none was chosen)
-  uint64_t generation = 0;   // the program generation it was routed on
+  std::string message;      // what went wrong, for people; empty on success
+  Value result;             // kWait: the handler's reply to its sender, or null
+  uint32_t instance = 0;    // the instance it went to (0 when none was chosen)
+  uint64_t generation = 0;  // the program generation it was routed on
 };
 
 struct DeployReport {
@@ -110,10 +110,11 @@ struct InstanceInfo {
   uint32_t incarnation = 1;  // 1 + the times it was poisoned
   uint64_t queued = 0;       // messages waiting, the running one not included
   uint32_t inbox_capacity = 0;
-  uint64_t invocations = 0;  // routed to this instance
-  uint64_t idle_ms = 0;      // since the last invocation was routed to it
-  std::optional<std::string> failure;  // why it was last poisoned
-  uint64_t code_generation = 0;  // the deploy whose code it runs
+  uint64_t invocations = 0;               // routed to this instance
+  uint64_t idle_ms = 0;                   // since the last invocation was routed to it
+  std::optional<std::string> failure;     // why it was last poisoned
+  uint64_t code_generation = 0;           // the deploy whose code it runs
+  wasm::Tier tier = wasm::Tier::kInterp;  // the engine tier its handlers run on (ActorSnapshot)
   bool retired = false;  // it runs a unit's old code, finishing what it accepted before a
                          // deploy changed the unit; it is removed once idle
 };

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
-#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -27,13 +26,6 @@ inline Status SqlError(sqlite3* db, std::string_view what) {
   std::string message = fmt::format("module store: {}: {}", what, sqlite3_errmsg(db));
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return Status::Unavailable(std::move(message));
   return Status::Internal(std::move(message));
-}
-
-// Milliseconds since the Unix epoch (system clock).
-inline int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // One prepared statement; finalized on destruction. Parameters bind by 1-based index and are

@@ -13,7 +13,7 @@ namespace {
 // The metering pass every native module is compiled with (its layout is recovered from the
 // compiled module: the fuel is the last global, the meter table follows the module's own).
 IrPass MeterPass() {
-  return [](wabt::Module& ir) -> Status { return detail::MeterModule(ir).status(); };
+  return [](wabt::Module& ir) -> Status { return wasm::detail::MeterModule(ir).status(); };
 }
 
 }  // namespace
@@ -65,7 +65,7 @@ Result<std::shared_ptr<const NativeModule>> CodeSource::Get(
   auto done = std::make_shared<std::promise<Result<std::shared_ptr<const NativeModule>>>>();
   std::future<Result<std::shared_ptr<const NativeModule>>> result = done->get_future();
   const Status submitted = service_->Submit(
-      CompileRequest{module, options_.compile, MeterPass(), detail::kMeterVersion},
+      CompileRequest{module, options_.compile, MeterPass(), wasm::detail::kMeterVersion},
       [this, id = module->id(), done](Result<CacheResult> compiled) {
         Result<std::shared_ptr<const NativeModule>> out =
             compiled.ok() ? Result<std::shared_ptr<const NativeModule>>(compiled->module)
@@ -95,7 +95,7 @@ void CodeSource::Request(const std::shared_ptr<const Module>& module) {
     return;
   }
   const Status submitted = service_->Submit(
-      CompileRequest{module, options_.compile, MeterPass(), detail::kMeterVersion},
+      CompileRequest{module, options_.compile, MeterPass(), wasm::detail::kMeterVersion},
       [this, id = module->id()](Result<CacheResult> compiled) {
         std::lock_guard lock(mu_);
         if (compiled.ok()) {
@@ -120,7 +120,7 @@ Result<std::shared_ptr<const NativeModule>> CodeSource::Build(
   bool from_cache = false;
   if (cache_ != nullptr) {
     Result<CacheResult> compiled =
-        cache_->GetOrCompile(module, options_.compile, MeterPass(), detail::kMeterVersion);
+        cache_->GetOrCompile(module, options_.compile, MeterPass(), wasm::detail::kMeterVersion);
     if (compiled.ok()) from_cache = compiled->outcome == CacheOutcome::kHit;
     out = compiled.ok() ? Result<std::shared_ptr<const NativeModule>>(compiled->module)
                         : Result<std::shared_ptr<const NativeModule>>(compiled.status());

@@ -18,6 +18,10 @@ namespace {
 
 constexpr const char* kModuleSource = "m.c";
 constexpr const char* kGlueSource = "reef_glue.c";
+// The one translation unit the compiler runs on: the module and its glue together cost one
+// compiler process instead of two (half the time of a small module's compile).
+constexpr const char* kUnitSource = "unit.c";
+constexpr std::string_view kUnitText = "#include \"m.c\"\n#include \"reef_glue.c\"\n";
 constexpr const char* kLibrary = "m.so";
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 
@@ -118,9 +122,10 @@ std::vector<std::string> CompileCommand(const std::filesystem::path& compiler,
       "-Werror=incompatible-pointer-types",
       "-Werror=int-conversion",
       "-I.",
+      "-pipe",
   };
   argv.insert(argv.end(), options.extra_flags.begin(), options.extra_flags.end());
-  argv.insert(argv.end(), {kModuleSource, kGlueSource, "-o", kLibrary, "-lm"});
+  argv.insert(argv.end(), {kUnitSource, "-o", kLibrary, "-lm"});
   return argv;
 }
 
@@ -136,6 +141,7 @@ Result<SharedObject> Compile(const GeneratedC& c, const CompileOptions& options)
   REEF_RETURN_IF_ERROR(WriteFile(dir.path() / kModuleHeaderName, c.module_header));
   REEF_RETURN_IF_ERROR(WriteFile(dir.path() / kModuleSource, c.module_source));
   REEF_RETURN_IF_ERROR(WriteFile(dir.path() / kGlueSource, c.glue_source));
+  REEF_RETURN_IF_ERROR(WriteFile(dir.path() / kUnitSource, kUnitText));
 
   std::vector<std::string> argv = CompileCommand(compiler, options);
   const std::vector<std::string> env = {"PATH=" + SearchPath(options), "LC_ALL=C",
