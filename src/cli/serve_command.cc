@@ -305,6 +305,9 @@ int Serve(const ServeArgs& args) {
   programs->reset();
   runtime->reset();  // module threads stop before the event store they read closes
   events->reset();
+  // Background compiles end now (the engine options outlive main): no compiler keeps running
+  // after the process, and no temporary directory is left behind.
+  if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
   spdlog::info("stopped");
   return 0;
 }

@@ -21,6 +21,10 @@ IrPass MeterPass() {
 CodeSource::CodeSource(CodeSourceOptions options) : options_(std::move(options)) {}
 
 CodeSource::~CodeSource() {
+  Shutdown();
+}
+
+void CodeSource::Shutdown() {
   if (service_ != nullptr) service_->Shutdown();
 }
 

@@ -68,6 +68,12 @@ class CodeSource {
   // before; returns at once. Without a compile service it does the work now.
   void Request(const std::shared_ptr<const Module>& module);
 
+  // Stops the compile service (CompileService::Shutdown: compilers in progress are killed,
+  // queued requests dropped) so a process that exits leaves no compiler running and no
+  // temporary files behind. Later Requests and Gets that need a compile fail Unavailable.
+  // Idempotent; any thread.
+  void Shutdown();
+
   // Ok when a C compiler is available (looked up once), else FindCompiler's NotFound.
   Status CompilerStatus();
 

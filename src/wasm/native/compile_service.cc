@@ -48,6 +48,7 @@ void CompileService::Shutdown() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
+  cancel_.store(true);
   wake_.notify_all();
   std::call_once(joined_, [this] {
     for (std::thread& thread : threads_) thread.join();
@@ -78,7 +79,9 @@ void CompileService::WorkerLoop() {
           "compile service shut down before compiling module {}", job->request.module->id())));
       continue;
     }
-    Result<CacheResult> result = cache_->GetOrCompile(job->request.module, job->request.options,
+    CompileOptions options = job->request.options;
+    options.cancel = &cancel_;
+    Result<CacheResult> result = cache_->GetOrCompile(job->request.module, options,
                                                       job->request.pass, job->request.pass_version);
     {
       std::lock_guard lock(mu_);

@@ -15,6 +15,7 @@
 // callback hands its result back through the reactor's own queue.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -73,8 +74,9 @@ class CompileService {
   Status Submit(CompileRequest request, CompileCallback done);
 
   // Stops accepting requests; queued ones complete with Unavailable ("compile service shut
-  // down before compiling ...") on the workers; compiles in progress finish (each bounded by
-  // its wall_time); then the workers are joined. Idempotent.
+  // down before compiling ...") on the workers; compilers in progress are killed (their
+  // requests complete with Unavailable, their temporary files removed); then the workers are
+  // joined. Idempotent.
   void Shutdown();
 
   size_t workers() const { return threads_.size(); }
@@ -98,6 +100,7 @@ class CompileService {
   std::condition_variable wake_;
   std::deque<Job> queue_;
   bool stopping_ = false;
+  std::atomic<bool> cancel_{false};  // set by Shutdown: compiles in progress are killed
   CompileServiceStats stats_;
 };
 

@@ -149,7 +149,9 @@ Result<SharedObject> Compile(const GeneratedC& c, const CompileOptions& options)
   ProcessLimits limits;
   limits.wall_time = options.wall_time;
   limits.address_space_bytes = options.address_space_bytes;
+  limits.cancel = options.cancel;
   REEF_ASSIGN_OR_RETURN(ProcessResult run, RunProcess(argv, env, dir.path(), limits));
+  if (run.cancelled) return Status::Unavailable("C compiler stopped: shutting down");
   if (run.timed_out) {
     return Status::LimitExceeded(
         fmt::format("C compiler killed after {} ms: {}", options.wall_time.count(), argv[0]));

@@ -8,6 +8,7 @@
 // Thread ownership: Compile may run on any thread, concurrently; the results are plain data.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +31,9 @@ struct CompileOptions {
   uint64_t address_space_bytes = 4ull << 30;     // RLIMIT_AS of the compiler processes
   std::vector<std::string> extra_flags;          // appended before the sources
   bool keep_directory = false;                   // leave the temp dir for inspection
+  // When not null and it turns true, the compiler is killed and Compile fails Unavailable
+  // (CompileService::Shutdown). Not part of the compile's identity (CompileCommand).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // Owns a temporary directory; removes it (recursively) on destruction unless released.

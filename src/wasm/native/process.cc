@@ -95,8 +95,14 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
       kill(-pid, SIGKILL);
       break;
     }
+    if (limits.cancel != nullptr && limits.cancel->load()) {
+      result.cancelled = true;
+      kill(-pid, SIGKILL);
+      break;
+    }
     pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    const int64_t wait_ms = limits.cancel != nullptr ? 100 : 1000;
+    const int ready = poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), wait_ms)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     const ssize_t n = read(fds[0], buf, sizeof buf);
@@ -118,7 +124,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
     waited = wait4(pid, &status, 0, &usage);
   } while (waited < 0 && errno == EINTR);
   // A grandchild may still hold the group alive after a timeout; make sure it ends too.
-  if (result.timed_out) kill(-pid, SIGKILL);
+  if (result.timed_out || result.cancelled) kill(-pid, SIGKILL);
   if (waited < 0) return Status::Internal(fmt::format("wait4: {}", std::strerror(errno)));
   result.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,6 +3,7 @@
 // Thread ownership: RunProcess is safe to call from any thread; each call owns its child.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -17,6 +18,9 @@ struct ProcessLimits {
   std::chrono::milliseconds wall_time{60'000};  // the child's process group is killed after
   uint64_t address_space_bytes = 2ull << 30;    // RLIMIT_AS of the child (and its children)
   size_t max_output_bytes = 64 * 1024;          // stdout+stderr kept; the rest is dropped
+  // When not null and it turns true, the child's process group is killed (checked at least
+  // every 100 ms): a shutdown does not wait for a compile in progress.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ProcessResult {
@@ -24,6 +28,7 @@ struct ProcessResult {
   int signal = 0;      // the signal that ended it, when signaled
   bool signaled = false;
   bool timed_out = false;  // killed at ProcessLimits::wall_time
+  bool cancelled = false;  // killed because ProcessLimits::cancel turned true
   std::string output;      // stdout and stderr, interleaved, truncated to max_output_bytes
   double cpu_seconds = 0;  // user + system time of the child and the children it waited for
   double wall_seconds = 0;

@@ -1,9 +1,12 @@
 // The native tier's compile service: compiles off the caller's thread, a bounded queue,
 // shutdown that answers every accepted request.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 #include <vector>
@@ -126,6 +129,39 @@ TEST_F(NativeCompileServiceTest, FullQueueRefusesAndShutdownAnswersWhatWaited) {
   EXPECT_EQ(cancelled.load(), 2);
   EXPECT_EQ(service.stats().cancelled, 2u);
   EXPECT_EQ(service.Submit(Request(), count_cancelled).code(), Code::kUnavailable);
+}
+
+TEST_F(NativeCompileServiceTest, ShutdownKillsACompilerInProgressAndRemovesItsFiles) {
+  // A compiler that notes its working directory (the compile's temporary directory) and hangs.
+  const auto fake = temp_->path() / "hanging-cc";
+  const auto noted = temp_->path() / "cwd";
+  std::ofstream(fake)
+      << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo hanging-cc 1; exit 0; fi\n"
+      << "pwd > " << noted.string() << ".tmp && mv " << noted.string() << ".tmp " << noted.string()
+      << "\nexec sleep 60\n";
+  ASSERT_EQ(chmod(fake.c_str(), 0700), 0);
+  CompileService service(cache_, Options(1, 2));
+  CompileRequest request = Request();
+  request.options.compiler = fake.string();
+  Answer answer;
+  ASSERT_TRUE(service.Submit(std::move(request), answer.Callback()).ok());
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!std::filesystem::exists(noted) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(std::filesystem::exists(noted)) << "the compiler never started";
+  std::string directory;
+  std::getline(std::ifstream(noted), directory);
+  ASSERT_TRUE(std::filesystem::exists(directory)) << directory;
+  const auto start = std::chrono::steady_clock::now();
+
+  service.Shutdown();
+
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "Shutdown waited for the compiler";
+  auto result = answer.promise.get_future().get();
+  EXPECT_EQ(result.status().code(), Code::kUnavailable) << result.status().ToString();
+  EXPECT_NE(result.status().message().find("shutting down"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(directory)) << directory << " was left behind";
 }
 
 TEST_F(NativeCompileServiceTest, BadRequestsAreRefusedAtSubmit) {
