@@ -209,8 +209,11 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     REEF_ASSIGN_OR_RETURN(
         slot, ModuleInstance::Create(ModuleKind::kCommand, module,
                                      fmt::format("commands/{}@{}", name, active->version)));
+  }
+  {
+    // Two commands with the same bytes share the instance: each records the tier it ran on.
     std::lock_guard lock(mu);
-    command_counters[std::string(name)].tier = wasm::TierName(slot->tier());
+    command_counters[name].tier = wasm::TierName(slot->tier());
   }
   ModuleInstance& instance = *slot;
 

@@ -102,11 +102,13 @@ class EffectRunner final : public Runner {
 
   // ---- Called by workers ----
 
-  Result<std::unique_ptr<ModuleInstance>> NewInstance() {
+  // A new instance; `slot` numbers it for the status's tier (0: the dispatcher, 1 + i: worker
+  // i).
+  Result<std::unique_ptr<ModuleInstance>> NewInstance(uint32_t slot) {
     REEF_ASSIGN_OR_RETURN(auto instance,
                           ModuleInstance::Create(store::ModuleKind::kEffect, spec_.module, label_));
     instance->context().env = spec_.env;
-    status_.SetTier(instance->tier());
+    status_.SetTier(slot, instance->tier());
     return instance;
   }
   const RunnerSpec& spec() const { return spec_; }
@@ -176,7 +178,7 @@ class EffectRunner final : public Runner {
     persisted_ = watermark;
     dispatched_ = watermark;
     status_.SetPosition(watermark);
-    REEF_ASSIGN_OR_RETURN(auto instance, NewInstance());
+    REEF_ASSIGN_OR_RETURN(auto instance, NewInstance(0));
     instance->context().db = db_;  // reef_query and reef_partition_key may use SQL too
     REEF_ASSIGN_OR_RETURN(Value query_value, instance->CallForValue("reef_query", {}));
     REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
@@ -204,6 +206,11 @@ class EffectRunner final : public Runner {
       }
       REEF_ASSIGN_OR_RETURN(auto batch,
                             subscription->Next(std::min<size_t>(room, 256), kPollTimeout));
+      // Its native code became ready (TierChoice::kAuto): move to it between batches.
+      if (!batch.empty() && instance->Outdated()) {
+        REEF_ASSIGN_OR_RETURN(instance, NewInstance(0));
+        instance->context().db = db_;
+      }
       for (events::SequencedEvent& event : batch) {
         REEF_ASSIGN_OR_RETURN(Value value, EventToValue(events::EventView::Of(event), spec_.keys));
         REEF_ASSIGN_OR_RETURN(Value key, instance->CallForValue("reef_partition_key", {&value}));
@@ -247,14 +254,16 @@ class EffectRunner final : public Runner {
 
 void Worker::Run() {
   const RunnerSpec& spec = runner_.spec();
-  auto instance = runner_.NewInstance();
   sqlite3* db = nullptr;
   auto opened = OpenModuleDatabase(spec.db_path);
-  if (!instance.ok() || !opened.ok()) {
-    runner_.status().Fail(!instance.ok() ? instance.status().message() : opened.status().message());
+  if (!opened.ok()) {
+    runner_.status().Fail(opened.status().message());
     return;
   }
   db = *opened;
+  // Made for the first event this worker gets (an idle worker holds none), and again when
+  // the module's native code becomes ready (TierChoice::kAuto), between two events.
+  std::unique_ptr<ModuleInstance> instance;
   const Item* current = nullptr;
   auto append = [&spec, &current](const Value& list) -> Result<uint64_t> {
     events::EventMetadata metadata;
@@ -270,10 +279,10 @@ void Worker::Run() {
     attached.context().db = db;
     attached.context().append = append;
   };
-  attach(**instance);
   const int64_t initial = spec.options->effect_backoff_initial.count();
   const int64_t cap = spec.options->effect_backoff_max.count();
   int64_t delay = initial;
+  bool switch_failed_logged = false;
   while (true) {
     Item item;
     {
@@ -284,16 +293,22 @@ void Worker::Run() {
       queue_.pop_front();
     }
     current = &item;
-    // Its native code became ready (TierChoice::kAuto): move to it between events. A failed
-    // instantiation keeps the instance that works.
-    if ((*instance)->Outdated()) {
-      if (auto fresh = runner_.NewInstance(); fresh.ok()) {
-        instance = std::move(fresh);
-        attach(**instance);
+    // A failed instantiation keeps the instance that works, if there is one.
+    if (instance == nullptr || instance->Outdated()) {
+      if (auto fresh = runner_.NewInstance(index_ + 1); fresh.ok()) {
+        instance = std::move(*fresh);
+        attach(*instance);
+      } else if (instance == nullptr) {
+        runner_.status().Fail(fresh.status().message());  // the event stays unacknowledged
+        break;
+      } else if (!switch_failed_logged) {
+        switch_failed_logged = true;
+        spdlog::warn("effects/{} (worker {}): stays on its instance: a new one failed: {}",
+                     spec.name, index_, fresh.status().message());
       }
     }
     while (true) {
-      auto rc = (*instance)->CallForStatus("reef_effect", {&item.value});
+      auto rc = instance->CallForStatus("reef_effect", {&item.value});
       if (rc.ok() && *rc == 0) {
         delay = initial;
         backoff_ms_ = 0;

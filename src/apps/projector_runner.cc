@@ -55,7 +55,7 @@ class ProjectorRunner final : public Runner {
           auto created, ModuleInstance::Create(store::ModuleKind::kProjector, spec_.module, label));
       created->context().env = spec_.env;
       created->context().db = db_;
-      status_.SetTier(created->tier());
+      status_.SetTier(0, created->tier());
       return created;
     };
     REEF_ASSIGN_OR_RETURN(auto instance, create());

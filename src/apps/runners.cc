@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
+
 namespace reef::apps {
 
 uint64_t Fnv1a64(std::string_view bytes) {
@@ -126,9 +128,12 @@ void RunnerStatus::SetBackoff(double seconds) {
   status_.backoff_seconds = seconds;
 }
 
-void RunnerStatus::SetTier(wasm::Tier tier) {
+void RunnerStatus::SetTier(uint32_t slot, wasm::Tier tier) {
   std::lock_guard lock(mu_);
-  status_.tier = wasm::TierName(tier);
+  tiers_[slot] = tier;
+  const bool all_native = std::all_of(
+      tiers_.begin(), tiers_.end(), [](const auto& t) { return t.second == wasm::Tier::kNative; });
+  status_.tier = wasm::TierName(all_native ? wasm::Tier::kNative : wasm::Tier::kInterp);
 }
 
 void RunnerStatus::SetQuery(events::Query query) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,12 +98,15 @@ class RunnerStatus {
   void SetPosition(uint64_t position);
   void SetBackoff(double seconds);
   void SetQuery(events::Query query);
-  void SetTier(wasm::Tier tier);
+  // The tier instance `slot` (the runner's own numbering) runs on now. The status says
+  // "native" once every slot does, else "interp".
+  void SetTier(uint32_t slot, wasm::Tier tier);
   ModuleStatus Get() const;
 
  private:
   mutable std::mutex mu_;
   ModuleStatus status_;
+  std::map<uint32_t, wasm::Tier> tiers_;  // by slot
 };
 
 }  // namespace reef::apps

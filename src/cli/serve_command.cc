@@ -301,13 +301,14 @@ int Serve(const ServeArgs& args) {
   (*server)->Stop();
   subscriptions.Stop();  // its pumps may hold connections of the server
   server->reset();       // the server goes before the image and the store its handlers refer to
+  // Background compiles end now (the engine options outlive main): no compiler keeps running
+  // after the process, no temporary directory is left behind, and no thread that waits for a
+  // compile (--engine native) holds up the shutdown below.
+  if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
   image->reset();
   programs->reset();
   runtime->reset();  // module threads stop before the event store they read closes
   events->reset();
-  // Background compiles end now (the engine options outlive main): no compiler keeps running
-  // after the process, and no temporary directory is left behind.
-  if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
   spdlog::info("stopped");
   return 0;
 }

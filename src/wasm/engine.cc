@@ -147,7 +147,9 @@ Engine::Engine(const HostRegistry& registry, EngineLimits limits, EngineOptions 
 Engine::~Engine() = default;
 
 bool Engine::Outdated(const Instance& instance) const {
-  return instance.tier() != TierOf(instance.module());
+  // One way only: native code that left the loaded-code cache is loaded again on the next
+  // instantiation; instances that run it stay.
+  return instance.tier() == Tier::kInterp && TierOf(instance.module()) == Tier::kNative;
 }
 
 Tier Engine::TierOf(const Module& module) const {
@@ -159,7 +161,7 @@ Tier Engine::TierOf(const Module& module) const {
     case TierChoice::kAuto:
       break;
   }
-  return options_.native_code->Find(module) != nullptr ? Tier::kNative : Tier::kInterp;
+  return options_.native_code->IsLoaded(module) ? Tier::kNative : Tier::kInterp;
 }
 
 Result<std::vector<size_t>> Engine::ResolveImports(const Module& module) const {

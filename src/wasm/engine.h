@@ -96,8 +96,8 @@ class Engine {
   // `instance` does (auto: its native code is ready now). Callers that keep instances for
   // reuse drop such ones at a handler boundary, so the module moves to native code.
   bool Outdated(const Instance& instance) const;
-  // The tier a new instance of `module` runs on now (auto: native once its code is ready,
-  // else the interpreter). Does not request a compile.
+  // The tier a new instance of `module` runs on now (auto: native once its code is loaded,
+  // else the interpreter). Does not request a compile, nor count as a use of the code.
   Tier TierOf(const Module& module) const;
 
   const EngineLimits& limits() const { return limits_; }

@@ -271,7 +271,9 @@ TEST_F(ExamplesTest, BankMovesToNativeCodeUnderAutoWithoutChangingAnything) {
     all_native = true;
     for (const std::string& face : faces) {
       const std::string now = tier(face);
-      ASSERT_TRUE(now == "interp" || now == "native") << face << " tier '" << now << "'";
+      // "" until the face made its first instance.
+      ASSERT_TRUE(now.empty() || now == "interp" || now == "native")
+          << face << " tier '" << now << "'";
       all_native = all_native && now == "native";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -46,6 +46,11 @@ std::shared_ptr<CodeSource> CodeSource::Default() {
   return source;
 }
 
+bool CodeSource::IsLoaded(const Module& module) {
+  std::lock_guard lock(mu_);
+  return loaded_.contains(module.id());
+}
+
 std::shared_ptr<const NativeModule> CodeSource::Find(const Module& module) {
   std::lock_guard lock(mu_);
   auto it = loaded_.find(module.id());

@@ -68,6 +68,10 @@ class CodeSource {
   // before; returns at once. Without a compile service it does the work now.
   void Request(const std::shared_ptr<const Module>& module);
 
+  // True when `module`'s code is loaded (Find would return it), without counting as a use
+  // for the loaded-code LRU. Any thread.
+  bool IsLoaded(const Module& module);
+
   // Stops the compile service (CompileService::Shutdown: compilers in progress are killed,
   // queued requests dropped) so a process that exits leaves no compiler running and no
   // temporary files behind. Later Requests and Gets that need a compile fail Unavailable.
