@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 #include <string_view>
+#include <vector>
 
 #include "wabt/apply-names.h"
 #include "wabt/binary-reader-ir.h"
@@ -98,6 +99,168 @@ Status RewriteTableTraps(std::string& c) {
   return Status::Ok();
 }
 
+// wasm2c's trap macro and call-depth prologue, which Reef's rewrite replaces (rt/wasm-rt.h,
+// "Registers of the generated code"): a trap stores the fuel first, and the depth counter is
+// REEF_RT_DEPTH (a register or wasm_rt_call_stack_depth).
+constexpr std::string_view kTrapMacro = "#define TRAP(x) (wasm_rt_trap(WASM_RT_TRAP_##x), 0)\n";
+constexpr std::string_view kReefTrapMacro =
+    "#define TRAP(x) (REEF_RT_STORE_FUEL(), wasm_rt_trap(WASM_RT_TRAP_##x), 0)\n";
+constexpr std::string_view kDepthIncrement = "++wasm_rt_call_stack_depth";
+constexpr std::string_view kDepthDecrement = "--wasm_rt_call_stack_depth";
+
+Status ReplaceOnce(std::string& c, std::string_view from, std::string_view to) {
+  const size_t at = c.find(from);
+  if (at == std::string::npos || c.find(from, at + from.size()) != std::string::npos) {
+    return Status::Internal(fmt::format(
+        "wabt's C writer output changed shape (`{}` not found once); Reef pins wabt 1.0.32",
+        from.substr(0, from.find('\n'))));
+  }
+  c.replace(at, from.size(), to);
+  return Status::Ok();
+}
+
+// One line of wasm2c's function bodies, split at its indentation.
+struct CLine {
+  std::string_view indent;
+  std::string_view code;
+};
+
+CLine SplitLine(std::string_view line) {
+  const size_t first = line.find_first_not_of(' ');
+  if (first == std::string_view::npos) return {line, {}};
+  return {line.substr(0, first), line.substr(first)};
+}
+
+// Consumes `prefix` from the front of `text`.
+bool Eat(std::string_view& text, std::string_view prefix) {
+  if (!text.starts_with(prefix)) return false;
+  text.remove_prefix(prefix.size());
+  return true;
+}
+
+// Consumes a wasm2c stack temporary of kind `kind` ('j' for i64, 'i' for i32): "w2c_<kind>N".
+bool EatTemp(std::string_view& text, char kind, std::string_view* temp) {
+  const std::string_view start = text;
+  if (!Eat(text, "w2c_") || text.empty() || text.front() != kind) return false;
+  text.remove_prefix(1);
+  const size_t digits = text.find_first_not_of("0123456789");
+  if (digits == 0) return false;
+  text.remove_prefix(digits == std::string_view::npos ? text.size() : digits);
+  *temp = start.substr(0, start.size() - text.size());
+  return true;
+}
+
+// Rewrites the metering code in wasm2c's function bodies so the fuel global `field` (the
+// instance member) is REEF_FUEL, which m.c defines as the register or the member
+// (rt/wasm-rt.h). The meter pass's shapes (wasm/detail/meter.h), in wasm2c's words:
+//   charge: "jA = instance->F; jB = <n>ull; jA -= jB; instance->F = jA;" -> "REEF_FUEL -= <n>ull;"
+//   check:  "jA = instance->F; jB = 0ull; iC = (u64)((s64)jA < (s64)jB); if (iC) {"
+//           -> "if (UNLIKELY(REEF_FUEL < 0)) {"
+//   other reads and writes (bulk charges): "jA = REEF_FUEL;", "REEF_FUEL = jA;".
+// The member stays only where the host's code reaches it: its initialiser and accessor.
+// Errors: Internal when any other use of the member is left (the writer changed shape).
+Status RewriteFuel(std::string& c, std::string_view field) {
+  const std::string member = fmt::format("instance->{}", field);
+  const std::string load_suffix = fmt::format(" = {};", member);
+  std::vector<std::string_view> lines;
+  for (size_t at = 0; at < c.size();) {
+    const size_t end = c.find('\n', at);
+    const size_t next = end == std::string::npos ? c.size() : end + 1;
+    lines.push_back(std::string_view(c).substr(at, next - at));
+    at = next;
+  }
+  auto code = [&](size_t i) {
+    std::string_view line = i < lines.size() ? lines[i] : std::string_view();
+    if (line.ends_with('\n')) line.remove_suffix(1);
+    return SplitLine(line).code;
+  };
+  // "jA = instance->F;" -> jA
+  auto fuel_load = [&](std::string_view text, std::string_view* temp) {
+    return EatTemp(text, 'j', temp) && text == load_suffix;
+  };
+  // "jB = <digits>ull;" -> jB, <digits>
+  auto constant = [&](std::string_view text, std::string_view* temp, std::string_view* value) {
+    if (!EatTemp(text, 'j', temp) || !Eat(text, " = ") || !text.ends_with("ull;")) return false;
+    *value = text.substr(0, text.size() - 4);
+    return !value->empty() && value->find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  std::string out;
+  out.reserve(c.size());
+  for (size_t i = 0; i < lines.size();) {
+    const CLine line = SplitLine(lines[i]);
+    std::string_view a, b, n, cond;
+    if (fuel_load(code(i), &a) && constant(code(i + 1), &b, &n)) {
+      if (code(i + 2) == fmt::format("{} -= {};", a, b) &&
+          code(i + 3) == fmt::format("{} = {};", member, a)) {
+        out += fmt::format("{}REEF_FUEL -= {}ull;\n", line.indent, n);
+        i += 4;
+        continue;
+      }
+      std::string_view third = code(i + 2);
+      if (n == "0" && EatTemp(third, 'i', &cond) &&
+          third == fmt::format(" = (u64)((s64){} < (s64){});", a, b) &&
+          code(i + 3) == fmt::format("if ({}) {{", cond)) {
+        out += fmt::format("{}if (UNLIKELY(REEF_FUEL < 0)) {{\n", line.indent);
+        i += 4;
+        continue;
+      }
+    }
+    if (fuel_load(code(i), &a)) {
+      out += fmt::format("{}{} = REEF_FUEL;\n", line.indent, a);
+    } else if (std::string_view text = code(i);
+               Eat(text, member) && Eat(text, " = ") && EatTemp(text, 'j', &a) && text == ";") {
+      out += fmt::format("{}REEF_FUEL = {};\n", line.indent, a);
+    } else {
+      out += lines[i];
+      if (lines[i].find(member) != std::string_view::npos) {
+        std::string_view rest = code(i);
+        const bool initialiser = Eat(rest, member) && Eat(rest, " = ") && rest.ends_with("ull;");
+        if (!initialiser && code(i) != fmt::format("return &{};", member)) {
+          return Status::Internal(fmt::format(
+              "wabt's C writer uses the fuel in a shape Reef does not rewrite: `{}`", code(i)));
+        }
+      }
+      ++i;
+      continue;
+    }
+    ++i;
+  }
+  c = std::move(out);
+  return Status::Ok();
+}
+
+// The instance member wasm2c gave the global whose accessor is `accessor` (an exported
+// global's "<prefix><mangled export name>"): "u64* <accessor>(... instance) {\n  return
+// &instance-><member>;". Errors: Internal when the accessor is not there.
+Result<std::string> GlobalMember(const std::string& c, std::string_view accessor) {
+  const std::string head = fmt::format(" {}(", accessor);
+  const size_t at = c.find(head);
+  static constexpr std::string_view kReturn = "return &instance->";
+  const size_t ret = at == std::string::npos ? std::string::npos : c.find(kReturn, at);
+  const size_t end = ret == std::string::npos ? std::string::npos : c.find(';', ret);
+  if (end == std::string::npos) {
+    return Status::Internal(fmt::format("wabt's C writer wrote no accessor `{}`", accessor));
+  }
+  return c.substr(ret + kReturn.size(), end - ret - kReturn.size());
+}
+
+// Reef's rewrites of wasm2c's output for the registers of rt/wasm-rt.h: the trap macro, the
+// depth prologue and, for a metered module, every use of the fuel global `fuel_accessor`
+// names (empty: not metered).
+Status RewriteForRegisters(std::string& c, std::string_view fuel_accessor) {
+  REEF_RETURN_IF_ERROR(ReplaceOnce(c, kTrapMacro, kReefTrapMacro));
+  REEF_RETURN_IF_ERROR(ReplaceOnce(c, kDepthIncrement, "++REEF_RT_DEPTH"));
+  REEF_RETURN_IF_ERROR(ReplaceOnce(c, kDepthDecrement, "--REEF_RT_DEPTH"));
+  if (fuel_accessor.empty()) return Status::Ok();
+  REEF_ASSIGN_OR_RETURN(const std::string member, GlobalMember(c, fuel_accessor));
+  REEF_RETURN_IF_ERROR(RewriteFuel(c, member));
+  const std::string fuel_macro = fmt::format(
+      "#if REEF_RT_REGISTERS\n#define REEF_FUEL reef_rt_fuel\n#else\n"
+      "#define REEF_FUEL (instance->{})\n#endif\n",
+      member);
+  return ReplaceOnce(c, kReefTrapMacro, fuel_macro + std::string(kReefTrapMacro));
+}
+
 // Exports item `index` of `kind` under `name`, or the first free "<name>.<n>"; returns the
 // name used.
 std::string AddExport(wabt::Module& module, wabt::ExternalKind kind, uint32_t index,
@@ -149,7 +312,13 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
                                       &errors, &ir))) {
     return Status::InvalidArgument("native tier cannot read the module: " + Errors(errors));
   }
-  if (pass) REEF_RETURN_IF_ERROR(pass(ir));
+  PassResult pass_result;
+  if (pass) {
+    REEF_ASSIGN_OR_RETURN(pass_result, pass(ir));
+  }
+  if (pass_result.fuel_global.has_value() && *pass_result.fuel_global >= ir.globals.size()) {
+    return Status::Internal("the pass names a fuel global the module does not have");
+  }
   if (wabt::Failed(wabt::ValidateModule(&ir, &errors, wabt::ValidateOptions(features)))) {
     return Status::InvalidArgument("module invalid for the native tier: " + Errors(errors));
   }
@@ -174,6 +343,12 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   out.module_source = Text(c_stream);
   out.module_header = Text(h_stream);
   REEF_RETURN_IF_ERROR(RewriteTableTraps(out.module_source));
+  const std::string fuel_accessor =
+      pass_result.fuel_global.has_value()
+          ? std::string(detail::MangleName(kCModuleName)) +
+                detail::MangleName(runtime_exports.globals[*pass_result.fuel_global])
+          : std::string();
+  REEF_RETURN_IF_ERROR(RewriteForRegisters(out.module_source, fuel_accessor));
   out.glue_source = std::move(glue.source);
   out.exports = std::move(glue.exports);
   out.imports = std::move(glue.imports);

@@ -13,6 +13,9 @@
 //   void     reef_glue_free(void* instance);       // after instantiate, trapped or not
 //   wasm_rt_memory_t* reef_glue_memory(void* instance);  // memory 0, or NULL
 //   void     reef_glue_start(void* instance);      // the start function (nothing without)
+//   void     reef_glue_out_of_fuel(void* host);    // the meter table's function: calls
+//                                                  // host->out_of_fuel (reef_rt_host*)
+//   int      reef_glue_registers(void);            // REEF_RT_REGISTERS it was compiled with
 //   void*    reef_glue_global(void* instance, uint32_t index);  // global `index`'s value
 //   wasm_rt_funcref_table_t* reef_glue_funcref_table(void* instance, uint32_t index);
 //                                                  // table `index`, NULL unless funcref
@@ -30,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,11 +48,19 @@ struct Module;
 namespace reef::wasm::native {
 
 // Version of the glue entry points above; the loader refuses a library with another.
-inline constexpr uint32_t kGlueAbiVersion = 2;
+inline constexpr uint32_t kGlueAbiVersion = 3;
+
+// What a pass reports about the module it changed.
+struct PassResult {
+  // The global holding the metering fuel, when the pass metered the module
+  // (wasm/detail/meter.h): the generated code keeps it in a register where the compiler
+  // allows it (rt/wasm-rt.h, "Registers of the generated code").
+  std::optional<uint32_t> fuel_global;
+};
 
 // A transformation of the module's wabt IR, run before validation (metering goes here).
 // It may change anything; the result must validate. Errors abort generation unchanged.
-using IrPass = std::function<Status(wabt::Module&)>;
+using IrPass = std::function<Result<PassResult>(wabt::Module&)>;
 
 // A function export callable from the host: all its parameter and result types are numbers.
 struct NativeExport {

@@ -89,7 +89,7 @@ std::string ExportThunk(const NativeExport& e, std::string_view prefix,
       "/* export {}: {} */\n"
       "REEF_GLUE_EXPORT void {}(void* instance, const reef_rt_value* args,\n"
       "    reef_rt_value* results) {{\n"
-      "  (void)args;\n  (void)results;\n{}}}\n\n",
+      "  (void)args;\n  (void)results;\n  REEF_RT_CODE_ENTER();\n{}  REEF_RT_CODE_EXIT();\n}}\n\n",
       e.thunk.substr(e.thunk.rfind('_') + 1), sig.ToString(), e.thunk, body);
 }
 
@@ -111,7 +111,9 @@ std::string ImportFunction(const NativeImport& im, uint32_t index) {
   text += fmt::format(
       "  reef_rt_host* h = reef_rt_current_host();\n"
       "  (void)host;\n"
+      "  REEF_RT_HOST_CALL_BEGIN();\n"
       "  uint32_t trap = h->call_import(h, {}u, args, results);\n"
+      "  REEF_RT_HOST_CALL_END();\n"
       "  if (trap != 0) reef_rt_trap_host(trap);\n"
       "  (void)results;\n",
       index);
@@ -246,7 +248,12 @@ Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_
       "REEF_GLUE_EXPORT wasm_rt_memory_t* reef_glue_memory(void* instance) {{\n"
       "  (void)instance;\n  return {memory};\n}}\n"
       "REEF_GLUE_EXPORT void reef_glue_start(void* instance) {{\n"
-      "  (void)instance;\n  {start}\n}}\n\n"
+      "  (void)instance;\n  REEF_RT_CODE_ENTER();\n  {start}\n  REEF_RT_CODE_EXIT();\n}}\n"
+      "REEF_GLUE_EXPORT void reef_glue_out_of_fuel(void* host) {{\n"
+      "  REEF_RT_HOST_CALL_BEGIN();\n"
+      "  ((reef_rt_host*)host)->out_of_fuel((reef_rt_host*)host);\n"
+      "  REEF_RT_HOST_CALL_END();\n}}\n"
+      "REEF_GLUE_EXPORT int reef_glue_registers(void) {{ return REEF_RT_REGISTERS; }}\n\n"
       "{globals}{tables}{imports}{exports}",
       fmt::arg("prefix", prefix), fmt::arg("header", header_name), fmt::arg("abi", kGlueAbiVersion),
       fmt::arg("itype", instance_type), fmt::arg("args", instantiate_args),

@@ -8,15 +8,13 @@
 #include "wasm/detail/meter.h"
 
 namespace reef::wasm::native {
-namespace {
 
-// The metering pass every native module is compiled with (its layout is recovered from the
-// compiled module: the fuel is the last global, the meter table follows the module's own).
 IrPass MeterPass() {
-  return [](wabt::Module& ir) -> Status { return wasm::detail::MeterModule(ir).status(); };
+  return [](wabt::Module& ir) -> Result<PassResult> {
+    REEF_ASSIGN_OR_RETURN(wasm::detail::MeterLayout layout, wasm::detail::MeterModule(ir));
+    return PassResult{layout.fuel_global};
+  };
 }
-
-}  // namespace
 
 CodeSource::CodeSource(CodeSourceOptions options) : options_(std::move(options)) {}
 

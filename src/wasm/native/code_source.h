@@ -29,6 +29,11 @@
 
 namespace reef::wasm::native {
 
+// The metering pass every native module is compiled with (wasm/detail/meter.h). Its layout
+// is recovered from the compiled module: the fuel is the last global, the meter table
+// follows the module's own tables.
+IrPass MeterPass();
+
 struct CodeSourceOptions {
   CompileOptions compile;                      // how the C compiler runs
   std::optional<std::filesystem::path> cache;  // disk cache directory (<data dir>/cache/native)

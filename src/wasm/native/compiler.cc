@@ -117,6 +117,8 @@ std::vector<std::string> CompileCommand(const std::filesystem::path& compiler,
       "-fstack-clash-protection",
       "-DWASM_RT_MEMCHECK_SIGNAL_HANDLER=0",
       "-DWASM_RT_USE_STACK_DEPTH_COUNT=1",
+      // The generated code's registers (rt/wasm-rt.h) exist in this translation unit only.
+      "-DREEF_RT_GENERATED_CODE=1",
       // The glue must match the generated declarations exactly.
       "-Werror=implicit-function-declaration",
       "-Werror=incompatible-pointer-types",

@@ -35,9 +35,10 @@ size_t GlobalBytes(ValType type) {
   }
 }
 
-// The function the meter table holds (wasm/detail/meter.h), called by the guest as
-// `() -> ()` with the instance's host block as its module instance.
-void OutOfFuel(void* host);
+// reef_rt_host::out_of_fuel: the meter table (wasm/detail/meter.h) holds the glue's
+// reef_glue_out_of_fuel, which the guest calls as `() -> ()` with the instance's host block
+// as its module instance, and which calls this.
+void OutOfFuel(reef_rt_host* host);
 
 }  // namespace
 
@@ -48,8 +49,8 @@ struct NativeInstance::HostBlock {
 
 namespace {
 
-void OutOfFuel(void* host) {
-  NativeInvocation* invocation = static_cast<NativeInstance::HostBlock*>(host)->self->active;
+void OutOfFuel(reef_rt_host* host) {
+  NativeInvocation* invocation = reinterpret_cast<NativeInstance::HostBlock*>(host)->self->active;
   // Nothing here has a destructor: Unwind may leave this frame.
   const int code = invocation != nullptr ? invocation->OnOutOfFuel() : rt::kCancelled;
   if (code != 0) rt::Unwind(code);
@@ -107,7 +108,8 @@ NativeInstance::NativeInstance(std::shared_ptr<NativeBackend> backend,
     : backend_(std::move(backend)),
       compiled_(std::move(compiled)),
       imports_(std::move(imports)),
-      host_(std::make_unique<HostBlock>(HostBlock{{&NativeInstance::CallImport}, this})) {}
+      host_(std::make_unique<HostBlock>(
+          HostBlock{{&NativeInstance::CallImport, &OutOfFuel}, this})) {}
 
 NativeInstance::~NativeInstance() {
   if (instance_ == nullptr) return;
@@ -149,9 +151,9 @@ Result<std::unique_ptr<NativeInstance>> NativeInstance::Create(
   if (self->fuel_ == nullptr || table == nullptr || table->size != 1) {
     return Status::Internal("native module lacks the metering fields its compile added");
   }
-  table->data[0] =
-      wasm_rt_funcref_t{self->backend_->out_of_fuel_type,
-                        reinterpret_cast<wasm_rt_function_ptr_t>(&OutOfFuel), &self->host_->base};
+  table->data[0] = wasm_rt_funcref_t{self->backend_->out_of_fuel_type,
+                                     reinterpret_cast<wasm_rt_function_ptr_t>(entry.out_of_fuel),
+                                     &self->host_->base};
   return self;
 }
 

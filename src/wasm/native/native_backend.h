@@ -106,6 +106,8 @@ class NativeInstance final : public Instance, public detail::LinearMemory {
   const HostFunction& import(uint32_t index) const { return *imports_[index]; }
   // The metering fuel (wasm/detail/meter.h): a slice stops at a check that finds it below 0.
   int64_t& fuel() { return *fuel_; }
+  // The code keeps the fuel in a register while it runs (rt/runtime.h FuelHome).
+  bool fuel_in_register() const { return compiled_->code->entry_points().fuel_in_register; }
   // The invocation running on this instance now (set by NativeInvocation while active).
   NativeInvocation* active = nullptr;
 

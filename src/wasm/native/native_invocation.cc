@@ -173,7 +173,8 @@ void NativeInvocation::Body(void* self_pointer) {
           invocation->thunk_(instance, invocation->args_.data(), invocation->rt_results_.data());
         }
       },
-      self, self->backend_.limits.max_call_depth);
+      self, self->backend_.limits.max_call_depth, nullptr,
+      rt::FuelHome{&self->instance_->fuel(), self->instance_->fuel_in_register()});
   if (outcome.cancelled()) return;
   if (outcome.trapped()) {
     if (outcome.code >= rt::kHostTrapBase && self->host_trap_.has_value()) {

@@ -110,6 +110,10 @@ Status NativeModule::Open(const std::filesystem::path& library) {
   REEF_RETURN_IF_ERROR(Resolve(handle_, "reef_glue_start", &entry_.start));
   REEF_RETURN_IF_ERROR(Resolve(handle_, "reef_glue_global", &entry_.global));
   REEF_RETURN_IF_ERROR(Resolve(handle_, "reef_glue_funcref_table", &entry_.funcref_table));
+  REEF_RETURN_IF_ERROR(Resolve(handle_, "reef_glue_out_of_fuel", &entry_.out_of_fuel));
+  int (*registers)() = nullptr;
+  REEF_RETURN_IF_ERROR(Resolve(handle_, "reef_glue_registers", &registers));
+  entry_.fuel_in_register = registers() != 0;
   for (const NativeExport& e : exports_) {
     GlueEntryPoints::Thunk thunk = nullptr;
     REEF_RETURN_IF_ERROR(Resolve(handle_, e.thunk.c_str(), &thunk));

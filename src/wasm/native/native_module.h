@@ -44,6 +44,9 @@ struct GlueEntryPoints {
   void (*start)(void* instance) = nullptr;
   void* (*global)(void* instance, uint32_t index) = nullptr;
   ::wasm_rt_funcref_table_t* (*funcref_table)(void* instance, uint32_t index) = nullptr;
+  void (*out_of_fuel)(void* host) = nullptr;  // the function the meter table holds
+  // The code keeps the fuel in a register while it runs (rt/wasm-rt.h REEF_RT_REGISTERS).
+  bool fuel_in_register = false;
   using Thunk = void (*)(void* instance, const ::reef_rt_value* args, ::reef_rt_value* results);
   std::vector<Thunk> exports;  // parallel to NativeModule::exports()
 };

@@ -6,6 +6,7 @@
 #include "wasm/native/rt/runtime.h"
 
 #include <signal.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,8 @@
 extern "C" {
 // Read and written by the generated prologue/epilogue (initial-exec TLS model).
 thread_local uint32_t wasm_rt_call_stack_depth = 0;
+// The running invocation's fuel, read and written by the generated code and its glue.
+thread_local int64_t* reef_rt_fuel_home = nullptr;
 }
 
 namespace reef::wasm::native::rt {
@@ -43,6 +46,7 @@ thread_local const char* t_guard_begin = nullptr;
 thread_local const char* t_guard_end = nullptr;
 thread_local uint32_t t_host_frames = 0;
 thread_local void* t_host = nullptr;
+thread_local bool t_fuel_in_register = false;
 
 // Stack the runtime's own functions (memory and table growth call the C library) need below
 // them on a fiber; with less left they trap call_stack_exhausted instead of running.
@@ -156,6 +160,15 @@ void OnFault(int signal, siginfo_t* info, void* context) {
       address < t_guard_end) {
     // Guest code (generated C, or the runtime's trivially destructible frames) ran into the
     // guard page: unwind the invocation like any trap. SA_NODEFER left the signal unblocked.
+    // Code that keeps the fuel in r15 has not stored it: take it from the faulting context
+    // (the runtime's own functions, which could use r15 otherwise, never reach the guard
+    // page: RequireRuntimeStack).
+#if defined(__x86_64__)
+    if (t_fuel_in_register && reef_rt_fuel_home != nullptr) {
+      const auto* machine = static_cast<const ucontext_t*>(context);
+      *reef_rt_fuel_home = static_cast<int64_t>(machine->uc_mcontext.gregs[REG_R15]);
+    }
+#endif
     t_trap_code = WASM_RT_TRAP_EXHAUSTION;
     std::longjmp(*t_unwind, 1);
   }
@@ -232,7 +245,7 @@ void PrepareStackOverflowTraps() {
 }
 
 ThreadState FiberThreadState(const char* guard_begin, const char* guard_end, void* host) {
-  return ThreadState{nullptr, 0, guard_begin, guard_end, 0, host};
+  return ThreadState{nullptr, 0, guard_begin, guard_end, 0, host, nullptr, false};
 }
 
 uint32_t ActiveFrames(const ThreadState& state, uint32_t max_call_depth) {
@@ -266,28 +279,35 @@ std::string_view RunOutcome::message() const {
 }
 
 ThreadState ExchangeThreadState(ThreadState next) {
-  ThreadState previous{
-      t_unwind, wasm_rt_call_stack_depth, t_guard_begin, t_guard_end, t_host_frames, t_host};
+  ThreadState previous{t_unwind,      wasm_rt_call_stack_depth, t_guard_begin,
+                       t_guard_end,   t_host_frames,            t_host,
+                       reef_rt_fuel_home, t_fuel_in_register};
   t_unwind = static_cast<jmp_buf*>(next.unwind_target);
   wasm_rt_call_stack_depth = next.call_stack_depth;
   t_guard_begin = next.guard_begin;
   t_guard_end = next.guard_end;
   t_host_frames = next.host_frames;
   t_host = next.host;
+  reef_rt_fuel_home = next.fuel_home;
+  t_fuel_in_register = next.fuel_in_register;
   return previous;
 }
 
 RunOutcome RunGuarded(void (*fn)(void*), void* arg, uint32_t max_call_depth,
-                      const AllocationLimits* limits) {
+                      const AllocationLimits* limits, FuelHome fuel) {
   // Nothing between here and the longjmp has a non-trivial destructor, and nothing set after
   // setjmp is read after it returns a second time, so no local needs to be volatile.
   jmp_buf buf;
   jmp_buf* const saved_unwind = t_unwind;
   const uint32_t saved_depth = wasm_rt_call_stack_depth;
   const AllocationLimits* const saved_limits = t_limits;
+  int64_t* const saved_fuel_home = reef_rt_fuel_home;
+  const bool saved_fuel_in_register = t_fuel_in_register;
   t_unwind = &buf;
   wasm_rt_call_stack_depth = WASM_RT_MAX_CALL_STACK_DEPTH - max_call_depth;
   t_limits = limits;
+  reef_rt_fuel_home = fuel.home;
+  t_fuel_in_register = fuel.in_register;
   RunOutcome outcome;
   if (setjmp(buf) == 0) {
     fn(arg);
@@ -297,6 +317,8 @@ RunOutcome RunGuarded(void (*fn)(void*), void* arg, uint32_t max_call_depth,
   t_unwind = saved_unwind;
   wasm_rt_call_stack_depth = saved_depth;
   t_limits = saved_limits;
+  reef_rt_fuel_home = saved_fuel_home;
+  t_fuel_in_register = saved_fuel_in_register;
   return outcome;
 }
 

@@ -28,6 +28,8 @@ struct ThreadState {
   const char* guard_end = nullptr;
   uint32_t host_frames = 0;  // host functions running (EnterHostFrame) on that stack
   void* host = nullptr;      // the running invocation's reef_rt_host (reef_rt_current_host)
+  int64_t* fuel_home = nullptr;   // reef_rt_fuel_home: the running invocation's fuel
+  bool fuel_in_register = false;  // its code keeps the fuel in r15 (REEF_RT_REGISTERS)
 };
 
 // Installs `next` as this thread's state and returns the previous one.
@@ -72,6 +74,15 @@ inline constexpr int kCancelled = 0x200;
 // on this thread; no frame between here and there has a non-trivial destructor.
 [[noreturn]] void Unwind(int code);
 
+// Where a guarded run's metering fuel lives (rt/wasm-rt.h, "Registers of the generated
+// code"): `home` is the fuel the host fills and reads (null: no fuel, e.g. instantiation);
+// `in_register` says the code keeps it in r15 while it runs, so a stack overflow fault
+// takes the fuel from the faulting context.
+struct FuelHome {
+  int64_t* home = nullptr;
+  bool in_register = false;
+};
+
 // How a guarded run ended. `code` 0 means it returned normally.
 struct RunOutcome {
   int code = 0;  // 0, a wasm_rt_trap_t, or kHostTrapBase + TrapKind
@@ -86,13 +97,13 @@ struct RunOutcome {
 // Runs `fn(arg)` as one invocation: traps inside unwind back here. The call depth counter
 // starts so that the generated prologue traps (call_stack_exhausted) on the
 // `max_call_depth + 1`-th nested wasm frame. `limits`, when not null, applies to memories
-// and tables allocated during the run (instantiation). Restores the thread's previous state
-// before returning, trap or not.
+// and tables allocated during the run (instantiation); `fuel` is the run's fuel. Restores
+// the thread's previous state before returning, trap or not.
 // REQUIRES: 0 < max_call_depth < 2^31; `fn` and what it calls are C code or C++ frames with
 // trivial destructors only (a trap skips them); a host import's C++ work happens inside
 // reef_rt_host::call_import, which returns before any trap unwinds.
 RunOutcome RunGuarded(void (*fn)(void*), void* arg, uint32_t max_call_depth,
-                      const AllocationLimits* limits = nullptr);
+                      const AllocationLimits* limits = nullptr, FuelHome fuel = {});
 
 // Number of distinct function types registered so far (process-wide).
 uint32_t RegisteredFuncTypeCount();

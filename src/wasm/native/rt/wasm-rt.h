@@ -67,6 +67,11 @@ extern "C" {
 /* Frames entered in the current invocation on this thread, offset by the ceiling above. */
 extern REEF_RT_THREAD_LOCAL uint32_t wasm_rt_call_stack_depth;
 
+/* The running invocation's metering fuel (wasm/detail/meter.h), or NULL outside one (while
+ * instantiating). Set by the runtime for each invocation; the generated code's fuel lives
+ * here whenever control is outside the generated code. */
+extern REEF_RT_THREAD_LOCAL int64_t* reef_rt_fuel_home;
+
 /* ---- Traps ---------------------------------------------------------------------------- */
 
 /* Same values as wabt 1.0.32. native/rt/runtime.cc maps them to reef::wasm::TrapKind. */
@@ -205,6 +210,9 @@ typedef union reef_rt_value {
 typedef struct reef_rt_host {
   uint32_t (*call_import)(struct reef_rt_host* host, uint32_t index, const reef_rt_value* args,
                           reef_rt_value* results);
+  /* The fuel ran out at a check (called through the glue's reef_glue_out_of_fuel, which the
+   * meter table holds). Returns when the invocation goes on; unwinds otherwise. */
+  void (*out_of_fuel)(struct reef_rt_host* host);
 } reef_rt_host;
 
 /* call_import's value when the invocation is being cancelled while suspended in the host
@@ -220,6 +228,61 @@ reef_rt_host* reef_rt_current_host(void);
 /* Unwinds like wasm_rt_trap with a Reef trap kind (the value call_import returned), or
  * cancels the invocation (REEF_RT_CANCELLED). */
 WASM_RT_NO_RETURN void reef_rt_trap_host(uint32_t trap);
+
+/* ---- Registers of the generated code ---------------------------------------------------
+ * Only in the translation unit that compiles a module (the compiler defines
+ * REEF_RT_GENERATED_CODE). With GCC on x86-64 the generated code keeps the fuel and the call
+ * depth in two callee-saved registers, r15 and r14 (GCC global register variables), instead
+ * of reading and writing memory in every block and call: metering then costs a register
+ * subtraction and a branch. Their homes in memory are *reef_rt_fuel_home and
+ * wasm_rt_call_stack_depth; the glue keeps both in step at every border:
+ *   REEF_RT_CODE_ENTER / REEF_RT_CODE_EXIT   around a host call into the code (export thunks
+ *       and the start function): load the registers from their homes, then store them and
+ *       give the caller back its own r14/r15 (it expects callee-saved registers unchanged);
+ *   REEF_RT_HOST_CALL_BEGIN / REEF_RT_HOST_CALL_END   around a call out of the code (an
+ *       import, the out-of-fuel function): store them, then reload the fuel, which the host
+ *       may have refilled;
+ *   REEF_RT_STORE_FUEL   before anything that may unwind (a trap, a growth that may trap).
+ * A trap's longjmp restores the registers the runtime's setjmp saw, which are the host's.
+ * Elsewhere (clang has no global register variables) the macros use the homes directly. */
+#if defined(REEF_RT_GENERATED_CODE)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define REEF_RT_REGISTERS 1
+register int64_t reef_rt_fuel __asm__("r15");
+register uint64_t reef_rt_depth __asm__("r14");
+#define REEF_RT_DEPTH reef_rt_depth
+#define REEF_RT_STORE_FUEL() \
+  (reef_rt_fuel_home != NULL ? (void)(*reef_rt_fuel_home = reef_rt_fuel) : (void)0)
+#define REEF_RT_CODE_ENTER()                                                    \
+  const int64_t reef_rt_caller_fuel = reef_rt_fuel;                           \
+  const uint64_t reef_rt_caller_depth = reef_rt_depth;                        \
+  reef_rt_fuel = reef_rt_fuel_home != NULL ? *reef_rt_fuel_home : INT64_MAX; \
+  reef_rt_depth = wasm_rt_call_stack_depth
+#define REEF_RT_CODE_EXIT()                                    \
+  REEF_RT_STORE_FUEL();                                        \
+  wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth;         \
+  reef_rt_fuel = reef_rt_caller_fuel;                          \
+  reef_rt_depth = reef_rt_caller_depth
+#define REEF_RT_HOST_CALL_BEGIN() \
+  (REEF_RT_STORE_FUEL(), wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth)
+#define REEF_RT_HOST_CALL_END() \
+  (reef_rt_fuel = reef_rt_fuel_home != NULL ? *reef_rt_fuel_home : reef_rt_fuel)
+/* The runtime's growth functions may trap (too little stack left for them). */
+#define wasm_rt_grow_memory(m, d) (REEF_RT_STORE_FUEL(), (wasm_rt_grow_memory)(m, d))
+#define wasm_rt_grow_funcref_table(t, d, i) \
+  (REEF_RT_STORE_FUEL(), (wasm_rt_grow_funcref_table)(t, d, i))
+#define wasm_rt_grow_externref_table(t, d, i) \
+  (REEF_RT_STORE_FUEL(), (wasm_rt_grow_externref_table)(t, d, i))
+#else
+#define REEF_RT_REGISTERS 0
+#define REEF_RT_DEPTH wasm_rt_call_stack_depth
+#define REEF_RT_STORE_FUEL() ((void)0)
+#define REEF_RT_CODE_ENTER() ((void)0)
+#define REEF_RT_CODE_EXIT() ((void)0)
+#define REEF_RT_HOST_CALL_BEGIN() ((void)0)
+#define REEF_RT_HOST_CALL_END() ((void)0)
+#endif
+#endif
 
 #ifdef __cplusplus
 }
