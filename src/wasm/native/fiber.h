@@ -83,6 +83,8 @@ class Fiber {
 
   bool started() const { return started_; }
   bool finished() const { return finished_; }
+  // True once the fiber is being destroyed (Suspend has returned or will return false).
+  bool cancelled() const { return cancelled_; }
   bool running() const { return running_; }
   const StackPool::Stack& stack() const { return stack_; }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <utility>
 
 #include "wasm/native/rt/wasm-rt.h"
 
@@ -78,6 +79,10 @@ Result<std::shared_ptr<CompiledNative>> NativeBackend::Compile(
   if (native->globals().empty()) return Status::Internal("native module is not metered");
   out->meter.fuel_global = static_cast<uint32_t>(native->globals().size() - 1);
   out->meter.meter_table = static_cast<uint32_t>(module->tables().size());
+  for (const ExportInfo& e : module->exports()) {
+    const int index = e.kind == ExternKind::kFunc ? native->FindExport(e.name) : -1;
+    out->thunks.push_back(index < 0 ? nullptr : native->entry_points().exports[index]);
+  }
   out->code = std::move(native);
   compiled.emplace(module->id(), out);
   return out;
@@ -98,6 +103,35 @@ Result<std::unique_ptr<Instance>> NativeBackend::Instantiate(
   }
   instance->TakeSnapshot();
   return std::unique_ptr<Instance>(std::move(instance));
+}
+
+Result<std::unique_ptr<InvocationFiber>> NativeBackend::AcquireFiber() {
+  if (!idle_fibers.empty()) {
+    std::unique_ptr<InvocationFiber> fiber = std::move(idle_fibers.back());
+    idle_fibers.pop_back();
+    return fiber;
+  }
+  rt::PrepareStackOverflowTraps();
+  return InvocationFiber::Create(stacks);
+}
+
+void NativeBackend::ReleaseFiber(std::unique_ptr<InvocationFiber> fiber) {
+  fiber->Assign(nullptr);
+  if (idle_fibers.size() < kMaxIdleFibers) idle_fibers.push_back(std::move(fiber));
+}
+
+Result<std::unique_ptr<InvocationFiber>> InvocationFiber::Create(StackPool& pool) {
+  std::unique_ptr<InvocationFiber> self(new InvocationFiber());
+  InvocationFiber* const raw = self.get();
+  // Runs the assigned invocation, parks, and runs the next one; ends when destroyed parked.
+  REEF_ASSIGN_OR_RETURN(self->fiber_, Fiber::Create(pool, [raw](Fiber& fiber) {
+                          for (;;) {
+                            NativeInvocation* job = std::exchange(raw->job_, nullptr);
+                            if (job != nullptr) NativeInvocation::Body(job);
+                            if (fiber.cancelled() || !fiber.Suspend()) return;
+                          }
+                        }));
+  return self;
 }
 
 // ---- Instance ------------------------------------------------------------------------------
@@ -188,19 +222,27 @@ Result<std::unique_ptr<Invocation>> NativeInstance::Start(std::string_view name,
   if (!detail::CallArgsMatch(info->signature, args)) {
     return detail::CallArgsMismatch(name, info->signature, args);
   }
-  const int index = compiled_->code->FindExport(name);
-  if (index < 0) return Status::Internal(fmt::format("native module lacks export `{}`", name));
-  return std::unique_ptr<Invocation>(std::make_unique<NativeInvocation>(
-      this, compiled_->code->entry_points().exports[index], args, info->signature,
-      std::string(name), context, /*host_calls_allowed=*/true));
+  const GlueEntryPoints::Thunk thunk = ThunkOf(info - module().exports().data());
+  if (thunk == nullptr) {
+    return Status::Internal(fmt::format("native module lacks export `{}`", name));
+  }
+  return std::unique_ptr<Invocation>(new NativeInvocation(this, thunk, args, info->signature,
+                                                          info->name, context,
+                                                          /*host_calls_allowed=*/true));
+}
+
+GlueEntryPoints::Thunk NativeInstance::ThunkOf(size_t export_index) const {
+  const std::vector<GlueEntryPoints::Thunk>& thunks = compiled_->thunks;
+  return export_index < thunks.size() ? thunks[export_index] : nullptr;
 }
 
 std::unique_ptr<Invocation> NativeInstance::StartStartFunction() {
   static const FuncSignature kNoValues;
-  auto invocation = std::make_unique<NativeInvocation>(
-      this, nullptr, std::span<const WasmValue>(), kNoValues,
-      module().FunctionName(*module().start_function()), nullptr, /*host_calls_allowed=*/false);
-  invocation->set_start(compiled_->code->entry_points().start);
+  auto invocation = std::unique_ptr<NativeInvocation>(
+      new NativeInvocation(this, nullptr, std::span<const WasmValue>(), kNoValues, "", nullptr,
+                           /*host_calls_allowed=*/false));
+  invocation->set_start(compiled_->code->entry_points().start,
+                        module().FunctionName(*module().start_function()));
   return invocation;
 }
 

@@ -39,11 +39,46 @@ class NativeInvocation;
 struct CompiledNative {
   std::shared_ptr<const NativeModule> code;  // of the metered module
   detail::MeterLayout meter;
+  // The glue's thunk of each of the module's exports (Module::exports() order); null for
+  // exports that are not host-callable functions.
+  std::vector<GlueEntryPoints::Thunk> thunks;
   // State right after instantiation (segments applied, start function run), taken from the
   // first instance: instantiation is deterministic (start functions may not call the host).
   bool has_snapshot = false;
   detail::MemoryImage initial_memory;
   std::vector<std::string> initial_globals;  // each global's bytes; mutable ones restored
+};
+
+// A fiber that runs invocations one after another and parks between them, so starting an
+// invocation costs two stack switches and no allocation (NativeBackend keeps parked ones).
+class InvocationFiber {
+ public:
+  // A new fiber on a stack of `pool` (REQUIRES: the pool outlives it). Errors: those of
+  // StackPool::Acquire.
+  static Result<std::unique_ptr<InvocationFiber>> Create(StackPool& pool);
+  // Gives the parked fiber the invocation its next Resume starts (null: none).
+  void Assign(NativeInvocation* job) { job_ = job; }
+  // Runs the assigned invocation until it suspends, or ends and the fiber parks.
+  void Resume() { fiber_->Resume(); }
+  // From inside the invocation: back to Resume's caller. False when the fiber is being
+  // destroyed (the invocation must end without suspending again).
+  [[nodiscard]] bool Suspend() { return fiber_->Suspend(); }
+  const StackPool::Stack& stack() const { return fiber_->stack(); }
+
+ private:
+  InvocationFiber() = default;
+  std::unique_ptr<Fiber> fiber_;
+  NativeInvocation* job_ = nullptr;
+};
+
+// Vectors an invocation borrows from its instance and gives back when it ends, so a call
+// allocates none once the instance has run one of the same shape.
+struct InvocationBuffers {
+  std::vector<reef_rt_value> args;        // the thunk's arguments
+  std::vector<reef_rt_value> rt_results;  // the thunk's results
+  std::vector<WasmValue> results;         // Invocation::results()
+  std::vector<WasmValue> host_in;         // a host call's arguments
+  std::vector<WasmValue> host_out;        // a host call's results
 };
 
 struct NativeBackend final : detail::Backend, std::enable_shared_from_this<NativeBackend> {
@@ -68,6 +103,15 @@ struct NativeBackend final : detail::Backend, std::enable_shared_from_this<Nativ
   // invocations), and how many Runs are active on this engine's thread.
   NativeInvocation* running = nullptr;
   uint32_t run_depth = 0;
+
+  // A parked fiber, or a new one (the first on this thread also prepares stack overflow
+  // traps). Errors: those of InvocationFiber::Create.
+  Result<std::unique_ptr<InvocationFiber>> AcquireFiber();
+  // Parks `fiber` (its invocation ended) for the next invocation, or destroys it when
+  // kMaxIdleFibers are parked already.
+  void ReleaseFiber(std::unique_ptr<InvocationFiber> fiber);
+  static constexpr size_t kMaxIdleFibers = 8;
+  std::vector<std::unique_ptr<InvocationFiber>> idle_fibers;  // destroyed before `stacks`
 };
 
 class NativeInstance final : public Instance, public detail::LinearMemory {
@@ -110,6 +154,11 @@ class NativeInstance final : public Instance, public detail::LinearMemory {
   bool fuel_in_register() const { return compiled_->code->entry_points().fuel_in_register; }
   // The invocation running on this instance now (set by NativeInvocation while active).
   NativeInvocation* active = nullptr;
+  // Lent to each invocation while it lives (one at a time).
+  InvocationBuffers spare_buffers;
+  // The glue's thunk of export `export_index` (an index into module().exports()), or null
+  // when it is not a host-callable function.
+  GlueEntryPoints::Thunk ThunkOf(size_t export_index) const;
 
   struct HostBlock;  // reef_rt_host + back pointer: every import module's instance pointer
 
@@ -137,20 +186,30 @@ class NativeInvocation final : public Invocation {
   // for the start function. `function` names the call in traps and telemetry.
   NativeInvocation(NativeInstance* instance, GlueEntryPoints::Thunk thunk,
                    std::span<const WasmValue> args, const FuncSignature& signature,
-                   std::string function, void* context, bool host_calls_allowed);
+                   std::string_view function, void* context, bool host_calls_allowed);
   ~NativeInvocation() override;
+  NativeInvocation(const NativeInvocation&) = delete;
+  NativeInvocation& operator=(const NativeInvocation&) = delete;
+
+  // Invocations are allocated from a small per-thread cache of freed ones.
+  static void* operator new(size_t size);
+  static void operator delete(void* pointer);
 
   RunState Run(uint64_t budget) override;
   Status CompleteHostCall(std::span<const WasmValue> results) override;
   Status FailHostCall(TrapKind kind, std::string message) override;
   RunState state() const override { return state_; }
-  const std::vector<WasmValue>& results() const override { return results_; }
+  const std::vector<WasmValue>& results() const override { return buffers_.results; }
   const Trap& trap() const override { return trap_; }
   const std::string& suspended_in() const override { return suspended_in_; }
   Telemetry telemetry() const override;
 
-  // Makes this the start function's invocation: it runs `start` instead of a thunk.
-  void set_start(void (*start)(void* instance)) { start_ = start; }
+  // Makes this the start function's invocation: it runs `start` instead of a thunk, and is
+  // named `name` in traps and telemetry.
+  void set_start(void (*start)(void* instance), std::string name);
+
+  // The invocation, on its fiber: runs the guest inside RunGuarded until it returns or traps.
+  static void Body(NativeInvocation* self);
 
   // From the guest, on this invocation's fiber: the fuel ran out at a check. Returns 0 when
   // resumed, else the code the caller unwinds with: rt::kCancelled, or call_stack_exhausted
@@ -162,35 +221,39 @@ class NativeInvocation final : public Invocation {
   uint32_t OnHostCall(uint32_t index, const ::reef_rt_value* args, ::reef_rt_value* results);
 
  private:
-  static void Body(void* self);  // the guest call, inside RunGuarded on the fiber
-  void Resume();                 // switches to the fiber until it suspends or ends
-  void Cancel();                 // ends a started fiber without running more guest code
+  void Resume();  // switches to the fiber until the invocation suspends or ends
+  void Cancel();  // ends a started invocation without running more guest code
+  void ReleaseFiber();
   void TrapWith(Trap trap);
+  // The suspension point's answer once the fiber is back: false when the invocation is being
+  // cancelled (it must unwind).
+  bool Resumed(bool fiber_resumed) const { return fiber_resumed && !cancelling_; }
 
   NativeInstance* instance_;
   NativeBackend& backend_;
   GlueEntryPoints::Thunk thunk_;
   void (*start_)(void* instance) = nullptr;
-  std::vector<reef_rt_value> args_;
-  std::vector<reef_rt_value> rt_results_;
+  InvocationBuffers buffers_;  // the instance's, until this ends
   const FuncSignature& signature_;
-  std::string function_;
+  std::string_view function_;  // the export's name (the module owns it) or start_name_
+  std::string start_name_;
   void* context_;
   bool host_calls_allowed_;
 
-  std::unique_ptr<Fiber> fiber_;
+  std::unique_ptr<InvocationFiber> fiber_;  // from the backend, while the invocation runs
   rt::ThreadState fiber_state_;  // the runtime's thread state while the fiber is switched out
   RunState state_ = RunState::kBudgetExhausted;
   bool in_run_ = false;
+  bool started_ = false;      // the fiber has started running this invocation
+  bool cancelling_ = false;   // Cancel resumed the fiber to unwind the invocation
   bool out_of_fuel_ = false;  // the fiber is suspended in the out-of-fuel function
   uint64_t instructions_ = 0;
-  std::vector<WasmValue> results_;
   Trap trap_;
   std::optional<Trap> host_trap_;  // set by a host function before its trap unwinds
-  // While suspended in a host call: the import and, once completed, its results.
+  // While suspended in a host call: the import and, once completed, its results (in
+  // buffers_.host_out).
   std::string suspended_in_;
   const HostFunction* suspended_function_ = nullptr;
-  std::vector<WasmValue> host_results_;
 };
 
 }  // namespace reef::wasm::native

@@ -66,21 +66,61 @@ class HostFrame {
   bool entered_;
 };
 
+// Freed invocations kept for reuse on this thread (Start allocates none in steady state).
+class InvocationCache {
+ public:
+  static constexpr size_t kMaxKept = 16;
+  ~InvocationCache() {
+    for (void* block : blocks_) ::operator delete(block);
+  }
+  void* Take() {
+    if (blocks_.empty()) return nullptr;
+    void* block = blocks_.back();
+    blocks_.pop_back();
+    return block;
+  }
+  bool Keep(void* block) {
+    if (blocks_.size() >= kMaxKept) return false;
+    blocks_.push_back(block);
+    return true;
+  }
+
+ private:
+  std::vector<void*> blocks_;
+};
+
+thread_local InvocationCache t_invocation_cache;
+
 }  // namespace
+
+void* NativeInvocation::operator new(size_t size) {
+  if (size == sizeof(NativeInvocation)) {
+    if (void* block = t_invocation_cache.Take()) return block;
+  }
+  return ::operator new(size);
+}
+
+void NativeInvocation::operator delete(void* pointer) {
+  if (pointer == nullptr || t_invocation_cache.Keep(pointer)) return;
+  ::operator delete(pointer);
+}
 
 NativeInvocation::NativeInvocation(NativeInstance* instance, GlueEntryPoints::Thunk thunk,
                                    std::span<const WasmValue> args, const FuncSignature& signature,
-                                   std::string function, void* context, bool host_calls_allowed)
+                                   std::string_view function, void* context,
+                                   bool host_calls_allowed)
     : instance_(instance),
       backend_(instance->backend()),
       thunk_(thunk),
-      args_(std::max<size_t>(args.size(), 1)),
-      rt_results_(std::max<size_t>(signature.results.size(), 1)),
+      buffers_(std::move(instance->spare_buffers)),
       signature_(signature),
-      function_(std::move(function)),
+      function_(function),
       context_(context),
       host_calls_allowed_(host_calls_allowed) {
-  for (size_t i = 0; i < args.size(); ++i) args_[i] = ToRt(args[i]);
+  buffers_.args.resize(std::max<size_t>(args.size(), 1));
+  buffers_.rt_results.resize(std::max<size_t>(signature.results.size(), 1));
+  buffers_.results.clear();
+  for (size_t i = 0; i < args.size(); ++i) buffers_.args[i] = ToRt(args[i]);
   instance_->active = this;
   instance_->fuel() = 0;
 }
@@ -88,6 +128,13 @@ NativeInvocation::NativeInvocation(NativeInstance* instance, GlueEntryPoints::Th
 NativeInvocation::~NativeInvocation() {
   Cancel();
   instance_->active = nullptr;
+  instance_->spare_buffers = std::move(buffers_);
+}
+
+void NativeInvocation::set_start(void (*start)(void* instance), std::string name) {
+  start_ = start;
+  start_name_ = std::move(name);
+  function_ = start_name_;
 }
 
 RunState NativeInvocation::Run(uint64_t budget) {
@@ -96,8 +143,8 @@ RunState NativeInvocation::Run(uint64_t budget) {
   if (backend_.run_depth >= max_depth) {
     Cancel();
     TrapWith(Trap{TrapKind::kHostError,
-                  detail::TooManyNestedInvocationsMessage(backend_.run_depth, max_depth), function_,
-                  0});
+                  detail::TooManyNestedInvocationsMessage(backend_.run_depth, max_depth),
+                  std::string(function_), 0});
     return state_;
   }
   // A slice gets its budget plus any debt of the last one (fuel left over by a slice that
@@ -110,16 +157,17 @@ RunState NativeInvocation::Run(uint64_t budget) {
     return state_;
   }
   if (fiber_ == nullptr) {
-    auto fiber = Fiber::Create(backend_.stacks, [this](Fiber&) { Body(this); });
+    auto fiber = backend_.AcquireFiber();
     if (!fiber.ok()) {
       TrapWith(Trap{TrapKind::kHostError,
-                    "cannot start the invocation: " + fiber.status().message(), function_, 0});
+                    "cannot start the invocation: " + fiber.status().message(),
+                    std::string(function_), 0});
       return state_;
     }
     fiber_ = std::move(*fiber);
+    fiber_->Assign(this);
     const StackPool::Stack& stack = fiber_->stack();
     fiber_state_ = rt::FiberThreadState(stack.base, stack.base + stack.guard, instance_->host());
-    rt::PrepareStackOverflowTraps();
   }
   // A host function of an outer invocation may run this one: restore the outer one after.
   NativeInvocation* const outer = backend_.running;
@@ -139,30 +187,33 @@ RunState NativeInvocation::Run(uint64_t budget) {
   // A slice that suspended in a host call was charged its overshoot already: it is no debt
   // of the next slice (that would count it twice).
   if (state_ == RunState::kSuspended && left < 0) fuel = 0;
-  if (fiber_->finished()) fiber_.reset();  // its stack goes back to the pool
+  if (state_ == RunState::kFinished || state_ == RunState::kTrapped) ReleaseFiber();
   return state_;
 }
 
 void NativeInvocation::Resume() {
+  started_ = true;
   const rt::ThreadState outer = rt::ExchangeThreadState(fiber_state_);
   fiber_->Resume();
   fiber_state_ = rt::ExchangeThreadState(outer);
 }
 
-void NativeInvocation::Cancel() {
-  if (fiber_ == nullptr) return;
-  if (!fiber_->started() || fiber_->finished()) {
-    fiber_.reset();
-    return;
-  }
-  // ~Fiber resumes the body once more; its suspension point unwinds (rt::kCancelled).
-  const rt::ThreadState outer = rt::ExchangeThreadState(fiber_state_);
-  fiber_.reset();
-  rt::ExchangeThreadState(outer);
+void NativeInvocation::ReleaseFiber() {
+  if (fiber_ != nullptr) backend_.ReleaseFiber(std::move(fiber_));
 }
 
-void NativeInvocation::Body(void* self_pointer) {
-  auto* self = static_cast<NativeInvocation*>(self_pointer);
+void NativeInvocation::Cancel() {
+  if (fiber_ == nullptr) return;
+  if (started_ && (state_ == RunState::kBudgetExhausted || state_ == RunState::kSuspended)) {
+    // Suspended in the guest: its suspension point unwinds (rt::kCancelled) and the fiber
+    // parks again.
+    cancelling_ = true;
+    Resume();
+  }
+  ReleaseFiber();
+}
+
+void NativeInvocation::Body(NativeInvocation* self) {
   const rt::RunOutcome outcome = rt::RunGuarded(
       [](void* p) {
         auto* invocation = static_cast<NativeInvocation*>(p);
@@ -170,7 +221,8 @@ void NativeInvocation::Body(void* self_pointer) {
         if (invocation->start_ != nullptr) {
           invocation->start_(instance);
         } else {
-          invocation->thunk_(instance, invocation->args_.data(), invocation->rt_results_.data());
+          invocation->thunk_(instance, invocation->buffers_.args.data(),
+                             invocation->buffers_.rt_results.data());
         }
       },
       self, self->backend_.limits.max_call_depth, nullptr,
@@ -182,13 +234,15 @@ void NativeInvocation::Body(void* self_pointer) {
       self->host_trap_.reset();
       self->TrapWith(std::move(trap));
     } else {
-      self->TrapWith(Trap{outcome.kind(), std::string(outcome.message()), self->function_, 0});
+      self->TrapWith(
+          Trap{outcome.kind(), std::string(outcome.message()), std::string(self->function_), 0});
     }
     return;
   }
-  self->results_.clear();
+  std::vector<WasmValue>& results = self->buffers_.results;
+  results.clear();
   for (size_t i = 0; i < self->signature_.results.size(); ++i) {
-    self->results_.push_back(FromRt(self->rt_results_[i], self->signature_.results[i]));
+    results.push_back(FromRt(self->buffers_.rt_results[i], self->signature_.results[i]));
   }
   self->state_ = RunState::kFinished;
 }
@@ -204,29 +258,29 @@ int NativeInvocation::OnOutOfFuel() {
   if (!rt::EnterHostFrame(0)) return WASM_RT_TRAP_EXHAUSTION;
   rt::LeaveHostFrame();
   out_of_fuel_ = true;
-  return fiber_->Suspend() ? 0 : rt::kCancelled;
+  return Resumed(fiber_->Suspend()) ? 0 : rt::kCancelled;
 }
 
 uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
                                       reef_rt_value* results) {
   const HostFunction& f = instance_->import(index);
-  const std::string qualified = f.module + "." + f.name;
   auto fail = [&](TrapKind kind, std::string message) {
-    host_trap_ = Trap{kind, std::move(message), qualified, 0};
+    host_trap_ = Trap{kind, std::move(message), f.module + "." + f.name, 0};
     return static_cast<uint32_t>(kind) + 1;
   };
   if (!host_calls_allowed_) {
-    return fail(TrapKind::kHostError, detail::HostCallFromStartMessage(qualified));
+    return fail(TrapKind::kHostError, detail::HostCallFromStartMessage(f.module + "." + f.name));
   }
   const HostFrame frame;
   if (!frame.entered()) return fail(TrapKind::kCallStackExhausted, "call stack exhausted");
   try {
-    std::vector<WasmValue> in;
-    in.reserve(f.signature.params.size());
+    std::vector<WasmValue>& in = buffers_.host_in;
+    std::vector<WasmValue>& out = buffers_.host_out;
+    in.clear();
     for (size_t i = 0; i < f.signature.params.size(); ++i) {
       in.push_back(FromRt(args[i], f.signature.params[i]));
     }
-    std::vector<WasmValue> out;
+    out.clear();
     for (ValType type : f.signature.results) out.push_back(FromRt(reef_rt_value{}, type));
     HostCall call(in, out, *instance_, context_);
     switch (f.handler(call)) {
@@ -234,10 +288,10 @@ uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
         break;
       case HostCallOutcome::kSuspend:
         state_ = RunState::kSuspended;
-        suspended_in_ = qualified;
+        suspended_in_ = f.module + "." + f.name;
         suspended_function_ = &f;
-        if (!fiber_->Suspend()) return REEF_RT_CANCELLED;
-        out = std::move(host_results_);  // CompleteHostCall checked their types
+        // CompleteHostCall puts the results, checked, in `out`.
+        if (!Resumed(fiber_->Suspend())) return REEF_RT_CANCELLED;
         break;
       case HostCallOutcome::kTrap:
         return fail(call.trap().kind, call.trap().message);
@@ -259,7 +313,7 @@ uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
 Status NativeInvocation::CompleteHostCall(std::span<const WasmValue> results) {
   REEF_RETURN_IF_ERROR(
       detail::CheckHostCallResults(state_, suspended_function_, suspended_in_, results));
-  host_results_.assign(results.begin(), results.end());
+  buffers_.host_out.assign(results.begin(), results.end());
   suspended_in_.clear();
   suspended_function_ = nullptr;
   state_ = RunState::kBudgetExhausted;
@@ -279,7 +333,7 @@ Telemetry NativeInvocation::telemetry() const {
   t.instructions = instructions_;
   if (state_ == RunState::kBudgetExhausted || state_ == RunState::kSuspended) {
     t.call_depth = rt::ActiveFrames(fiber_state_, backend_.limits.max_call_depth);
-    t.function = suspended_in_.empty() ? function_ : suspended_in_;
+    t.function = suspended_in_.empty() ? std::string(function_) : suspended_in_;
   }
   return t;
 }
