@@ -8,7 +8,7 @@
  * Every measurement runs once untimed (warm-up and calibration); then each of REPEATS samples
  * repeats it back to back for at least kMinSampleMs and reports the time of one run.
  *
- * Usage: bench_native FIB_N LOOP_N CALLS REPEATS
+ * Usage: bench_native FIB_N LOOP_N MEM_N CALLS REPEATS
  * Prints lines in the same format as reef_bench (parsed by scripts/bench.sh). */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 
@@ -24,7 +24,7 @@ enum { kMaxRepeats = 100 };
 static const double kMinSampleMs = 100;
 
 /* Sizes, read from argv (so the compiler cannot know them). */
-static int32_t fib_n, loop_n, calls;
+static int32_t fib_n, loop_n, mem_n, calls;
 static int32_t (*volatile call_nop)(int32_t) = nop;
 
 static double NowMs(void) {
@@ -43,6 +43,9 @@ static int64_t RunFib(void) {
 }
 static int64_t RunLoop(void) {
   return loop(loop_n);
+}
+static int64_t RunMem(void) {
+  return mem(mem_n);
 }
 static int64_t RunNops(void) {
   int64_t sum = 0;
@@ -89,20 +92,22 @@ static int32_t ParseArg(const char* text, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: bench_native FIB_N LOOP_N CALLS REPEATS\n");
+  if (argc != 6) {
+    fprintf(stderr, "usage: bench_native FIB_N LOOP_N MEM_N CALLS REPEATS\n");
     return 1;
   }
   fib_n = ParseArg(argv[1], "FIB_N");
   loop_n = ParseArg(argv[2], "LOOP_N");
-  calls = ParseArg(argv[3], "CALLS");
-  const int repeats = ParseArg(argv[4], "REPEATS");
+  mem_n = ParseArg(argv[3], "MEM_N");
+  calls = ParseArg(argv[4], "CALLS");
+  const int repeats = ParseArg(argv[5], "REPEATS");
   if (repeats > kMaxRepeats) {
     fprintf(stderr, "bench_native: REPEATS above %d\n", kMaxRepeats);
     return 1;
   }
   Measure("fib", fib_n, "ms", 1, repeats, RunFib);
   Measure("loop", loop_n, "ms", 1, repeats, RunLoop);
+  Measure("mem", mem_n, "ms", 1, repeats, RunMem);
   Measure("nop", calls, "ns", 1e6 / calls, repeats, RunNops);
   return 0;
 }

@@ -3,11 +3,11 @@
 //
 // Loads bench_kernels.wasm with Module::FromFile, instantiates it through an Engine with an
 // empty HostRegistry("reef", 1) and times, each REPEATS samples (the median is what counts):
-//   fib(FIB_N) and loop(LOOP_N) through Instance::Call with one large budget, and again
+//   fib(FIB_N), loop(LOOP_N) and mem(MEM_N) through Instance::Call with one large budget, and again
 //   driven by hand with Start + Run(10,000) slices (the free-running slice size), and
 //   CALLS calls of nop(i) through Instance::Call and through Start + Run on one instance.
 //
-// Usage: reef_bench KERNELS.wasm FIB_N LOOP_N CALLS REPEATS [interp|native]
+// Usage: reef_bench KERNELS.wasm FIB_N LOOP_N MEM_N CALLS REPEATS [interp|native]
 // (interp by default; native compiles the module with the system C compiler first, untimed,
 // and prints engine=reef-native).
 // Every measurement runs once untimed (warm-up and calibration); then each sample repeats it
@@ -173,16 +173,17 @@ int32_t ParseArg(const char* text, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6 && argc != 7) {
-    Die("usage: reef_bench KERNELS.wasm FIB_N LOOP_N CALLS REPEATS [interp|native]");
+  if (argc != 7 && argc != 8) {
+    Die("usage: reef_bench KERNELS.wasm FIB_N LOOP_N MEM_N CALLS REPEATS [interp|native]");
   }
-  const std::string tier = argc == 7 ? argv[6] : "interp";
+  const std::string tier = argc == 8 ? argv[7] : "interp";
   if (tier != "interp" && tier != "native") Die("bad tier: " + tier);
   if (tier == "native") g_engine_name = "reef-native";
   const int32_t fib_n = ParseArg(argv[2], "FIB_N");
   const int32_t loop_n = ParseArg(argv[3], "LOOP_N");
-  const int32_t calls = ParseArg(argv[4], "CALLS");
-  const int repeats = ParseArg(argv[5], "REPEATS");
+  const int32_t mem_n = ParseArg(argv[4], "MEM_N");
+  const int32_t calls = ParseArg(argv[5], "CALLS");
+  const int repeats = ParseArg(argv[6], "REPEATS");
 
   auto module = Module::FromFile(argv[1]);
   if (!module.ok()) Die(module.status().ToString());
@@ -201,7 +202,12 @@ int main(int argc, char** argv) {
   Print("loop", "call", kLargeBudget, loop_n, "ms", loop_call);
   Sample loop_sliced = TimeSliced(instance, "loop", loop_n, repeats);
   Print("loop", "sliced", kSliceBudget, loop_n, "ms", loop_sliced);
-  if (fib_call.result != fib_sliced.result || loop_call.result != loop_sliced.result) {
+  Sample mem_call = TimeCall(instance, "mem", mem_n, repeats);
+  Print("mem", "call", kLargeBudget, mem_n, "ms", mem_call);
+  Sample mem_sliced = TimeSliced(instance, "mem", mem_n, repeats);
+  Print("mem", "sliced", kSliceBudget, mem_n, "ms", mem_sliced);
+  if (fib_call.result != fib_sliced.result || loop_call.result != loop_sliced.result ||
+      mem_call.result != mem_sliced.result) {
     Die("slicing changed a result");
   }
 

@@ -29,6 +29,7 @@
 # kernel; V8 and native samples repeat the kernel for at least 100 ms and report one run's time.
 #
 # Sizes (environment): REEF_BENCH_FIB_N (30), REEF_BENCH_LOOP_N (10000000 iterations),
+# REEF_BENCH_MEM_N (300 passes over the 64 KiB buffer),
 # REEF_BENCH_CALLS (2000000 calls per run of the call-overhead loop), REEF_BENCH_REPEATS (3
 # rounds of all three runners; the median is reported).
 #
@@ -75,6 +76,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bench_awk=$(cat "$root/scripts/bench_lib.awk")  # field() and median()
 fib_n=${REEF_BENCH_FIB_N:-30}
 loop_n=${REEF_BENCH_LOOP_N:-10000000}
+mem_n=${REEF_BENCH_MEM_N:-300}
 calls=${REEF_BENCH_CALLS:-2000000}
 repeats=${REEF_BENCH_REPEATS:-3}
 
@@ -123,11 +125,11 @@ program_lines=$(mktemp)
 trap 'rm -f "$lines" "$reef_actor_lines" "$event_lines" "$app_lines" "$program_lines"' EXIT
 
 if [[ $engine != 0 ]]; then
-  echo "bench: fib($fib_n), loop($loop_n), $calls nop calls; median of $repeats rounds;" \
+  echo "bench: fib($fib_n), loop($loop_n), mem($mem_n), $calls nop calls; median of $repeats rounds;" \
     "node $("$node" --version); load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
   # Rounds interleave the four runners (one sample each per round), so load from anything else
   # on the machine falls on all columns alike rather than on whichever runner happens to be last.
-  sizes=("$fib_n" "$loop_n" "$calls" 1)
+  sizes=("$fib_n" "$loop_n" "$mem_n" "$calls" 1)
   for ((round = 1; round <= repeats; ++round)); do
     "$build/bench/bench_native" "${sizes[@]}" | tee -a "$lines"
     "$node" "$root/bench/v8_anchor.mjs" "$wasm" "${sizes[@]}" | tee -a "$lines"
@@ -138,7 +140,7 @@ if [[ $engine != 0 ]]; then
 
   # One row per Reef figure; V8 and native are the same kernel's `call` figures. Each figure is
   # the median over the rounds.
-  awk -v fib_n="$fib_n" -v loop_n="$loop_n" "$bench_awk"'
+  awk -v fib_n="$fib_n" -v loop_n="$loop_n" -v mem_n="$mem_n" "$bench_awk"'
     function ratio(a, b) { return (b > 0) ? sprintf("%.1fx", a / b) : "-" }
     $1 == "bench" {
       engine = field("engine"); kernel = field("kernel"); mode = field("mode")
@@ -185,11 +187,13 @@ if [[ $engine != 0 ]]; then
       row("fib(" fib_n "), 10k-instr slices", "ms/run", "fib", "sliced", "1.4")
       row("loop(" loop_n ")", "ms/run", "loop", "call", "1.3")
       row("loop(" loop_n "), 10k-instr slices", "ms/run", "loop", "sliced", "1.4")
+      row("mem(" mem_n ")", "ms/run", "mem", "call", "1.3")
+      row("mem(" mem_n "), 10k-instr slices", "ms/run", "mem", "sliced", "1.4")
       row("call nop: Instance::Call", "ns/call", "nop", "call", "20ns")
       row("call nop: Start + Run, reused instance", "ns/call", "nop", "start_run", "20ns")
       if (bad) exit 1
-      printf "\nresults: fib=%s loop=%s nop-sum=%s (identical in every runner and round)\n",
-             result["fib"], result["loop"], result["nop"]
+      printf "\nresults: fib=%s loop=%s mem=%s nop-sum=%s (identical in every runner and round)\n",
+             result["fib"], result["loop"], result["mem"], result["nop"]
       printf "Reef budgets: Instance::Call with %s instructions per Run; sliced rows Run(%s)" \
              " until finished\n", budget["reef/fib/call"], budget["reef/fib/sliced"]
       printf "Reef speed: interp %s M instr/s on fib, %s on loop; native %s on fib, %s on loop" \

@@ -26,6 +26,28 @@ KERNEL(loop) int64_t loop(int32_t n) {
   return (int64_t)acc;
 }
 
+enum { kMemWords = 16384 };
+static uint32_t mem_buffer[kMemWords];
+
+KERNEL(mem) int64_t mem(int32_t n) {
+  uint32_t x = 0x9E3779B9u;
+  for (int32_t i = 0; i < kMemWords; ++i) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    mem_buffer[i] = x;
+  }
+  uint64_t sum = 0;
+  for (int32_t pass = 0; pass < n; ++pass) {
+    for (int32_t i = 1; i < kMemWords; ++i) {
+      const uint32_t v = mem_buffer[i] + mem_buffer[mem_buffer[i - 1] & (kMemWords - 1)];
+      mem_buffer[i] = v;
+      sum += v;
+    }
+  }
+  return (int64_t)sum;
+}
+
 KERNEL(nop) int32_t nop(int32_t n) {
   return n + 1;
 }

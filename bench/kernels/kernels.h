@@ -12,6 +12,11 @@ int32_t fib(int32_t n);
 /* `n` rounds of xorshift64 summed into a 64-bit accumulator (wrapping): a tight, dependent
  * integer loop the compiler cannot fold or vectorise. */
 int64_t loop(int32_t n);
+/* Memory traffic: fills a 16,384-word (64 KiB) buffer with xorshift32 values, then makes `n`
+ * passes over it, each word becoming itself plus a word chosen by its neighbour's value (a
+ * data-dependent load the compiler cannot vectorise); returns the sum of every word written
+ * (wrapping). In wasm every access is a bounds-checked load or store of linear memory. */
+int64_t mem(int32_t n);
 /* Returns n + 1: the trivial export used to measure call overhead. */
 int32_t nop(int32_t n);
 
