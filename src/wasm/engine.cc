@@ -61,6 +61,28 @@ bool CallArgsMatch(const FuncSignature& signature, std::span<const WasmValue> ar
   return ok;
 }
 
+Status ZeroCallBudget() {
+  return Status::InvalidArgument("Call needs a budget of at least 1 instruction");
+}
+
+Result<std::vector<WasmValue>> CallOutcome(const Invocation& invocation, std::string_view name,
+                                           uint64_t budget) {
+  switch (invocation.state()) {
+    case RunState::kTrapped:
+      return Status::Trapped(invocation.trap().ToString());
+    case RunState::kSuspended:
+      return Status::FailedPrecondition(
+          fmt::format("`{}` suspended in host call {}; use Start/Run to drive it", name,
+                      invocation.suspended_in()));
+    case RunState::kBudgetExhausted:
+      return Status::LimitExceeded(
+          fmt::format("`{}` did not finish within its budget of {} instructions", name, budget));
+    case RunState::kFinished:
+      break;
+  }
+  return invocation.results();
+}
+
 Status CallArgsMismatch(std::string_view name, const FuncSignature& signature,
                         std::span<const WasmValue> args) {
   std::string got;
@@ -220,20 +242,10 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
 Result<std::vector<WasmValue>> Instance::Call(std::string_view name,
                                               std::span<const WasmValue> args, void* context,
                                               uint64_t budget) {
-  if (budget == 0) return Status::InvalidArgument("Call needs a budget of at least 1 instruction");
+  if (budget == 0) return detail::ZeroCallBudget();
   REEF_ASSIGN_OR_RETURN(auto invocation, Start(name, args, context));
-  RunState state = invocation->Run(budget);
-  if (state == RunState::kTrapped) return Status::Trapped(invocation->trap().ToString());
-  if (state == RunState::kSuspended) {
-    return Status::FailedPrecondition(
-        fmt::format("`{}` suspended in host call {}; use Start/Run to drive it", name,
-                    invocation->suspended_in()));
-  }
-  if (state == RunState::kBudgetExhausted) {
-    return Status::LimitExceeded(
-        fmt::format("`{}` did not finish within its budget of {} instructions", name, budget));
-  }
-  return invocation->results();
+  invocation->Run(budget);
+  return detail::CallOutcome(*invocation, name, budget);
 }
 
 }  // namespace reef::wasm

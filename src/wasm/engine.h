@@ -169,12 +169,15 @@ class Instance {
   // when its type is not a number type (v128, funcref, externref).
   virtual Result<WasmValue> GetGlobal(std::string_view name) const = 0;
 
-  // Convenience: Start, then Run once with `budget` (the whole call's budget, engine
-  // instructions). Returns the results. Errors: those of Start; InvalidArgument for a zero
-  // budget; Trapped with Trap::ToString() as the message; LimitExceeded when the budget runs
-  // out; FailedPrecondition when the call suspends in a host import (use Start/Run for that).
-  Result<std::vector<WasmValue>> Call(std::string_view name, std::span<const WasmValue> args,
-                                      void* context = nullptr, uint64_t budget = 100'000'000);
+  // Start, then Run once with `budget` (the whole call's budget, engine instructions), in one
+  // step: a tier may run it without making it resumable (the native tier runs it on a pooled
+  // stack with no fiber). Returns the results. Errors: those of Start; InvalidArgument for a
+  // zero budget; Trapped with Trap::ToString() as the message; LimitExceeded when the budget
+  // runs out; FailedPrecondition when the call suspends in a host import (use Start/Run).
+  virtual Result<std::vector<WasmValue>> Call(std::string_view name,
+                                              std::span<const WasmValue> args,
+                                              void* context = nullptr,
+                                              uint64_t budget = 100'000'000);
 };
 
 }  // namespace reef::wasm

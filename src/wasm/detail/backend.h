@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "wasm/engine.h"
@@ -47,6 +48,12 @@ std::shared_ptr<Backend> MakeNativeBackend(const HostRegistry& registry, const E
 // OK when it finished; Trapped "start function trapped: <trap>"; LimitExceeded when it ran out
 // of budget or suspended. The same words on every tier.
 Status StartFunctionOutcome(const Invocation& start, uint64_t budget);
+
+// Instance::Call's answers, the same words on every tier: InvalidArgument for a zero budget;
+// for an invocation Run once with `budget`, its results or the error Instance::Call documents.
+Status ZeroCallBudget();
+Result<std::vector<WasmValue>> CallOutcome(const Invocation& invocation, std::string_view name,
+                                           uint64_t budget);
 
 // True when `args` match the parameters of `signature` and its results are all number types.
 bool CallArgsMatch(const FuncSignature& signature, std::span<const WasmValue> args);

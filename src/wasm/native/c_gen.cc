@@ -119,6 +119,17 @@ Status ReplaceOnce(std::string& c, std::string_view from, std::string_view to) {
   return Status::Ok();
 }
 
+// What a fuel check calls when the fuel ran out (RewriteFuel): the meter table's function,
+// with the checks CALL_INDIRECT makes. Out of line, so a check costs a compare and a branch.
+constexpr std::string_view kOutOfFuelHelper =
+    "static __attribute__((noinline, cold)) void reef_out_of_fuel(\n"
+    "    const wasm_rt_funcref_table_t* table, u32 type) {\n"
+    "  if (UNLIKELY(table->size == 0)) TRAP(TABLE_OOB);\n"
+    "  if (UNLIKELY(!table->data[0].func || table->data[0].func_type != type))\n"
+    "    TRAP(CALL_INDIRECT);\n"
+    "  ((void (*)(void*))table->data[0].func)(table->data[0].module_instance);\n"
+    "}\n";
+
 // One line of wasm2c's function bodies, split at its indentation.
 struct CLine {
   std::string_view indent;
@@ -200,6 +211,20 @@ Status RewriteFuel(std::string& c, std::string_view field) {
       if (n == "0" && EatTemp(third, 'i', &cond) &&
           third == fmt::format(" = (u64)((s64){} < (s64){});", a, b) &&
           code(i + 3) == fmt::format("if ({}) {{", cond)) {
+        // The check's body, "iD = 0u; CALL_INDIRECT(T, void (*)(void*), FT, iD,
+        // T.data[iD].module_instance); }", becomes one call of the cold helper.
+        std::string_view index, call = code(i + 5), table, type;
+        if (EatTemp(index = code(i + 4), 'i', &cond) && index == " = 0u;" &&
+            Eat(call, "CALL_INDIRECT(") && (table = call.substr(0, call.find(','))).size() > 0 &&
+            Eat(call, table) && Eat(call, ", void (*)(void*), ") &&
+            !(type = call.substr(0, call.find(','))).empty() && Eat(call, type) &&
+            call == fmt::format(", {}, {}.data[{}].module_instance);", cond, table, cond) &&
+            code(i + 6) == "}") {
+          out += fmt::format("{}if (UNLIKELY(REEF_FUEL < 0)) reef_out_of_fuel(&{}, func_types[{}]);\n",
+                             line.indent, table, type);
+          i += 7;
+          continue;
+        }
         out += fmt::format("{}if (UNLIKELY(REEF_FUEL < 0)) {{\n", line.indent);
         i += 4;
         continue;
@@ -258,7 +283,8 @@ Status RewriteForRegisters(std::string& c, std::string_view fuel_accessor) {
       "#if REEF_RT_REGISTERS\n#define REEF_FUEL reef_rt_fuel\n#else\n"
       "#define REEF_FUEL (instance->{})\n#endif\n",
       member);
-  return ReplaceOnce(c, kReefTrapMacro, fuel_macro + std::string(kReefTrapMacro));
+  return ReplaceOnce(c, kReefTrapMacro,
+                     fuel_macro + std::string(kReefTrapMacro) + std::string(kOutOfFuelHelper));
 }
 
 // Exports item `index` of `kind` under `name`, or the first free "<name>.<n>"; returns the

@@ -67,28 +67,20 @@ std::string_view KeyOfFileName(std::string_view name, bool* temp) {
   return rest.empty() || *temp ? key : std::string_view();
 }
 
-// `--version` output of `compiler`, run once per process and path.
-Result<std::string> CompilerVersion(const std::filesystem::path& compiler) {
-  static std::mutex mu;
-  static auto* versions = new std::map<std::string, std::string>();  // GUARDED_BY(mu)
-  {
-    std::lock_guard lock(mu);
-    if (auto it = versions->find(compiler.string()); it != versions->end()) return it->second;
-  }
-  ProcessLimits limits;
-  limits.wall_time = std::chrono::seconds(10);
-  limits.address_space_bytes = 1ull << 30;
-  REEF_ASSIGN_OR_RETURN(ProcessResult run,
-                        RunProcess({compiler.string(), "--version"},
-                                   {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}, "/", limits));
-  if (!run.ok() || run.output.empty()) {
+// What identifies the compiler `compiler` names, without running it (ccache's "mtime" check):
+// the file it resolves to (symlinks followed, so switching `cc` to another compiler changes
+// it), with its size and modification time, which an upgrade changes.
+Result<std::string> CompilerIdentity(const std::filesystem::path& compiler) {
+  std::error_code error;
+  const std::filesystem::path file = std::filesystem::canonical(compiler, error);
+  struct stat info {};
+  if (error || ::stat(file.c_str(), &info) != 0) {
     return Status::Unavailable(fmt::format(
-        "cannot identify the C compiler for the code cache key: `{} --version` failed ({}): {}",
-        compiler.string(), run.timed_out ? "timed out" : fmt::format("exit code {}", run.exit_code),
-        run.output));
+        "cannot identify the C compiler for the code cache key: {} cannot be examined",
+        compiler.string()));
   }
-  std::lock_guard lock(mu);
-  return versions->emplace(compiler.string(), run.output).first->second;
+  return fmt::format("{} size={} mtime_ns={}", file.string(), info.st_size,
+                     int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec);
 }
 
 const std::string& WasmRtHeaderSha256() {
@@ -167,7 +159,7 @@ Result<std::unique_ptr<CodeCache>> CodeCache::Open(std::filesystem::path dir,
 Result<CodeCache::Wanted> CodeCache::MakeKey(const Module& module, const CompileOptions& options,
                                              bool has_pass, uint32_t pass_version) const {
   REEF_ASSIGN_OR_RETURN(std::filesystem::path compiler, FindCompiler(options));
-  REEF_ASSIGN_OR_RETURN(std::string version, CompilerVersion(compiler));
+  REEF_ASSIGN_OR_RETURN(std::string identity, CompilerIdentity(compiler));
   Wanted wanted;
   wanted.argv = CompileCommand(compiler, options);
   wanted.parts = {
@@ -177,7 +169,7 @@ Result<CodeCache::Wanted> CodeCache::MakeKey(const Module& module, const Compile
       {"pass", has_pass ? nlohmann::json(pass_version) : nlohmann::json(nullptr)},
       {"wabt", WABT_VERSION_STRING},
       {"compiler", compiler.string()},
-      {"compiler_version", version},
+      {"compiler_identity", identity},
       {"argv", wanted.argv},
       {"glue_abi", kGlueAbiVersion},
       {"wasm_rt_h", WasmRtHeaderSha256()},

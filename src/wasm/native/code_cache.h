@@ -8,7 +8,7 @@
 //               and size, its exports and imports, what the compile cost; checksummed
 // The key is the SHA-256 of everything that changes the library: the module's bytes (its id),
 // whether an IR pass ran and its version, kNativeTierVersion, the wabt version, the resolved
-// compiler path and its `--version` output, the exact compiler argv (CompileCommand, so the
+// compiler path with its size and modification time, the exact compiler argv (CompileCommand, so the
 // optimisation level and extra flags), kGlueAbiVersion and the SHA-256 of rt/wasm-rt.h.
 // The wall-time and address-space limits, the temporary directory and the environment are
 // not part of it.
@@ -46,7 +46,7 @@ namespace reef::wasm::native {
 // Version of what the native tier makes of a module beyond the inputs the key names (the C
 // generation, Reef's rewrites of wabt's output, the glue's code). Bump it with any change to
 // c_gen.cc or c_glue.cc that changes the C for the same module, so old libraries are rebuilt.
-inline constexpr uint32_t kNativeTierVersion = 1;
+inline constexpr uint32_t kNativeTierVersion = 2;
 
 struct CodeCacheOptions {
   // Bound on the bytes of all libraries in the directory. After each store, the least
@@ -100,14 +100,14 @@ class CodeCache {
   // compiled, stored and loaded. REQUIRES: `pass`, when set, may be called on this thread.
   // Blocks: a miss takes the whole compile (bounded by options.wall_time).
   // Errors: InvalidArgument for a null module; those of the key (FindCompiler; Unavailable
-  // when the compiler's `--version` fails); those of GenerateC, Compile and NativeModule::Load.
+  // when the compiler cannot be examined); those of GenerateC, Compile and NativeModule::Load.
   // Failing to store a fresh library is not an error (CacheResult::store_status).
   Result<CacheResult> GetOrCompile(std::shared_ptr<const Module> module,
                                    const CompileOptions& options, const IrPass& pass,
                                    uint32_t pass_version);
 
-  // The key GetOrCompile would use, 64 lowercase hex characters. Runs the compiler's
-  // `--version` once per process and compiler path. Errors: as GetOrCompile's key.
+  // The key GetOrCompile would use, 64 lowercase hex characters. Examines the compiler file
+  // (stat, no process). Errors: as GetOrCompile's key.
   Result<std::string> Key(const Module& module, const CompileOptions& options, bool has_pass,
                           uint32_t pass_version) const;
 

@@ -111,7 +111,10 @@ Result<std::unique_ptr<InvocationFiber>> NativeBackend::AcquireFiber() {
     idle_fibers.pop_back();
     return fiber;
   }
-  rt::PrepareStackOverflowTraps();
+  if (!overflow_traps_prepared) {
+    rt::PrepareStackOverflowTraps();
+    overflow_traps_prepared = true;
+  }
   return InvocationFiber::Create(stacks);
 }
 
@@ -205,6 +208,26 @@ uint32_t NativeInstance::CallImport(reef_rt_host* host, uint32_t index, const re
 Result<std::unique_ptr<Invocation>> NativeInstance::Start(std::string_view name,
                                                           std::span<const WasmValue> args,
                                                           void* context) {
+  REEF_ASSIGN_OR_RETURN(const Callable callable, FindCallable(name, args));
+  return std::unique_ptr<Invocation>(new NativeInvocation(this, callable.thunk, args,
+                                                          callable.info->signature,
+                                                          callable.info->name, context,
+                                                          /*host_calls_allowed=*/true));
+}
+
+Result<std::vector<WasmValue>> NativeInstance::Call(std::string_view name,
+                                                    std::span<const WasmValue> args,
+                                                    void* context, uint64_t budget) {
+  if (budget == 0) return detail::ZeroCallBudget();
+  REEF_ASSIGN_OR_RETURN(const Callable callable, FindCallable(name, args));
+  NativeInvocation invocation(this, callable.thunk, args, callable.info->signature,
+                              callable.info->name, context, /*host_calls_allowed=*/true);
+  invocation.RunOnce(budget);
+  return detail::CallOutcome(invocation, name, budget);
+}
+
+Result<NativeInstance::Callable> NativeInstance::FindCallable(
+    std::string_view name, std::span<const WasmValue> args) const {
   const ExportInfo* info = module().FindExport(name);
   if (info == nullptr) {
     return Status::NotFound(fmt::format("module has no function export `{}`", name));
@@ -222,18 +245,12 @@ Result<std::unique_ptr<Invocation>> NativeInstance::Start(std::string_view name,
   if (!detail::CallArgsMatch(info->signature, args)) {
     return detail::CallArgsMismatch(name, info->signature, args);
   }
-  const GlueEntryPoints::Thunk thunk = ThunkOf(info - module().exports().data());
-  if (thunk == nullptr) {
+  const size_t export_index = static_cast<size_t>(info - module().exports().data());
+  const std::vector<GlueEntryPoints::Thunk>& thunks = compiled_->thunks;
+  if (export_index >= thunks.size() || thunks[export_index] == nullptr) {
     return Status::Internal(fmt::format("native module lacks export `{}`", name));
   }
-  return std::unique_ptr<Invocation>(new NativeInvocation(this, thunk, args, info->signature,
-                                                          info->name, context,
-                                                          /*host_calls_allowed=*/true));
-}
-
-GlueEntryPoints::Thunk NativeInstance::ThunkOf(size_t export_index) const {
-  const std::vector<GlueEntryPoints::Thunk>& thunks = compiled_->thunks;
-  return export_index < thunks.size() ? thunks[export_index] : nullptr;
+  return Callable{info, thunks[export_index]};
 }
 
 std::unique_ptr<Invocation> NativeInstance::StartStartFunction() {

@@ -111,6 +111,7 @@ struct NativeBackend final : detail::Backend, std::enable_shared_from_this<Nativ
   // kMaxIdleFibers are parked already.
   void ReleaseFiber(std::unique_ptr<InvocationFiber> fiber);
   static constexpr size_t kMaxIdleFibers = 8;
+  bool overflow_traps_prepared = false;  // rt::PrepareStackOverflowTraps ran on this thread
   std::vector<std::unique_ptr<InvocationFiber>> idle_fibers;  // destroyed before `stacks`
 };
 
@@ -135,6 +136,9 @@ class NativeInstance final : public Instance, public detail::LinearMemory {
   Tier tier() const override { return Tier::kNative; }
   Result<std::unique_ptr<Invocation>> Start(std::string_view name, std::span<const WasmValue> args,
                                             void* context) override;
+  // Runs the call to its end on a pooled stack without a fiber (NativeInvocation::RunOnce).
+  Result<std::vector<WasmValue>> Call(std::string_view name, std::span<const WasmValue> args,
+                                      void* context, uint64_t budget) override;
   Status Reset() override;
   Result<WasmValue> GetGlobal(std::string_view name) const override;
 
@@ -156,9 +160,16 @@ class NativeInstance final : public Instance, public detail::LinearMemory {
   NativeInvocation* active = nullptr;
   // Lent to each invocation while it lives (one at a time).
   InvocationBuffers spare_buffers;
-  // The glue's thunk of export `export_index` (an index into module().exports()), or null
-  // when it is not a host-callable function.
-  GlueEntryPoints::Thunk ThunkOf(size_t export_index) const;
+
+ private:
+  // Export `name` checked as Start documents, with its thunk.
+  struct Callable {
+    const ExportInfo* info;
+    GlueEntryPoints::Thunk thunk;
+  };
+  Result<Callable> FindCallable(std::string_view name, std::span<const WasmValue> args) const;
+
+ public:
 
   struct HostBlock;  // reef_rt_host + back pointer: every import module's instance pointer
 
@@ -196,6 +207,11 @@ class NativeInvocation final : public Invocation {
   static void operator delete(void* pointer);
 
   RunState Run(uint64_t budget) override;
+  // Runs a fresh invocation to its end with `budget` in one go, on a pooled stack with no
+  // fiber (rt::CallOnStack; on a fiber where that is unavailable). It cannot suspend: running
+  // out of fuel leaves it kBudgetExhausted, a host call that suspends leaves it kSuspended,
+  // and either way it is over (Instance::Call's errors). Charged like Run.
+  RunState RunOnce(uint64_t budget);
   Status CompleteHostCall(std::span<const WasmValue> results) override;
   Status FailHostCall(TrapKind kind, std::string message) override;
   RunState state() const override { return state_; }
@@ -221,6 +237,12 @@ class NativeInvocation final : public Invocation {
   uint32_t OnHostCall(uint32_t index, const ::reef_rt_value* args, ::reef_rt_value* results);
 
  private:
+  // Run's steps around the guest: BeginSlice checks and fills the fuel (false: return
+  // state_ without running); EnterSlice and LeaveSlice keep the backend's running invocation
+  // and charge the slice.
+  bool BeginSlice(uint64_t& budget);
+  void EnterSlice();
+  void LeaveSlice(NativeInvocation* outer, uint64_t budget);
   void Resume();  // switches to the fiber until the invocation suspends or ends
   void Cancel();  // ends a started invocation without running more guest code
   void ReleaseFiber();
@@ -245,6 +267,7 @@ class NativeInvocation final : public Invocation {
   RunState state_ = RunState::kBudgetExhausted;
   bool in_run_ = false;
   bool started_ = false;      // the fiber has started running this invocation
+  bool once_ = false;         // RunOnce runs it: it never suspends
   bool cancelling_ = false;   // Cancel resumed the fiber to unwind the invocation
   bool out_of_fuel_ = false;  // the fiber is suspended in the out-of-fuel function
   uint64_t instructions_ = 0;

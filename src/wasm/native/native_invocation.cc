@@ -138,24 +138,7 @@ void NativeInvocation::set_start(void (*start)(void* instance), std::string name
 }
 
 RunState NativeInvocation::Run(uint64_t budget) {
-  if (state_ != RunState::kBudgetExhausted || budget == 0 || in_run_) return state_;
-  const uint32_t max_depth = backend_.limits.max_nested_invocations;
-  if (backend_.run_depth >= max_depth) {
-    Cancel();
-    TrapWith(Trap{TrapKind::kHostError,
-                  detail::TooManyNestedInvocationsMessage(backend_.run_depth, max_depth),
-                  std::string(function_), 0});
-    return state_;
-  }
-  // A slice gets its budget plus any debt of the last one (fuel left over by a slice that
-  // ended in a host call is not carried).
-  budget = std::min(budget, kMaxSliceBudget);
-  int64_t& fuel = instance_->fuel();
-  fuel = std::min<int64_t>(fuel, 0) + static_cast<int64_t>(budget);
-  if (fuel < 0) {  // blocks charged before the last check still owe more
-    instructions_ += budget;
-    return state_;
-  }
+  if (!BeginSlice(budget)) return state_;
   if (fiber_ == nullptr) {
     auto fiber = backend_.AcquireFiber();
     if (!fiber.ok()) {
@@ -169,26 +152,85 @@ RunState NativeInvocation::Run(uint64_t budget) {
     const StackPool::Stack& stack = fiber_->stack();
     fiber_state_ = rt::FiberThreadState(stack.base, stack.base + stack.guard, instance_->host());
   }
-  // A host function of an outer invocation may run this one: restore the outer one after.
   NativeInvocation* const outer = backend_.running;
+  EnterSlice();
+  Resume();
+  LeaveSlice(outer, budget);
+  if (state_ == RunState::kFinished || state_ == RunState::kTrapped) ReleaseFiber();
+  return state_;
+}
+
+RunState NativeInvocation::RunOnce(uint64_t budget) {
+  if (!rt::CanCallOnStack()) return Run(budget);
+  if (started_ || once_ || !BeginSlice(budget)) return state_;
+  if (!backend_.overflow_traps_prepared) {
+    rt::PrepareStackOverflowTraps();
+    backend_.overflow_traps_prepared = true;
+  }
+  auto stack = backend_.stacks.Acquire();
+  if (!stack.ok()) {
+    TrapWith(Trap{TrapKind::kHostError, "cannot start the invocation: " + stack.status().message(),
+                  std::string(function_), 0});
+    return state_;
+  }
+  once_ = true;
+  started_ = true;
+  NativeInvocation* const outer = backend_.running;
+  EnterSlice();
+  const rt::ThreadState outer_state = rt::ExchangeThreadState(
+      rt::FiberThreadState(stack->base, stack->base + stack->guard, instance_->host()));
+  rt::CallOnStack(
+      stack->base + stack->size,
+      [](void* self) { Body(static_cast<NativeInvocation*>(self)); }, this);
+  rt::ExchangeThreadState(outer_state);
+  backend_.stacks.Release(*stack);
+  LeaveSlice(outer, budget);
+  return state_;
+}
+
+bool NativeInvocation::BeginSlice(uint64_t& budget) {
+  if (state_ != RunState::kBudgetExhausted || budget == 0 || in_run_ || once_) return false;
+  const uint32_t max_depth = backend_.limits.max_nested_invocations;
+  if (backend_.run_depth >= max_depth) {
+    Cancel();
+    TrapWith(Trap{TrapKind::kHostError,
+                  detail::TooManyNestedInvocationsMessage(backend_.run_depth, max_depth),
+                  std::string(function_), 0});
+    return false;
+  }
+  // A slice gets its budget plus any debt of the last one (fuel left over by a slice that
+  // ended in a host call is not carried).
+  budget = std::min(budget, kMaxSliceBudget);
+  int64_t& fuel = instance_->fuel();
+  fuel = std::min<int64_t>(fuel, 0) + static_cast<int64_t>(budget);
+  if (fuel < 0) {  // blocks charged before the last check still owe more
+    instructions_ += budget;
+    return false;
+  }
+  return true;
+}
+
+void NativeInvocation::EnterSlice() {
+  // A host function of an outer invocation may run this one: LeaveSlice restores the outer.
   backend_.running = this;
   ++backend_.run_depth;
   in_run_ = true;
   out_of_fuel_ = false;
-  Resume();
+}
+
+void NativeInvocation::LeaveSlice(NativeInvocation* outer, uint64_t budget) {
   in_run_ = false;
   --backend_.run_depth;
   backend_.running = outer;
   // A slice that ran out of fuel is charged its budget; its debt is charged by the slices
   // that pay it. Any other slice is charged what it ran: the budget minus the fuel left
   // (more than the budget when the blocks after the last check overshot it).
+  int64_t& fuel = instance_->fuel();
   const int64_t left = fuel;
   instructions_ += out_of_fuel_ ? budget : budget - left;
   // A slice that suspended in a host call was charged its overshoot already: it is no debt
   // of the next slice (that would count it twice).
   if (state_ == RunState::kSuspended && left < 0) fuel = 0;
-  if (state_ == RunState::kFinished || state_ == RunState::kTrapped) ReleaseFiber();
-  return state_;
 }
 
 void NativeInvocation::Resume() {
@@ -258,6 +300,7 @@ int NativeInvocation::OnOutOfFuel() {
   if (!rt::EnterHostFrame(0)) return WASM_RT_TRAP_EXHAUSTION;
   rt::LeaveHostFrame();
   out_of_fuel_ = true;
+  if (once_) return rt::kCancelled;  // RunOnce: the call ends here, out of budget
   return Resumed(fiber_->Suspend()) ? 0 : rt::kCancelled;
 }
 
@@ -290,8 +333,9 @@ uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
         state_ = RunState::kSuspended;
         suspended_in_ = f.module + "." + f.name;
         suspended_function_ = &f;
-        // CompleteHostCall puts the results, checked, in `out`.
-        if (!Resumed(fiber_->Suspend())) return REEF_RT_CANCELLED;
+        // RunOnce cannot wait: the call ends here, suspended. Otherwise CompleteHostCall
+        // puts the results, checked, in `out`.
+        if (once_ || !Resumed(fiber_->Suspend())) return REEF_RT_CANCELLED;
         break;
       case HostCallOutcome::kTrap:
         return fail(call.trap().kind, call.trap().message);

@@ -568,6 +568,89 @@ TEST_P(EngineTest, CallRespectsItsTotalBudget) {
   EXPECT_EQ(spun.status().code(), Code::kLimitExceeded);
 }
 
+// Call runs to the end in one go (on the native tier without a fiber): every way it can end
+// reports what Start + one Run report, and the instance is free for the next call after each.
+TEST_P(EngineTest, CallEndsAsStartAndRunWouldAndLeavesTheInstanceReady) {
+  EngineLimits limits;
+  limits.max_call_depth = 50;
+  auto instance = Instantiate(R"((module
+    (import "test" "recv" (func $recv (result i32)))
+    (import "test" "add" (func $add (param i32 i32) (result i32)))
+    (import "test" "boom" (func $boom))
+    (func (export "sum") (param i32 i32) (result i32) (call $add (local.get 0) (local.get 1)))
+    (func (export "wait") (result i32) (call $recv))
+    (func (export "boom") (call $boom))
+    (func $down (export "down") (param $n i32) (result i32)
+      (if (result i32) (i32.eqz (local.get $n))
+        (then (i32.const 0))
+        (else (i32.add (i32.const 1) (call $down (i32.sub (local.get $n) (i32.const 1)))))))
+    (func (export "spin") (loop $l (br $l)))))",
+                              limits);
+  ASSERT_NE(instance, nullptr);
+  for (int round = 0; round < 2; ++round) {
+    auto sum = instance->Call("sum", std::vector<WasmValue>{int32_t{40}, int32_t{2}});
+    ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+    EXPECT_EQ(std::get<int32_t>((*sum)[0]), 42);
+
+    auto waited = instance->Call("wait", {});
+    EXPECT_EQ(waited.status().code(), Code::kFailedPrecondition);
+    EXPECT_EQ(waited.status().message(),
+              "`wait` suspended in host call test.recv; use Start/Run to drive it");
+
+    auto boom = instance->Call("boom", {});
+    EXPECT_EQ(boom.status().code(), Code::kTrapped);
+    EXPECT_NE(boom.status().message().find("boom refused"), std::string::npos)
+        << boom.status().ToString();
+
+    auto deep = instance->Call("down", std::vector<WasmValue>{int32_t{50}});
+    EXPECT_EQ(deep.status().code(), Code::kTrapped);
+    EXPECT_NE(deep.status().message().find("call stack exhausted"), std::string::npos)
+        << deep.status().ToString();
+    auto shallow = instance->Call("down", std::vector<WasmValue>{int32_t{48}});
+    ASSERT_TRUE(shallow.ok()) << shallow.status().ToString();
+    EXPECT_EQ(std::get<int32_t>((*shallow)[0]), 48);
+
+    auto spun = instance->Call("spin", {}, nullptr, 10'000);
+    EXPECT_EQ(spun.status().code(), Code::kLimitExceeded);
+    EXPECT_EQ(spun.status().message(), "`spin` did not finish within its budget of 10000 instructions");
+  }
+  // While a resumable invocation is active, Call refuses like Start.
+  auto waiting = instance->Start("wait", {});
+  ASSERT_TRUE(waiting.ok());
+  ASSERT_EQ((*waiting)->Run(1'000), RunState::kSuspended);
+  EXPECT_EQ(instance->Call("sum", std::vector<WasmValue>{int32_t{1}, int32_t{2}}).status().code(),
+            Code::kFailedPrecondition);
+}
+
+// A host function may Call into another instance while its own invocation is inside a Call.
+TEST_P(EngineTest, CallsNestThroughHostFunctions) {
+  HostRegistry registry("test", 1);
+  Instance* inner = nullptr;
+  ASSERT_TRUE(registry
+                  .Add({"test",
+                        "twice",
+                        {{ValType::kI32}, {ValType::kI32}},
+                        [&inner](HostCall& call) {
+                          auto r = inner->Call("double", std::vector<WasmValue>{call.i32(0)});
+                          if (!r.ok()) return call.Fail(TrapKind::kHostError, r.status().message());
+                          call.results()[0] = std::get<int32_t>((*r)[0]);
+                          return HostCallOutcome::kComplete;
+                        },
+                        "calls the inner instance"})
+                  .ok());
+  Engine engine(registry, {}, GetParam());
+  auto inner_instance = engine.Instantiate(Wat(R"((module
+    (func (export "double") (param i32) (result i32) (i32.mul (local.get 0) (i32.const 2)))))"));
+  auto outer = engine.Instantiate(Wat(R"((module
+    (import "test" "twice" (func $twice (param i32) (result i32)))
+    (func (export "quad") (param i32) (result i32) (call $twice (call $twice (local.get 0))))))"));
+  ASSERT_TRUE(inner_instance.ok() && outer.ok());
+  inner = inner_instance->get();
+  auto quad = (*outer)->Call("quad", std::vector<WasmValue>{int32_t{5}});
+  ASSERT_TRUE(quad.ok()) << quad.status().ToString();
+  EXPECT_EQ(std::get<int32_t>((*quad)[0]), 20);
+}
+
 TEST(ModuleTest, DeeplyNestedTextIsRejectedNotFatal) {
   std::string deep = "(module (func ";
   for (int i = 0; i < 20'000; ++i) deep += "(block ";

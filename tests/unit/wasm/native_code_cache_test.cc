@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -263,6 +264,38 @@ TEST_F(NativeCacheTest, EverythingThatChangesTheLibraryChangesTheKey) {
   EXPECT_NE(*cache->Key(*add_, flagged, false, 0), *base);
   EXPECT_NE(*cache->Key(*add_, Fast(), true, 0), *base);
   EXPECT_NE(*cache->Key(*add_, Fast(), true, 1), *cache->Key(*add_, Fast(), true, 0));
+}
+
+// The compiler is identified without running it: the file it resolves to, its size and its
+// modification time. Replacing the file (an upgrade) changes the key; a compiler that cannot
+// be examined is an error, not a guess.
+TEST_F(NativeCacheTest, ACompilerThatChangesOnDiskChangesTheKey) {
+  auto cache = OpenCache();
+  const std::filesystem::path bin = temp_->path() / "bin";
+  std::filesystem::create_directories(bin);
+  const std::filesystem::path compiler = bin / "cc";
+  std::ofstream(compiler) << "#!/bin/sh\nexec gcc \"$@\"\n";
+  std::filesystem::permissions(compiler, std::filesystem::perms::owner_all);
+  CompileOptions options = Fast();
+  options.compiler = compiler.string();
+
+  auto first = cache->Key(*add_, options, false, 0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*cache->Key(*add_, options, false, 0), *first);
+
+  std::filesystem::last_write_time(
+      compiler, std::filesystem::last_write_time(compiler) - std::chrono::hours(24));
+  auto touched = cache->Key(*add_, options, false, 0);
+  ASSERT_TRUE(touched.ok());
+  EXPECT_NE(*touched, *first) << "a new modification time is a new compiler";
+
+  std::ofstream(compiler, std::ios::app) << "# upgraded\n";
+  auto grown = cache->Key(*add_, options, false, 0);
+  ASSERT_TRUE(grown.ok());
+  EXPECT_NE(*grown, *touched) << "a new size is a new compiler";
+
+  options.compiler = (bin / "missing-cc").string();
+  EXPECT_FALSE(cache->Key(*add_, options, false, 0).ok());
 }
 
 TEST_F(NativeCacheTest, ConcurrentRequestsForOneKeyShareOneBuild) {

@@ -407,6 +407,11 @@ TEST(NativeInstanceLimits, FramesThatOverflowTheFiberStackTrapAtTheGuardPage) {
   // The fault unwound cleanly: the instance and the thread go on.
   const Trap again = LastTrap(*instance, "f", {int64_t{2}});
   EXPECT_EQ(again.kind, TrapKind::kCallStackExhausted) << again.ToString();
+  // Instance::Call runs on a pooled stack without a fiber: the same guard page, the same trap.
+  for (int64_t start : {3, 4}) {
+    auto called = instance->Call("f", std::vector<WasmValue>{start});
+    EXPECT_EQ(TrapKindOf(called.status()), "call_stack_exhausted") << called.status().ToString();
+  }
 }
 
 TEST(NativeInvocationTest, DestroyingAPausedOrSuspendedInvocationCancelsItCleanly) {

@@ -31,6 +31,45 @@ thread_local uint32_t wasm_rt_call_stack_depth = 0;
 thread_local int64_t* reef_rt_fuel_home = nullptr;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define REEF_RT_SANITIZED 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define REEF_RT_SANITIZED 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(REEF_RT_SANITIZED)
+#define REEF_RT_CALL_ON_STACK 1
+// reef_rt_call_on_stack(stack_top, fn, arg): keeps the caller's stack pointer in rbp (callee
+// saved), moves to the new stack, calls fn(arg), moves back. The CFI lets debuggers and
+// profilers walk from the new stack into the caller's.
+extern "C" void reef_rt_call_on_stack(char* stack_top, void (*fn)(void*), void* arg);
+asm(R"(
+  .pushsection .text
+  .p2align 4
+  .hidden reef_rt_call_on_stack
+  .type reef_rt_call_on_stack, @function
+reef_rt_call_on_stack:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  movq %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  movq %rdi, %rsp
+  movq %rdx, %rdi
+  callq *%rsi
+  movq %rbp, %rsp
+  popq %rbp
+  .cfi_def_cfa %rsp, 8
+  ret
+  .cfi_endproc
+  .size reef_rt_call_on_stack, .-reef_rt_call_on_stack
+  .popsection
+)");
+#endif
+
 namespace reef::wasm::native::rt {
 namespace {
 
@@ -320,6 +359,26 @@ RunOutcome RunGuarded(void (*fn)(void*), void* arg, uint32_t max_call_depth,
   reef_rt_fuel_home = saved_fuel_home;
   t_fuel_in_register = saved_fuel_in_register;
   return outcome;
+}
+
+bool CanCallOnStack() {
+#if defined(REEF_RT_CALL_ON_STACK)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void CallOnStack(char* stack_top, void (*fn)(void*), void* arg) {
+#if defined(REEF_RT_CALL_ON_STACK)
+  reef_rt_call_on_stack(stack_top, fn, arg);
+#else
+  (void)stack_top;
+  (void)fn;
+  (void)arg;
+  std::fprintf(stderr, "reef native runtime: CallOnStack is not available in this build\n");
+  std::abort();
+#endif
 }
 
 uint32_t RegisteredFuncTypeCount() {

@@ -105,6 +105,16 @@ struct RunOutcome {
 RunOutcome RunGuarded(void (*fn)(void*), void* arg, uint32_t max_call_depth,
                       const AllocationLimits* limits = nullptr, FuelHome fuel = {});
 
+// True when CallOnStack is available: x86-64 builds without sanitizers (ASan and TSan must be
+// told of every stack switch; their builds use fibers for every run).
+bool CanCallOnStack();
+
+// Calls fn(arg) with the stack pointer at `stack_top` (the top end of a pooled stack, 16-byte
+// aligned) and returns on the caller's stack: for a run that never suspends, two stack-pointer
+// moves instead of a fiber's two context switches. Nothing may unwind across it (RunGuarded
+// inside `fn` keeps traps on the new stack). REQUIRES: CanCallOnStack().
+void CallOnStack(char* stack_top, void (*fn)(void*), void* arg);
+
 // Number of distinct function types registered so far (process-wide).
 uint32_t RegisteredFuncTypeCount();
 
