@@ -220,8 +220,9 @@ Status RewriteFuel(std::string& c, std::string_view field) {
             !(type = call.substr(0, call.find(','))).empty() && Eat(call, type) &&
             call == fmt::format(", {}, {}.data[{}].module_instance);", cond, table, cond) &&
             code(i + 6) == "}") {
-          out += fmt::format("{}if (UNLIKELY(REEF_FUEL < 0)) reef_out_of_fuel(&{}, func_types[{}]);\n",
-                             line.indent, table, type);
+          out +=
+              fmt::format("{}if (UNLIKELY(REEF_FUEL < 0)) reef_out_of_fuel(&{}, func_types[{}]);\n",
+                          line.indent, table, type);
           i += 7;
           continue;
         }
@@ -281,7 +282,7 @@ Status RewriteForRegisters(std::string& c, std::string_view fuel_accessor) {
   REEF_RETURN_IF_ERROR(RewriteFuel(c, member));
   const std::string fuel_macro = fmt::format(
       "#if REEF_RT_REGISTERS\n#define REEF_FUEL reef_rt_fuel\n#else\n"
-      "#define REEF_FUEL (instance->{})\n#endif\n",
+      "#define REEF_FUEL (*(s64*)&instance->{})\n#endif\n",
       member);
   return ReplaceOnce(c, kReefTrapMacro,
                      fuel_macro + std::string(kReefTrapMacro) + std::string(kOutOfFuelHelper));

@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -67,20 +71,65 @@ std::string_view KeyOfFileName(std::string_view name, bool* temp) {
   return rest.empty() || *temp ? key : std::string_view();
 }
 
-// What identifies the compiler `compiler` names, without running it (ccache's "mtime" check):
-// the file it resolves to (symlinks followed, so switching `cc` to another compiler changes
-// it), with its size and modification time, which an upgrade changes.
+// `--version` output of `compiler`, run once per process and path.
+Result<std::string> CompilerVersion(const std::filesystem::path& compiler) {
+  static std::mutex mu;
+  static auto* versions = new std::map<std::string, std::string>();  // GUARDED_BY(mu)
+  {
+    std::lock_guard lock(mu);
+    if (auto it = versions->find(compiler.string()); it != versions->end()) return it->second;
+  }
+  ProcessLimits limits;
+  limits.wall_time = std::chrono::seconds(10);
+  limits.address_space_bytes = 1ull << 30;
+  REEF_ASSIGN_OR_RETURN(ProcessResult run,
+                        RunProcess({compiler.string(), "--version"},
+                                   {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C"}, "/", limits));
+  if (!run.ok() || run.output.empty()) {
+    return Status::Unavailable(fmt::format(
+        "cannot identify the C compiler for the code cache key: `{} --version` failed ({}): {}",
+        compiler.string(), run.timed_out ? "timed out" : fmt::format("exit code {}", run.exit_code),
+        run.output));
+  }
+  std::lock_guard lock(mu);
+  return versions->emplace(compiler.string(), run.output).first->second;
+}
+
+// True when `file` runs another compiler rather than being one: a script ("#!") or a known
+// compiler cache or distributor. Its own size and time say nothing of what it runs.
+bool IsCompilerWrapper(const std::filesystem::path& file) {
+  static constexpr std::string_view kWrappers[] = {"ccache", "sccache", "distcc", "icecc"};
+  const std::string name = file.filename().string();
+  for (std::string_view wrapper : kWrappers) {
+    if (name == wrapper) return true;
+  }
+  char head[2] = {};
+  std::ifstream in(file, std::ios::binary);
+  return in.read(head, 2) && head[0] == '#' && head[1] == '!';
+}
+
+// What identifies the compiler `compiler` names, without running it when it can (ccache's
+// "mtime" check): the file it resolves to (symlinks followed, so switching `cc` to another
+// compiler changes it), with its size and modification time, which an upgrade changes. A
+// wrapper (a script, ccache) is also asked its `--version`, once per process, which reaches
+// the compiler behind it.
 Result<std::string> CompilerIdentity(const std::filesystem::path& compiler) {
   std::error_code error;
   const std::filesystem::path file = std::filesystem::canonical(compiler, error);
   struct stat info {};
   if (error || ::stat(file.c_str(), &info) != 0) {
-    return Status::Unavailable(fmt::format(
-        "cannot identify the C compiler for the code cache key: {} cannot be examined",
-        compiler.string()));
+    return Status::Unavailable(
+        fmt::format("cannot identify the C compiler for the code cache key: {} cannot be examined",
+                    compiler.string()));
   }
-  return fmt::format("{} size={} mtime_ns={}", file.string(), info.st_size,
-                     int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec);
+  std::string identity =
+      fmt::format("{} size={} mtime_ns={}", file.string(), info.st_size,
+                  int64_t{info.st_mtim.tv_sec} * 1'000'000'000 + info.st_mtim.tv_nsec);
+  if (IsCompilerWrapper(file)) {
+    REEF_ASSIGN_OR_RETURN(std::string version, CompilerVersion(compiler));
+    identity += " version=" + version;
+  }
+  return identity;
 }
 
 const std::string& WasmRtHeaderSha256() {

@@ -145,8 +145,9 @@ NativeInstance::NativeInstance(std::shared_ptr<NativeBackend> backend,
     : backend_(std::move(backend)),
       compiled_(std::move(compiled)),
       imports_(std::move(imports)),
-      host_(std::make_unique<HostBlock>(
-          HostBlock{{&NativeInstance::CallImport, &OutOfFuel}, this})) {}
+      host_(
+          std::make_unique<HostBlock>(HostBlock{{&NativeInstance::CallImport, &OutOfFuel}, this})) {
+}
 
 NativeInstance::~NativeInstance() {
   if (instance_ == nullptr) return;
@@ -209,15 +210,14 @@ Result<std::unique_ptr<Invocation>> NativeInstance::Start(std::string_view name,
                                                           std::span<const WasmValue> args,
                                                           void* context) {
   REEF_ASSIGN_OR_RETURN(const Callable callable, FindCallable(name, args));
-  return std::unique_ptr<Invocation>(new NativeInvocation(this, callable.thunk, args,
-                                                          callable.info->signature,
-                                                          callable.info->name, context,
-                                                          /*host_calls_allowed=*/true));
+  return std::unique_ptr<Invocation>(new NativeInvocation(
+      this, callable.thunk, args, callable.info->signature, callable.info->name, context,
+      /*host_calls_allowed=*/true));
 }
 
 Result<std::vector<WasmValue>> NativeInstance::Call(std::string_view name,
-                                                    std::span<const WasmValue> args,
-                                                    void* context, uint64_t budget) {
+                                                    std::span<const WasmValue> args, void* context,
+                                                    uint64_t budget) {
   if (budget == 0) return detail::ZeroCallBudget();
   REEF_ASSIGN_OR_RETURN(const Callable callable, FindCallable(name, args));
   NativeInvocation invocation(this, callable.thunk, args, callable.info->signature,
@@ -226,8 +226,17 @@ Result<std::vector<WasmValue>> NativeInstance::Call(std::string_view name,
   return detail::CallOutcome(invocation, name, budget);
 }
 
-Result<NativeInstance::Callable> NativeInstance::FindCallable(
-    std::string_view name, std::span<const WasmValue> args) const {
+Result<NativeInstance::Callable> NativeInstance::FindCallable(std::string_view name,
+                                                              std::span<const WasmValue> args) {
+  if (last_callable_.info != nullptr && name == last_name_) {
+    if (active != nullptr) {
+      return Status::FailedPrecondition("another invocation of this instance is active");
+    }
+    if (!detail::CallArgsMatch(last_callable_.info->signature, args)) {
+      return detail::CallArgsMismatch(name, last_callable_.info->signature, args);
+    }
+    return last_callable_;
+  }
   const ExportInfo* info = module().FindExport(name);
   if (info == nullptr) {
     return Status::NotFound(fmt::format("module has no function export `{}`", name));
@@ -250,7 +259,9 @@ Result<NativeInstance::Callable> NativeInstance::FindCallable(
   if (export_index >= thunks.size() || thunks[export_index] == nullptr) {
     return Status::Internal(fmt::format("native module lacks export `{}`", name));
   }
-  return Callable{info, thunks[export_index]};
+  last_name_.assign(name);
+  last_callable_ = Callable{info, thunks[export_index]};
+  return last_callable_;
 }
 
 std::unique_ptr<Invocation> NativeInstance::StartStartFunction() {

@@ -158,8 +158,8 @@ class NativeInstance final : public Instance, public detail::LinearMemory {
   bool fuel_in_register() const { return compiled_->code->entry_points().fuel_in_register; }
   // The invocation running on this instance now (set by NativeInvocation while active).
   NativeInvocation* active = nullptr;
-  // Lent to each invocation while it lives (one at a time).
-  InvocationBuffers spare_buffers;
+  // The buffers of the invocation that is active (one at a time), kept for the next one.
+  InvocationBuffers buffers;
 
  private:
   // Export `name` checked as Start documents, with its thunk.
@@ -167,10 +167,12 @@ class NativeInstance final : public Instance, public detail::LinearMemory {
     const ExportInfo* info;
     GlueEntryPoints::Thunk thunk;
   };
-  Result<Callable> FindCallable(std::string_view name, std::span<const WasmValue> args) const;
+  Result<Callable> FindCallable(std::string_view name, std::span<const WasmValue> args);
+  // The export the last FindCallable found (callers call the same handler again and again).
+  std::string last_name_;
+  Callable last_callable_{nullptr, nullptr};
 
  public:
-
   struct HostBlock;  // reef_rt_host + back pointer: every import module's instance pointer
 
  private:
@@ -255,7 +257,7 @@ class NativeInvocation final : public Invocation {
   NativeBackend& backend_;
   GlueEntryPoints::Thunk thunk_;
   void (*start_)(void* instance) = nullptr;
-  InvocationBuffers buffers_;  // the instance's, until this ends
+  InvocationBuffers& buffers_;  // the instance's (one invocation at a time)
   const FuncSignature& signature_;
   std::string_view function_;  // the export's name (the module owns it) or start_name_
   std::string start_name_;

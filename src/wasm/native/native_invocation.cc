@@ -67,10 +67,15 @@ class HostFrame {
 };
 
 // Freed invocations kept for reuse on this thread (Start allocates none in steady state).
+// Set when this thread's cache is destroyed (thread exit): invocations freed later (by other
+// thread-locals' destructors) go straight back to the heap.
+thread_local bool t_invocation_cache_gone = false;
+
 class InvocationCache {
  public:
   static constexpr size_t kMaxKept = 16;
   ~InvocationCache() {
+    t_invocation_cache_gone = true;
     for (void* block : blocks_) ::operator delete(block);
   }
   void* Take() {
@@ -94,14 +99,15 @@ thread_local InvocationCache t_invocation_cache;
 }  // namespace
 
 void* NativeInvocation::operator new(size_t size) {
-  if (size == sizeof(NativeInvocation)) {
+  if (size == sizeof(NativeInvocation) && !t_invocation_cache_gone) {
     if (void* block = t_invocation_cache.Take()) return block;
   }
   return ::operator new(size);
 }
 
 void NativeInvocation::operator delete(void* pointer) {
-  if (pointer == nullptr || t_invocation_cache.Keep(pointer)) return;
+  if (pointer == nullptr) return;
+  if (!t_invocation_cache_gone && t_invocation_cache.Keep(pointer)) return;
   ::operator delete(pointer);
 }
 
@@ -112,7 +118,7 @@ NativeInvocation::NativeInvocation(NativeInstance* instance, GlueEntryPoints::Th
     : instance_(instance),
       backend_(instance->backend()),
       thunk_(thunk),
-      buffers_(std::move(instance->spare_buffers)),
+      buffers_(instance->buffers),
       signature_(signature),
       function_(function),
       context_(context),
@@ -128,7 +134,6 @@ NativeInvocation::NativeInvocation(NativeInstance* instance, GlueEntryPoints::Th
 NativeInvocation::~NativeInvocation() {
   Cancel();
   instance_->active = nullptr;
-  instance_->spare_buffers = std::move(buffers_);
 }
 
 void NativeInvocation::set_start(void (*start)(void* instance), std::string name) {
@@ -175,16 +180,30 @@ RunState NativeInvocation::RunOnce(uint64_t budget) {
   }
   once_ = true;
   started_ = true;
+  // Puts the thread, the stack and the backend back however the run ends: Body may throw
+  // (out of memory recording a trap or the results), and the exception crosses the
+  // trampoline back to here.
+  struct Restore {
+    NativeInvocation* self;
+    NativeInvocation* outer;
+    StackPool::Stack stack;
+    rt::ThreadState outer_state;
+    uint64_t budget;
+    ~Restore() {
+      rt::ExchangeThreadState(outer_state);
+      self->backend_.stacks.Release(stack);
+      self->LeaveSlice(outer, budget);
+    }
+  };
   NativeInvocation* const outer = backend_.running;
   EnterSlice();
-  const rt::ThreadState outer_state = rt::ExchangeThreadState(
-      rt::FiberThreadState(stack->base, stack->base + stack->guard, instance_->host()));
+  const Restore restore{this, outer, *stack,
+                        rt::ExchangeThreadState(rt::FiberThreadState(
+                            stack->base, stack->base + stack->guard, instance_->host())),
+                        budget};
   rt::CallOnStack(
-      stack->base + stack->size,
-      [](void* self) { Body(static_cast<NativeInvocation*>(self)); }, this);
-  rt::ExchangeThreadState(outer_state);
-  backend_.stacks.Release(*stack);
-  LeaveSlice(outer, budget);
+      stack->base + stack->size, [](void* self) { Body(static_cast<NativeInvocation*>(self)); },
+      this);
   return state_;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "unit/wasm/native_support.h"
+#include "wasm/native/code_source.h"
 
 namespace reef::wasm::native {
 namespace {
@@ -412,6 +413,60 @@ TEST(NativeInstanceLimits, FramesThatOverflowTheFiberStackTrapAtTheGuardPage) {
     auto called = instance->Call("f", std::vector<WasmValue>{start});
     EXPECT_EQ(TrapKindOf(called.status()), "call_stack_exhausted") << called.status().ToString();
   }
+}
+
+// Where the fuel cannot live in a register (clang, other processors; forced here with
+// -DREEF_RT_NO_REGISTERS), the generated code keeps it in the instance: the same module
+// charges the same instructions, pauses at the same checks and stops at its budget.
+TEST(NativeMeteringTest, FuelInMemoryCountsExactlyLikeFuelInARegister) {
+  auto module = ParseWat(R"((module
+    (func $fib (export "fib") (param i32) (result i32)
+      (if (result i32) (i32.lt_s (local.get 0) (i32.const 2))
+        (then (local.get 0))
+        (else (i32.add (call $fib (i32.sub (local.get 0) (i32.const 1)))
+                       (call $fib (i32.sub (local.get 0) (i32.const 2)))))))
+    (func (export "spin") (loop $l (br $l)))))");
+  ASSERT_NE(module, nullptr);
+  HostRegistry registry("reef", 1);
+  struct Counts {
+    int32_t result = 0;
+    uint64_t instructions = 0;
+    int slices = 0;
+    Code spin = Code::kOk;
+  };
+  auto run = [&](std::vector<std::string> flags) {
+    native::CodeSourceOptions options;
+    options.compile.optimization = 0;
+    options.compile.extra_flags = std::move(flags);
+    auto code = native::CodeSource::Create(options);
+    EXPECT_TRUE(code.ok()) << code.status().ToString();
+    Engine engine(registry, {}, EngineOptions{.tier = TierChoice::kNative, .native_code = *code});
+    auto instance = engine.Instantiate(module);
+    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+    Counts counts;
+    auto invocation = (*instance)->Start("fib", std::vector<WasmValue>{int32_t{15}});
+    EXPECT_TRUE(invocation.ok());
+    RunState state = RunState::kBudgetExhausted;
+    while (state == RunState::kBudgetExhausted) {
+      state = (*invocation)->Run(97);
+      ++counts.slices;
+    }
+    EXPECT_EQ(state, RunState::kFinished);
+    counts.result = std::get<int32_t>((*invocation)->results()[0]);
+    counts.instructions = (*invocation)->telemetry().instructions;
+    invocation->reset();
+    counts.spin = (*instance)->Call("spin", {}, nullptr, 5'000).status().code();
+    return counts;
+  };
+  const Counts in_register = run({});
+  const Counts in_memory = run({"-DREEF_RT_NO_REGISTERS"});
+  EXPECT_EQ(in_register.result, 610);
+  EXPECT_EQ(in_memory.result, 610);
+  EXPECT_GT(in_register.slices, 10);
+  EXPECT_EQ(in_memory.instructions, in_register.instructions);
+  EXPECT_EQ(in_memory.slices, in_register.slices);
+  EXPECT_EQ(in_register.spin, Code::kLimitExceeded);
+  EXPECT_EQ(in_memory.spin, Code::kLimitExceeded) << "a check that never fires would spin on";
 }
 
 TEST(NativeInvocationTest, DestroyingAPausedOrSuspendedInvocationCancelsItCleanly) {

@@ -29,6 +29,7 @@ extern "C" {
 thread_local uint32_t wasm_rt_call_stack_depth = 0;
 // The running invocation's fuel, read and written by the generated code and its glue.
 thread_local int64_t* reef_rt_fuel_home = nullptr;
+thread_local int reef_rt_fuel_stored = 1;
 }
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -199,11 +200,12 @@ void OnFault(int signal, siginfo_t* info, void* context) {
       address < t_guard_end) {
     // Guest code (generated C, or the runtime's trivially destructible frames) ran into the
     // guard page: unwind the invocation like any trap. SA_NODEFER left the signal unblocked.
-    // Code that keeps the fuel in r15 has not stored it: take it from the faulting context
-    // (the runtime's own functions, which could use r15 otherwise, never reach the guard
-    // page: RequireRuntimeStack).
+    // Code that keeps the fuel in r15 has not stored it: take it from the faulting context.
+    // Only while generated code runs (reef_rt_fuel_stored 0): host frames may use r15 for
+    // their own values, and the fuel is in its home then. (The runtime's own functions,
+    // called from generated code, never reach the guard page: RequireRuntimeStack.)
 #if defined(__x86_64__)
-    if (t_fuel_in_register && reef_rt_fuel_home != nullptr) {
+    if (t_fuel_in_register && reef_rt_fuel_home != nullptr && reef_rt_fuel_stored == 0) {
       const auto* machine = static_cast<const ucontext_t*>(context);
       *reef_rt_fuel_home = static_cast<int64_t>(machine->uc_mcontext.gregs[REG_R15]);
     }
@@ -284,7 +286,7 @@ void PrepareStackOverflowTraps() {
 }
 
 ThreadState FiberThreadState(const char* guard_begin, const char* guard_end, void* host) {
-  return ThreadState{nullptr, 0, guard_begin, guard_end, 0, host, nullptr, false};
+  return ThreadState{nullptr, 0, guard_begin, guard_end, 0, host, nullptr, false, 1};
 }
 
 uint32_t ActiveFrames(const ThreadState& state, uint32_t max_call_depth) {
@@ -318,9 +320,9 @@ std::string_view RunOutcome::message() const {
 }
 
 ThreadState ExchangeThreadState(ThreadState next) {
-  ThreadState previous{t_unwind,      wasm_rt_call_stack_depth, t_guard_begin,
-                       t_guard_end,   t_host_frames,            t_host,
-                       reef_rt_fuel_home, t_fuel_in_register};
+  ThreadState previous{
+      t_unwind, wasm_rt_call_stack_depth, t_guard_begin,      t_guard_end,        t_host_frames,
+      t_host,   reef_rt_fuel_home,        t_fuel_in_register, reef_rt_fuel_stored};
   t_unwind = static_cast<jmp_buf*>(next.unwind_target);
   wasm_rt_call_stack_depth = next.call_stack_depth;
   t_guard_begin = next.guard_begin;
@@ -329,6 +331,7 @@ ThreadState ExchangeThreadState(ThreadState next) {
   t_host = next.host;
   reef_rt_fuel_home = next.fuel_home;
   t_fuel_in_register = next.fuel_in_register;
+  reef_rt_fuel_stored = next.fuel_stored;
   return previous;
 }
 
@@ -342,6 +345,7 @@ RunOutcome RunGuarded(void (*fn)(void*), void* arg, uint32_t max_call_depth,
   const AllocationLimits* const saved_limits = t_limits;
   int64_t* const saved_fuel_home = reef_rt_fuel_home;
   const bool saved_fuel_in_register = t_fuel_in_register;
+  const int saved_fuel_stored = reef_rt_fuel_stored;
   t_unwind = &buf;
   wasm_rt_call_stack_depth = WASM_RT_MAX_CALL_STACK_DEPTH - max_call_depth;
   t_limits = limits;
@@ -358,6 +362,7 @@ RunOutcome RunGuarded(void (*fn)(void*), void* arg, uint32_t max_call_depth,
   t_limits = saved_limits;
   reef_rt_fuel_home = saved_fuel_home;
   t_fuel_in_register = saved_fuel_in_register;
+  reef_rt_fuel_stored = saved_fuel_stored;
   return outcome;
 }
 

@@ -26,10 +26,11 @@ struct ThreadState {
   // usable stack starting at guard_end); both null when it runs on a thread's own stack.
   const char* guard_begin = nullptr;
   const char* guard_end = nullptr;
-  uint32_t host_frames = 0;  // host functions running (EnterHostFrame) on that stack
-  void* host = nullptr;      // the running invocation's reef_rt_host (reef_rt_current_host)
+  uint32_t host_frames = 0;       // host functions running (EnterHostFrame) on that stack
+  void* host = nullptr;           // the running invocation's reef_rt_host (reef_rt_current_host)
   int64_t* fuel_home = nullptr;   // reef_rt_fuel_home: the running invocation's fuel
   bool fuel_in_register = false;  // its code keeps the fuel in r15 (REEF_RT_REGISTERS)
+  int fuel_stored = 1;            // reef_rt_fuel_stored: r15 does not hold the fuel now
 };
 
 // Installs `next` as this thread's state and returns the previous one.

@@ -71,6 +71,9 @@ extern REEF_RT_THREAD_LOCAL uint32_t wasm_rt_call_stack_depth;
  * instantiating). Set by the runtime for each invocation; the generated code's fuel lives
  * here whenever control is outside the generated code. */
 extern REEF_RT_THREAD_LOCAL int64_t* reef_rt_fuel_home;
+/* 1 while the host runs inside an invocation (the fuel is in its home), 0 while generated
+ * code that keeps the fuel in a register runs ("Registers of the generated code"). */
+extern REEF_RT_THREAD_LOCAL int reef_rt_fuel_stored;
 
 /* ---- Traps ---------------------------------------------------------------------------- */
 
@@ -243,30 +246,37 @@ WASM_RT_NO_RETURN void reef_rt_trap_host(uint32_t trap);
  *       import, the out-of-fuel function): store them, then reload the fuel, which the host
  *       may have refilled;
  *   REEF_RT_STORE_FUEL   before anything that may unwind (a trap, a growth that may trap).
- * A trap's longjmp restores the registers the runtime's setjmp saw, which are the host's.
- * Elsewhere (clang has no global register variables) the macros use the homes directly. */
+ * reef_rt_fuel_stored says r15 does not hold the fuel now (the host runs): a stack-overflow
+ * fault takes r15 as the fuel only while it is 0. A trap's longjmp restores the registers
+ * the runtime's setjmp saw, which are the host's. Elsewhere (clang has no global register
+ * variables; -DREEF_RT_NO_REGISTERS) the macros use the homes directly. */
 #if defined(REEF_RT_GENERATED_CODE)
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(REEF_RT_NO_REGISTERS)
 #define REEF_RT_REGISTERS 1
 register int64_t reef_rt_fuel __asm__("r15");
 register uint64_t reef_rt_depth __asm__("r14");
 #define REEF_RT_DEPTH reef_rt_depth
 #define REEF_RT_STORE_FUEL() \
   (reef_rt_fuel_home != NULL ? (void)(*reef_rt_fuel_home = reef_rt_fuel) : (void)0)
-#define REEF_RT_CODE_ENTER()                                                    \
-  const int64_t reef_rt_caller_fuel = reef_rt_fuel;                           \
-  const uint64_t reef_rt_caller_depth = reef_rt_depth;                        \
+#define REEF_RT_CODE_ENTER()                                                 \
+  const int64_t reef_rt_caller_fuel = reef_rt_fuel;                          \
+  const uint64_t reef_rt_caller_depth = reef_rt_depth;                       \
   reef_rt_fuel = reef_rt_fuel_home != NULL ? *reef_rt_fuel_home : INT64_MAX; \
-  reef_rt_depth = wasm_rt_call_stack_depth
-#define REEF_RT_CODE_EXIT()                                    \
-  REEF_RT_STORE_FUEL();                                        \
-  wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth;         \
-  reef_rt_fuel = reef_rt_caller_fuel;                          \
+  reef_rt_depth = wasm_rt_call_stack_depth;                                  \
+  reef_rt_fuel_stored = 0
+#define REEF_RT_CODE_EXIT()                           \
+  REEF_RT_STORE_FUEL();                               \
+  wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth; \
+  reef_rt_fuel_stored = 1;                            \
+  reef_rt_fuel = reef_rt_caller_fuel;                 \
   reef_rt_depth = reef_rt_caller_depth
-#define REEF_RT_HOST_CALL_BEGIN() \
-  (REEF_RT_STORE_FUEL(), wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth)
-#define REEF_RT_HOST_CALL_END() \
-  (reef_rt_fuel = reef_rt_fuel_home != NULL ? *reef_rt_fuel_home : reef_rt_fuel)
+#define REEF_RT_HOST_CALL_BEGIN()                                            \
+  (REEF_RT_STORE_FUEL(), wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth, \
+   reef_rt_fuel_stored = 1)
+#define REEF_RT_HOST_CALL_END()                                                  \
+  (reef_rt_fuel = reef_rt_fuel_home != NULL ? *reef_rt_fuel_home : reef_rt_fuel, \
+   reef_rt_fuel_stored = 0)
 /* The runtime's growth functions may trap (too little stack left for them). */
 #define wasm_rt_grow_memory(m, d) (REEF_RT_STORE_FUEL(), (wasm_rt_grow_memory)(m, d))
 #define wasm_rt_grow_funcref_table(t, d, i) \
