@@ -4,6 +4,7 @@
 //
 //   actor_bench GUEST_DIR REACTORS pingpong|fanout|spawn...   mode=one_thread (1) / two_threads (2)
 //   actor_bench GUEST_DIR 2 memory                            alone: it needs a fresh process
+//   REEF_ENGINE=native actor_bench ...                        the same on the native tier
 //
 // GUEST_DIR holds pingpong.wasm, fanout.wasm (bench/actors/) and counter.wasm (examples/).
 // Every figure is one machine-readable line (joined with the Erlang lines by
@@ -43,7 +44,9 @@
 #include "actor/actor.h"
 #include "actor/runtime.h"
 #include "core/value.h"
+#include "wasm/engine.h"
 #include "wasm/module.h"
+#include "wasm/native/code_source.h"
 
 namespace {
 
@@ -103,12 +106,15 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// "reef", or "reef-native" when REEF_ENGINE=native put every engine on the native tier.
+std::string g_engine_name = "reef";
+
 void Emit(std::string_view kernel, std::string_view mode, int64_t n, int64_t result,
           std::string_view unit, const std::vector<double>& runs, std::string_view extra = {}) {
   std::string joined;
   for (double r : runs) joined += fmt::format("{}{:.1f}", joined.empty() ? "" : ",", r);
-  fmt::print("bench engine=reef kernel={} mode={} n={} result={} unit={} median={:.1f} runs={}{}\n",
-             kernel, mode, n, result, unit, Median(runs), joined, extra);
+  fmt::print("bench engine={} kernel={} mode={} n={} result={} unit={} median={:.1f} runs={}{}\n",
+             g_engine_name, kernel, mode, n, result, unit, Median(runs), joined, extra);
   std::fflush(stdout);
 }
 
@@ -392,6 +398,16 @@ int main(int argc, char** argv) {
   std::string mode = reactors == 1   ? "one_thread"
                      : reactors == 2 ? "two_threads"
                                      : fmt::format("{}_threads", reactors);
+  // REEF_ENGINE=native: every engine of the runtime on the native tier (compiled on first
+  // use, before the untimed warm-up run); the lines say engine=reef-native.
+  if (const char* engine = std::getenv("REEF_ENGINE");
+      engine != nullptr && std::string_view(engine) == "native") {
+    auto code = reef::wasm::native::CodeSource::Create({});
+    if (!code.ok()) Die(code.status().ToString());
+    reef::wasm::Engine::SetDefaultOptions(
+        reef::wasm::EngineOptions{.tier = reef::wasm::TierChoice::kNative, .native_code = *code});
+    g_engine_name = "reef-native";
+  }
   std::vector<std::string_view> workloads(argv + 3, argv + argc);
   bool memory = std::find(workloads.begin(), workloads.end(), "memory") != workloads.end();
   if (memory && workloads.size() > 1) Die("memory must run alone (it needs a fresh process)");

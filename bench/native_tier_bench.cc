@@ -13,6 +13,11 @@
 //     this thread plus the compiler processes), then, in a new process (this program run as
 //     `cache-hit DIR FILE...`), the wall time of a hit: the key (the first one runs the
 //     compiler's --version) and the verified load. Goals beside: <= 1 s CPU, <= 5 ms.
+//   native_tier_bench instantiate COMMAND.wasm...
+//     per command module and tier (interpreter, native): the wall time of Engine::Instantiate once
+//     the engine holds the module's code (native: compiled and loaded, untimed, first), and of
+//     Instance::Reset (what a pooled instance costs before it serves another caller); median
+//     of 200 samples, microseconds. Goal beside the native figures: <= 10 us.
 //   native_tier_bench emit-c FILE.wasm DIR
 //     writes the C the native tier compiles for FILE (metered, as the cache compiles it) into
 //     DIR (m.c, m.h, reef_glue.c), for reading and profiling; not a benchmark.
@@ -35,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/module_abi.h"
 #include "wasm/detail/meter.h"
 #include "wasm/engine.h"
 #include "wasm/module.h"
@@ -221,6 +227,51 @@ int CacheCommand(int argc, char** argv) {
   return run->ok() ? 0 : 1;
 }
 
+// Median of `samples` timings of `step` (which returns false on failure), microseconds.
+template <typename Step>
+double MedianMicros(int samples, Step step) {
+  std::vector<double> times;
+  for (int i = 0; i < samples; ++i) {
+    const auto start = Clock::now();
+    if (!step()) return -1;
+    times.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+int InstantiateCommand(int argc, char** argv) {
+  constexpr int kSamples = 200;
+  // Command modules (the bank's): their imports are the command manifest's.
+  const HostRegistry& registry = reef::apps::ModuleRegistry(reef::store::ModuleKind::kCommand);
+  for (int i = 2; i < argc; ++i) {
+    const std::filesystem::path path = argv[i];
+    auto module = Module::FromFile(path);
+    if (!module.ok()) return Fail(path.string(), module.status());
+    for (Tier tier : {Tier::kInterp, Tier::kNative}) {
+      Engine engine(registry, {}, tier);
+      auto first = engine.Instantiate(*module);  // compiles and loads native code, untimed
+      if (!first.ok()) return Fail(path.string(), first.status());
+      std::vector<std::unique_ptr<Instance>> kept;
+      kept.reserve(kSamples);
+      const double instantiate_us = MedianMicros(kSamples, [&] {
+        auto instance = engine.Instantiate(*module);
+        if (!instance.ok()) return false;
+        kept.push_back(std::move(*instance));
+        return true;
+      });
+      const double reset_us = MedianMicros(kSamples, [&] { return (*first)->Reset().ok(); });
+      if (instantiate_us < 0 || reset_us < 0) {
+        return Fail(path.string(), reef::Status::Internal("instantiate or reset failed"));
+      }
+      std::printf("instantiate file=%s tier=%s instantiate_us=%.1f reset_us=%.1f%s\n",
+                  path.filename().c_str(), tier == Tier::kNative ? "native" : "interpreter",
+                  instantiate_us, reset_us, tier == Tier::kNative ? " goal_us=10" : "");
+    }
+  }
+  return 0;
+}
+
 int EmitCCommand(char** argv) {
   auto module = Module::FromFile(argv[2]);
   if (!module.ok()) return Fail(argv[2], module.status());
@@ -250,10 +301,12 @@ int main(int argc, char** argv) {
   if (mode == "cache" && argc > 3) return CacheCommand(argc, argv);
   if (mode == "cache-hit" && argc > 3) return CacheHitCommand(argc, argv);
   if (mode == "emit-c" && argc == 4) return EmitCCommand(argv);
+  if (mode == "instantiate" && argc > 2) return InstantiateCommand(argc, argv);
   std::fprintf(stderr,
                "usage: native_tier_bench compile FILE.wasm...\n"
                "       native_tier_bench run KERNELS.wasm FIB_N LOOP_N REPEATS\n"
                "       native_tier_bench cache DIR FILE.wasm...\n"
+               "       native_tier_bench instantiate FILE.wasm...\n"
                "       native_tier_bench emit-c FILE.wasm DIR\n");
   return 2;
 }

@@ -89,7 +89,8 @@ programs=${REEF_BENCH_PROGRAMS:-1}
 actor_bench=$build/bench/actor_bench
 needed=()
 if [[ $engine != 0 ]]; then
-  needed+=("$wasm" "$build/bench/reef_bench" "$build/bench/bench_native")
+  needed+=("$wasm" "$build/bench/reef_bench" "$build/bench/bench_native"
+    "$build/bench/native_tier_bench")
 fi
 if [[ $actors != 0 ]]; then
   needed+=("$actor_bench" "$build/guests/pingpong.wasm" "$build/guests/fanout.wasm"
@@ -203,6 +204,44 @@ if [[ $engine != 0 ]]; then
              " function pointer\n"
     }
   ' "$lines"
+
+  # ---- the native tier's own costs: compile, cache hit, instantiate (native_tier_bench) ----
+  echo
+  echo "bench: native tier costs (bank example modules): a compile-cache miss (CPU of C"
+  echo "generation and the compiler, -O1), a hit in a new process, instantiation and Reset"
+  cache_dir=$(mktemp -d)
+  bank=("$build"/guests/bank_{open_account,deposit,withdraw,balances,withdrawal_alert}.wasm)
+  "$build/bench/native_tier_bench" cache "$cache_dir" "${bank[@]}" | tee "$cache_dir/lines"
+  "$build/bench/native_tier_bench" instantiate "$build"/guests/bank_{open_account,deposit}.wasm |
+    tee -a "$cache_dir/lines"
+  awk "$bench_awk"'
+    function verdict(value, goal) {
+      return sprintf("<= %s: %s", goal, value + 0 <= goal + 0 ? "PASS" : "MISS")
+    }
+    function row(file, what, value, goal) {
+      printf "| %-26s | %-30s | %9s | %-14s |\n", file, what, value, goal
+    }
+    BEGIN {
+      row("module", "figure", "value", "goal")
+      printf "|%s|%s|%s|%s|\n", "----------------------------", "--------------------------------",
+             "-----------", "----------------"
+    }
+    $1 == "cache_miss" {
+      row(field("file"), "compile (cache miss), CPU s", field("cpu_s"), verdict(field("cpu_s"), 1))
+    }
+    $1 == "cache_hit" {
+      row(field("file"), "cache hit, new process, ms", field("total_ms"),
+          verdict(field("total_ms"), 5))
+    }
+    $1 == "instantiate" {
+      native = field("tier") == "native"
+      row(field("file"), "instantiate, " field("tier") ", us", field("instantiate_us"),
+          native ? "(reported)" : "(anchor)")
+      row(field("file"), "pooled instance Reset, " field("tier") ", us", field("reset_us"),
+          native ? verdict(field("reset_us"), 10) : "(anchor)")
+    }
+  ' "$cache_dir/lines"
+  rm -rf "$cache_dir"
 fi
 
 if [[ $actors != 0 ]]; then
@@ -212,6 +251,9 @@ if [[ $actors != 0 ]]; then
     "${REEF_BENCH_ACTOR_REPEATS:-3} runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
   "$actor_bench" "$build/guests" 1 pingpong fanout spawn | tee -a "$reef_actor_lines"
   "$actor_bench" "$build/guests" 2 pingpong fanout spawn | tee -a "$reef_actor_lines"
+  # The same workloads with the actors' code on the native tier (engine=reef-native lines,
+  # printed for the ratio; the joined table below is the interpreter's).
+  REEF_ENGINE=native "$actor_bench" "$build/guests" 1 pingpong fanout spawn
   # Memory per idle actor: one fresh process per run, like the Erlang side's fresh VMs.
   for ((run = 1; run <= ${REEF_BENCH_ACTOR_REPEATS:-3}; ++run)); do
     "$actor_bench" "$build/guests" 2 memory | tee -a "$reef_actor_lines"
