@@ -236,8 +236,9 @@ if [[ $engine != 0 ]]; then
     $1 == "instantiate" {
       native = field("tier") == "native"
       row(field("file"), "instantiate, " field("tier") ", us", field("instantiate_us"),
-          native ? "(reported)" : "(anchor)")
-      row(field("file"), "pooled instance Reset, " field("tier") ", us", field("reset_us"),
+          native ? verdict(field("instantiate_us"), 10) : "(anchor)")
+      row(field("file"), "  first 200 of a process, us", field("cold_us"), "(reported)")
+      row(field("file"), "Reset (pooled), " field("tier") ", us", field("reset_us"),
           native ? verdict(field("reset_us"), 10) : "(anchor)")
     }
   ' "$cache_dir/lines"
