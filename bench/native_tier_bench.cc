@@ -270,10 +270,9 @@ int InstantiateCommand(int argc, char** argv) {
       if (cold_us < 0 || instantiate_us < 0 || reset_us < 0) {
         return Fail(path.string(), reef::Status::Internal("instantiate or reset failed"));
       }
-      std::printf(
-          "instantiate file=%s tier=%s instantiate_us=%.1f reset_us=%.1f cold_us=%.1f%s\n",
-          path.filename().c_str(), tier == Tier::kNative ? "native" : "interpreter",
-          instantiate_us, reset_us, cold_us, tier == Tier::kNative ? " goal_us=10" : "");
+      std::printf("instantiate file=%s tier=%s instantiate_us=%.1f reset_us=%.1f cold_us=%.1f%s\n",
+                  path.filename().c_str(), tier == Tier::kNative ? "native" : "interpreter",
+                  instantiate_us, reset_us, cold_us, tier == Tier::kNative ? " goal_us=10" : "");
     }
   }
   return 0;

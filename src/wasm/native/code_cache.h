@@ -8,10 +8,10 @@
 //               and size, its exports and imports, what the compile cost; checksummed
 // The key is the SHA-256 of everything that changes the library: the module's bytes (its id),
 // whether an IR pass ran and its version, kNativeTierVersion, the wabt version, the resolved
-// compiler path with its size and modification time, the exact compiler argv (CompileCommand, so the
-// optimisation level and extra flags), kGlueAbiVersion and the SHA-256 of rt/wasm-rt.h.
-// The wall-time and address-space limits, the temporary directory and the environment are
-// not part of it.
+// compiler path with its size and modification time, the exact compiler argv (CompileCommand, so
+// the optimisation level and extra flags), kGlueAbiVersion and the SHA-256 of rt/wasm-rt.h. The
+// wall-time and address-space limits, the temporary directory and the environment are not part of
+// it.
 //
 // Writes are atomic: each file is written under a temporary name in the directory, fsynced
 // and renamed into place, the library before its manifest. A hit is trusted only when the

@@ -111,11 +111,14 @@ Result<std::unique_ptr<InvocationFiber>> NativeBackend::AcquireFiber() {
     idle_fibers.pop_back();
     return fiber;
   }
-  if (!overflow_traps_prepared) {
-    rt::PrepareStackOverflowTraps();
-    overflow_traps_prepared = true;
-  }
+  PrepareOverflowTraps();
   return InvocationFiber::Create(stacks);
+}
+
+void NativeBackend::PrepareOverflowTraps() {
+  if (overflow_traps_prepared) return;
+  rt::PrepareStackOverflowTraps();
+  overflow_traps_prepared = true;
 }
 
 void NativeBackend::ReleaseFiber(std::unique_ptr<InvocationFiber> fiber) {

@@ -111,7 +111,9 @@ struct NativeBackend final : detail::Backend, std::enable_shared_from_this<Nativ
   // kMaxIdleFibers are parked already.
   void ReleaseFiber(std::unique_ptr<InvocationFiber> fiber);
   static constexpr size_t kMaxIdleFibers = 8;
-  bool overflow_traps_prepared = false;  // rt::PrepareStackOverflowTraps ran on this thread
+  // rt::PrepareStackOverflowTraps, once per backend (thread), before its first guest stack.
+  void PrepareOverflowTraps();
+  bool overflow_traps_prepared = false;
   std::vector<std::unique_ptr<InvocationFiber>> idle_fibers;  // destroyed before `stacks`
 };
 

@@ -168,10 +168,7 @@ RunState NativeInvocation::Run(uint64_t budget) {
 RunState NativeInvocation::RunOnce(uint64_t budget) {
   if (!rt::CanCallOnStack()) return Run(budget);
   if (started_ || once_ || !BeginSlice(budget)) return state_;
-  if (!backend_.overflow_traps_prepared) {
-    rt::PrepareStackOverflowTraps();
-    backend_.overflow_traps_prepared = true;
-  }
+  backend_.PrepareOverflowTraps();
   auto stack = backend_.stacks.Acquire();
   if (!stack.ok()) {
     TrapWith(Trap{TrapKind::kHostError, "cannot start the invocation: " + stack.status().message(),
@@ -326,12 +323,14 @@ int NativeInvocation::OnOutOfFuel() {
 uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
                                       reef_rt_value* results) {
   const HostFunction& f = instance_->import(index);
+  // "module.name", built only when a trap or a suspension needs it.
+  auto qualified = [&f] { return f.module + "." + f.name; };
   auto fail = [&](TrapKind kind, std::string message) {
-    host_trap_ = Trap{kind, std::move(message), f.module + "." + f.name, 0};
+    host_trap_ = Trap{kind, std::move(message), qualified(), 0};
     return static_cast<uint32_t>(kind) + 1;
   };
   if (!host_calls_allowed_) {
-    return fail(TrapKind::kHostError, detail::HostCallFromStartMessage(f.module + "." + f.name));
+    return fail(TrapKind::kHostError, detail::HostCallFromStartMessage(qualified()));
   }
   const HostFrame frame;
   if (!frame.entered()) return fail(TrapKind::kCallStackExhausted, "call stack exhausted");
@@ -350,7 +349,7 @@ uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
         break;
       case HostCallOutcome::kSuspend:
         state_ = RunState::kSuspended;
-        suspended_in_ = f.module + "." + f.name;
+        suspended_in_ = qualified();
         suspended_function_ = &f;
         // RunOnce cannot wait: the call ends here, suspended. Otherwise CompleteHostCall
         // puts the results, checked, in `out`.

@@ -1,5 +1,5 @@
 // Engine API edges: host functions that run other instances (nested invocations), exported
-// globals, and a start function that is a host import.
+// globals, a start function that is a host import, and how Instance::Call ends.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -20,6 +20,7 @@ struct Chain {
   size_t next = 0;
 };
 
+// `test.inner` (above), `test.add`, `test.recv` (suspends), `test.boom` (traps), `test.noop`.
 HostRegistry ChainRegistry() {
   HostRegistry registry("test", 1);
   EXPECT_TRUE(registry
@@ -54,6 +55,21 @@ HostRegistry ChainRegistry() {
                         },
                         "adds"})
                   .ok());
+  EXPECT_TRUE(registry
+                  .Add({"test",
+                        "recv",
+                        {{}, {ValType::kI32}},
+                        [](HostCall&) { return HostCallOutcome::kSuspend; },
+                        "waits"})
+                  .ok());
+  EXPECT_TRUE(
+      registry
+          .Add({"test",
+                "boom",
+                {{}, {}},
+                [](HostCall& call) { return call.Fail(TrapKind::kHostError, "boom refused"); },
+                "traps"})
+          .ok());
   EXPECT_TRUE(registry
                   .Add({"test",
                         "noop",
@@ -174,6 +190,62 @@ TEST_P(EngineApiTest, AStartFunctionThatIsAHostImportIsReportedAsSuch) {
   EXPECT_EQ(instance.status().message(),
             "start function trapped: host_error in `test.noop` at +0: test.noop called from a "
             "start function; host imports are available only in invocations");
+}
+
+// Call runs to the end in one go (on the native tier without a fiber): every way it can end
+// reports what Start + one Run report, and the instance is free for the next call after each.
+TEST_P(EngineApiTest, CallEndsAsStartAndRunWouldAndLeavesTheInstanceReady) {
+  EngineLimits limits;
+  limits.max_call_depth = 50;
+  Engine engine(registry_, limits, GetParam());
+  auto loaded = engine.Instantiate(Load(R"((module
+    (import "test" "recv" (func $recv (result i32)))
+    (import "test" "add" (func $add (param i32 i32) (result i32)))
+    (import "test" "boom" (func $boom))
+    (func (export "sum") (param i32 i32) (result i32) (call $add (local.get 0) (local.get 1)))
+    (func (export "wait") (result i32) (call $recv))
+    (func (export "boom") (call $boom))
+    (func $down (export "down") (param $n i32) (result i32)
+      (if (result i32) (i32.eqz (local.get $n))
+        (then (i32.const 0))
+        (else (i32.add (i32.const 1) (call $down (i32.sub (local.get $n) (i32.const 1)))))))
+    (func (export "spin") (loop $l (br $l)))))"));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  Instance* instance = loaded->get();
+  for (int round = 0; round < 2; ++round) {
+    auto sum = instance->Call("sum", std::vector<WasmValue>{int32_t{40}, int32_t{2}});
+    ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+    EXPECT_EQ(std::get<int32_t>((*sum)[0]), 42);
+
+    auto waited = instance->Call("wait", {});
+    EXPECT_EQ(waited.status().code(), Code::kFailedPrecondition);
+    EXPECT_EQ(waited.status().message(),
+              "`wait` suspended in host call test.recv; use Start/Run to drive it");
+
+    auto boom = instance->Call("boom", {});
+    EXPECT_EQ(boom.status().code(), Code::kTrapped);
+    EXPECT_NE(boom.status().message().find("boom refused"), std::string::npos)
+        << boom.status().ToString();
+
+    auto deep = instance->Call("down", std::vector<WasmValue>{int32_t{50}});
+    EXPECT_EQ(deep.status().code(), Code::kTrapped);
+    EXPECT_NE(deep.status().message().find("call stack exhausted"), std::string::npos)
+        << deep.status().ToString();
+    auto shallow = instance->Call("down", std::vector<WasmValue>{int32_t{48}});
+    ASSERT_TRUE(shallow.ok()) << shallow.status().ToString();
+    EXPECT_EQ(std::get<int32_t>((*shallow)[0]), 48);
+
+    auto spun = instance->Call("spin", {}, nullptr, 10'000);
+    EXPECT_EQ(spun.status().code(), Code::kLimitExceeded);
+    EXPECT_EQ(spun.status().message(),
+              "`spin` did not finish within its budget of 10000 instructions");
+  }
+  // While a resumable invocation is active, Call refuses like Start.
+  auto waiting = instance->Start("wait", {});
+  ASSERT_TRUE(waiting.ok());
+  ASSERT_EQ((*waiting)->Run(1'000), RunState::kSuspended);
+  EXPECT_EQ(instance->Call("sum", std::vector<WasmValue>{int32_t{1}, int32_t{2}}).status().code(),
+            Code::kFailedPrecondition);
 }
 
 class EngineStartTest : public ::testing::TestWithParam<Tier> {};

@@ -265,15 +265,13 @@ register uint64_t reef_rt_depth __asm__("r14");
   reef_rt_fuel = reef_rt_fuel_home != NULL ? *reef_rt_fuel_home : INT64_MAX; \
   reef_rt_depth = wasm_rt_call_stack_depth;                                  \
   reef_rt_fuel_stored = 0
-#define REEF_RT_CODE_EXIT()                           \
-  REEF_RT_STORE_FUEL();                               \
-  wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth; \
-  reef_rt_fuel_stored = 1;                            \
-  reef_rt_fuel = reef_rt_caller_fuel;                 \
-  reef_rt_depth = reef_rt_caller_depth
 #define REEF_RT_HOST_CALL_BEGIN()                                            \
   (REEF_RT_STORE_FUEL(), wasm_rt_call_stack_depth = (uint32_t)reef_rt_depth, \
    reef_rt_fuel_stored = 1)
+#define REEF_RT_CODE_EXIT()           \
+  REEF_RT_HOST_CALL_BEGIN();          \
+  reef_rt_fuel = reef_rt_caller_fuel; \
+  reef_rt_depth = reef_rt_caller_depth
 #define REEF_RT_HOST_CALL_END()                                                  \
   (reef_rt_fuel = reef_rt_fuel_home != NULL ? *reef_rt_fuel_home : reef_rt_fuel, \
    reef_rt_fuel_stored = 0)
