@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <new>
@@ -302,6 +303,40 @@ std::string AddExport(wabt::Module& module, wabt::ExternalKind kind, uint32_t in
   return name;
 }
 
+// True for a name wabt's C writer may copy into the C text as it is: wabt 1.0.32 writes each
+// export's name unescaped into a comment ("/* export: 'NAME' */"), so a name holding "*/"
+// would end the comment and put the rest of itself into the C source.
+bool PlainName(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.' || c == '-';
+  });
+}
+
+// Gives every export whose name is not plain a generated one ("reef:export.<i>", or the
+// first free "<that>.<n>"), and returns every export's original name, by position: the glue
+// names the thunks after those. Import names need no such care: the writer puts function
+// imports' names into identifiers only, through MangleName, and the glue refuses the others.
+std::vector<std::string> RenameExportsForC(wabt::Module& module) {
+  std::vector<std::string> original;
+  original.reserve(module.exports.size());
+  for (const wabt::Export* e : module.exports) original.push_back(e->name);
+  for (size_t i = 0; i < module.exports.size(); ++i) {
+    if (PlainName(original[i])) continue;
+    const std::string base = fmt::format("reef:export.{}", i);
+    std::string name = base;
+    for (int n = 1; module.GetExport(name) != nullptr; ++n) name = fmt::format("{}.{}", base, n);
+    // Export::name is what GetExport's binding table was built from: rebuild it.
+    module.exports[i]->name = name;
+  }
+  module.export_bindings.clear();
+  for (size_t i = 0; i < module.exports.size(); ++i) {
+    module.export_bindings.emplace(module.exports[i]->name,
+                                   wabt::Binding(static_cast<wabt::Index>(i)));
+  }
+  return original;
+}
+
 // Adds the exports the glue reads (detail::RuntimeExports) and takes the start function out
 // of instantiation: the host runs it as an invocation of its own, metered and within
 // EngineLimits::max_start_instructions, as the interpreter does.
@@ -331,7 +366,8 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   wabt::Errors errors;
   wabt::Module ir;
   const wabt::ReadBinaryOptions read_options(features, /*log_stream=*/nullptr,
-                                             /*read_debug_names=*/true,
+                                             // Debug names would only reach the C text.
+                                             /*read_debug_names=*/false,
                                              /*stop_on_first_error=*/true,
                                              /*fail_on_custom_section_error=*/false);
   const std::span<const uint8_t> bytes = module.bytes();
@@ -349,6 +385,7 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   if (wabt::Failed(wabt::ValidateModule(&ir, &errors, wabt::ValidateOptions(features)))) {
     return Status::InvalidArgument("module invalid for the native tier: " + Errors(errors));
   }
+  const std::vector<std::string> export_names = RenameExportsForC(ir);
   const detail::RuntimeExports runtime_exports = ExportRuntimeFields(ir);
   if (wabt::Failed(wabt::GenerateNames(&ir))) {
     return Status::Internal("wabt GenerateNames failed");
@@ -356,8 +393,8 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   // wasm2c ignores ApplyNames' result too: a name it cannot apply stays an index.
   (void)wabt::ApplyNames(&ir);
 
-  REEF_ASSIGN_OR_RETURN(detail::Glue glue,
-                        detail::GenerateGlue(ir, kCModuleName, kModuleHeaderName, runtime_exports));
+  REEF_ASSIGN_OR_RETURN(detail::Glue glue, detail::GenerateGlue(ir, kCModuleName, kModuleHeaderName,
+                                                                runtime_exports, export_names));
 
   wabt::MemoryStream c_stream;
   wabt::MemoryStream h_stream;

@@ -65,10 +65,11 @@ std::string ResultCType(const FuncSignature& sig) {
   return name;
 }
 
-std::string ExportThunk(const NativeExport& e, std::string_view prefix,
+// `c_name`: the export's name in the IR wasm2c wrote (c_gen.cc may have renamed it).
+std::string ExportThunk(const NativeExport& e, std::string_view c_name, std::string_view prefix,
                         std::string_view instance_type) {
   const FuncSignature& sig = e.signature;
-  std::string call = fmt::format("{}{}(({}*)instance", prefix, MangleName(e.name), instance_type);
+  std::string call = fmt::format("{}{}(({}*)instance", prefix, MangleName(c_name), instance_type);
   for (size_t i = 0; i < sig.params.size(); ++i) {
     call += fmt::format(", args[{}].{}", i, FindTypeRow(sig.params[i])->member);
   }
@@ -163,7 +164,8 @@ std::string MangleName(std::string_view name) {
 }
 
 Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_name,
-                          std::string_view header_name, const RuntimeExports& runtime) {
+                          std::string_view header_name, const RuntimeExports& runtime,
+                          std::span<const std::string> export_names) {
   Glue glue;
   const std::string prefix = MangleName(c_module_name);
   const std::string instance_type = prefix + "_instance_t";
@@ -217,14 +219,14 @@ Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_
   }
 
   std::string export_text;
-  for (const wabt::Export* e : module.exports) {
+  for (size_t i = 0; i < export_names.size() && i < module.exports.size(); ++i) {
+    const wabt::Export* e = module.exports[i];
     if (e->kind != wabt::ExternalKind::Func) continue;
-    if (!runtime.start.empty() && e->name == runtime.start) continue;
     const wabt::Func* func = module.GetFunc(e->var);
-    NativeExport ne{e->name, ToSignature(func->decl.sig),
+    NativeExport ne{export_names[i], ToSignature(func->decl.sig),
                     fmt::format("reef_glue_export_{}", glue.exports.size())};
     if (!AllNumbers(ne.signature)) continue;  // not callable from the host
-    export_text += ExportThunk(ne, prefix, instance_type);
+    export_text += ExportThunk(ne, e->name, prefix, instance_type);
     glue.exports.push_back(std::move(ne));
   }
 

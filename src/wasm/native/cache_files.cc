@@ -165,15 +165,28 @@ Result<CacheManifest> DecodeManifest(std::string_view text) {
 }
 
 Result<std::string> ReadWholeFile(const std::filesystem::path& path, uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO put in a file's place must not block the open (it is refused below);
+  // O_NOFOLLOW: nor may a symbolic link lead elsewhere.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0 && errno == ENOENT)
     return Status::NotFound(fmt::format("no file '{}'", path.string()));
+  if (fd < 0 && errno == ELOOP) {
+    return Status::FailedPrecondition(
+        fmt::format("'{}' is a symbolic link: refused", path.string()));
+  }
   if (fd < 0) return FileError("cannot open", path);
   struct stat info {};
   if (::fstat(fd, &info) != 0) {
     Status status = FileError("cannot stat", path);
     ::close(fd);
     return status;
+  }
+  // Reef loads code from these files: only a regular file this user owns is taken (one that
+  // another user planted while the directory was open to them is not).
+  if (!S_ISREG(info.st_mode) || info.st_uid != ::geteuid()) {
+    ::close(fd);
+    return Status::FailedPrecondition(
+        fmt::format("'{}' is not a regular file owned by this user: refused", path.string()));
   }
   if (static_cast<uint64_t>(info.st_size) > max_bytes) {
     ::close(fd);

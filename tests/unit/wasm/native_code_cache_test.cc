@@ -198,6 +198,42 @@ TEST_F(NativeCacheTest, TruncatedLibraryIsRebuilt) {
       << rebuilt->rebuild_reason;
 }
 
+// A FIFO in a file's place would block a plain open forever; it is refused and rebuilt over.
+TEST_F(NativeCacheTest, FifosInPlaceOfTheFilesAreRebuiltWithoutWaiting) {
+  for (bool manifest : {true, false}) {
+    const std::string key = CompileAndUnload();
+    const std::filesystem::path path = manifest ? Manifest(key) : Library(key);
+    std::filesystem::remove(path);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+
+    auto rebuilt = Get(*OpenCache(), add_);
+
+    ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+    EXPECT_EQ(rebuilt->outcome, CacheOutcome::kRebuilt);
+    EXPECT_NE(rebuilt->rebuild_reason.find("not a regular file"), std::string::npos)
+        << rebuilt->rebuild_reason;
+    EXPECT_EQ(CallAdd(rebuilt->module, 2, 3), 5);
+  }
+}
+
+// Files another user owns (planted while the directory was open to them) are never loaded,
+// even with a matching manifest.
+TEST_F(NativeCacheTest, FilesOwnedByAnotherUserAreRebuiltNeverLoaded) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a file to another user";
+  const std::string key = CompileAndUnload();
+  ASSERT_EQ(::chown(Library(key).c_str(), 65534, 65534), 0);
+
+  auto rebuilt = Get(*OpenCache(), add_);
+
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+  EXPECT_EQ(rebuilt->outcome, CacheOutcome::kRebuilt);
+  EXPECT_NE(rebuilt->rebuild_reason.find("owned by this user"), std::string::npos)
+      << rebuilt->rebuild_reason;
+  struct stat info {};
+  ASSERT_EQ(::stat(Library(key).c_str(), &info), 0);
+  EXPECT_EQ(info.st_uid, ::geteuid());
+}
+
 TEST_F(NativeCacheTest, ManifestOfAnotherKeyIsRebuilt) {
   const std::string key = CompileAndUnload();
   // A well-formed manifest, checksum and all, written for another key.

@@ -1,4 +1,5 @@
 // The native tier's pipeline: C generation, the compiler run and its failure modes, loading.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -6,6 +7,7 @@
 #include <fstream>
 
 #include "unit/wasm/native_support.h"
+#include "wasm/host.h"
 #include "wasm/native/c_gen.h"
 #include "wasm/native/compiler.h"
 #include "wasm/native/detail/c_glue.h"
@@ -46,6 +48,41 @@ TEST(NativeCGen, GeneratesModuleHeaderAndGlueWithHostCallableExportsOnly) {
   ASSERT_EQ(c->imports.size(), 1u);
   EXPECT_EQ(c->imports[0].module, "reef");
   EXPECT_EQ(c->imports[0].signature.ToString(), "(i32, i32) -> ()");
+}
+
+// wabt 1.0.32 copies export names into C comments unescaped: a name holding "*/" must not
+// reach the C text, and the export still answers to the name the module gave it.
+TEST(NativeCGen, ExportNamesNeverReachTheCText) {
+  constexpr std::string_view kPayload = R"(*/\n#error injected\n/*)";  // WAT escapes
+  auto module = ParseWat(fmt::format(R"((module
+    (func (export "{0}") (result i32) i32.const 7)
+    (func (export "reef:export.0") (result i32) i32.const 8)
+    (global (export "{0}.g") i32 (i32.const 1))
+    (func (export "plain") (result i32) i32.const 9)))",
+                                     kPayload));
+  ASSERT_NE(module, nullptr);
+
+  auto c = GenerateC(*module);
+
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  for (const std::string* text : {&c->module_source, &c->module_header, &c->glue_source}) {
+    EXPECT_EQ(text->find("#error injected"), std::string::npos);
+  }
+  ASSERT_EQ(c->exports.size(), 3u);
+  EXPECT_EQ(c->exports[0].name, "*/\n#error injected\n/*");
+  EXPECT_EQ(c->exports[1].name, "reef:export.0");
+  EXPECT_EQ(c->exports[2].name, "plain");
+
+  HostRegistry registry("reef", 1);
+  Engine engine(registry, {}, Tier::kNative);
+  auto instance = native_test::Instantiate(engine, module);
+  ASSERT_NE(instance, nullptr);
+  const int32_t expected[] = {7, 8, 9};
+  for (size_t i = 0; i < 3; ++i) {
+    auto result = instance->Call(c->exports[i].name, {});
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    EXPECT_EQ(std::get<int32_t>(result->at(0)), expected[i]);
+  }
 }
 
 TEST(NativeCGen, IrPassRunsBeforeValidationAndItsErrorStopsGeneration) {

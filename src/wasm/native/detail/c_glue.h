@@ -3,6 +3,7 @@
 // Thread ownership: stateless; any thread.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,11 @@ std::string MangleName(std::string_view name);
 // the exports `runtime` names.
 // Errors: Unimplemented for a non-function import or a function import with a non-number
 // type, or two imports of one module.name with different signatures (wasm2c declares one).
+// `export_names`: the module's own export names, by position in `module.exports`, as the
+// module spells them (c_gen.cc renames the ones unsafe in C text); the glue's NativeExport
+// names are these.
 Result<Glue> GenerateGlue(const wabt::Module& module, std::string_view c_module_name,
-                          std::string_view header_name, const RuntimeExports& runtime);
+                          std::string_view header_name, const RuntimeExports& runtime,
+                          std::span<const std::string> export_names);
 
 }  // namespace reef::wasm::native::detail

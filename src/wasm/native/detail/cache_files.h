@@ -50,8 +50,10 @@ std::string EncodeManifest(const CacheManifest& manifest);
 // identifier.
 Result<CacheManifest> DecodeManifest(std::string_view text);
 
-// The whole of `path`. Errors: NotFound when it does not exist; LimitExceeded when it is
-// longer than `max_bytes`; Unavailable naming the path and errno's text otherwise.
+// The whole of `path`, a regular file this user owns (never a symbolic link; a FIFO does not
+// block). Errors: NotFound when it does not exist; FailedPrecondition for anything else in its
+// place; LimitExceeded when it is longer than `max_bytes`; Unavailable naming the path and
+// errno's text otherwise.
 Result<std::string> ReadWholeFile(const std::filesystem::path& path, uint64_t max_bytes);
 
 // Writes `bytes` to a new file "<dir>/<name>.tmp-XXXXXX", makes it read-only (mode 0400),
