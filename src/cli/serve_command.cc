@@ -298,13 +298,14 @@ int Serve(const ServeArgs& args) {
   }
   spdlog::info("received {}; shutting down (answering requests in flight for at most {} ms)",
                received == SIGINT ? "SIGINT" : "SIGTERM", args.shutdown_timeout_ms);
+  // Compiles end first (the engine options outlive main): no compiler keeps running after the
+  // process, no temporary directory is left behind, and no request or reactor that waits for
+  // a compile (--engine native) holds up the server's stop past its deadline; such a wait
+  // fails Unavailable.
+  if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
   (*server)->Stop();
   subscriptions.Stop();  // its pumps may hold connections of the server
   server->reset();       // the server goes before the image and the store its handlers refer to
-  // Background compiles end now (the engine options outlive main): no compiler keeps running
-  // after the process, no temporary directory is left behind, and no thread that waits for a
-  // compile (--engine native) holds up the shutdown below.
-  if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
   image->reset();
   programs->reset();
   runtime->reset();  // module threads stop before the event store they read closes

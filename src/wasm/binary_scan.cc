@@ -8,6 +8,7 @@
 
 #include "core/utf8.h"
 #include "wasm/detail/binary_cursor.h"
+#include "wasm/detail/features.h"
 #include "wasm/detail/load_memory.h"
 
 namespace reef::wasm {
@@ -46,8 +47,10 @@ class Scanner : private detail::BinaryCursor {
     std::string_view name;
     Status (Scanner::*read)();
   };
-  // Section ids 0 to 12 of the core spec (12, DataCount, is from bulk memory). Exceptions
-  // (tag, 13) are not enabled in Reef's wabt features: 13 and above are malformed.
+  // Section ids 0 to 12 of the core spec (12, DataCount, is from bulk memory). The tag
+  // section (13) is exception handling's, refused by name (detail/features.h); 14 and above
+  // are malformed.
+  static constexpr uint8_t kTagSectionId = 13;
   static constexpr std::array<SectionKind, 13> kSections = {{
       {"custom", &Scanner::CustomSection},
       {"type", &Scanner::TypeSection},
@@ -92,6 +95,9 @@ Result<ModuleShape> Scanner::Run() {
     uint8_t id = 0;
     uint32_t size = 0;
     REEF_RETURN_IF_ERROR(Byte(&id));
+    if (id == kTagSectionId) {
+      return Status::InvalidArgument(detail::RefusedFeatureMessage(name_, "exception handling"));
+    }
     if (id >= kSections.size()) return Malformed(at, fmt::format("malformed section id {}", id));
     section_ = kSections[id].name;
     REEF_RETURN_IF_ERROR(U32(&size));

@@ -104,7 +104,9 @@ namespace detail {
 
 Status CountCode(std::span<const uint8_t> bytes, std::string_view name, ModuleShape* shape) {
   CodeCounter counter;
+  // Counting only: the read that follows refuses unsupported proposals by name.
   wabt::Features features;
+  features.EnableAll();
   wabt::ReadBinaryOptions options(features, nullptr, /*read_debug_names=*/false,
                                   /*stop_on_first_error=*/true,
                                   /*fail_on_custom_section_error=*/false);

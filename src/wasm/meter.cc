@@ -11,6 +11,7 @@
 #include "wabt/binary-writer.h"
 #include "wabt/cast.h"
 #include "wabt/stream.h"
+#include "wasm/detail/features.h"
 
 namespace reef::wasm::detail {
 
@@ -260,7 +261,7 @@ Result<MeterLayout> MeterModule(wabt::Module& module) {
 
 Result<MeteredBinary> MeterBinary(std::span<const uint8_t> bytes) {
   wabt::Errors errors;
-  wabt::Features features;
+  const wabt::Features features = SupportedFeatures();
   wabt::ReadBinaryOptions options(features, /*log_stream=*/nullptr, /*read_debug_names=*/false,
                                   /*stop_on_first_error=*/true,
                                   /*fail_on_custom_section_error=*/false);

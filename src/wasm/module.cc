@@ -23,6 +23,7 @@
 #include "wabt/wast-lexer.h"
 #include "wabt/wast-parser.h"
 #include "wasm/binary_scan.h"
+#include "wasm/detail/features.h"
 #include "wasm/detail/wabt_types.h"
 #include "wasm/text_scan.h"
 
@@ -154,7 +155,10 @@ Result<std::shared_ptr<const Module>> Module::FromText(std::string_view wat, std
 Result<std::shared_ptr<const Module>> Module::ParseText(std::string_view wat, std::string_view name,
                                                         const ModuleLimits& limits) {
   wabt::Errors errors;
+  // Every proposal wabt knows: the binary read that follows refuses the ones Reef does not
+  // support with the proposal's name, the same message a binary module gets.
   wabt::Features features;
+  features.EnableAll();
   std::unique_ptr<wabt::WastLexer> lexer =
       wabt::WastLexer::CreateBufferLexer(name, wat.data(), wat.size(), &errors);
   wabt::WastParseOptions parse_options(features);
@@ -244,13 +248,17 @@ Result<std::shared_ptr<const Module>> Module::Read(
   // checks; wabt's errors inside the contents of the ones it knows (linking, reloc.*, ...)
   // are ignored, and it does not read the name section (the scan took the function names).
   wabt::Errors errors;
-  wabt::Features features;
+  const wabt::Features features = detail::SupportedFeatures();
   wabt::ReadBinaryOptions options(features, /*log_stream=*/nullptr, /*read_debug_names=*/false,
                                   /*stop_on_first_error=*/true,
                                   /*fail_on_custom_section_error=*/false);
   interp::ModuleDesc desc;
   if (wabt::Failed(
           interp::ReadBinaryInterp(name, bytes.data(), bytes.size(), options, &errors, &desc))) {
+    // A proposal Reef refuses gets its name, not wabt's "unexpected opcode".
+    if (std::optional<std::string> feature = detail::RefusedFeature(bytes)) {
+      return Status::InvalidArgument(detail::RefusedFeatureMessage(name, *feature));
+    }
     return Status::InvalidArgument(FormatBinaryError(errors, name));
   }
 

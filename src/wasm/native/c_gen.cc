@@ -20,6 +20,7 @@
 #include "wabt/ir.h"
 #include "wabt/stream.h"
 #include "wabt/validator.h"
+#include "wasm/detail/features.h"
 #include "wasm/native/detail/c_glue.h"
 
 namespace reef::wasm::native {
@@ -35,12 +36,9 @@ constexpr std::string_view kStartExport = "reef:start";
 constexpr std::string_view kGlobalExport = "reef:global";
 constexpr std::string_view kTableExport = "reef:table";
 
-// The proposals wabt 1.0.32's C writer compiles: its defaults without SIMD (the writer has
-// no v128 support) and with exceptions, threads and the rest off.
+// The proposals wabt 1.0.32's C writer compiles are those Reef supports on both tiers.
 wabt::Features CFeatures() {
-  wabt::Features features;
-  features.disable_simd();
-  return features;
+  return wasm::detail::SupportedFeatures();
 }
 
 std::string Errors(const wabt::Errors& errors) {

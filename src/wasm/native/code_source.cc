@@ -8,6 +8,16 @@
 #include "wasm/detail/meter.h"
 
 namespace reef::wasm::native {
+namespace {
+
+// A failure that says nothing about the module (the service shut down before or while
+// compiling it): it is not remembered, so a later request tries again. A compile past its
+// time or memory cap (LimitExceeded) is remembered: it would only fail again.
+bool Transient(const Status& status) {
+  return status.code() == Code::kUnavailable;
+}
+
+}  // namespace
 
 IrPass MeterPass() {
   return [](wabt::Module& ir) -> Result<PassResult> {
@@ -82,7 +92,8 @@ Result<std::shared_ptr<const NativeModule>> CodeSource::Get(
           if (compiled.ok()) {
             ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
           }
-          Record(id, out);
+          // Shut down or queue full is no verdict on the module: a later Get tries again.
+          if (compiled.ok() || !Transient(compiled.status())) Record(id, out);
         }
         done->set_value(std::move(out));
       });
@@ -108,8 +119,7 @@ void CodeSource::Request(const std::shared_ptr<const Module>& module) {
         if (compiled.ok()) {
           ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
           Record(id, compiled->module);
-        } else if (compiled.status().code() != Code::kUnavailable &&
-                   compiled.status().code() != Code::kLimitExceeded) {
+        } else if (!Transient(compiled.status())) {
           Record(id, compiled.status());
         } else {
           pending_.erase(id);  // shut down or queue full: a later Request tries again

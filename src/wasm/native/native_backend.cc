@@ -99,7 +99,7 @@ Result<std::unique_ptr<Instance>> NativeBackend::Instantiate(
     const uint64_t budget = limits.max_start_instructions;
     std::unique_ptr<Invocation> start = instance->StartStartFunction();
     start->Run(budget);
-    REEF_RETURN_IF_ERROR(detail::StartFunctionOutcome(*start, budget));
+    REEF_RETURN_IF_ERROR(wasm::detail::StartFunctionOutcome(*start, budget));
   }
   instance->TakeSnapshot();
   return std::unique_ptr<Instance>(std::move(instance));
@@ -186,7 +186,7 @@ Result<std::unique_ptr<NativeInstance>> NativeInstance::Create(
     return Status::Trapped(fmt::format("instantiation trapped: {}", outcome.message()));
   }
   self->memory_ = entry.memory(self->instance_);
-  const detail::MeterLayout& meter = self->compiled_->meter;
+  const wasm::detail::MeterLayout& meter = self->compiled_->meter;
   self->fuel_ = static_cast<int64_t*>(entry.global(self->instance_, meter.fuel_global));
   wasm_rt_funcref_table_t* table = entry.funcref_table(self->instance_, meter.meter_table);
   if (self->fuel_ == nullptr || table == nullptr || table->size != 1) {
@@ -221,12 +221,12 @@ Result<std::unique_ptr<Invocation>> NativeInstance::Start(std::string_view name,
 Result<std::vector<WasmValue>> NativeInstance::Call(std::string_view name,
                                                     std::span<const WasmValue> args, void* context,
                                                     uint64_t budget) {
-  if (budget == 0) return detail::ZeroCallBudget();
+  if (budget == 0) return wasm::detail::ZeroCallBudget();
   REEF_ASSIGN_OR_RETURN(const Callable callable, FindCallable(name, args));
   NativeInvocation invocation(this, callable.thunk, args, callable.info->signature,
                               callable.info->name, context, /*host_calls_allowed=*/true);
   invocation.RunOnce(budget);
-  return detail::CallOutcome(invocation, name, budget);
+  return wasm::detail::CallOutcome(invocation, name, budget);
 }
 
 Result<NativeInstance::Callable> NativeInstance::FindCallable(std::string_view name,
@@ -235,8 +235,8 @@ Result<NativeInstance::Callable> NativeInstance::FindCallable(std::string_view n
     if (active != nullptr) {
       return Status::FailedPrecondition("another invocation of this instance is active");
     }
-    if (!detail::CallArgsMatch(last_callable_.info->signature, args)) {
-      return detail::CallArgsMismatch(name, last_callable_.info->signature, args);
+    if (!wasm::detail::CallArgsMatch(last_callable_.info->signature, args)) {
+      return wasm::detail::CallArgsMismatch(name, last_callable_.info->signature, args);
     }
     return last_callable_;
   }
@@ -254,8 +254,8 @@ Result<NativeInstance::Callable> NativeInstance::FindCallable(std::string_view n
     return Status::InvalidArgument(
         fmt::format("`{}` is a host import re-exported; call it from wasm instead", name));
   }
-  if (!detail::CallArgsMatch(info->signature, args)) {
-    return detail::CallArgsMismatch(name, info->signature, args);
+  if (!wasm::detail::CallArgsMatch(info->signature, args)) {
+    return wasm::detail::CallArgsMismatch(name, info->signature, args);
   }
   const size_t export_index = static_cast<size_t>(info - module().exports().data());
   const std::vector<GlueEntryPoints::Thunk>& thunks = compiled_->thunks;
@@ -281,7 +281,7 @@ void NativeInstance::TakeSnapshot() {
   CompiledNative& compiled = *compiled_;
   if (compiled.has_snapshot) return;
   if (memory_ != nullptr) {
-    compiled.initial_memory = detail::MemoryImage::Capture(memory_->data, memory_->size);
+    compiled.initial_memory = wasm::detail::MemoryImage::Capture(memory_->data, memory_->size);
   }
   const GlueEntryPoints& entry = compiled.code->entry_points();
   const std::vector<NativeGlobal>& globals = compiled.code->globals();

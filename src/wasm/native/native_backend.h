@@ -38,14 +38,14 @@ class NativeInvocation;
 // A module compiled for the native tier, with what instances of it share.
 struct CompiledNative {
   std::shared_ptr<const NativeModule> code;  // of the metered module
-  detail::MeterLayout meter;
+  wasm::detail::MeterLayout meter;
   // The glue's thunk of each of the module's exports (Module::exports() order); null for
   // exports that are not host-callable functions.
   std::vector<GlueEntryPoints::Thunk> thunks;
   // State right after instantiation (segments applied, start function run), taken from the
   // first instance: instantiation is deterministic (start functions may not call the host).
   bool has_snapshot = false;
-  detail::MemoryImage initial_memory;
+  wasm::detail::MemoryImage initial_memory;
   std::vector<std::string> initial_globals;  // each global's bytes; mutable ones restored
 };
 
@@ -81,7 +81,7 @@ struct InvocationBuffers {
   std::vector<WasmValue> host_out;        // a host call's results
 };
 
-struct NativeBackend final : detail::Backend, std::enable_shared_from_this<NativeBackend> {
+struct NativeBackend final : wasm::detail::Backend, std::enable_shared_from_this<NativeBackend> {
   NativeBackend(const HostRegistry& host_registry, const EngineLimits& engine_limits,
                 std::shared_ptr<CodeSource> code_source);
 
@@ -117,7 +117,7 @@ struct NativeBackend final : detail::Backend, std::enable_shared_from_this<Nativ
   std::vector<std::unique_ptr<InvocationFiber>> idle_fibers;  // destroyed before `stacks`
 };
 
-class NativeInstance final : public Instance, public detail::LinearMemory {
+class NativeInstance final : public Instance, public wasm::detail::LinearMemory {
  public:
   // Use Create.
   NativeInstance(std::shared_ptr<NativeBackend> backend, std::shared_ptr<CompiledNative> compiled,

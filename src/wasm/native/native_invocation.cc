@@ -210,7 +210,7 @@ bool NativeInvocation::BeginSlice(uint64_t& budget) {
   if (backend_.run_depth >= max_depth) {
     Cancel();
     TrapWith(Trap{TrapKind::kHostError,
-                  detail::TooManyNestedInvocationsMessage(backend_.run_depth, max_depth),
+                  wasm::detail::TooManyNestedInvocationsMessage(backend_.run_depth, max_depth),
                   std::string(function_), 0});
     return false;
   }
@@ -330,7 +330,7 @@ uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
     return static_cast<uint32_t>(kind) + 1;
   };
   if (!host_calls_allowed_) {
-    return fail(TrapKind::kHostError, detail::HostCallFromStartMessage(qualified()));
+    return fail(TrapKind::kHostError, wasm::detail::HostCallFromStartMessage(qualified()));
   }
   const HostFrame frame;
   if (!frame.entered()) return fail(TrapKind::kCallStackExhausted, "call stack exhausted");
@@ -374,7 +374,7 @@ uint32_t NativeInvocation::OnHostCall(uint32_t index, const reef_rt_value* args,
 
 Status NativeInvocation::CompleteHostCall(std::span<const WasmValue> results) {
   REEF_RETURN_IF_ERROR(
-      detail::CheckHostCallResults(state_, suspended_function_, suspended_in_, results));
+      wasm::detail::CheckHostCallResults(state_, suspended_function_, suspended_in_, results));
   buffers_.host_out.assign(results.begin(), results.end());
   suspended_in_.clear();
   suspended_function_ = nullptr;
@@ -383,7 +383,7 @@ Status NativeInvocation::CompleteHostCall(std::span<const WasmValue> results) {
 }
 
 Status NativeInvocation::FailHostCall(TrapKind kind, std::string message) {
-  REEF_RETURN_IF_ERROR(detail::CheckSuspended(state_));
+  REEF_RETURN_IF_ERROR(wasm::detail::CheckSuspended(state_));
   Trap trap{kind, std::move(message), suspended_in_, 0};
   Cancel();
   TrapWith(std::move(trap));

@@ -115,3 +115,46 @@ TEST(ModuleErrorsTest, CustomSectionContentsAreNotValidated) {
 
 }  // namespace
 }  // namespace reef::wasm
+
+namespace reef::wasm {
+namespace {
+
+// Proposals Reef refuses are refused at load, before any tier is chosen, with their name.
+TEST(ModuleErrorsTest, RefusedProposalsAreNamedInTextAndBinary) {
+  const struct {
+    std::string_view feature;
+    std::string_view wat;
+  } kCases[] = {
+      {"SIMD (v128)",
+       "(module (func (result i32) (i32x4.extract_lane 0 (v128.const i32x4 1 2 3 4))))"},
+      {"SIMD (v128)", "(module (func (param v128)))"},
+      {"tail calls", "(module (func $f (return_call $f)))"},
+      {"exception handling", "(module (tag $e) (func (throw $e)))"},
+      {"threads (atomics, shared memory)", "(module (memory 1 1 shared))"},
+      {"threads (atomics, shared memory)",
+       "(module (memory 1 1 shared) (func (result i32) (i32.atomic.load (i32.const 0))))"},
+      {"memory64", "(module (memory i64 1))"},
+      {"multiple memories", "(module (memory 1) (memory 1))"},
+  };
+  for (const auto& c : kCases) {
+    auto module = Module::FromText(c.wat, "f.wat");
+    ASSERT_FALSE(module.ok()) << c.wat;
+    EXPECT_EQ(module.status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(module.status().message(),
+              "f.wat: error: the module uses " + std::string(c.feature) +
+                  ", which Reef does not support (on either engine tier)")
+        << c.wat;
+  }
+  auto tag_section = Module::FromBinary(Wasm({0x0d, 0x01, 0x00}), "t.wasm");
+  EXPECT_EQ(tag_section.status().message(),
+            "t.wasm: error: the module uses exception handling, which Reef does not support (on "
+            "either engine tier)");
+  // Malformed is still malformed, not a proposal.
+  auto malformed = Module::FromBinary(Wasm({0x0a, 0x04, 0x01, 0x02, 0x00, 0xfd}), "m.wasm");
+  ASSERT_FALSE(malformed.ok());
+  EXPECT_EQ(malformed.status().message().find("the module uses"), std::string::npos)
+      << malformed.status().message();
+}
+
+}  // namespace
+}  // namespace reef::wasm
