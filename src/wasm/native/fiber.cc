@@ -4,7 +4,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -37,6 +40,32 @@ size_t RoundUp(size_t bytes, size_t page) {
   return (bytes + page - 1) / page * page;
 }
 
+// Fiber stacks mapped in the whole process. Each is two memory mappings (the stack and its
+// guard page), and the kernel's vm.max_map_count (65,530 by default) bounds all of a
+// process's mappings: past it, every mmap fails and so does loading a shared library, for
+// every module. The stacks may use what is left after a quarter of the count (at least
+// 16,384 mappings) for the rest of the process: 24,573 stacks by default.
+std::atomic<size_t> g_process_stacks{0};
+
+size_t ProcessStackLimit() {
+  static const size_t limit = [] {
+    size_t max_map_count = 65'530;
+    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      unsigned long value = 0;
+      if (std::fscanf(f, "%lu", &value) == 1 && value > 0) max_map_count = value;
+      std::fclose(f);
+    }
+    const size_t reserve = std::max<size_t>(max_map_count / 4, 16'384);
+    return max_map_count > reserve ? (max_map_count - reserve) / 2 : 1;
+  }();
+  return limit;
+}
+
+void Unmap(const StackPool::Stack& stack) {
+  ::munmap(stack.base, stack.size);
+  g_process_stacks.fetch_sub(1, std::memory_order_relaxed);
+}
+
 // Hands Boost.Context the stack a Fiber acquired; gives it back to the pool when Boost is done
 // with it (the body returned or was unwound).
 struct PooledStackAllocator {
@@ -65,7 +94,7 @@ StackPool::StackPool(size_t stack_bytes, size_t max_pooled)
 }
 
 StackPool::~StackPool() {
-  for (const Stack& stack : free_) ::munmap(stack.base, stack.size);
+  for (const Stack& stack : free_) Unmap(stack);
 }
 
 Result<StackPool::Stack> StackPool::Acquire() {
@@ -74,19 +103,29 @@ Result<StackPool::Stack> StackPool::Acquire() {
     free_.pop_back();
     return stack;
   }
+  const size_t limit = ProcessStackLimit();
+  if (g_process_stacks.fetch_add(1, std::memory_order_relaxed) >= limit) {
+    g_process_stacks.fetch_sub(1, std::memory_order_relaxed);
+    return Status::Unavailable(fmt::format(
+        "too many native invocations in progress: {} fiber stacks, the most this process "
+        "keeps (each takes 2 of vm.max_map_count's memory mappings)",
+        limit));
+  }
   Stack stack;
   stack.guard = page_;
   stack.size = stack_bytes_ + page_;
   void* mapping = ::mmap(nullptr, stack.size, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (mapping == MAP_FAILED) {
+    const int error = errno;
+    g_process_stacks.fetch_sub(1, std::memory_order_relaxed);
     return Status::Unavailable(
-        fmt::format("cannot map a {} byte fiber stack: {}", stack.size, std::strerror(errno)));
+        fmt::format("cannot map a {} byte fiber stack: {}", stack.size, std::strerror(error)));
   }
   stack.base = static_cast<char*>(mapping);
   if (::mprotect(stack.base, stack.guard, PROT_NONE) != 0) {
     const int error = errno;
-    ::munmap(stack.base, stack.size);
+    Unmap(stack);
     return Status::Unavailable(
         fmt::format("cannot protect a fiber stack's guard page: {}", std::strerror(error)));
   }
@@ -99,7 +138,7 @@ void StackPool::Release(Stack stack) {
     free_.push_back(stack);
     return;
   }
-  ::munmap(stack.base, stack.size);
+  Unmap(stack);
   --mapped_;
 }
 

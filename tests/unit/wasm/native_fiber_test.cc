@@ -49,6 +49,32 @@ TEST(NativeFiberTest, StacksAreReusedAndHaveAGuardPage) {
   EXPECT_EQ(pool.pooled(), 1u);
 }
 
+// The process keeps its fiber stacks within vm.max_map_count (two mappings each): past the
+// cap Acquire says why, and nothing else in the process has lost its mappings.
+TEST(NativeFiberTest, StacksStopAtTheProcessCapWithAClearError) {
+  StackPool pool(4096, 0);
+  std::vector<StackPool::Stack> held;
+  Status refused;
+  for (size_t i = 0; i < 1'000'000; ++i) {
+    auto stack = pool.Acquire();
+    if (!stack.ok()) {
+      refused = stack.status();
+      break;
+    }
+    held.push_back(*stack);
+  }
+  EXPECT_EQ(refused.code(), Code::kUnavailable);
+  EXPECT_NE(refused.message().find("too many native invocations in progress"), std::string::npos)
+      << refused.message();
+  EXPECT_GT(held.size(), 1'000u);
+  StackPool other(4096, 0);
+  EXPECT_FALSE(other.Acquire().ok()) << "the cap is per process";
+  for (const StackPool::Stack& stack : held) pool.Release(stack);
+  auto again = other.Acquire();
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  other.Release(*again);
+}
+
 TEST(NativeFiberTest, DestroyingASuspendedFiberCancelsItsBody) {
   StackPool pool(64 << 10);
   bool resumed = false, cancelled = false;
