@@ -420,12 +420,15 @@ Handler SetupHandle(CLI::App& app) {
     std::map<std::string, uint64_t> per_function;
     RunState end = RunState::kBudgetExhausted;
     if (a->profile) {
-      // One instruction per slice: every slice is charged exactly, so the counts are exact.
+      // One instruction of fuel per slice. A slice is charged whole basic blocks (a slice that
+      // ends in a call or a finish may be charged more than 1): each is counted as charged,
+      // to the function it started in, so the total is what the invocation was charged.
       while (end == RunState::kBudgetExhausted && used < a->budget) {
-        std::string function = (*invocation)->telemetry().function;
+        const wasm::Telemetry before = (*invocation)->telemetry();
         end = (*invocation)->Run(1);
-        ++per_function[function];
-        ++used;
+        const uint64_t spent = (*invocation)->telemetry().instructions - before.instructions;
+        per_function[before.function] += spent;
+        used += spent;
       }
     } else {
       end = Drive(**invocation, a->budget, a->slice, &used);

@@ -85,6 +85,13 @@ contains inspect-not-command-why "not a reef v1 command module: missing export"
 contains inspect-no-abi "abi      none: no export \`reef_abi_version\`"
 expect handle-add 0 "commit   new state 5" \
   -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":"add","value":5}'
+# --profile's total is what the invocation is charged, whatever the slicing.
+expect handle-slices 0 "commit   new state 8" \
+  -- "$reef" wasm handle "$guests/counter.wasm" 5 '{"op":"add","value":3}' --slice 7
+charged=$(grep -o 'charged [0-9]* instructions' <<<"$out")
+[[ -n $charged ]] || { failed=$((failed + 1)); echo "FAIL handle-slices: no 'charged N instructions'"; }
+expect handle-profile 0 "profile  ${charged#charged }" \
+  -- "$reef" wasm handle "$guests/counter.wasm" 5 '{"op":"add","value":3}' --profile
 expect handle-send 0 'send to @receiverBBBBBBBBBBBBB: {"op":"add","value":5}' \
   -- "$reef" wasm handle "$guests/counter.wasm" 0 \
   '{"op":"send","value":5,"target":{"$actor":"receiverBBBBBBBBBBBBB"}}'

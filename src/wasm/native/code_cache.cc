@@ -297,6 +297,32 @@ Result<CacheResult> CodeCache::GetOrCompile(std::shared_ptr<const Module> module
   return result;
 }
 
+Result<std::optional<CacheResult>> CodeCache::Find(const std::shared_ptr<const Module>& module,
+                                                   const CompileOptions& options, bool has_pass,
+                                                   uint32_t pass_version) {
+  if (module == nullptr) return Status::InvalidArgument("code cache: no module to find");
+  REEF_ASSIGN_OR_RETURN(Wanted wanted, MakeKey(*module, options, has_pass, pass_version));
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = loaded_.find(wanted.key); it != loaded_.end()) {
+      if (std::shared_ptr<const NativeModule> still = it->second.lock()) {
+        ++stats_.hits;
+        return std::optional<CacheResult>(
+            CacheResult{std::move(still), CacheOutcome::kHit, wanted.key, "", Status::Ok()});
+      }
+    }
+    if (flights_.contains(wanted.key)) return std::optional<CacheResult>();
+  }
+  std::string why;
+  std::shared_ptr<const NativeModule> hit = LoadEntry(module, wanted, &why);
+  if (hit == nullptr) return std::optional<CacheResult>();
+  std::lock_guard lock(mu_);
+  ++stats_.hits;
+  loaded_[wanted.key] = hit;
+  return std::optional<CacheResult>(
+      CacheResult{std::move(hit), CacheOutcome::kHit, wanted.key, "", Status::Ok()});
+}
+
 Result<CacheResult> CodeCache::Build(const std::shared_ptr<const Module>& module,
                                      const CompileOptions& options, const IrPass& pass,
                                      const Wanted& wanted) {

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -105,6 +106,14 @@ class CodeCache {
   Result<CacheResult> GetOrCompile(std::shared_ptr<const Module> module,
                                    const CompileOptions& options, const IrPass& pass,
                                    uint32_t pass_version);
+
+  // GetOrCompile's hit, without ever compiling or waiting for another caller's build: the
+  // module's code when it is loaded, or on disk with a verified entry (milliseconds). nullopt
+  // on a miss, a damaged entry (GetOrCompile rebuilds it) or a build of the key in progress.
+  // Errors: those of the key.
+  Result<std::optional<CacheResult>> Find(const std::shared_ptr<const Module>& module,
+                                          const CompileOptions& options, bool has_pass,
+                                          uint32_t pass_version);
 
   // The key GetOrCompile would use, 64 lowercase hex characters. Examines the compiler file
   // (stat, no process). Errors: as GetOrCompile's key.

@@ -15,6 +15,7 @@ CompileService::CompileService(std::shared_ptr<CodeCache> cache, CompileServiceO
   if (workers == 0) workers = std::max<size_t>(1, std::thread::hardware_concurrency() / 2);
   threads_.reserve(workers);
   for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  threads_.emplace_back([this] { LookupLoop(); });
 }
 
 CompileService::~CompileService() {
@@ -28,19 +29,75 @@ Status CompileService::Submit(CompileRequest request, CompileCallback done) {
     refused = Status::InvalidArgument("compile request needs a module and a callback");
   } else if (stopping_) {
     refused = Status::Unavailable("compile service is shutting down");
-  } else if (queue_.size() >= max_queued_) {
-    refused = Status::LimitExceeded(
-        fmt::format("compile queue full: {} requests waiting (CompileServiceOptions::max_queued)",
-                    queue_.size()));
+  } else if (Waiting() >= max_queued_) {
+    refused = Status::LimitExceeded(fmt::format(
+        "compile queue full: {} requests waiting (CompileServiceOptions::max_queued)", Waiting()));
   }
   if (!refused.ok()) {
     ++stats_.rejected;
     return refused;
   }
-  queue_.push_back(Job{std::move(request), std::move(done)});
+  lookups_.push_back(Job{std::move(request), std::move(done)});
   ++stats_.queued;
-  wake_.notify_one();
+  wake_.notify_all();
   return Status::Ok();
+}
+
+void CompileService::LookupLoop() {
+  // The answer to a request that arrives at or after Shutdown.
+  auto cancel = [this](Job& job) {
+    job.done(Status::Unavailable(fmt::format("compile service shut down before compiling module {}",
+                                             job.request.module->id())));
+  };
+  for (;;) {
+    std::optional<Job> job;
+    bool cancelled = false;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [this] { return stopping_ || !lookups_.empty(); });
+      if (lookups_.empty()) return;  // stopping, nothing left
+      job.emplace(std::move(lookups_.front()));
+      lookups_.pop_front();
+      cancelled = stopping_;
+      if (cancelled) {
+        --stats_.queued;
+        ++stats_.cancelled;
+      } else {
+        looking_up_ = true;
+      }
+    }
+    if (cancelled) {
+      cancel(*job);
+      continue;
+    }
+    const CompileRequest& r = job->request;
+    Result<std::optional<CacheResult>> hit =
+        cache_->Find(r.module, r.options, static_cast<bool>(r.pass), r.pass_version);
+    if (hit.ok() && hit->has_value()) {
+      {
+        std::lock_guard lock(mu_);
+        looking_up_ = false;
+        --stats_.queued;
+        ++stats_.completed;
+      }
+      job->done(std::move(**hit));
+      continue;
+    }
+    // A miss (or an error the worker's GetOrCompile reports the same way) goes to the workers.
+    {
+      std::lock_guard lock(mu_);
+      looking_up_ = false;
+      cancelled = stopping_;
+      if (cancelled) {
+        --stats_.queued;
+        ++stats_.cancelled;
+      } else {
+        queue_.push_back(std::move(*job));
+        wake_.notify_all();  // one condition for the workers and the lookup thread
+      }
+    }
+    if (cancelled) cancel(*job);
+  }
 }
 
 void CompileService::Shutdown() {

@@ -7,12 +7,16 @@
 // worker, bounded by the module size limits. Further requests wait in a FIFO queue of
 // `max_queued` entries; a request beyond that is refused at once.
 //
+// Every request first passes a lookup thread that answers cache hits at once (CodeCache::Find),
+// so a hit never waits behind a compile; only misses queue for the workers.
+//
 // One per process, owned by whoever composes the runtime; it shares the CodeCache it is given.
 //
 // Thread ownership: Submit, Shutdown, workers and stats may be called from any thread except
 // the service's own workers (callbacks must not call Shutdown or destroy the service).
-// Callbacks always run on a worker thread, never on the submitting thread: a reactor's
-// callback hands its result back through the reactor's own queue.
+// Callbacks always run on one of the service's threads (a worker or the lookup thread), never
+// on the submitting thread: a reactor's callback hands its result back through the reactor's
+// own queue.
 #pragma once
 
 #include <atomic>
@@ -79,7 +83,7 @@ class CompileService {
   // joined. Idempotent.
   void Shutdown();
 
-  size_t workers() const { return threads_.size(); }
+  size_t workers() const { return threads_.size() - 1; }
   CompileServiceStats stats() const;
 
  private:
@@ -88,17 +92,25 @@ class CompileService {
     CompileCallback done;
   };
   void WorkerLoop();
+  // The lookup thread: answers every request the cache already holds (CodeCache::Find,
+  // milliseconds) and queues the rest for the workers, so a cache hit never waits behind a
+  // compile.
+  void LookupLoop();
+  // Requests accepted and not yet running or answered. REQUIRES: mu_ held.
+  size_t Waiting() const { return lookups_.size() + (looking_up_ ? 1 : 0) + queue_.size(); }
 
   // Constant after construction.
   const std::shared_ptr<CodeCache> cache_;
   const size_t max_queued_;
-  std::vector<std::thread> threads_;  // started in the constructor, joined by Shutdown
+  std::vector<std::thread> threads_;  // workers, then the lookup thread; joined by Shutdown
   std::once_flag joined_;             // Shutdown joins the threads once
 
   // Protected by mu_.
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<Job> queue_;
+  std::deque<Job> lookups_;  // submitted, not yet looked up in the cache
+  bool looking_up_ = false;  // the lookup thread holds a request
+  std::deque<Job> queue_;    // misses, waiting for a worker
   bool stopping_ = false;
   std::atomic<bool> cancel_{false};  // set by Shutdown: compiles in progress are killed
   CompileServiceStats stats_;

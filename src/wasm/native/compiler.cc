@@ -94,6 +94,13 @@ Result<std::filesystem::path> FindCompiler(const CompileOptions& options) {
   for (const std::string& name : candidates) {
     Result<std::filesystem::path> found = FindExecutable(name, path);
     if (found.ok()) return found;
+    // A path (REEF_CC=/usr/bin/gcc-12) is not looked up in PATH: say what is wrong with it.
+    if (name.find('/') != std::string::npos) {
+      return Status::NotFound(
+          fmt::format("no C compiler for the native tier: {}; install gcc or "
+                      "set REEF_CC",
+                      found.status().message()));
+    }
   }
   return Status::NotFound(fmt::format(
       "no C compiler found for the native tier: tried {} in {}; install gcc or set REEF_CC",

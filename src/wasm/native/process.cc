@@ -139,8 +139,13 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
 }
 
 Result<std::filesystem::path> FindExecutable(std::string_view name, std::string_view path_list) {
+  // An executable regular file (a directory is "executable" to access(2) too).
+  auto executable = [](const std::filesystem::path& file) {
+    std::error_code ec;
+    return access(file.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(file, ec);
+  };
   if (name.find('/') != std::string_view::npos) {
-    if (access(std::string(name).c_str(), X_OK) == 0) return std::filesystem::path(name);
+    if (executable(std::filesystem::path(name))) return std::filesystem::path(name);
     return Status::NotFound(fmt::format("C compiler `{}` is not an executable file", name));
   }
   size_t begin = 0;
@@ -150,7 +155,7 @@ Result<std::filesystem::path> FindExecutable(std::string_view name, std::string_
     std::string_view dir = path_list.substr(begin, end - begin);
     if (!dir.empty()) {
       std::filesystem::path candidate = std::filesystem::path(dir) / name;
-      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+      if (executable(candidate)) return candidate;
     }
     begin = end + 1;
   }

@@ -100,9 +100,21 @@ TEST(FreeRunningTest, TenThousandActorsExchangeAMillionMessagesNoneLostNoneDupli
   ExchangeMessagesAmongTenThousandActors(50);
 }
 
-// The same at a tenth of the messages, for the ASan and TSan runs.
-TEST(FreeRunningTest, TenThousandActorsExchangeAHundredThousandMessagesNoneLostNoneDuplicated) {
-  ExchangeMessagesAmongTenThousandActors(5);
+// The same paths at a tenth of the messages on the interpreter (100,000), and at 40,000 under
+// a sanitizer, where 100,000 took 92 s of the ASan run and 51 s of the TSan run.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr int kTwinRounds = 2;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr int kTwinRounds = 2;
+#else
+constexpr int kTwinRounds = 5;
+#endif
+#else
+constexpr int kTwinRounds = 5;
+#endif
+TEST(FreeRunningTest, TenThousandActorsExchangeTensOfThousandsOfMessagesNoneLostNoneDuplicated) {
+  ExchangeMessagesAmongTenThousandActors(kTwinRounds);
 }
 
 TEST(FreeRunningTest, CallWaitsForTheHandlersReply) {

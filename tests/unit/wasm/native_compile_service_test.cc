@@ -69,6 +69,25 @@ struct Answer {
   }
 };
 
+// An IR pass that holds the worker running it until Release, then fails its request.
+class WorkerHold {
+ public:
+  IrPass Pass() {
+    return [this](wabt::Module&) {
+      entered_.set_value();
+      released_.wait();
+      return Status::FailedPrecondition("held request stops here");
+    };
+  }
+  void WaitEntered() { entered_.get_future().wait(); }
+  void Release() { release_.set_value(); }
+
+ private:
+  std::promise<void> entered_;
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+};
+
 TEST_F(NativeCompileServiceTest, CompilesOnAWorkerAndTheSecondRequestHits) {
   CompileService service(cache_, Options(2, 4));
   EXPECT_EQ(service.workers(), 2u);
@@ -92,17 +111,10 @@ TEST_F(NativeCompileServiceTest, CompilesOnAWorkerAndTheSecondRequestHits) {
 TEST_F(NativeCompileServiceTest, FullQueueRefusesAndShutdownAnswersWhatWaited) {
   CompileService service(cache_, Options(1, 2));
   // The one worker is held inside the first request's IR pass until released.
-  std::promise<void> entered;
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  IrPass hold = [&entered, released](wabt::Module&) {
-    entered.set_value();
-    released.wait();
-    return Status::FailedPrecondition("held request stops here");
-  };
+  WorkerHold hold;
   Answer running;
-  ASSERT_TRUE(service.Submit(Request(hold), running.Callback()).ok());
-  entered.get_future().wait();
+  ASSERT_TRUE(service.Submit(Request(hold.Pass()), running.Callback()).ok());
+  hold.WaitEntered();
   std::atomic<int> cancelled{0};
   auto count_cancelled = [&cancelled](Result<CacheResult> result) {
     if (result.status().code() == Code::kUnavailable &&
@@ -122,13 +134,38 @@ TEST_F(NativeCompileServiceTest, FullQueueRefusesAndShutdownAnswersWhatWaited) {
   while (service.Submit(Request(), count_cancelled).code() != Code::kUnavailable) {
     std::this_thread::sleep_for(1ms);  // until Shutdown has stopped accepting
   }
-  release.set_value();
+  hold.Release();
   stopper.join();
 
   EXPECT_EQ(running.promise.get_future().get().status().code(), Code::kFailedPrecondition);
   EXPECT_EQ(cancelled.load(), 2);
   EXPECT_EQ(service.stats().cancelled, 2u);
   EXPECT_EQ(service.Submit(Request(), count_cancelled).code(), Code::kUnavailable);
+}
+
+// A request the cache can answer never waits behind a compile: the lookup thread answers it
+// while the only worker is busy.
+TEST_F(NativeCompileServiceTest, ACacheHitIsAnsweredWhileTheWorkerCompiles) {
+  CompileOptions options = Request().options;
+  ASSERT_TRUE(cache_->GetOrCompile(module_, options, {}, 0).ok());  // on disk now
+  CompileService service(cache_, Options(1, 4));
+  WorkerHold hold;
+  Answer busy;
+  ASSERT_TRUE(service.Submit(Request(hold.Pass()), busy.Callback()).ok());
+  hold.WaitEntered();
+
+  Answer hit;
+  ASSERT_TRUE(service.Submit(Request(), hit.Callback()).ok());
+  std::future<Result<CacheResult>> answered = hit.promise.get_future();
+  const bool in_time = answered.wait_for(20s) == std::future_status::ready;
+
+  hold.Release();
+  ASSERT_TRUE(in_time) << "the hit waited for the worker";
+  Result<CacheResult> result = answered.get();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->outcome, CacheOutcome::kHit);
+  EXPECT_EQ(busy.promise.get_future().get().status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(service.stats().completed, 2u);
 }
 
 TEST_F(NativeCompileServiceTest, ShutdownKillsACompilerInProgressAndRemovesItsFiles) {

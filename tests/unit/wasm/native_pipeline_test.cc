@@ -121,6 +121,22 @@ TEST(NativeCompiler, NoCompilerFoundNamesWhatWasTried) {
   EXPECT_NE(found.status().message().find("/nonexistent-reef-bin"), std::string::npos);
 }
 
+// A compiler given as a path says what is wrong with that path; a directory is no compiler.
+TEST(NativeCompiler, ACompilerPathThatIsNoProgramIsNamed) {
+  for (const char* path : {"/nonexistent-reef-cc", "/tmp"}) {
+    CompileOptions options;
+    options.compiler = path;
+
+    auto found = FindCompiler(options);
+
+    ASSERT_EQ(found.status().code(), Code::kNotFound) << path;
+    EXPECT_NE(found.status().message().find(fmt::format("`{}` is not an executable file", path)),
+              std::string::npos)
+        << found.status().message();
+    EXPECT_EQ(found.status().message().find("PATH"), std::string::npos) << found.status().message();
+  }
+}
+
 TEST(NativeCompiler, CompileWithoutCompilerFailsCleanly) {
   auto module = ParseWat(kAddWat);
   ASSERT_NE(module, nullptr);
