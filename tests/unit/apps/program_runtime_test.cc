@@ -2,6 +2,8 @@
 // atomic publication, routing (Specific, AnyOrSpawn), singleton pinning, round-robin
 // replicas, idle eviction, poisoning, drain, in-flight work on the old program, and a kept
 // program redeployed on restart. Real guests (tests/actors/probe.c), real reactor threads.
+#include "apps/program/program_runtime.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 #include <sstream>
 #include <thread>
 
-#include "apps/program/program_runtime.h"
 #include "core/json.h"
 #include "events/http/event_json.h"
 
@@ -37,9 +38,9 @@ const std::string& ProbeBase64() {
 
 // A deploy body with one module "probe" and the given units.
 json Body(json units) {
-  return {{"manifest",
-           {{"program", "test"}, {"modules", {{"probe", "probe.wasm"}}}, {"units", units}}},
-          {"modules", {{"probe", ProbeBase64()}}}};
+  return {
+      {"manifest", {{"program", "test"}, {"modules", {{"probe", "probe.wasm"}}}, {"units", units}}},
+      {"modules", {{"probe", ProbeBase64()}}}};
 }
 
 Value Op(const std::string& text) {
@@ -119,6 +120,18 @@ class ProgramRuntimeTest : public ::testing::Test {
     return false;
   }
 
+  // True once instance `index` (0-based) of `unit` has status `status`.
+  bool WaitForStatus(const std::string& unit, size_t index, actor::ActorStatus status,
+                     milliseconds within) {
+    auto until = std::chrono::steady_clock::now() + within;
+    while (std::chrono::steady_clock::now() < until) {
+      auto instances = Instances(unit);
+      if (instances.size() > index && instances[index].status == status) return true;
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    return false;
+  }
+
   std::filesystem::path dir_;
   std::unique_ptr<ProgramRuntime> runtime_;
 };
@@ -126,15 +139,15 @@ class ProgramRuntimeTest : public ::testing::Test {
 const json kSingleton = {{"module", "probe"}, {"placement", "singleton"}, {"initial_state", 0}};
 
 json Replicated(int limit, int inbox = 256, int idle_ms = 60'000, int initial = 0) {
-  return {{"module", "probe"},          {"placement", "replicated"},
-          {"instance_limit", limit},    {"inbox_capacity", inbox},
-          {"idle_eviction_ms", idle_ms}, {"initial_state", initial}};
+  return {{"module", "probe"},       {"placement", "replicated"},   {"instance_limit", limit},
+          {"inbox_capacity", inbox}, {"idle_eviction_ms", idle_ms}, {"initial_state", initial}};
 }
 
 TEST(ManifestTest, DefaultsAndEveryRuleHaveAClearAnswer) {
-  json ok = {{"program", "p"},
-             {"modules", {{"m", "m.wasm"}}},
-             {"units", {{"u", {{"module", "m"}}}, {"s", {{"module", "m"}, {"placement", "singleton"}}}}}};
+  json ok = {
+      {"program", "p"},
+      {"modules", {{"m", "m.wasm"}}},
+      {"units", {{"u", {{"module", "m"}}}, {"s", {{"module", "m"}, {"placement", "singleton"}}}}}};
   auto manifest = ParseManifest(ok);
   ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
   const UnitSpec& u = manifest->units.at("u");
@@ -222,8 +235,11 @@ TEST_F(ProgramRuntimeTest, BadDeploysChangeNothing) {
 }
 
 TEST_F(ProgramRuntimeTest, WaitEnqueueAndTryHandOverAsTheirModesSay) {
-  Deploy({{"c", {{"module", "probe"}, {"placement", "singleton"}, {"inbox_capacity", 2},
-                 {"initial_state", 10}}}});
+  Deploy({{"c",
+           {{"module", "probe"},
+            {"placement", "singleton"},
+            {"inbox_capacity", 2},
+            {"initial_state", 10}}}});
   EXPECT_EQ(Invoke("nope", "{}").failure, InvokeFailure::kNotFound);
   InvokeOutcome added = Invoke("c", R"({"op":"add","value":5})");
   ASSERT_EQ(added.failure, InvokeFailure::kNone) << added.message;
@@ -238,8 +254,8 @@ TEST_F(ProgramRuntimeTest, WaitEnqueueAndTryHandOverAsTheirModesSay) {
             InvokeFailure::kNone);
   InvokeOutcome full = Invoke("c", R"({"op":"add","value":100})", InvokeMode::kTry);
   EXPECT_EQ(full.failure, InvokeFailure::kInboxFull) << full.message;
-  InvokeOutcome no_room =
-      Invoke("c", R"({"op":"add","value":100})", InvokeMode::kEnqueue, std::nullopt, milliseconds(50));
+  InvokeOutcome no_room = Invoke("c", R"({"op":"add","value":100})", InvokeMode::kEnqueue,
+                                 std::nullopt, milliseconds(50));
   EXPECT_EQ(no_room.failure, InvokeFailure::kNoRoom) << no_room.message;
   InvokeOutcome timed_out =
       Invoke("c", R"({"op":"reply"})", InvokeMode::kWait, std::nullopt, milliseconds(50));
@@ -340,6 +356,9 @@ TEST_F(ProgramRuntimeTest, EvictionWaitsForIdleTimeAndForBusyInstances) {
 TEST_F(ProgramRuntimeTest, PoisoningResetsOnlyTheFailedInstance) {
   Deploy({{"r", Replicated(2, 256, 60'000, /*initial=*/1)}});
   ASSERT_EQ(Invoke("r", R"({"op":"spin"})", InvokeMode::kEnqueue).instance, 1u);
+  // Enqueued returns before the spin starts (on the native tier, its first slice may wait for
+  // the module's compile).
+  ASSERT_TRUE(WaitForStatus("r", 0, actor::ActorStatus::kRunning, milliseconds(30'000)));
   ASSERT_EQ(Invoke("r", R"({"op":"add","value":41})", InvokeMode::kWait).instance, 2u);
   InvokeOutcome failed = Invoke("r", R"({"op":"fail"})", InvokeMode::kWait, 2);
   EXPECT_EQ(failed.failure, InvokeFailure::kFailed);
@@ -389,7 +408,8 @@ TEST_F(ProgramRuntimeTest, RedeployKeepsUnchangedUnitsAndFinishesInFlightWorkOnT
   ActorRef old_r = Instances("r").at(0).actor;
   InvokeOutcome in_flight;
   std::thread waiter([&] { in_flight = Invoke("r", R"({"op":"reply"})"); });
-  while (runtime_->runtime().Inspect(old_r)->queued.empty()) std::this_thread::sleep_for(milliseconds(5));
+  while (runtime_->runtime().Inspect(old_r)->queued.empty())
+    std::this_thread::sleep_for(milliseconds(5));
 
   json changed = Replicated(1, 256, 60'000, /*initial=*/100);
   DeployReport report = Deploy({{"c", kSingleton}, {"r", changed}, {"new", kSingleton}});
@@ -452,7 +472,8 @@ TEST_F(ProgramRuntimeTest, ConcurrentInvocationsAcrossRedeploysLoseNothing) {
   for (int t = 0; t < 8; ++t) {
     clients.emplace_back([&, t] {
       for (int i = 0; i < 150; ++i) {
-        InvokeMode mode = i % 3 == 0 ? InvokeMode::kTry : (i % 3 == 1 ? InvokeMode::kEnqueue : InvokeMode::kWait);
+        InvokeMode mode =
+            i % 3 == 0 ? InvokeMode::kTry : (i % 3 == 1 ? InvokeMode::kEnqueue : InvokeMode::kWait);
         InvokeOutcome out = Invoke(i % 2 == 0 ? "c" : "r", R"({"op":"add","value":1})", mode);
         if (out.failure == InvokeFailure::kNone) {
           if (i % 2 == 0) accepted.fetch_add(1);
