@@ -45,7 +45,7 @@ Status CompileService::Submit(CompileRequest request, CompileCallback done) {
 
 void CompileService::LookupLoop() {
   // The answer to a request that arrives at or after Shutdown.
-  auto cancel = [this](Job& job) {
+  auto cancel = [](Job& job) {
     job.done(Status::Unavailable(fmt::format("compile service shut down before compiling module {}",
                                              job.request.module->id())));
   };
