@@ -311,22 +311,20 @@ bool PlainName(std::string_view name) {
   });
 }
 
-// Gives every export whose name is not plain a generated one ("reef:export.<i>", or the
-// first free "<that>.<n>"), and returns every export's original name, by position: the glue
-// names the thunks after those. Import names need no such care: the writer puts function
-// imports' names into identifiers only, through MangleName, and the glue refuses the others.
+// Gives every export whose name is not plain the name "reef:export.<i>" (its position), and
+// returns every export's original name, by position: the glue names the thunks after those.
+// The new names are unique: they differ by position, and every name kept is plain (no ':').
+// Import names need no such care: the writer puts function imports' names into identifiers
+// only, through MangleName, and the glue refuses the others.
 std::vector<std::string> RenameExportsForC(wabt::Module& module) {
   std::vector<std::string> original;
   original.reserve(module.exports.size());
-  for (const wabt::Export* e : module.exports) original.push_back(e->name);
   for (size_t i = 0; i < module.exports.size(); ++i) {
-    if (PlainName(original[i])) continue;
-    const std::string base = fmt::format("reef:export.{}", i);
-    std::string name = base;
-    for (int n = 1; module.GetExport(name) != nullptr; ++n) name = fmt::format("{}.{}", base, n);
-    // Export::name is what GetExport's binding table was built from: rebuild it.
-    module.exports[i]->name = name;
+    wabt::Export& e = *module.exports[i];
+    original.push_back(e.name);
+    if (!PlainName(e.name)) e.name = fmt::format("reef:export.{}", i);
   }
+  // GetExport (ExportRuntimeFields' AddExport) looks names up in the bindings: rebuild them.
   module.export_bindings.clear();
   for (size_t i = 0; i < module.exports.size(); ++i) {
     module.export_bindings.emplace(module.exports[i]->name,

@@ -257,12 +257,7 @@ Result<CacheResult> CodeCache::GetOrCompile(std::shared_ptr<const Module> module
   auto flight = std::make_shared<Flight>();
   {
     std::unique_lock lock(mu_);
-    if (auto it = loaded_.find(wanted.key); it != loaded_.end()) {
-      if (std::shared_ptr<const NativeModule> still = it->second.lock()) {
-        ++stats_.hits;
-        return CacheResult{std::move(still), CacheOutcome::kHit, wanted.key, "", Status::Ok()};
-      }
-    }
+    if (std::optional<CacheResult> hit = LoadedHit(wanted.key)) return *std::move(hit);
     if (auto it = flights_.find(wanted.key); it != flights_.end()) {
       std::shared_ptr<Flight> other = it->second;
       flight_done_.wait(lock, [&other] { return other->done; });
@@ -297,6 +292,15 @@ Result<CacheResult> CodeCache::GetOrCompile(std::shared_ptr<const Module> module
   return result;
 }
 
+std::optional<CacheResult> CodeCache::LoadedHit(const std::string& key) {
+  auto it = loaded_.find(key);
+  if (it == loaded_.end()) return std::nullopt;
+  std::shared_ptr<const NativeModule> still = it->second.lock();
+  if (still == nullptr) return std::nullopt;
+  ++stats_.hits;
+  return CacheResult{std::move(still), CacheOutcome::kHit, key, "", Status::Ok()};
+}
+
 Result<std::optional<CacheResult>> CodeCache::Find(const std::shared_ptr<const Module>& module,
                                                    const CompileOptions& options, bool has_pass,
                                                    uint32_t pass_version) {
@@ -304,13 +308,7 @@ Result<std::optional<CacheResult>> CodeCache::Find(const std::shared_ptr<const M
   REEF_ASSIGN_OR_RETURN(Wanted wanted, MakeKey(*module, options, has_pass, pass_version));
   {
     std::lock_guard lock(mu_);
-    if (auto it = loaded_.find(wanted.key); it != loaded_.end()) {
-      if (std::shared_ptr<const NativeModule> still = it->second.lock()) {
-        ++stats_.hits;
-        return std::optional<CacheResult>(
-            CacheResult{std::move(still), CacheOutcome::kHit, wanted.key, "", Status::Ok()});
-      }
-    }
+    if (std::optional<CacheResult> hit = LoadedHit(wanted.key)) return hit;
     if (flights_.contains(wanted.key)) return std::optional<CacheResult>();
   }
   std::string why;

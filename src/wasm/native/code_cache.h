@@ -135,6 +135,8 @@ class CodeCache {
       : dir_(std::move(dir)), options_(options) {}
   Result<Wanted> MakeKey(const Module& module, const CompileOptions& options, bool has_pass,
                          uint32_t pass_version) const;
+  // A hit on code this process has loaded and still holds, counted. REQUIRES: mu_ held.
+  std::optional<CacheResult> LoadedHit(const std::string& key);
   // The verified entry, loaded; nullptr with *why empty when absent, set when refused.
   std::shared_ptr<const NativeModule> LoadEntry(const std::shared_ptr<const Module>& module,
                                                 const Wanted& wanted, std::string* why);

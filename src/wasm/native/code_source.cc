@@ -92,7 +92,7 @@ Result<std::shared_ptr<const NativeModule>> CodeSource::Get(
           if (compiled.ok()) {
             ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
           }
-          // Shut down or queue full is no verdict on the module: a later Get tries again.
+          // A shutdown is no verdict on the module: a later Get tries again.
           if (compiled.ok() || !Transient(compiled.status())) Record(id, out);
         }
         done->set_value(std::move(out));
@@ -122,7 +122,7 @@ void CodeSource::Request(const std::shared_ptr<const Module>& module) {
         } else if (!Transient(compiled.status())) {
           Record(id, compiled.status());
         } else {
-          pending_.erase(id);  // shut down or queue full: a later Request tries again
+          pending_.erase(id);  // shut down: a later Request tries again
         }
       });
   if (!submitted.ok()) {

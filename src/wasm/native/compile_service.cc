@@ -8,6 +8,15 @@
 #include <utility>
 
 namespace reef::wasm::native {
+namespace {
+
+// The answer to a request the service stopped before compiling.
+Status ShutDownBefore(const CompileRequest& request) {
+  return Status::Unavailable(
+      fmt::format("compile service shut down before compiling module {}", request.module->id()));
+}
+
+}  // namespace
 
 CompileService::CompileService(std::shared_ptr<CodeCache> cache, CompileServiceOptions options)
     : cache_(std::move(cache)), max_queued_(options.max_queued) {
@@ -44,11 +53,6 @@ Status CompileService::Submit(CompileRequest request, CompileCallback done) {
 }
 
 void CompileService::LookupLoop() {
-  // The answer to a request that arrives at or after Shutdown.
-  auto cancel = [](Job& job) {
-    job.done(Status::Unavailable(fmt::format("compile service shut down before compiling module {}",
-                                             job.request.module->id())));
-  };
   for (;;) {
     std::optional<Job> job;
     bool cancelled = false;
@@ -67,7 +71,7 @@ void CompileService::LookupLoop() {
       }
     }
     if (cancelled) {
-      cancel(*job);
+      job->done(ShutDownBefore(job->request));
       continue;
     }
     const CompileRequest& r = job->request;
@@ -96,7 +100,7 @@ void CompileService::LookupLoop() {
         wake_.notify_all();  // one condition for the workers and the lookup thread
       }
     }
-    if (cancelled) cancel(*job);
+    if (cancelled) job->done(ShutDownBefore(job->request));
   }
 }
 
@@ -132,8 +136,7 @@ void CompileService::WorkerLoop() {
       ++(cancelled ? stats_.cancelled : stats_.running);
     }
     if (cancelled) {
-      job->done(Status::Unavailable(fmt::format(
-          "compile service shut down before compiling module {}", job->request.module->id())));
+      job->done(ShutDownBefore(job->request));
       continue;
     }
     CompileOptions options = job->request.options;
