@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -27,6 +28,7 @@
 #include "apps/program/program_runtime.h"
 #include "apps/sqlite_heap.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
 #include "events/http/event_subscriptions.h"
@@ -92,6 +94,32 @@ std::string EngineMetrics() {
   return out;
 }
 
+// One line of the server's log per native compile, rebuild or failure (CodeSource's
+// on_outcome; a compile worker's thread). A module is named by the first 12 hex digits of
+// its SHA-256 (ShortId), the start of the `sha256` the module views show.
+void LogCodeOutcome(const wasm::native::CodeOutcome& outcome, bool no_compiler) {
+  const std::string id = ShortId(outcome.module_id);
+  if (outcome.outcome == "failed") {
+    if (no_compiler) return;
+    spdlog::warn("engine: module {} stays on the interpreter: its native compile failed: {}", id,
+                 outcome.detail);
+    return;
+  }
+  if (outcome.outcome == "rebuilt") {
+    spdlog::warn(
+        "engine: module {}: its cached native code was refused ({}); recompiled in "
+        "{:.2f} CPU-s",
+        id, outcome.detail, outcome.cpu_seconds);
+  } else {
+    spdlog::info("engine: module {} compiled to native code in {:.2f} CPU-s ({} wasm bytes)", id,
+                 outcome.cpu_seconds, outcome.wasm_bytes);
+  }
+  if (outcome.outcome == "compiled" && !outcome.detail.empty()) {
+    spdlog::warn("engine: module {}: its native code could not be kept in the cache: {}", id,
+                 outcome.detail);
+  }
+}
+
 // Makes every engine of this process use the chosen tier (--engine), with native code from
 // <data dir>/cache/native compiled by a pool of background workers. `auto` without a C
 // compiler stays on the interpreter and says so once; `native` without one fails.
@@ -107,8 +135,14 @@ Status ConfigureEngines(const ServeArgs& args) {
     wasm::native::CodeSourceOptions code;
     code.cache = std::filesystem::path(args.data_dir) / "cache" / "native";
     code.background = true;
+    // Without a compiler every module fails the same way: said once below, not per module.
+    auto no_compiler = std::make_shared<std::atomic<bool>>(false);
+    code.on_outcome = [no_compiler](const wasm::native::CodeOutcome& outcome) {
+      LogCodeOutcome(outcome, no_compiler->load());
+    };
     REEF_ASSIGN_OR_RETURN(options.native_code, wasm::native::CodeSource::Create(code));
     if (Status compiler = options.native_code->CompilerStatus(); !compiler.ok()) {
+      no_compiler->store(true);
       if (*choice == wasm::TierChoice::kNative) {
         return compiler.WithContext("--engine native needs a C compiler");
       }

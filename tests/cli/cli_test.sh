@@ -119,5 +119,28 @@ for sub in serve repl ps spawn send tick inspect logs write "wasm run" wasm; do
   expect "help-$sub" 0 "Usage: reef $sub" -- "$reef" $sub --help
 done
 
+# A Reef killed while its C compiler runs takes the compiler along (it runs in a process group
+# of its own, out of reach of the terminal's Ctrl-C): here a "compiler" that only sleeps.
+cat >"$work/slow-cc" <<SH
+#!/bin/sh
+echo \$\$ >"$work/cc.pid"
+exec sleep 60
+SH
+chmod +x "$work/slow-cc"
+REEF_CC="$work/slow-cc" "$reef" wasm run --engine native "$work/t.wat" div 7 2 >/dev/null 2>&1 &
+reef_pid=$!
+for _ in $(seq 100); do [[ -s $work/cc.pid ]] && break; sleep 0.1; done
+cc_pid=$(cat "$work/cc.pid" 2>/dev/null)
+kill -9 "$reef_pid"
+wait "$reef_pid" 2>/dev/null
+for _ in $(seq 50); do kill -0 "$cc_pid" 2>/dev/null || break; sleep 0.1; done
+if [[ -n $cc_pid ]] && ! kill -0 "$cc_pid" 2>/dev/null; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL compiler-dies-with-reef: compiler pid '${cc_pid}' outlived reef"
+  [[ -n $cc_pid ]] && kill "$cc_pid"
+fi
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -83,19 +83,8 @@ Result<std::shared_ptr<const NativeModule>> CodeSource::Get(
   std::future<Result<std::shared_ptr<const NativeModule>>> result = done->get_future();
   const Status submitted = service_->Submit(
       CompileRequest{module, options_.compile, MeterPass(), wasm::detail::kMeterVersion},
-      [this, id = module->id(), done](Result<CacheResult> compiled) {
-        Result<std::shared_ptr<const NativeModule>> out =
-            compiled.ok() ? Result<std::shared_ptr<const NativeModule>>(compiled->module)
-                          : Result<std::shared_ptr<const NativeModule>>(compiled.status());
-        {
-          std::lock_guard lock(mu_);
-          if (compiled.ok()) {
-            ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
-          }
-          // A shutdown is no verdict on the module: a later Get tries again.
-          if (compiled.ok() || !Transient(compiled.status())) Record(id, out);
-        }
-        done->set_value(std::move(out));
+      [this, module, done](Result<CacheResult> compiled) {
+        done->set_value(Finish(*module, std::move(compiled)));
       });
   if (!submitted.ok()) return submitted;
   return result.get();
@@ -114,17 +103,7 @@ void CodeSource::Request(const std::shared_ptr<const Module>& module) {
   }
   const Status submitted = service_->Submit(
       CompileRequest{module, options_.compile, MeterPass(), wasm::detail::kMeterVersion},
-      [this, id = module->id()](Result<CacheResult> compiled) {
-        std::lock_guard lock(mu_);
-        if (compiled.ok()) {
-          ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
-          Record(id, compiled->module);
-        } else if (!Transient(compiled.status())) {
-          Record(id, compiled.status());
-        } else {
-          pending_.erase(id);  // shut down: a later Request tries again
-        }
-      });
+      [this, module](Result<CacheResult> compiled) { (void)Finish(*module, std::move(compiled)); });
   if (!submitted.ok()) {
     std::lock_guard lock(mu_);
     pending_.erase(module->id());
@@ -133,20 +112,49 @@ void CodeSource::Request(const std::shared_ptr<const Module>& module) {
 
 Result<std::shared_ptr<const NativeModule>> CodeSource::Build(
     const std::shared_ptr<const Module>& module) {
-  Result<std::shared_ptr<const NativeModule>> out = Status::Internal("not built");
-  bool from_cache = false;
   if (cache_ != nullptr) {
-    Result<CacheResult> compiled =
-        cache_->GetOrCompile(module, options_.compile, MeterPass(), wasm::detail::kMeterVersion);
-    if (compiled.ok()) from_cache = compiled->outcome == CacheOutcome::kHit;
-    out = compiled.ok() ? Result<std::shared_ptr<const NativeModule>>(compiled->module)
-                        : Result<std::shared_ptr<const NativeModule>>(compiled.status());
-  } else {
-    out = NativeModule::Compile(module, options_.compile, MeterPass());
+    return Finish(*module, cache_->GetOrCompile(module, options_.compile, MeterPass(),
+                                                wasm::detail::kMeterVersion));
   }
-  std::lock_guard lock(mu_);
-  if (out.ok()) ++(from_cache ? stats_.from_cache : stats_.compiled);
-  Record(module->id(), out);
+  Result<std::shared_ptr<const NativeModule>> compiled =
+      NativeModule::Compile(module, options_.compile, MeterPass());
+  if (!compiled.ok()) return Finish(*module, compiled.status());
+  return Finish(*module, CacheResult{*compiled, CacheOutcome::kCompiled, {}, {}, Status::Ok()});
+}
+
+Result<std::shared_ptr<const NativeModule>> CodeSource::Finish(const Module& module,
+                                                               Result<CacheResult> compiled) {
+  std::optional<CodeOutcome> outcome;
+  Result<std::shared_ptr<const NativeModule>> out = Status::Internal("not finished");
+  if (compiled.ok()) {
+    out = compiled->module;
+    if (compiled->outcome != CacheOutcome::kHit) {
+      outcome = CodeOutcome{module.id(), CacheOutcomeName(compiled->outcome),
+                            compiled->module->compile_stats().cpu_seconds, module.bytes().size(),
+                            compiled->outcome == CacheOutcome::kRebuilt
+                                ? compiled->rebuild_reason
+                                : std::string(compiled->store_status.message())};
+    }
+  } else {
+    out = compiled.status();
+    if (!Transient(compiled.status())) {
+      outcome = CodeOutcome{module.id(), "failed", 0, module.bytes().size(),
+                            std::string(compiled.status().message())};
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (compiled.ok()) {
+      ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
+    }
+    // A shutdown is no verdict on the module: a later Get or Request tries again.
+    if (compiled.ok() || !Transient(compiled.status())) {
+      Record(module.id(), out);
+    } else {
+      pending_.erase(module.id());
+    }
+  }
+  if (outcome.has_value() && options_.on_outcome) options_.on_outcome(*outcome);
   return out;
 }
 

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -34,12 +35,27 @@ namespace reef::wasm::native {
 // follows the module's own tables.
 IrPass MeterPass();
 
+// What became of one module's native code: what `reef serve` logs (CodeSourceOptions::
+// on_outcome). Hits are not reported unless the entry had to be rebuilt.
+struct CodeOutcome {
+  std::string module_id;     // Module::id(), 64 hex characters
+  std::string_view outcome;  // "compiled", "rebuilt" (the cached entry was bad), "failed"
+  double cpu_seconds = 0;    // the C compiler's CPU time (compiled, rebuilt)
+  size_t wasm_bytes = 0;     // the module's size
+  std::string detail;        // rebuilt: what was wrong; failed: the error; else a cache
+                             // store failure, if any
+};
+
 struct CodeSourceOptions {
   CompileOptions compile;                      // how the C compiler runs
   std::optional<std::filesystem::path> cache;  // disk cache directory (<data dir>/cache/native)
   bool background = false;  // start a CompileService for Request (else Request compiles inline)
   CompileServiceOptions service;
   size_t max_loaded = 512;  // modules kept loaded in memory
+  // Told every compile, rebuild and failure (not a shutdown's cancellations), on the thread
+  // that finished it (a compile worker, or Get's caller without a service), without any lock
+  // of the CodeSource held. Must not block for long.
+  std::function<void(const CodeOutcome&)> on_outcome;
 };
 
 struct CodeSourceStats {
@@ -93,6 +109,10 @@ class CodeSource {
   explicit CodeSource(CodeSourceOptions options);
   // Loads or compiles `module` on this thread and records the outcome.
   Result<std::shared_ptr<const NativeModule>> Build(const std::shared_ptr<const Module>& module);
+  // Counts, records (unless Transient) and reports what became of `module`'s code; returns
+  // the code or the error. Takes mu_.
+  Result<std::shared_ptr<const NativeModule>> Finish(const Module& module,
+                                                     Result<CacheResult> compiled);
   // Records `result` for `id` (mu_ held).
   void Record(const std::string& id, const Result<std::shared_ptr<const NativeModule>>& result);
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -34,8 +35,13 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
 
 // In the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void ExecChild(int out_fd, const char* cwd, char* const* argv, char* const* envp,
-                            uint64_t address_space_bytes) {
+                            uint64_t address_space_bytes, rlim_t cpu_seconds, pid_t parent) {
   setpgid(0, 0);
+  // Its own process group keeps a terminal's Ctrl-C from the compiler, so a Reef that dies
+  // (Ctrl-C, kill -9) takes it along: the child is killed when the thread that forked it
+  // ends. If that happened before prctl, the parent is gone already.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
   const int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
@@ -45,6 +51,10 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   syscall(SYS_close_range, 3u, ~0u, 0u);
   const rlimit as{address_space_bytes, address_space_bytes};
   setrlimit(RLIMIT_AS, &as);
+  // Inherited by the compiler's own children (cc1, as, ld), which the death signal does not
+  // reach: an orphaned one still stops once it has used the wall-time cap in CPU.
+  const rlimit cpu{cpu_seconds, cpu_seconds};
+  setrlimit(RLIMIT_CPU, &cpu);
   if (chdir(cwd) == 0) execve(argv[0], argv, envp);
   // strerror is not async-signal-safe: report the errno number.
   char message[] = "exec failed: errno 000\n";
@@ -72,6 +82,9 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
     return Status::Internal(fmt::format("pipe: {}", std::strerror(errno)));
   }
   const auto start = std::chrono::steady_clock::now();
+  const pid_t parent = getpid();
+  const rlim_t cpu_seconds =
+      static_cast<rlim_t>(std::chrono::ceil<std::chrono::seconds>(limits.wall_time).count() + 1);
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -79,7 +92,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv,
     return Status::Internal(fmt::format("fork: {}", std::strerror(errno)));
   }
   if (pid == 0)
-    ExecChild(fds[1], c_cwd.c_str(), c_argv.data(), c_env.data(), limits.address_space_bytes);
+    ExecChild(fds[1], c_cwd.c_str(), c_argv.data(), c_env.data(), limits.address_space_bytes,
+              cpu_seconds, parent);
   close(fds[1]);
   setpgid(pid, pid);  // also in the child: whichever runs first, the group exists for kill
 

@@ -15,9 +15,12 @@
 namespace reef::wasm::native {
 
 struct ProcessLimits {
-  std::chrono::milliseconds wall_time{60'000};  // the child's process group is killed after
-  uint64_t address_space_bytes = 2ull << 30;    // RLIMIT_AS of the child (and its children)
-  size_t max_output_bytes = 64 * 1024;          // stdout+stderr kept; the rest is dropped
+  // The child's process group is killed after this; the child and its children also get
+  // RLIMIT_CPU of this plus 1 s (so one orphaned by Reef's death stops), and the child is
+  // killed (PR_SET_PDEATHSIG) when the thread that started it ends.
+  std::chrono::milliseconds wall_time{60'000};
+  uint64_t address_space_bytes = 2ull << 30;  // RLIMIT_AS of the child (and its children)
+  size_t max_output_bytes = 64 * 1024;        // stdout+stderr kept; the rest is dropped
   // When not null and it turns true, the child's process group is killed (checked at least
   // every 100 ms): a shutdown does not wait for a compile in progress.
   const std::atomic<bool>* cancel = nullptr;

@@ -3,7 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "unit/wasm/native_support.h"
 #include "wasm/native/code_source.h"
@@ -24,8 +30,10 @@ class NativeCodeSourceTest : public ::testing::Test {
     temp_ = std::make_unique<TempDir>(std::move(*temp));
   }
 
-  std::shared_ptr<CodeSource> Source(bool background) {
+  std::shared_ptr<CodeSource> Source(bool background,
+                                     std::function<void(const CodeOutcome&)> on_outcome = {}) {
     CodeSourceOptions options;
+    options.on_outcome = std::move(on_outcome);
     options.compile.optimization = 0;
     options.cache = temp_->path() / "cache" / "native";
     options.background = background;
@@ -98,6 +106,74 @@ TEST_F(NativeCodeSourceTest, AModuleThatDoesNotCompileFailsOnceAndStaysOnTheInte
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("no C compiler"), std::string::npos)
       << refused.status().ToString();
+}
+
+// What `reef serve` logs: each compile, rebuild and failure is told once, with the module's
+// id and size; a cache hit is not.
+TEST_F(NativeCodeSourceTest, CompilesRebuildsAndFailuresAreToldOnceEach) {
+  auto module = ParseWat(kTwiceWat);
+  std::mutex mu;
+  std::vector<CodeOutcome> told;
+  auto tell = [&](const CodeOutcome& outcome) {
+    std::lock_guard lock(mu);
+    told.push_back(outcome);
+  };
+  auto told_now = [&] {
+    std::lock_guard lock(mu);
+    return told;
+  };
+  {
+    auto source = Source(/*background=*/true, tell);
+    ASSERT_NE(source, nullptr);
+    ASSERT_TRUE(source->Get(module).ok());
+    ASSERT_TRUE(source->Get(module).ok());  // loaded: nothing to tell
+  }
+  std::vector<CodeOutcome> first = told_now();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].outcome, "compiled");
+  EXPECT_EQ(first[0].module_id, module->id());
+  EXPECT_EQ(first[0].wasm_bytes, module->bytes().size());
+  EXPECT_GT(first[0].cpu_seconds, 0);
+  EXPECT_EQ(first[0].detail, "");
+
+  // A restart that loads the cached library tells nothing.
+  ASSERT_TRUE(Source(/*background=*/false, tell)->Get(module).ok());
+  ASSERT_EQ(told_now().size(), 1u);
+
+  // A damaged library is rebuilt, and the reason is told.
+  std::filesystem::path library;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(temp_->path() / "cache" / "native")) {
+    if (entry.path().extension() == ".so") library = entry.path();
+  }
+  ASSERT_FALSE(library.empty());
+  std::string bytes;
+  {
+    std::ifstream in(library, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_FALSE(bytes.empty());
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(library, std::ios::binary | std::ios::trunc) << bytes;
+  ASSERT_TRUE(Source(/*background=*/false, tell)->Get(module).ok());
+  std::vector<CodeOutcome> second = told_now();
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_EQ(second[1].outcome, "rebuilt");
+  EXPECT_NE(second[1].detail.find("SHA-256 differs"), std::string::npos) << second[1].detail;
+
+  // A compile that fails is told once, with the error; asking again tells nothing new.
+  CodeSourceOptions failing;
+  failing.compile.compiler = "no-such-compiler-for-reef";
+  failing.on_outcome = tell;
+  auto no_compiler = CodeSource::Create(failing);
+  ASSERT_TRUE(no_compiler.ok());
+  EXPECT_FALSE((*no_compiler)->Get(module).ok());
+  EXPECT_FALSE((*no_compiler)->Get(module).ok());
+  std::vector<CodeOutcome> third = told_now();
+  ASSERT_EQ(third.size(), 3u);
+  EXPECT_EQ(third[2].outcome, "failed");
+  EXPECT_NE(third[2].detail.find("no-such-compiler-for-reef"), std::string::npos)
+      << third[2].detail;
 }
 
 }  // namespace
