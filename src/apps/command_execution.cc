@@ -192,7 +192,16 @@ Result<std::optional<CommandOutcome>> ModuleRuntime::Impl::RecoverOutcome(std::s
 // ---- Executions ---------------------------------------------------------------------------
 
 Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name, const Value& input,
-                                                        const ExecuteOptions& opts) {
+                                                        const ExecuteOptions& opts,
+                                                        bool* superseded) {
+  // Read before the version is resolved: a lifecycle change after this point supersedes the
+  // execution, whatever it resolved.
+  const uint64_t generation = CommandGeneration(name);
+  auto supersede = [&]() -> Status {
+    *superseded = true;
+    return Status::Unavailable(
+        fmt::format("commands/{}: its active version changed during the execution", name));
+  };
   REEF_ASSIGN_OR_RETURN(auto active, ActiveCommand(name));
   if (!active) {
     return Status::NotFound(fmt::format("no active command named '{}'", name));
@@ -292,6 +301,7 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
         return Status::InvalidArgument(
             fmt::format("commands/{}: the decision's error must be a string", name));
       }
+      if (CommandGeneration(name) != generation) return supersede();
       outcome.kind = CommandOutcome::Kind::kRejected;
       outcome.message = it->second.as_string();
       return outcome;
@@ -320,12 +330,18 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
       outcome.event_data.push_back(d == e.as_record().end() ? Value::Null() : d->second);
     }
     if (new_events->empty()) {
+      if (CommandGeneration(name) != generation) return supersede();
       outcome.position = events.Head();
       outcome.events.clear();
       return outcome;
     }
     std::vector<events::Event> to_append = *new_events;
+    // The version that decided must still be the active one when the append commits: Forget
+    // waits for this gate after bumping the generation.
+    std::shared_lock gate(append_gate);
+    if (CommandGeneration(name) != generation) return supersede();
     auto appended = events.Append(std::move(to_append), condition);
+    gate.unlock();
     if (appended.ok()) {
       outcome.position = *appended;
       outcome.events.clear();
@@ -376,7 +392,16 @@ Result<CommandOutcome> ModuleRuntime::Execute(std::string_view name, const Value
       return std::move(*recovered);
     }
   }
-  auto outcome = impl_->ExecuteOnce(command, input, options);
+  // An execution that a lifecycle change overtook runs again against what is active now (the
+  // next version, or none: not found); each change supersedes at most the executions that
+  // were in flight, so a few rounds are enough unless changes keep coming.
+  constexpr int kMaxSuperseded = 8;
+  Result<CommandOutcome> outcome = Status::Internal("not executed");
+  for (int round = 0; round < kMaxSuperseded; ++round) {
+    bool superseded = false;
+    outcome = impl_->ExecuteOnce(command, input, options, &superseded);
+    if (!superseded) break;
+  }
   if (!outcome.ok() && outcome.status().code() == Code::kDuplicateEventId && !key.empty()) {
     // Another process appended this key's events meanwhile (a shared store): its outcome.
     REEF_ASSIGN_OR_RETURN(auto recovered, impl_->RecoverOutcome(command, key));

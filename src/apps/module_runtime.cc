@@ -122,32 +122,52 @@ Status ModuleRuntime::Impl::EnvChanged(ModuleKind kind, const std::string& name)
 
 Result<std::optional<store::ActiveModule>> ModuleRuntime::Impl::ActiveCommand(
     std::string_view name) {
+  uint64_t generation;
   {
     std::lock_guard lock(mu);
     if (auto it = active_commands.find(name); it != active_commands.end()) return it->second;
+    generation = command_generations[std::string(name)];
   }
   REEF_ASSIGN_OR_RETURN(auto active, store->Active(ModuleKind::kCommand, name));
   std::lock_guard lock(mu);
-  active_commands[std::string(name)] = active;
+  // A change since the read may have made it stale: used once, never cached.
+  if (command_generations[std::string(name)] == generation) {
+    active_commands[std::string(name)] = active;
+  }
   return active;
 }
 
 void ModuleRuntime::Impl::Forget(ModuleKind kind, std::string_view name) {
   if (kind != ModuleKind::kCommand) return;
-  std::lock_guard lock(mu);
-  if (auto it = active_commands.find(name); it != active_commands.end()) active_commands.erase(it);
-  if (auto it = env_cache.find(name); it != env_cache.end()) env_cache.erase(it);
+  {
+    std::lock_guard lock(mu);
+    ++command_generations[std::string(name)];
+    if (auto it = active_commands.find(name); it != active_commands.end()) {
+      active_commands.erase(it);
+    }
+    if (auto it = env_cache.find(name); it != env_cache.end()) env_cache.erase(it);
+  }
+  // Appends that passed their generation check before the bump end before this returns.
+  std::unique_lock gate(append_gate);
 }
 
 Result<std::map<std::string, std::string>> ModuleRuntime::Impl::CommandEnv(std::string_view name) {
+  uint64_t generation;
   {
     std::lock_guard lock(mu);
     if (auto it = env_cache.find(name); it != env_cache.end()) return it->second;
+    generation = command_generations[std::string(name)];
   }
   REEF_ASSIGN_OR_RETURN(auto env, store->Env(ModuleKind::kCommand, name));
   std::lock_guard lock(mu);
-  env_cache[std::string(name)] = env;
+  if (command_generations[std::string(name)] == generation) env_cache[std::string(name)] = env;
   return env;
+}
+
+uint64_t ModuleRuntime::Impl::CommandGeneration(std::string_view name) {
+  std::lock_guard lock(mu);
+  auto it = command_generations.find(name);
+  return it == command_generations.end() ? 0 : it->second;
 }
 
 // ---- The lifecycle ------------------------------------------------------------------------

@@ -109,6 +109,9 @@ class ModuleRuntime {
                                      bool activate);
   // Makes `version` the active one; a running projector or effect is stopped first and the new
   // version resumes from its position. Errors: NotFound; those of loading the module.
+  // Commands: once it returns, no execution of the version it replaced appends; one in flight
+  // that had not appended (or had decided a rejection) runs again on the new version. The
+  // same holds for Deactivate, SetEnv, DeleteEnv and DeleteModule, against what they leave.
   Status Activate(store::ModuleKind kind, std::string_view name, std::string_view version);
   // Stops the module and clears its active version; its database and position are kept.
   Status Deactivate(store::ModuleKind kind, std::string_view name);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,6 +77,15 @@ struct ModuleRuntime::Impl {
   std::map<std::string, std::map<std::string, std::string>, std::less<>> env_cache;  // commands
   // Active command versions (nullopt: none), so an execution does not query reef.sqlite.
   std::map<std::string, std::optional<store::ActiveModule>, std::less<>> active_commands;
+  // Per command, bumped by every lifecycle change (Forget). A fact read from the store is
+  // cached only if no change came in between, and an execution whose version was resolved
+  // under an older generation neither appends nor answers: it starts again (ExecuteOnce).
+  std::map<std::string, uint64_t, std::less<>> command_generations;
+
+  // Held shared by an execution from its generation check to the end of its append, and
+  // exclusively (briefly) by Forget after bumping a generation: once a deactivate or an
+  // activation answers, no execution of the version it replaced can still append.
+  std::shared_mutex append_gate;
 
   Impl(events::EventStore& e, RuntimeOptions o) : events(e), options(std::move(o)) {}
 
@@ -106,12 +116,18 @@ struct ModuleRuntime::Impl {
   // REQUIRES: lifecycle_mu.
   Status EnvChanged(store::ModuleKind kind, const std::string& name);
 
+  // The command's active version (nullopt: none), from the cache or the store.
   Result<std::optional<store::ActiveModule>> ActiveCommand(std::string_view name);
 
-  // Drops cached facts about module (kind, name) after a lifecycle change.
+  // Drops cached facts about module (kind, name) after a lifecycle change; for a command, also
+  // bumps its generation and waits for appends in progress (append_gate).
+  // REQUIRES: lifecycle_mu, after the store holds the change.
   void Forget(store::ModuleKind kind, std::string_view name);
 
   Result<std::map<std::string, std::string>> CommandEnv(std::string_view name);
+
+  // The command's lifecycle generation (command_generations; 0 before any change).
+  uint64_t CommandGeneration(std::string_view name);
 
   // ---- Command idempotency records ----
 
@@ -136,8 +152,11 @@ struct ModuleRuntime::Impl {
   Result<std::optional<CommandOutcome>> RecoverOutcome(std::string_view command,
                                                        std::string_view key);
 
+  // One execution with its conflict retries. Sets `*superseded` (and returns an error) when a
+  // lifecycle change of the command came in after its version was resolved: the caller runs
+  // it again, against what is active now.
   Result<CommandOutcome> ExecuteOnce(const std::string& name, const Value& input,
-                                     const ExecuteOptions& options_in);
+                                     const ExecuteOptions& options_in, bool* superseded);
 };
 
 }  // namespace reef::apps

@@ -111,6 +111,43 @@ TEST_F(ModuleRuntimeTest, CommandsWithTheSameQueryTakeTurnsInsteadOfConflicting)
   EXPECT_EQ(events_->Head(), 160u);
 }
 
+TEST_F(ModuleRuntimeTest, NoExecutionOfADeactivatedCommandAppendsAfterTheDeactivateAnswers) {
+  // Executions race a deactivate: those in flight may finish first, but once Deactivate has
+  // answered the store gets no more of the command's events, and every later execution is
+  // told the command is not active (a cached version must not outlive the change).
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  constexpr int kThreads = 8;
+  std::atomic<bool> deactivated{false};
+  std::atomic<int> unexpected{0};
+  std::atomic<int> appended_after{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (std::chrono::steady_clock::now() < give_up) {
+        const bool started_after = deactivated.load();
+        auto outcome = runtime_->Execute("count", Input({{"tag", fmt::format("t{}", t)}}));
+        if (!outcome.ok() && outcome.status().code() == Code::kNotFound) return;
+        if (!outcome.ok()) {
+          ++unexpected;
+          ADD_FAILURE() << outcome.status().ToString();
+          return;
+        }
+        if (started_after) ++appended_after;
+      }
+      ++unexpected;  // never told the command is gone
+    });
+  }
+  while (events_->Head() < 40) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(runtime_->Deactivate(ModuleKind::kCommand, "count").ok());
+  const events::Position head = events_->Head();
+  deactivated = true;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(unexpected, 0);
+  EXPECT_EQ(appended_after, 0);
+  EXPECT_EQ(events_->Head(), head) << "events appended after the deactivate answered";
+}
+
 TEST_F(ModuleRuntimeTest, ConcurrentExecutionsWithOneIdempotencyKeyExecuteOnce) {
   // Given 20 keys, each sent twice at the same moment (the double deposit).
   Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
