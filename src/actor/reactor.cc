@@ -26,7 +26,8 @@ bool ActorCell::Reserve(uint32_t n) {
 
 void CallSlot::Complete(Result<Value> result) {
   if (done.exchange(true)) return;
-  promise.set_value(std::move(result));
+  Runtime::HostDone done_fn = std::move(on_done);
+  if (done_fn) done_fn(std::move(result), queued.load(std::memory_order_acquire));
 }
 
 std::string_view ReactorLivenessName(ReactorLiveness liveness) {
@@ -52,12 +53,42 @@ void Reactor::Post(Command command) {
   cv_.notify_one();
 }
 
-std::deque<Reactor::Command> Reactor::TakeCommands(bool idle, std::chrono::milliseconds timeout) {
+std::deque<Reactor::Command> Reactor::TakeCommands(bool idle,
+                                                   std::chrono::steady_clock::duration timeout) {
   std::unique_lock lock(mu_);
   if (idle && commands_.empty()) cv_.wait_for(lock, timeout);
   std::deque<Command> taken;
   taken.swap(commands_);
   return taken;
+}
+
+void Reactor::AddTimer(TimePoint at, std::weak_ptr<void> owner, Command fire) {
+  if (tls_reactor == this) {
+    timers.emplace(at, Timer{std::move(owner), std::move(fire)});
+    return;
+  }
+  Post([at, owner = std::move(owner), fire = std::move(fire)](Reactor& r) mutable {
+    r.timers.emplace(at, Timer{std::move(owner), std::move(fire)});
+  });
+}
+
+std::chrono::steady_clock::duration Reactor::FireDueTimers(
+    std::chrono::steady_clock::duration cap) {
+  auto now = std::chrono::steady_clock::now();
+  while (!timers.empty() && timers.begin()->first <= now) {
+    Timer timer = std::move(timers.begin()->second);
+    timers.erase(timers.begin());
+    if (!timer.owner.expired()) timer.fire(*this);
+  }
+  // Timers whose owner ended (a call answered long before its deadline) are dropped in one
+  // sweep whenever their number doubled, so waiting deadlines cost memory in proportion to
+  // the calls still open.
+  if (timers.size() > 2 * timers_after_sweep + 1024) {
+    std::erase_if(timers, [](const auto& entry) { return entry.second.owner.expired(); });
+    timers_after_sweep = timers.size();
+  }
+  if (timers.empty()) return cap;
+  return std::min<std::chrono::steady_clock::duration>(cap, timers.begin()->first - now);
 }
 
 Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn) {
@@ -137,9 +168,11 @@ namespace {
 // One turn of a free-running reactor: commands first, then one turn per runnable actor.
 void Turn(Runtime::State& state, Reactor& reactor) {
   bool idle = reactor.run_queue.empty();
-  for (auto& command : reactor.TakeCommands(idle, std::chrono::milliseconds(20))) {
+  auto next_timer = reactor.FireDueTimers(std::chrono::milliseconds(20));
+  for (auto& command : reactor.TakeCommands(idle, next_timer)) {
     command(reactor);
   }
+  reactor.FireDueTimers(std::chrono::milliseconds(20));
   size_t n = reactor.run_queue.size();
   for (size_t i = 0; i < n && !state.shutting_down.load(); ++i) {
     ActorRef ref = reactor.run_queue.front();
@@ -180,6 +213,7 @@ void Runtime::State::StopThreads() {
     reactor->Post([](Reactor&) {});  // wake it
     if (reactor->thread.joinable()) reactor->thread.join();
   }
+  FailPendingHostCalls();
 }
 
 }  // namespace reef::actor

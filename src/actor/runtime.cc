@@ -366,46 +366,141 @@ Result<Value> Runtime::Call(const ActorRef& target, Value message,
       if (reactor) reactor->waiting_for.store(-1);
     }
   } clear_wait{here};
-  REEF_ASSIGN_OR_RETURN(ActorRef reply_to, ActorRef::Generate());
-  // Checked once up front, so LimitExceeded in the loop below can only mean a full mailbox.
-  REEF_RETURN_IF_ERROR(CheckLimits(message, s.options.value_limits).WithContext("message"));
-  auto slot = std::make_shared<CallSlot>();
-  slot->reply = reply_policy;
-  std::future<Result<Value>> reply = slot->promise.get_future();
-  {
-    std::lock_guard lock(s.calls_mu);
-    s.calls.emplace(reply_to, slot);
-  }
-  auto forget = [&] { s.RetireCall(reply_to); };
-  // Wait for mailbox capacity (as Send does), then for the reply, within one deadline.
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    SendOutcome sent = SendAs(s, target, std::move(message), reply_to);
-    if (sent.status.ok()) {
-      if (queued != nullptr) *queued = true;
-      break;
-    }
-    if (sent.status.code() != Code::kLimitExceeded || !sent.returned) {
-      forget();
-      return sent.status;
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      forget();
-      return Status::Unavailable(
-          fmt::format("mailbox of @{} stayed full for {} ms", target.str(), timeout.count()));
-    }
-    message = std::move(*sent.returned);
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(2'000));
-  }
-  bool ready = reply.wait_until(deadline) == std::future_status::ready;
-  forget();
-  if (!ready) {
+  auto answer = std::make_shared<std::promise<std::pair<Result<Value>, bool>>>();
+  auto future = answer->get_future();
+  CallAsync(target, std::move(message), timeout, reply_policy,
+            [answer](Result<Value> reply, bool was_queued) {
+              answer->set_value({std::move(reply), was_queued});
+            });
+  // CallAsync answers by its deadline (a timer on the target's reactor) or at shutdown; the
+  // extra wait only guards against a reactor that stopped turning.
+  if (future.wait_for(timeout + s.options.call_timeout) != std::future_status::ready) {
     return Status::Unavailable(
         fmt::format("no reply from @{} within {} ms", target.str(), timeout.count()));
   }
-  return reply.get();
+  auto [reply, was_queued] = future.get();
+  if (queued != nullptr) *queued = was_queued;
+  return std::move(reply);
+}
+
+void Runtime::SendAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
+                        HostDone done) {
+  State& s = *state_;
+  if (s.options.mode == SchedulingMode::kManual) {
+    // Nothing makes room while this waits (Send): one attempt.
+    Status sent = TrySend(target, std::move(message)).status;
+    if (sent.ok()) return done(Value::Null(), true);
+    return done(sent, false);
+  }
+  auto slot = std::make_shared<CallSlot>();
+  slot->wants_reply = false;
+  slot->on_done = std::move(done);
+  s.StartHostSend(std::move(slot), target, std::move(message), timeout);
+}
+
+void Runtime::CallAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
+                        ReplyPolicy reply, HostDone done) {
+  State& s = *state_;
+  if (s.options.mode == SchedulingMode::kManual) {
+    return done(Status::FailedPrecondition(
+                    "Call waits for the handler, which needs free-running mode; in manual mode "
+                    "use TrySend and Tick"),
+                false);
+  }
+  auto slot = std::make_shared<CallSlot>();
+  slot->reply = reply;
+  slot->on_done = std::move(done);
+  s.StartHostSend(std::move(slot), target, std::move(message), timeout);
+}
+
+namespace {
+
+// The reactor that keeps the timers of a host send to `target`: the target's owner, so the
+// retries and the deadline run where the reply comes from.
+Reactor& TimerHome(Runtime::State& s, const ActorRef& target) {
+  auto cell = s.FindCell(target);
+  return *s.reactors[cell ? cell->reactor.load(std::memory_order_acquire) : 0];
+}
+
+}  // namespace
+
+void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& target,
+                                   Value message, std::chrono::milliseconds timeout) {
+  // Checked once up front, so LimitExceeded from a send attempt can only mean a full mailbox.
+  Status limits = CheckLimits(message, options.value_limits).WithContext("message");
+  if (!limits.ok()) return slot->Complete(limits);
+  auto address = ActorRef::Generate();
+  if (!address.ok()) return slot->Complete(address.status());
+  // Whoever completes the slot (the reply, a timer, a kill, shutdown) ends its registration.
+  slot->on_done = [this, address = *address, done = std::move(slot->on_done)](Result<Value> reply,
+                                                                              bool queued) {
+    RetireCall(address);
+    done(std::move(reply), queued);
+  };
+  {
+    std::unique_lock lock(calls_mu);
+    // Read under calls_mu: FailPendingHostCalls takes the lock after setting the flag, so a
+    // slot is either failed by it or never registered.
+    if (shutting_down.load(std::memory_order_acquire)) {
+      lock.unlock();
+      return slot->Complete(Status::Unavailable("the actor runtime is shutting down"));
+    }
+    calls.emplace(*address, slot);
+  }
+  TryHostSend(std::move(slot), *address, target, std::make_shared<Value>(std::move(message)),
+              std::chrono::steady_clock::now() + timeout, timeout, std::chrono::microseconds(20));
+}
+
+void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address,
+                                 const ActorRef& target, std::shared_ptr<Value> message,
+                                 Reactor::TimePoint deadline, std::chrono::milliseconds timeout,
+                                 std::chrono::microseconds pause) {
+  if (slot->done.load(std::memory_order_acquire)) return;
+  std::optional<ActorRef> sender;
+  if (slot->wants_reply) sender = address;
+  // Set first: the reply can complete the slot on the target's reactor before SendAs returns.
+  slot->queued.store(true, std::memory_order_release);
+  SendOutcome sent = SendAs(*this, target, std::move(*message), sender);
+  if (!sent.status.ok()) slot->queued.store(false, std::memory_order_release);
+  if (sent.status.ok()) {
+    if (!slot->wants_reply) return slot->Complete(Value::Null());
+    // The deadline holds the slot weakly: an answered call's timer is moot and is swept.
+    std::weak_ptr<CallSlot> weak = slot;
+    TimerHome(*this, target).AddTimer(deadline, slot, [weak, target, timeout](Reactor&) {
+      if (auto pending = weak.lock()) {
+        pending->Complete(Status::Unavailable(
+            fmt::format("no reply from @{} within {} ms", target.str(), timeout.count())));
+      }
+    });
+    return;
+  }
+  if (sent.status.code() != Code::kLimitExceeded || !sent.returned) {
+    return slot->Complete(sent.status);
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (now >= deadline) {
+    return slot->Complete(Status::Unavailable(
+        fmt::format("mailbox of @{} stayed full for {} ms", target.str(), timeout.count())));
+  }
+  // Capacity frees as the owner's reactor acknowledges input: try again a little later.
+  *message = std::move(*sent.returned);
+  auto next_pause = std::min(pause * 2, std::chrono::microseconds(2'000));
+  TimerHome(*this, target)
+      .AddTimer(std::min<Reactor::TimePoint>(now + pause, deadline), slot,
+                [this, slot, address, target, message, deadline, timeout, next_pause](Reactor&) {
+                  TryHostSend(slot, address, target, message, deadline, timeout, next_pause);
+                });
+}
+
+void Runtime::State::FailPendingHostCalls() {
+  std::vector<std::shared_ptr<CallSlot>> pending;
+  {
+    std::lock_guard lock(calls_mu);
+    for (const auto& [address, slot] : calls) pending.push_back(slot);
+  }
+  for (auto& slot : pending) {
+    slot->Complete(Status::Unavailable("the actor runtime is shutting down"));
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -162,6 +162,27 @@ class Runtime {
   Result<Value> Call(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
                      ReplyPolicy reply = ReplyPolicy::kRequired, bool* queued = nullptr);
 
+  // ---- host-side sends that never block the caller (free-running) ------------------------
+
+  // What an asynchronous send or call ended with: the reply (CallAsync; null for SendAsync)
+  // or an error as the blocking twin returns it, and whether the message got into the
+  // mailbox (so Unavailable with `queued` means "no reply in time", without it "no room").
+  using HostDone = std::function<void(Result<Value> reply, bool queued)>;
+  // Send without blocking: `done` runs exactly once, when the message is queued or when it
+  // cannot be (errors as Send: a mailbox that stays full for `timeout` is Unavailable). While
+  // the mailbox is full the send is retried on a reactor timer with backoff (20 us .. 2 ms).
+  // `done` runs on any thread (the caller's for an immediate answer, a reactor's otherwise,
+  // the destroying thread's at shutdown with Unavailable) and must not block. Manual mode:
+  // one TrySend, answered at once.
+  void SendAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
+                 HostDone done);
+  // Call without blocking: as Call, with the reply (or error) given to `done`, exactly once,
+  // within `timeout` (a reactor timer ends the wait) or at shutdown (Unavailable). A reply
+  // that comes later is dropped. `done` as for SendAsync. Errors: those of Call;
+  // FailedPrecondition in manual mode.
+  void CallAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
+                 ReplyPolicy reply, HostDone done);
+
   // ---- scheduling -----------------------------------------------------------------------
 
   // Manual mode only: `count` ticks; each gives every runnable actor one slice of `budget`
@@ -171,7 +192,7 @@ class Runtime {
 
   // ---- lifecycle (host-only system messages; spec 001) ----------------------------------
 
-  Status Stop(const ActorRef& ref);     // finish the handler, run on_shutdown, no draining
+  Status Stop(const ActorRef& ref);  // finish the handler, run on_shutdown, no draining
   // Drops the invocation now; keeps state and input (FailurePolicy::kReset: resets instead,
   // and FailedPrecondition when no invocation runs, so a late kill never wipes state).
   Status Kill(const ActorRef& ref);

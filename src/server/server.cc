@@ -95,6 +95,33 @@ bool Authorized(const ServerCore& core, const HttpMessage& request) {
   return diff == 0;
 }
 
+void ServerCore::Owe(std::shared_ptr<OwedReply> reply) {
+  std::lock_guard lock(owed_mu);
+  uint64_t id = reply->id;
+  owed.emplace(id, std::move(reply));
+}
+
+void ServerCore::ForgetOwed(uint64_t id) {
+  std::lock_guard lock(owed_mu);
+  owed.erase(id);
+}
+
+void ServerCore::AbandonOwedReplies() {
+  std::unordered_map<uint64_t, std::shared_ptr<OwedReply>> taken;
+  {
+    std::lock_guard lock(owed_mu);
+    taken.swap(owed);
+  }
+  for (auto& [id, reply] : taken) {
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(reply->mu);
+      session = std::move(reply->session);
+    }
+    // `session` goes here, outside the lock: its destructor reports to this core.
+  }
+}
+
 HttpReply JsonReply(const HttpMessage& request, http::status status, const nlohmann::json& body) {
   HttpReply reply(status, request.version());
   reply.set(http::field::server, "reef");
@@ -344,6 +371,8 @@ class Server::Impl {
       core_->abandon_requested.store(true, std::memory_order_release);
       for (auto& session : live) session->Abort();
       live.clear();
+      // A session waiting for an asynchronous route's answer is held by it: let it go.
+      core_->AbandonOwedReplies();
       // Aborted sockets complete their pending operations at once, so the sessions normally
       // go within milliseconds; the wait lets them report their disconnects before the
       // io_context stops. A session still held past it (by a route handler still running) is
@@ -359,6 +388,9 @@ class Server::Impl {
     // destroyed with it. Tasks that start now are refusals or, past the deadline, dropped
     // (ServerCore::abandoning); a handler still running is waited for.
     core_->handlers.join();
+    // Asynchronous routes still working (a guest that has not answered) answer no one now;
+    // this also takes replies owed by handlers that ran after the abort above.
+    core_->AbandonOwedReplies();
     // Requests still waiting for room for their bodies are dropped with their connections,
     // while the io_context their sockets belong to is alive.
     core_->bodies.TakeWaiters().clear();

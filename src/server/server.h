@@ -72,6 +72,21 @@ using HttpResponseHandler = std::function<Result<HttpResponse>(const HttpRequest
 bool MatchRoutePath(std::string_view pattern, std::string_view path,
                     std::map<std::string, std::string, std::less<>>* params);
 
+// Answers one request of an asynchronous route (HttpRoute::async_handler) later, from any
+// thread, without blocking: a response as given, a Status in the error shape of every route
+// (HttpResponse::Error, with CodeHttpStatus). The first Send wins; later ones are ignored.
+// The last copy of a responder that never sent answers 500 `internal`, so a request is
+// never left unanswered. Sends after the server stopped are dropped (the connection is gone).
+class HttpResponder {
+ public:
+  virtual ~HttpResponder() = default;
+  virtual void Send(Result<HttpResponse> response) = 0;
+};
+// Starts handling a request and returns at once; the answer goes through `responder`. Runs on
+// a handler thread; `request` is valid only during the call (copy what is needed later).
+using HttpAsyncHandler =
+    std::function<void(const HttpRequest& request, std::shared_ptr<HttpResponder> responder)>;
+
 // Answers an HTTP request: a value is sent as 200 with a JSON body; a Status as its
 // CodeHttpStatus with {"error":{"code":"<CodeName>","message":"..."}}. Runs on a handler
 // thread.
@@ -89,6 +104,10 @@ struct HttpRoute {
   uint64_t max_body_bytes = 0;
   // When set, used instead of `handler`: the route chooses status, content type and headers.
   HttpResponseHandler response_handler;
+  // When set, used instead of both: for routes that wait (for a guest, a deadline), so the
+  // wait holds no handler thread. Requests of the connection still go in arrival order: the
+  // next one is read after this one is answered.
+  HttpAsyncHandler async_handler;
 };
 
 struct ServerOptions {

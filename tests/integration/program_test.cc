@@ -750,6 +750,48 @@ TEST_F(ProgramTest, WaitWithoutAReplyInTimeIs504AndTheInvocationStillRuns) {
   EXPECT_EQ(Get(ResultOf(next), "served", 0), 2) << "the timed-out message did not run";
 }
 
+TEST_F(ProgramTest, HealthAndControlRoutesAnswerWhileManyInvocationsWaitOnABusyUnit) {
+  // Issue 15: invocations that wait hold no server thread. `reef serve` has 32 handler
+  // threads; before, 34 waiting invokes kept /health from answering until they timed out.
+  constexpr int kWaiting = 64;
+  ASSERT_TRUE(Deploy(kProgramV1Dir, {{"worker", {{"instance_limit", 1}, {"inbox_capacity", 128}}}})
+                  .is_object());
+  // Given: the one instance spins, and 64 clients wait (10 s) on messages queued behind it.
+  HttpResult spin = Invoke(port_, "worker", {{"op", "spin"}}, "mode=enqueue");
+  ASSERT_EQ(spin.status, 202u) << spin.text;
+  const int64_t instance = Get(spin.body, "instance", int64_t{0});
+  std::vector<HttpResult> waited(kWaiting);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kWaiting; ++i) {
+    clients.emplace_back([&, i] {
+      waited[i] = Invoke(port_, "worker", {{"n", i}}, "timeout_ms=10000", milliseconds(20000));
+    });
+  }
+  ASSERT_TRUE(Eventually(
+      [&] { return Get(InstanceNumbered("worker", instance), "queued", int64_t{0}) >= kWaiting; },
+      milliseconds(8000)))
+      << "the waiting invocations were not all queued";
+
+  // When/Then: /health, /metrics and the unit listing answer while all of them wait (well
+  // within the callers' 10 s: before, they answered only after the invocations timed out).
+  for (const char* target : {"/health", "/metrics", "/units", "/units/worker/instances"}) {
+    const Clock::time_point start = Clock::now();
+    HttpResult r = HttpCall(port_, http::verb::get, target, "", "", milliseconds(3000));
+    EXPECT_EQ(r.status, 200u) << target << ": " << r.text;
+    EXPECT_LT(Clock::now() - start, milliseconds(3000)) << target;
+  }
+  // And every waiting client gets its answer once the spin is killed: none was dropped.
+  EXPECT_EQ(Kill("worker", instance).status, 200u);
+  for (auto& client : clients) client.join();
+  std::set<int64_t> served;
+  for (int i = 0; i < kWaiting; ++i) {
+    EXPECT_EQ(waited[i].status, 200u) << "client " << i << ": " << waited[i].text;
+    EXPECT_EQ(Get(ResultOf(waited[i]), "echo", json(nullptr)), json({{"n", i}}));
+    served.insert(Get(ResultOf(waited[i]), "served", int64_t{0}));
+  }
+  EXPECT_EQ(served.size(), static_cast<size_t>(kWaiting)) << "each message ran once";
+}
+
 // ---- Deploys ------------------------------------------------------------------------------------
 
 TEST_F(ProgramTest, RedeployReportsAddedChangedRemovedAndUnchangedUnits) {

@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,13 +57,16 @@ struct ActorCell {
   std::atomic<uint32_t> incarnation{1};  // mirrors Actor::incarnation for Runtime::Mailbox
 };
 
-// A host call waiting for its reply (Runtime::Call). Its reply address is a fresh ref that
-// is never an actor.
+// A host send or call in progress (Runtime::SendAsync, CallAsync, Call). Registered in
+// State::calls under its address until it completes; for a call the address is the reply
+// address the handler sees as its sender (a fresh ref that is never an actor).
 struct CallSlot {
-  std::promise<Result<Value>> promise;
-  std::atomic<bool> done{false};
   ReplyPolicy reply = ReplyPolicy::kRequired;
-  // Completes once; later completions are ignored.
+  bool wants_reply = true;          // false: completes (null) once queued (SendAsync)
+  std::atomic<bool> queued{false};  // the message got into the mailbox
+  std::atomic<bool> done{false};
+  Runtime::HostDone on_done;  // moved out by the one Complete that runs it
+  // Completes once, on the calling thread; later completions are ignored.
   void Complete(Result<Value> result);
 };
 
@@ -130,7 +132,21 @@ class Reactor {
   using Command = std::function<void(Reactor&)>;
   void Post(Command command);
   // Takes every pending command; waits up to `timeout` when none is pending and `idle`.
-  std::deque<Command> TakeCommands(bool idle, std::chrono::milliseconds timeout);
+  std::deque<Command> TakeCommands(bool idle, std::chrono::steady_clock::duration timeout);
+
+  // ---- timers (free-running), owned by the reactor thread ----
+  using TimePoint = std::chrono::steady_clock::time_point;
+  struct Timer {
+    std::weak_ptr<void> owner;  // expired: the timer is moot and is dropped unrun
+    Command fire;
+  };
+  // Runs `fire` on this reactor's thread at `at` or soon after, unless `owner` is gone by
+  // then. Any thread. Timers that never fire (the reactor stopped) are destroyed unrun.
+  void AddTimer(TimePoint at, std::weak_ptr<void> owner, Command fire);
+  // Runs the timers that are due; returns how long until the next one (at most `cap`).
+  std::chrono::steady_clock::duration FireDueTimers(std::chrono::steady_clock::duration cap);
+  std::multimap<TimePoint, Timer> timers;
+  size_t timers_after_sweep = 0;  // timers left by the last sweep of moot ones
 
   std::thread thread;
 
@@ -171,6 +187,18 @@ struct Runtime::State {
   bool IsReplyAddress(const ActorRef& ref);
   // Ends a call's registration; its address stays a reply address for a while.
   void RetireCall(const ActorRef& ref);
+  // Registers `slot` under a fresh address and starts sending (SendAsync, CallAsync): one
+  // attempt now, retries on reactor timers while the mailbox is full, and for a call a
+  // deadline timer. Completes the slot at once on errors and when shutting down.
+  void StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& target, Value message,
+                     std::chrono::milliseconds timeout);
+  // One send attempt of StartHostSend, then the next step (a retry timer, a deadline timer or
+  // completion).
+  void TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address, const ActorRef& target,
+                   std::shared_ptr<Value> message, Reactor::TimePoint deadline,
+                   std::chrono::milliseconds timeout, std::chrono::microseconds pause);
+  // Completes every registered host send or call with Unavailable (StopThreads).
+  void FailPendingHostCalls();
   // Runs `fn` on the reactor owning `ref` and returns its result, waiting up to
   // options.call_timeout. Errors: NotFound, Unavailable (timeout or shutdown).
   Status OnActor(const ActorRef& ref, const std::function<Status(Reactor&, Actor&)>& fn);

@@ -95,28 +95,8 @@ Result<HttpResponse> Deploy(ProgramRuntime& runtime, const HttpRequest& r) {
                                     {"removed", report.removed}}}});
 }
 
-Result<HttpResponse> Invoke(ProgramRuntime& runtime, const HttpRequest& r) {
-  program::InvokeRequest request;
-  request.unit = r.PathParam("unit");
-  if (auto mode = r.QueryParam("mode")) {
-    REEF_ASSIGN_OR_RETURN(request.mode, program::ParseInvokeMode(*mode));
-  }
-  if (r.QueryParam("instance")) {
-    REEF_ASSIGN_OR_RETURN(uint64_t instance, NumberParam(r, "instance", 0, 1, UINT32_MAX));
-    request.instance = static_cast<uint32_t>(instance);
-  }
-  REEF_ASSIGN_OR_RETURN(uint64_t timeout,
-                        NumberParam(r, "timeout_ms", 10'000, 0,
-                                    static_cast<uint64_t>(runtime.options().max_timeout.count())));
-  request.timeout = std::chrono::milliseconds(timeout);
-  if (r.body.empty()) {
-    return Status::InvalidArgument("the body must be the message as JSON (e.g. {\"op\": \"add\"})");
-  }
-  auto message = ValueFromJson(std::string_view(r.body), runtime.runtime().options().value_limits);
-  if (!message.ok()) return message.status().WithContext("the message");
-  request.message = std::move(*message);
-  program::InvokeMode mode = request.mode;
-  program::InvokeOutcome outcome = runtime.Invoke(std::move(request));
+// The answer to POST /units/{unit}/invoke for `outcome` (docs/http-api.md).
+HttpResponse InvokeResponse(program::InvokeMode mode, const program::InvokeOutcome& outcome) {
   auto error = [&](unsigned status, std::string_view code) {
     HttpResponse response = HttpResponse::Error(status, code, outcome.message);
     if (status == 429 || status == 503)
@@ -148,6 +128,43 @@ Result<HttpResponse> Invoke(ProgramRuntime& runtime, const HttpRequest& r) {
   }
   return HttpResponse::Json(
       202, {{"queued", true}, {"instance", outcome.instance}, {"generation", outcome.generation}});
+}
+
+// Starts the invocation of `r` and answers through `responder` when it ends: a waiting
+// invocation holds no handler thread.
+void Invoke(ProgramRuntime& runtime, const HttpRequest& r,
+            std::shared_ptr<server::HttpResponder> responder) {
+  auto parsed = [&]() -> Result<program::InvokeRequest> {
+    program::InvokeRequest request;
+    request.unit = r.PathParam("unit");
+    if (auto mode = r.QueryParam("mode")) {
+      REEF_ASSIGN_OR_RETURN(request.mode, program::ParseInvokeMode(*mode));
+    }
+    if (r.QueryParam("instance")) {
+      REEF_ASSIGN_OR_RETURN(uint64_t instance, NumberParam(r, "instance", 0, 1, UINT32_MAX));
+      request.instance = static_cast<uint32_t>(instance);
+    }
+    REEF_ASSIGN_OR_RETURN(
+        uint64_t timeout,
+        NumberParam(r, "timeout_ms", 10'000, 0,
+                    static_cast<uint64_t>(runtime.options().max_timeout.count())));
+    request.timeout = std::chrono::milliseconds(timeout);
+    if (r.body.empty()) {
+      return Status::InvalidArgument(
+          "the body must be the message as JSON (e.g. {\"op\": \"add\"})");
+    }
+    auto message =
+        ValueFromJson(std::string_view(r.body), runtime.runtime().options().value_limits);
+    if (!message.ok()) return message.status().WithContext("the message");
+    request.message = std::move(*message);
+    return request;
+  }();
+  if (!parsed.ok()) return responder->Send(parsed.status());
+  program::InvokeMode mode = parsed->mode;
+  runtime.InvokeAsync(std::move(*parsed),
+                      [mode, responder = std::move(responder)](program::InvokeOutcome outcome) {
+                        responder->Send(InvokeResponse(mode, outcome));
+                      });
 }
 
 }  // namespace
@@ -203,7 +220,10 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
   invoke.method = "POST";
   invoke.path = "/units/{unit}/invoke";
   invoke.summary = "invoke a unit (body: the message); ?mode=wait|enqueue|try&instance=N";
-  invoke.response_handler = [rt](const HttpRequest& r) { return Invoke(*rt, r); };
+  invoke.async_handler = [rt](const HttpRequest& r,
+                              std::shared_ptr<server::HttpResponder> responder) {
+    Invoke(*rt, r, std::move(responder));
+  };
   routes.push_back(std::move(invoke));
 
   routes.push_back(

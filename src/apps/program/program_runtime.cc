@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -23,13 +24,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
+// How an instance is being used. Atomic, and shared with the invocations in flight, because
+// an invocation ends on a reactor thread, which must not wait for UnitState::mu: that lock is
+// held across reactor round trips (Spawn, Remove).
+struct InstanceUse {
+  std::atomic<uint32_t> pending{0};  // invocations handed to it and not ended (blocks eviction)
+  std::atomic<Clock::rep> last_used{Clock::now().time_since_epoch().count()};
+  std::atomic<uint64_t> invocations{0};  // accepted into its inbox
+
+  void Touch() { last_used.store(Clock::now().time_since_epoch().count()); }
+  Clock::time_point LastUsed() const {
+    return Clock::time_point(Clock::duration(last_used.load()));
+  }
+};
+
 struct Instance {
   Instance(uint32_t instance_id, ActorRef ref) : id(instance_id), actor(ref) {}
   uint32_t id = 0;
   ActorRef actor;
-  uint32_t pending = 0;  // invocations being handed to it right now (blocks eviction)
-  Clock::time_point last_used = Clock::now();
-  uint64_t invocations = 0;
+  std::shared_ptr<InstanceUse> use = std::make_shared<InstanceUse>();
 };
 
 // One unit's code and its instances. A redeploy that changes the unit's code retires this
@@ -197,7 +210,7 @@ Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
     size_t index = (unit.cursor + k) % n;
     Instance* candidate = ring[index];
     auto usage = runtime->Mailbox(candidate->actor);
-    uint64_t load = (usage.ok() ? usage->used : 0) + candidate->pending;
+    uint64_t load = (usage.ok() ? usage->used : 0) + candidate->use->pending.load();
     if (load == 0) {
       unit.cursor = static_cast<uint32_t>(index + 1);
       return candidate;
@@ -213,12 +226,20 @@ Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
 }
 
 InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
+  std::promise<InvokeOutcome> answer;
+  std::future<InvokeOutcome> outcome = answer.get_future();
+  InvokeAsync(std::move(request),
+              [&answer](InvokeOutcome done) { answer.set_value(std::move(done)); });
+  return outcome.get();  // InvokeAsync answers within the timeout, or at shutdown
+}
+
+void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
   State& s = *state_;
   InvokeOutcome outcome;
   auto fail = [&](InvokeFailure failure, std::string message) {
     outcome.failure = failure;
     outcome.message = std::move(message);
-    return outcome;
+    done(std::move(outcome));
   };
   if (request.timeout.count() < 0 || request.timeout > s.options.max_timeout) {
     return fail(InvokeFailure::kInvalid,
@@ -230,8 +251,10 @@ InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
   }
   // A deploy may retire the unit between the two lookups below: then route again, on the
   // program that replaced it.
-  for (int attempt = 0;; ++attempt) {
-    std::shared_ptr<UnitState> unit;
+  std::shared_ptr<UnitState> unit;
+  std::optional<ActorRef> picked_ref;
+  std::shared_ptr<InstanceUse> use;
+  for (int attempt = 0; !picked_ref; ++attempt) {
     {
       std::lock_guard lock(s.mu);
       if (!s.current) return fail(InvokeFailure::kNotFound, "no program is deployed");
@@ -244,73 +267,68 @@ InvokeOutcome ProgramRuntime::Invoke(InvokeRequest request) {
       unit = it->second;
       outcome.generation = s.current->generation;
     }
-    std::optional<ActorRef> picked_ref;
-    {
-      std::lock_guard lock(unit->mu);
-      if (unit->retired && attempt < 100) continue;
-      auto picked = s.Pick(*unit, request.instance, &outcome);
-      if (!picked.ok()) {
-        return fail(outcome.failure == InvokeFailure::kNotFound ? InvokeFailure::kNotFound
-                                                                : InvokeFailure::kUnavailable,
-                    picked.status().message());
-      }
-      Instance& instance = **picked;
-      ++instance.pending;
-      instance.last_used = Clock::now();
-      outcome.instance = instance.id;
-      picked_ref = instance.actor;
+    std::lock_guard lock(unit->mu);
+    if (unit->retired && attempt < 100) continue;
+    auto picked = s.Pick(*unit, request.instance, &outcome);
+    if (!picked.ok()) {
+      return fail(outcome.failure == InvokeFailure::kNotFound ? InvokeFailure::kNotFound
+                                                              : InvokeFailure::kUnavailable,
+                  picked.status().message());
     }
-    const ActorRef target = *picked_ref;
-    Status sent = Status::Ok();
-    bool queued = false;  // the message got into the instance's inbox
-    switch (request.mode) {
-      case InvokeMode::kTry:
-        sent = s.runtime->TrySend(target, std::move(request.message)).status;
-        queued = sent.ok();
-        break;
-      case InvokeMode::kEnqueue:
-        sent = s.runtime->Send(target, std::move(request.message), request.timeout).status;
-        queued = sent.ok();
-        break;
-      case InvokeMode::kWait: {
-        auto result = s.runtime->Call(target, std::move(request.message), request.timeout,
-                                      actor::ReplyPolicy::kOptional, &queued);
-        if (result.ok()) {
-          outcome.result = std::move(*result);
-        } else {
-          sent = result.status();
-        }
-        break;
-      }
-    }
-    {
-      std::lock_guard lock(unit->mu);
-      auto it = unit->instances.find(outcome.instance);
-      if (it != unit->instances.end() && it->second.actor == target) {
-        --it->second.pending;
-        it->second.last_used = Clock::now();
-        if (queued) ++it->second.invocations;
-      }
-    }
+    Instance& instance = **picked;
+    instance.use->pending.fetch_add(1);
+    instance.use->Touch();
+    outcome.instance = instance.id;
+    picked_ref = instance.actor;
+    use = instance.use;
+  }
+  const ActorRef target = *picked_ref;
+  // Runs once, on whichever thread the hand-over ends on (this one, a reactor, or the
+  // runtime's at shutdown): books the invocation and answers.
+  auto finish = [unit, use, outcome = std::move(outcome), unit_name = request.unit,
+                 done = std::move(done)](Result<Value> reply, bool queued) mutable {
+    use->Touch();
+    if (queued) use->invocations.fetch_add(1);
+    use->pending.fetch_sub(1);
     (queued ? unit->invocations : unit->rejected).fetch_add(1);
-    if (sent.ok()) return outcome;
+    if (reply.ok()) {
+      outcome.result = std::move(*reply);
+      return done(std::move(outcome));
+    }
+    const Status& sent = reply.status();
+    std::string where = fmt::format("unit {} instance {}", unit_name, outcome.instance);
     switch (sent.code()) {
       case Code::kLimitExceeded:
-        return fail(InvokeFailure::kInboxFull,
-                    fmt::format("the inbox of unit {} instance {} is full", request.unit,
-                                outcome.instance));
+        outcome.failure = InvokeFailure::kInboxFull;
+        outcome.message = fmt::format("the inbox of {} is full", where);
+        break;
       case Code::kFailedPrecondition:
-        return fail(InvokeFailure::kFailed, fmt::format("unit {} instance {}: {}", request.unit,
-                                                        outcome.instance, sent.message()));
+        outcome.failure = InvokeFailure::kFailed;
+        outcome.message = fmt::format("{}: {}", where, sent.message());
+        break;
       case Code::kUnavailable:
-        return fail(
-            queued ? InvokeFailure::kTimeout : InvokeFailure::kNoRoom,
-            fmt::format("unit {} instance {}: {}", request.unit, outcome.instance, sent.message()));
+        outcome.failure = queued ? InvokeFailure::kTimeout : InvokeFailure::kNoRoom;
+        outcome.message = fmt::format("{}: {}", where, sent.message());
+        break;
       default:
-        return fail(InvokeFailure::kUnavailable,
-                    fmt::format("unit {} instance {}: {}", request.unit, outcome.instance,
-                                sent.ToString()));
+        outcome.failure = InvokeFailure::kUnavailable;
+        outcome.message = fmt::format("{}: {}", where, sent.ToString());
+        break;
     }
+    done(std::move(outcome));
+  };
+  switch (request.mode) {
+    case InvokeMode::kTry: {
+      Status sent = s.runtime->TrySend(target, std::move(request.message)).status;
+      if (sent.ok()) return finish(Value::Null(), true);
+      return finish(sent, false);
+    }
+    case InvokeMode::kEnqueue:
+      return s.runtime->SendAsync(target, std::move(request.message), request.timeout,
+                                  std::move(finish));
+    case InvokeMode::kWait:
+      return s.runtime->CallAsync(target, std::move(request.message), request.timeout,
+                                  actor::ReplyPolicy::kOptional, std::move(finish));
   }
 }
 
@@ -407,12 +425,12 @@ void ProgramRuntime::State::EvictIdle() {
         it = unit.instances.erase(it);
         continue;
       }
-      if (instance.pending > 0 || usage->used > 0) {
-        instance.last_used = now;  // busy counts as used
+      if (instance.use->pending.load() > 0 || usage->used > 0) {
+        instance.use->Touch();  // busy counts as used
         ++it;
         continue;
       }
-      if (now - instance.last_used < idle_for || !runtime->Remove(instance.actor).ok()) {
+      if (now - instance.use->LastUsed() < idle_for || !runtime->Remove(instance.actor).ok()) {
         ++it;
         continue;
       }
@@ -493,11 +511,11 @@ Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view nam
     for (const auto& [id, instance] : unit->instances) {
       InstanceInfo info(instance.actor);
       info.instance = id;
-      info.invocations = instance.invocations;
+      info.invocations = instance.use->invocations.load();
       info.code_generation = unit->code_generation;
       info.retired = unit->retired;
       infos.push_back(info);
-      last_used.push_back(instance.last_used);
+      last_used.push_back(instance.use->LastUsed());
     }
   }
   std::vector<InstanceInfo> present;

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -140,6 +141,13 @@ class ProgramRuntime {
   // Routes and hands over one invocation; see InvokeMode and InvokeFailure. Blocks the
   // caller up to request.timeout in kEnqueue and kWait.
   InvokeOutcome Invoke(InvokeRequest request);
+  // Invoke without blocking: `done` runs exactly once with the outcome, at the latest when
+  // request.timeout has passed (or at shutdown): on this thread when the
+  // answer is known at once (invalid, not found, kTry), otherwise on a reactor thread, so it
+  // must not block (hand the outcome to another thread's queue). Used by the HTTP route, so
+  // a waiting invocation holds no thread.
+  using InvokeDone = std::function<void(InvokeOutcome)>;
+  void InvokeAsync(InvokeRequest request, InvokeDone done);
 
   // The current program's units, by name.
   std::vector<UnitInfo> Units();

@@ -222,23 +222,59 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     });
   }
 
-  // Routes `request` on a handler thread; the reply comes back to this connection's strand.
+  // Routes `request` on a handler thread; the reply comes back to this connection's strand
+  // (from an asynchronous route: whenever its responder sends it).
   void Handle(HttpMessage request) {
     phase_ = Phase::kHandling;
     asio::post(core_.handlers, [self = shared_from_this(), request = std::move(request)]() mutable {
       // Past the shutdown deadline the connection is closed: the request is not run.
       if (self->core_.abandoning()) return;
       bool close = !request.keep_alive();
-      HttpReply reply = self->Route(request);
-      self->ReleaseBody();
-      asio::post(self->stream_.get_executor(), [self, reply = std::move(reply), close]() mutable {
-        self->Write(std::move(reply), close);
-      });
+      std::optional<HttpReply> reply = self->Route(request, close);
+      if (reply) self->Answer(std::move(*reply), close);
     });
   }
 
-  // Handler thread. Moves the body out of `message` into the route's request.
-  HttpReply Route(HttpMessage& message) const {
+  // Hands `reply` to the connection's strand. Any thread.
+  void Answer(HttpReply reply, bool close) {
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), reply = std::move(reply), close]() mutable {
+                 self->ReleaseBody();
+                 self->Write(std::move(reply), close);
+               });
+  }
+
+  // The responder of one request of an asynchronous route.
+  class Responder final : public HttpResponder {
+   public:
+    Responder(std::shared_ptr<OwedReply> owed, const HttpMessage& request, bool close)
+        : owed_(std::move(owed)), close_(close) {
+      head_.version(request.version());
+    }
+    ~Responder() override {
+      Send(Status::Internal("the route ended without answering the request"));
+    }
+
+    void Send(Result<HttpResponse> response) override {
+      std::lock_guard lock(owed_->mu);
+      if (!owed_->session) return;  // answered already, or the server stopped
+      auto session = std::static_pointer_cast<HttpSession>(std::move(owed_->session));
+      owed_->session.reset();
+      session->core_.ForgetOwed(owed_->id);
+      session->Answer(
+          response.ok() ? ResponseReply(head_, *response) : ErrorReply(head_, response.status()),
+          close_);
+    }
+
+   private:
+    std::shared_ptr<OwedReply> owed_;
+    HttpMessage head_;  // the request's version, for the reply
+    const bool close_;
+  };
+
+  // Handler thread. Moves the body out of `message` into the route's request. Returns the
+  // reply, or nullopt when an asynchronous route took the request (it answers later).
+  std::optional<HttpReply> Route(HttpMessage& message, bool close) {
     HttpRequest request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
@@ -269,6 +305,20 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       }
       request.params = std::move(params);
       try {
+        if (route.async_handler) {
+          auto owed = std::make_shared<OwedReply>();
+          owed->id = core_.NextId();
+          owed->session = shared_from_this();
+          core_.Owe(owed);
+          auto responder = std::make_shared<Responder>(owed, message, close);
+          try {
+            route.async_handler(request, responder);
+          } catch (const std::exception& e) {
+            responder->Send(Status::Internal(
+                fmt::format("route {} {} failed: {}", route.method, route.path, e.what())));
+          }
+          return std::nullopt;
+        }
         if (route.response_handler) {
           Result<HttpResponse> response = route.response_handler(request);
           if (!response.ok()) return ErrorReply(message, response.status());

@@ -78,6 +78,15 @@ class Session {
   std::atomic<State> state_{State::kBusy};
 };
 
+// An asynchronous route's answer still owed to a connection (HttpRoute::async_handler). The
+// responder takes `session` when it answers; Stop takes it from every reply still owed, so
+// nothing reaches a session, or the io_context, after the server stopped.
+struct OwedReply {
+  uint64_t id = 0;
+  std::mutex mu;
+  std::shared_ptr<Session> session;  // GUARDED_BY(mu); null once answered or abandoned
+};
+
 struct ServerCore {
   explicit ServerCore(ServerOptions opts, uint32_t handler_threads)
       : options(std::move(opts)), limits(options.limits), handlers(handler_threads) {}
@@ -95,6 +104,12 @@ struct ServerCore {
   // Forgets a session (its destructor calls this). Any thread.
   void Untrack(uint64_t id);
   uint64_t NextId() { return next_id.fetch_add(1) + 1; }
+  // Registers a reply owed by an asynchronous route; Forget it once answered. Any thread.
+  void Owe(std::shared_ptr<OwedReply> reply);
+  void ForgetOwed(uint64_t id);
+  // Stop, after every handler task ended: drops the sessions of replies still owed (a late
+  // answer then goes nowhere). Any thread; takes each OwedReply::mu, never holding owed_mu.
+  void AbandonOwedReplies();
   // True once Stop began. Any thread.
   bool stopping() const { return stop_requested.load(std::memory_order_acquire); }
   // True once Stop's deadline passed and it closed the connections still open: a handler task
@@ -125,6 +140,11 @@ struct ServerCore {
   std::atomic<uint64_t> next_id{0};
   std::atomic<bool> stop_requested{false};     // set by Stop before it closes anything
   std::atomic<bool> abandon_requested{false};  // set by Stop when its deadline passed
+
+  // Replies owed by asynchronous routes, by OwedReply::id. Lock order: OwedReply::mu ->
+  // owed_mu.
+  std::mutex owed_mu;
+  std::unordered_map<uint64_t, std::shared_ptr<OwedReply>> owed;  // GUARDED_BY(owed_mu)
 
   // Request bodies being read, parsed and handled at once (max_concurrent_body_bytes).
   ByteBudget bodies{limits.max_concurrent_body_bytes};

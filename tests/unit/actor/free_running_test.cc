@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <latch>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "actor/runtime.h"
@@ -204,6 +206,127 @@ TEST(FreeRunningTest, ALateReplyToATimedOutCallIsDroppedNotFatal) {
   SettledSum(*runtime, std::chrono::seconds(10));
   ActorSnapshot s = *runtime->Inspect(*a);
   EXPECT_EQ(s.status, ActorStatus::kIdle) << s.failure.value_or("");
+}
+
+// What one asynchronous send or call ended with, and on which thread.
+struct HostAnswer {
+  std::mutex mu;
+  std::condition_variable changed;
+  int calls = 0;  // how many times `done` ran (must end at 1)
+  std::optional<Result<Value>> reply;
+  bool queued = false;
+  std::thread::id thread;
+
+  Runtime::HostDone Done() {
+    return [this](Result<Value> r, bool q) {
+      std::lock_guard lock(mu);
+      ++calls;
+      reply = std::move(r);
+      queued = q;
+      thread = std::this_thread::get_id();
+      changed.notify_all();
+    };
+  }
+  // True once answered, waiting up to `timeout`.
+  bool Wait(milliseconds timeout) {
+    std::unique_lock lock(mu);
+    return changed.wait_for(lock, timeout, [&] { return calls > 0; });
+  }
+};
+
+TEST(FreeRunningTest, CallAsyncAnswersOnAReactorWithoutHoldingTheCaller) {
+  auto runtime = FreeRunning(2);
+  auto a = runtime->Spawn(LoadGuest("probe"), Value::Int(41));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(runtime->Pause(*a).ok());
+  HostAnswer answer;
+  // The caller returns at once, while the actor cannot answer (paused).
+  runtime->CallAsync(*a, *ValueFromJson(R"({"op":"reply"})", {}), milliseconds(10'000),
+                     ReplyPolicy::kRequired, answer.Done());
+  EXPECT_FALSE(answer.Wait(milliseconds(50)));
+  ASSERT_TRUE(runtime->Resume(*a).ok());
+  ASSERT_TRUE(answer.Wait(milliseconds(10'000)));
+  std::lock_guard lock(answer.mu);
+  ASSERT_TRUE(answer.reply->ok()) << answer.reply->status().ToString();
+  EXPECT_EQ(**answer.reply, Value::Int(41));
+  EXPECT_TRUE(answer.queued);
+  EXPECT_NE(answer.thread, std::this_thread::get_id()) << "answered on a reactor thread";
+  EXPECT_EQ(answer.calls, 1);
+}
+
+TEST(FreeRunningTest, CallAsyncEndsAtItsDeadlineAndALateReplyIsDropped) {
+  auto runtime = FreeRunning(1);
+  auto a = runtime->Spawn(LoadGuest("probe"), Value::Int(3));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(runtime->Pause(*a).ok());
+  HostAnswer answer;
+  auto start = std::chrono::steady_clock::now();
+  runtime->CallAsync(*a, *ValueFromJson(R"({"op":"reply"})", {}), milliseconds(200),
+                     ReplyPolicy::kRequired, answer.Done());
+  ASSERT_TRUE(answer.Wait(milliseconds(10'000)));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(200));
+  {
+    std::lock_guard lock(answer.mu);
+    EXPECT_EQ(answer.reply->status().code(), Code::kUnavailable);
+    EXPECT_TRUE(answer.queued) << "queued, but no reply in time";
+  }
+  // The reply the actor sends once resumed goes nowhere, and the actor does not fail.
+  ASSERT_TRUE(runtime->Resume(*a).ok());
+  SettledSum(*runtime, std::chrono::seconds(10));
+  EXPECT_EQ(runtime->Inspect(*a)->status, ActorStatus::kIdle);
+  std::lock_guard lock(answer.mu);
+  EXPECT_EQ(answer.calls, 1);
+}
+
+TEST(FreeRunningTest, SendAsyncWaitsForRoomOnReactorTimersAndGivesUpAtItsTimeout) {
+  auto runtime = FreeRunning(2);
+  SpawnOptions small;
+  small.mailbox_capacity = 1;
+  auto a = runtime->Spawn(LoadGuest("probe"), Value::Int(0), small);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(runtime->Pause(*a).ok());
+  ASSERT_TRUE(runtime->TrySend(*a, *ValueFromJson(R"({"op":"add","value":1})", {})).status.ok());
+  // The mailbox is full: one send gives up after its timeout, another gets in once room frees.
+  HostAnswer gives_up, gets_in;
+  runtime->SendAsync(*a, *ValueFromJson(R"({"op":"add","value":10})", {}), milliseconds(100),
+                     gives_up.Done());
+  ASSERT_TRUE(gives_up.Wait(milliseconds(10'000)));
+  {
+    std::lock_guard lock(gives_up.mu);
+    EXPECT_EQ(gives_up.reply->status().code(), Code::kUnavailable);
+    EXPECT_FALSE(gives_up.queued);
+  }
+  runtime->SendAsync(*a, *ValueFromJson(R"({"op":"add","value":100})", {}), milliseconds(10'000),
+                     gets_in.Done());
+  EXPECT_FALSE(gets_in.Wait(milliseconds(50)));
+  ASSERT_TRUE(runtime->Resume(*a).ok());
+  ASSERT_TRUE(gets_in.Wait(milliseconds(10'000)));
+  {
+    std::lock_guard lock(gets_in.mu);
+    EXPECT_TRUE(gets_in.reply->ok()) << gets_in.reply->status().ToString();
+    EXPECT_TRUE(gets_in.queued);
+  }
+  EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(10), 1, 101), 101);
+}
+
+TEST(FreeRunningTest, DestroyingTheRuntimeAnswersEveryAsyncCallStillWaiting) {
+  HostAnswer answers[8];
+  {
+    auto runtime = FreeRunning(2);
+    auto a = runtime->Spawn(LoadGuest("probe"), Value::Int(0));
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(runtime->Pause(*a).ok());
+    for (HostAnswer& answer : answers) {
+      runtime->CallAsync(*a, *ValueFromJson(R"({"op":"reply"})", {}), milliseconds(60'000),
+                         ReplyPolicy::kRequired, answer.Done());
+    }
+  }
+  for (HostAnswer& answer : answers) {
+    ASSERT_TRUE(answer.Wait(milliseconds(0))) << "answered before the runtime was gone";
+    std::lock_guard lock(answer.mu);
+    EXPECT_EQ(answer.reply->status().code(), Code::kUnavailable);
+    EXPECT_EQ(answer.calls, 1);
+  }
 }
 
 TEST(FreeRunningTest, KillingTheActorFailsAPendingCallPromptly) {

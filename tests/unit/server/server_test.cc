@@ -5,8 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "server_test_support.h"
 
@@ -80,6 +85,116 @@ TEST(ServerTest, TokenRequiredWhenSet) {
   EXPECT_EQ(ws_without.response.result_int(), 401u);
   ASSERT_FALSE(ws_with.handshake_error) << ws_with.handshake_error.message();
   ExpectPong(ws_with.Call(Ping(1)), 1);
+}
+
+// ---- Asynchronous routes ------------------------------------------------------------------------
+
+// Responders an asynchronous test route has taken and not answered yet.
+struct HeldResponders {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<std::shared_ptr<HttpResponder>> held;
+
+  HttpRoute Route() {
+    HttpRoute route;
+    route.method = "GET";
+    route.path = "/slow";
+    route.async_handler = [this](const HttpRequest&, std::shared_ptr<HttpResponder> responder) {
+      std::lock_guard lock(mu);
+      held.push_back(std::move(responder));
+      changed.notify_all();
+    };
+    return route;
+  }
+  bool WaitFor(size_t n) {
+    std::unique_lock lock(mu);
+    return changed.wait_for(lock, kTimeout, [&] { return held.size() >= n; });
+  }
+  std::vector<std::shared_ptr<HttpResponder>> Take() {
+    std::lock_guard lock(mu);
+    return std::exchange(held, {});
+  }
+};
+
+TEST(ServerTest, AsyncRoutesHoldNoHandlerThreadAndAnswerFromAnyThread) {
+  HeldResponders slow;
+  ServerOptions options;
+  options.handler_threads = 1;
+  options.routes.push_back(slow.Route());
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  // Given: four requests wait on the route, more than the one handler thread.
+  constexpr int kWaiting = 4;
+  std::vector<HttpResult> answers(kWaiting);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kWaiting; ++i) {
+    clients.emplace_back([&, i] { answers[i] = HttpGet(server->port(), "/slow"); });
+  }
+  ASSERT_TRUE(slow.WaitFor(kWaiting));
+  // Then: the handler thread is free for other requests.
+  HttpResult health = HttpGet(server->port(), "/health");
+  EXPECT_EQ(health.status, 200u) << health.text;
+  // And each waiting request gets what its responder sends, from another thread; a second
+  // send is ignored.
+  std::thread answerer([held = slow.Take()] {
+    for (size_t i = 0; i < held.size(); ++i) {
+      held[i]->Send(HttpResponse::Json(201, json{{"n", i}}));
+      held[i]->Send(Status::Internal("ignored: answered already"));
+    }
+  });
+  answerer.join();
+  for (auto& client : clients) client.join();
+  std::set<int> seen;
+  for (const HttpResult& answer : answers) {
+    EXPECT_EQ(answer.status, 201u) << answer.text;
+    seen.insert(answer.body.value("n", -1));
+  }
+  EXPECT_EQ(seen, (std::set<int>{0, 1, 2, 3}));
+}
+
+TEST(ServerTest, AnAsyncRouteThatDropsItsResponderOrFailsAnswersAnError) {
+  ServerOptions options;
+  HttpRoute dropped;
+  dropped.method = "GET";
+  dropped.path = "/dropped";
+  dropped.async_handler = [](const HttpRequest&, std::shared_ptr<HttpResponder>) {};
+  options.routes.push_back(dropped);
+  HttpRoute failed;
+  failed.method = "GET";
+  failed.path = "/failed";
+  failed.async_handler = [](const HttpRequest&, std::shared_ptr<HttpResponder> responder) {
+    responder->Send(Status::NotFound("no such thing"));
+  };
+  options.routes.push_back(failed);
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+
+  HttpResult drop = HttpGet(server->port(), "/dropped");
+  HttpResult fail = HttpGet(server->port(), "/failed");
+
+  EXPECT_EQ(drop.status, 500u) << drop.text;
+  EXPECT_EQ(drop.body["error"]["code"], "internal") << drop.text;
+  EXPECT_EQ(fail.status, 404u) << fail.text;
+  EXPECT_EQ(fail.body["error"]["message"], "no such thing") << fail.text;
+}
+
+TEST(ServerTest, StopEndsRequestsStillOwedByAnAsyncRouteAndALateAnswerGoesNowhere) {
+  HeldResponders slow;
+  ServerOptions options;
+  options.limits.shutdown_timeout = std::chrono::milliseconds(200);
+  options.routes.push_back(slow.Route());
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  HttpResult answer;
+  std::thread client([&, port = server->port()] { answer = HttpGet(port, "/slow"); });
+  ASSERT_TRUE(slow.WaitFor(1));
+
+  server.reset();  // stops within its shutdown timeout, though the reply is still owed
+  client.join();
+  EXPECT_NE(answer.status, 200u) << "the connection closed without an answer";
+
+  // The route answers after the server is gone: nothing happens (ASan checks the memory).
+  for (auto& responder : slow.Take()) responder->Send(HttpResponse::Json(200, json{{"late", 1}}));
 }
 
 // ---- WebSocket ----------------------------------------------------------------------------------
