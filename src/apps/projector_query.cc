@@ -139,7 +139,7 @@ Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view 
   json rows = json::array();
   int rc;
   uint64_t bytes = 0;
-  // A query may not hold a handler thread for long: interrupted after kMaxReadModelQueryTime.
+  // A query may not hold a query thread for long: interrupted after kMaxReadModelQueryTime.
   auto until = std::chrono::steady_clock::now() + kMaxReadModelQueryTime;
   sqlite3_progress_handler(
       db, 1'000,

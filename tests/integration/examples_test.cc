@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/http_test_client.h"
 #include "support/program_body.h"
@@ -306,6 +307,41 @@ TEST_F(ExamplesTest, BankMovesToNativeCodeUnderAutoWithoutChangingAnything) {
   EXPECT_EQ(Get("/effects/withdrawal-alert").body["status"]["failures"], 0);
   for (const char* command : {"/commands/deposit", "/commands/withdraw"}) {
     EXPECT_EQ(Get(command).body["status"]["failures"], 0) << command;
+  }
+}
+
+// Issue 15: projector queries and command executions run on pools of their own, so 40 slow
+// queries (more than the server's 32 handler threads) no longer keep /health from answering
+// (before, it waited 4.5 s).
+TEST_F(ExamplesTest, HealthAndCommandsAnswerWhileFortySlowProjectorQueriesRun) {
+  UploadBank();
+  ASSERT_EQ(Execute("open-account", {{"account_id", "a1"}, {"owner", "Ada"}}).status, 200u);
+  // A read-only query that counts for a while (a recursive CTE of 500,000 rows).
+  const json slow = {{"sql",
+                      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < "
+                      "500000) SELECT count(*) AS n FROM c"}};
+  constexpr int kQueries = 40;
+  std::vector<HttpResult> answers(kQueries);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kQueries; ++i) {
+    clients.emplace_back([&, i] {
+      answers[i] = HttpCall(server_.port(), http::verb::post, "/projectors/balances/query",
+                            slow.dump(), "", std::chrono::seconds(120));
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the queries are running
+  auto start = std::chrono::steady_clock::now();
+  HttpResult health =
+      HttpCall(server_.port(), http::verb::get, "/health", "", "", std::chrono::seconds(3));
+  EXPECT_EQ(health.status, 200u) << health.text;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  // A command runs on its own pool: it does not wait behind the queries.
+  HttpResult deposit = Execute("deposit", {{"account_id", "a1"}, {"amount", 5}});
+  EXPECT_EQ(deposit.status, 200u) << deposit.text;
+  for (auto& client : clients) client.join();
+  for (int i = 0; i < kQueries; ++i) {
+    ASSERT_EQ(answers[i].status, 200u) << "query " << i << ": " << answers[i].text;
+    EXPECT_EQ(answers[i].body["rows"], json::parse(R"([{"n": 500000}])"));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "apps/http/guest_work.h"
 #include "server/protocol.h"
 
 namespace reef::apps::http {
@@ -190,24 +191,63 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
                     "delete one environment variable"});
 }
 
-Result<HttpResponse> Execute(ModuleRuntime& runtime, const HttpRequest& r) {
-  REEF_ASSIGN_OR_RETURN(json body, ParseBody(r, /*object_required=*/false));
-  REEF_ASSIGN_OR_RETURN(Value input, ValueFromJsonPlain(body));
+// Guest work of the routes runs on pools of their own (GuestWorkPool): commands wait on the
+// event store and on each other (executions with one query take turns), queries on SQLite.
+constexpr uint32_t kCommandThreads = 16;
+constexpr uint32_t kCommandsWaiting = 1024;
+constexpr uint32_t kQueryThreads = 8;
+constexpr uint32_t kQueriesWaiting = 256;
+
+// Runs `work` on `pool` and answers with its result; 503 with Retry-After when the pool's
+// queue is full.
+void AnswerFromPool(GuestWorkPool& pool, std::shared_ptr<server::HttpResponder> responder,
+                    std::function<Result<HttpResponse>()> work) {
+  bool queued = pool.TrySubmit([responder, work = std::move(work)] {
+    try {
+      responder->Send(work());
+    } catch (const std::exception& e) {
+      responder->Send(Status::Internal(e.what()));
+    }
+  });
+  if (queued) return;
+  HttpResponse busy =
+      HttpResponse::Error(503, "unavailable",
+                          fmt::format("{} are at their limit ({} waiting to run); retry later",
+                                      pool.name(), pool.max_waiting()));
+  busy.headers.emplace_back("Retry-After", "1");
+  responder->Send(std::move(busy));
+}
+
+// A command execution as the route received it (parsed on the handler thread).
+struct ExecuteCall {
+  std::string name;
+  Value input;
   ExecuteOptions options;
+};
+
+Result<ExecuteCall> ParseExecute(const HttpRequest& r) {
+  ExecuteCall call;
+  call.name = r.PathParam("name");
+  REEF_ASSIGN_OR_RETURN(json body, ParseBody(r, /*object_required=*/false));
+  REEF_ASSIGN_OR_RETURN(call.input, ValueFromJsonPlain(body));
   if (auto key = r.Header("idempotency-key")) {
     if (key->empty()) {
       return Status::InvalidArgument(
           "the Idempotency-Key header is empty: send a key of 1 to 256 bytes, or no header");
     }
-    options.idempotency_key = *key;
+    call.options.idempotency_key = *key;
   }
   if (auto id = r.Header("x-correlation-id")) {
     if (id->size() > 256)
       return Status::InvalidArgument("X-Correlation-Id is longer than 256 bytes");
-    options.correlation_id = *id;
+    call.options.correlation_id = *id;
   }
+  return call;
+}
+
+Result<HttpResponse> Execute(ModuleRuntime& runtime, const ExecuteCall& call) {
   REEF_ASSIGN_OR_RETURN(CommandOutcome outcome,
-                        runtime.Execute(r.PathParam("name"), input, options));
+                        runtime.Execute(call.name, call.input, call.options));
   if (outcome.kind == CommandOutcome::Kind::kRejected) {
     return HttpResponse::Error(422, "command_rejected", outcome.message);
   }
@@ -222,34 +262,69 @@ Result<HttpResponse> Execute(ModuleRuntime& runtime, const HttpRequest& r) {
                                   {"replayed", outcome.replayed}});
 }
 
+// POST /projectors/{name}/query, parsed on the handler thread.
+struct QueryCall {
+  std::string name;
+  std::string sql;
+  json params;
+};
+
+Result<QueryCall> ParseQuery(const HttpRequest& r) {
+  REEF_ASSIGN_OR_RETURN(json body, ParseBody(r));
+  for (const auto& [key, value] : body.items()) {
+    if (key != "sql" && key != "params") {
+      return Status::InvalidArgument(
+          fmt::format("{} is not a known field (known: sql, params)", key));
+    }
+  }
+  QueryCall call;
+  call.name = r.PathParam("name");
+  REEF_ASSIGN_OR_RETURN(call.sql, StringField(body, "sql"));
+  call.params = body.value("params", json::array());
+  return call;
+}
+
 }  // namespace
 
 std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
                                     std::function<std::string()> more_metrics) {
   std::vector<HttpRoute> routes;
   ModuleRuntime* rt = &runtime;
+  // Shared by the route copies; the last one (the server's table) goes with the server.
+  auto commands =
+      std::make_shared<GuestWorkPool>("command executions", kCommandThreads, kCommandsWaiting);
+  auto queries =
+      std::make_shared<GuestWorkPool>("projector queries", kQueryThreads, kQueriesWaiting);
   HttpRoute execute;
   execute.method = "POST";
   execute.path = "/commands/{name}/execute";
   execute.summary = "execute the active version of a command on the body's input JSON";
-  execute.response_handler = [rt](const HttpRequest& r) { return Execute(*rt, r); };
+  execute.async_handler = [rt, commands](const HttpRequest& r,
+                                         std::shared_ptr<server::HttpResponder> responder) {
+    auto call = ParseExecute(r);
+    if (!call.ok()) return responder->Send(call.status());
+    AnswerFromPool(*commands, std::move(responder),
+                   [rt, call = std::make_shared<ExecuteCall>(std::move(*call))] {
+                     return Execute(*rt, *call);
+                   });
+  };
   routes.push_back(std::move(execute));
-  routes.push_back({"POST", "/projectors/{name}/query",
-                    [rt](const HttpRequest& r) -> Result<json> {
-                      REEF_ASSIGN_OR_RETURN(json body, ParseBody(r));
-                      for (const auto& [key, value] : body.items()) {
-                        if (key != "sql" && key != "params") {
-                          return Status::InvalidArgument(
-                              fmt::format("{} is not a known field (known: sql, params)", key));
-                        }
-                      }
-                      REEF_ASSIGN_OR_RETURN(std::string sql, StringField(body, "sql"));
-                      json params = body.value("params", json::array());
-                      REEF_ASSIGN_OR_RETURN(json rows,
-                                            rt->QueryProjector(r.PathParam("name"), sql, params));
-                      return json{{"rows", std::move(rows)}};
-                    },
-                    "run a read-only SQL query on a projector's database"});
+  HttpRoute query;
+  query.method = "POST";
+  query.path = "/projectors/{name}/query";
+  query.summary = "run a read-only SQL query on a projector's database";
+  query.async_handler = [rt, queries](const HttpRequest& r,
+                                      std::shared_ptr<server::HttpResponder> responder) {
+    auto call = ParseQuery(r);
+    if (!call.ok()) return responder->Send(call.status());
+    AnswerFromPool(
+        *queries, std::move(responder),
+        [rt, call = std::make_shared<QueryCall>(std::move(*call))]() -> Result<HttpResponse> {
+          REEF_ASSIGN_OR_RETURN(json rows, rt->QueryProjector(call->name, call->sql, call->params));
+          return HttpResponse::Json(200, {{"rows", std::move(rows)}});
+        });
+  };
+  routes.push_back(std::move(query));
   for (ModuleKind kind : {ModuleKind::kCommand, ModuleKind::kProjector, ModuleKind::kEffect}) {
     AddKindRoutes(routes, runtime, kind);
   }

@@ -24,8 +24,10 @@
 // Errors: {"error": {"code", "message"}} with the status of the code (400, 404, 409, 412, 413,
 // 422, 500, 503). The server's auth token applies to every route.
 //
-// Thread ownership: handlers run on the server's handler threads; `runtime` must outlive the
-// server.
+// Thread ownership: handlers run on the server's handler threads, except command executions
+// and projector queries, which run on pools of their own (GuestWorkPool: 16 threads and 1,024
+// waiting for commands, 8 and 256 for queries; past that 503 `unavailable` with Retry-After)
+// and answer from there. `runtime` must outlive the server (the pools go with its routes).
 #pragma once
 
 #include <functional>

@@ -1,0 +1,49 @@
+#include "apps/http/guest_work.h"
+
+#include <utility>
+
+namespace reef::apps::http {
+
+GuestWorkPool::GuestWorkPool(std::string name, uint32_t threads, uint32_t max_waiting)
+    : name_(std::move(name)), max_waiting_(max_waiting) {
+  threads_.reserve(threads);
+  for (uint32_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+}
+
+GuestWorkPool::~GuestWorkPool() {
+  std::deque<std::function<void()>> dropped;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    dropped.swap(waiting_);
+  }
+  ready_.notify_all();
+  for (auto& thread : threads_) thread.join();
+  // `dropped` goes here, on this thread, after the running work ended.
+}
+
+bool GuestWorkPool::TrySubmit(std::function<void()> work) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || waiting_.size() >= max_waiting_) return false;
+    waiting_.push_back(std::move(work));
+  }
+  ready_.notify_one();
+  return true;
+}
+
+void GuestWorkPool::Run() {
+  for (;;) {
+    std::function<void()> work;
+    {
+      std::unique_lock lock(mu_);
+      ready_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
+      if (stopping_) return;
+      work = std::move(waiting_.front());
+      waiting_.pop_front();
+    }
+    work();
+  }
+}
+
+}  // namespace reef::apps::http
