@@ -19,7 +19,8 @@
 //          "replayed"}; 422 command_rejected with the module's message; 409 conflict
 //   POST   /projectors/{name}/query    {"sql": "SELECT ...", "params": [...]} -> {"rows": [...]}
 //   DELETE /crypto-keys/{scope}        -> {"scope", "shredded": true}
-//   GET    /metrics                    Prometheus text format 0.0.4
+// GET /metrics is MetricsRoute (apps/http/metrics_route.h); the modules' series come from
+// ModuleRuntime::CollectMetrics.
 //
 // Errors: {"error": {"code", "message"}} with the status of the code (400, 404, 409, 412, 413,
 // 422, 500, 503). The server's auth token applies to every route.
@@ -28,8 +29,6 @@
 // server.
 #pragma once
 
-#include <functional>
-#include <string>
 #include <vector>
 
 #include "apps/module_runtime.h"
@@ -37,9 +36,6 @@
 
 namespace reef::apps::http {
 
-// `more_metrics`, when set, is called for each GET /metrics and its Prometheus text appended
-// (the program runtime's series).
-std::vector<server::HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
-                                            std::function<std::string()> more_metrics = {});
+std::vector<server::HttpRoute> ModuleRoutes(ModuleRuntime& runtime);
 
 }  // namespace reef::apps::http
