@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "apps/event_values.h"
+#include "core/metrics.h"
 #include "core/status.h"
 #include "core/value.h"
 #include "events/event_store.h"
@@ -145,8 +146,9 @@ class ModuleRuntime {
   std::vector<ModuleStatus> Statuses(std::optional<store::ModuleKind> kind = std::nullopt);
   std::optional<ModuleStatus> StatusOf(store::ModuleKind kind, std::string_view name);
 
-  // Prometheus text exposition (format 0.0.4) of the module and store metrics.
-  std::string Metrics();
+  // Adds the module and event-store series of GET /metrics (docs/http-api.md "GET /metrics")
+  // to `out`: a MetricsCollector. Any thread.
+  void CollectMetrics(MetricFamilies& out);
 
   const RuntimeOptions& options() const;
   store::ModuleStore& modules();

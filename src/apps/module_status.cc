@@ -1,6 +1,5 @@
-// Module statuses and the Prometheus text of /metrics (docs/http-api.md "GET /metrics").
+// Module statuses and their series of GET /metrics (docs/http-api.md "GET /metrics").
 // Part of ModuleRuntime (apps/detail/module_runtime_impl.h).
-#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
@@ -12,18 +11,47 @@ using store::ModuleKind;
 
 namespace {
 
-std::string EscapeLabel(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
+// The series of GET /metrics that the modules and the event store add (docs/http-api.md
+// "GET /metrics"). Module series are labelled kind, name, version.
+constexpr MetricDesc kModuleUp{
+    "reef_module_up", MetricType::kGauge,
+    "1 when the module is active and its runner is alive (an effect retrying a failed event is "
+    "up: see reef_module_backoff_seconds), 0 when it failed or stopped."};
+constexpr MetricDesc kModulePosition{
+    "reef_module_position", MetricType::kGauge,
+    "Last event position the module has fully handled (projectors: committed; effects: the "
+    "watermark)."};
+constexpr MetricDesc kModuleQueryHead{
+    "reef_module_query_head", MetricType::kGauge,
+    "Position of the last stored event matching the module's query."};
+constexpr MetricDesc kModuleLag{
+    "reef_module_lag_positions", MetricType::kGauge,
+    "Positions between the module's position and the last event matching its query."};
+constexpr MetricDesc kModuleFailures{
+    "reef_module_failures_total", MetricType::kCounter,
+    "Handler failures (projector stops, effect attempts that failed, command executions that "
+    "failed) since the process started."};
+constexpr MetricDesc kModuleRestarts{
+    "reef_module_restarts_total", MetricType::kCounter,
+    "Module starts after the first (activations, replays, env changes) since the process "
+    "started."};
+constexpr MetricDesc kModuleBackoff{
+    "reef_module_backoff_seconds", MetricType::kGauge,
+    "Current retry delay of a failing effect event, 0 when none is failing."};
+// Labelled name and outcome (appended, rejected, failed).
+constexpr MetricDesc kCommandExecutions{"reef_command_executions_total", MetricType::kCounter,
+                                        "Command executions by outcome since the process started."};
+// Labelled name.
+constexpr MetricDesc kCommandConflicts{
+    "reef_command_conflicts_total", MetricType::kCounter,
+    "Command attempts retried because the append condition failed."};
+constexpr MetricDesc kEventStoreHead{"reef_event_store_head", MetricType::kGauge,
+                                     "Position of the last event in the event store."};
+
+// Declared on every scrape: their HELP and TYPE show before any module or command has a series.
+constexpr MetricDesc kModuleMetrics[] = {
+    kModuleUp,       kModulePosition, kModuleQueryHead,   kModuleLag,        kModuleFailures,
+    kModuleRestarts, kModuleBackoff,  kCommandExecutions, kCommandConflicts, kEventStoreHead};
 
 }  // namespace
 
@@ -87,95 +115,42 @@ std::optional<ModuleStatus> ModuleRuntime::StatusOf(ModuleKind kind, std::string
   return std::nullopt;
 }
 
-std::string ModuleRuntime::Metrics() {
+void ModuleRuntime::CollectMetrics(MetricFamilies& out) {
   std::vector<ModuleStatus> statuses = Statuses();
-  std::string out;
-  auto family = [&out](std::string_view name, std::string_view type, std::string_view help) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  };
+  for (const MetricDesc& desc : kModuleMetrics) out.Declare(desc);
   auto labels = [](const ModuleStatus& s) {
-    return fmt::format("kind=\"{}\",name=\"{}\",version=\"{}\"", store::ModuleKindName(s.kind),
-                       EscapeLabel(s.name), EscapeLabel(s.version));
+    return MetricLabels{{"kind", std::string(store::ModuleKindName(s.kind))},
+                        {"name", s.name},
+                        {"version", s.version}};
   };
-  // Lag against the module's own query: the last position matching its query, minus the
-  // module's position (0 when caught up).
-  std::map<std::string, uint64_t> query_heads;
   for (const ModuleStatus& s : statuses) {
-    if (!s.query) continue;
-    uint64_t head = 0;
-    auto last = impl_->events.Read(*s.query, {.backwards = true, .limit = 1});
-    if (last.ok() && !last->events.empty()) head = last->events.front().position;
-    query_heads[labels(s)] = head;
+    out.Add(kModuleUp, labels(s), uint64_t{s.up ? 1u : 0u});
+    if (s.kind != ModuleKind::kCommand) out.Add(kModulePosition, labels(s), s.position);
+    if (s.query) {
+      // Lag against the module's own query: the last position matching its query, minus the
+      // module's position (0 when caught up).
+      uint64_t head = 0;
+      auto last = impl_->events.Read(*s.query, {.backwards = true, .limit = 1});
+      if (last.ok() && !last->events.empty()) head = last->events.front().position;
+      out.Add(kModuleQueryHead, labels(s), head);
+      out.Add(kModuleLag, labels(s), head > s.position ? head - s.position : 0);
+    }
+    out.Add(kModuleFailures, labels(s), s.failures);
+    out.Add(kModuleRestarts, labels(s), s.restarts);
+    if (s.kind == ModuleKind::kEffect) out.Add(kModuleBackoff, labels(s), s.backoff_seconds);
   }
-  family("reef_module_up", "gauge",
-         "1 when the module is active and its runner is alive (an effect retrying a failed event "
-         "is up: see reef_module_backoff_seconds), 0 when it failed or stopped.");
-  for (const ModuleStatus& s : statuses) {
-    out += fmt::format("reef_module_up{{{}}} {}\n", labels(s), s.up ? 1 : 0);
-  }
-  family("reef_module_position", "gauge",
-         "Last event position the module has fully handled (projectors: committed; effects: "
-         "the watermark).");
-  for (const ModuleStatus& s : statuses) {
-    if (s.kind == ModuleKind::kCommand) continue;
-    out += fmt::format("reef_module_position{{{}}} {}\n", labels(s), s.position);
-  }
-  family("reef_module_query_head", "gauge",
-         "Position of the last stored event matching the module's query.");
-  for (const auto& [l, head] : query_heads) {
-    out += fmt::format("reef_module_query_head{{{}}} {}\n", l, head);
-  }
-  family("reef_module_lag_positions", "gauge",
-         "Positions between the module's position and the last event matching its query.");
-  for (const ModuleStatus& s : statuses) {
-    if (!s.query) continue;
-    uint64_t head = query_heads[labels(s)];
-    out += fmt::format("reef_module_lag_positions{{{}}} {}\n", labels(s),
-                       head > s.position ? head - s.position : 0);
-  }
-  family("reef_module_failures_total", "counter",
-         "Handler failures (projector stops, effect attempts that failed, command executions "
-         "that failed) since the process started.");
-  for (const ModuleStatus& s : statuses) {
-    out += fmt::format("reef_module_failures_total{{{}}} {}\n", labels(s), s.failures);
-  }
-  family("reef_module_restarts_total", "counter",
-         "Module starts after the first (activations, replays, env changes) since the process "
-         "started.");
-  for (const ModuleStatus& s : statuses) {
-    out += fmt::format("reef_module_restarts_total{{{}}} {}\n", labels(s), s.restarts);
-  }
-  family("reef_module_backoff_seconds", "gauge",
-         "Current retry delay of a failing effect event, 0 when none is failing.");
-  for (const ModuleStatus& s : statuses) {
-    if (s.kind != ModuleKind::kEffect) continue;
-    out += fmt::format("reef_module_backoff_seconds{{{}}} {}\n", labels(s), s.backoff_seconds);
-  }
-  family("reef_command_executions_total", "counter",
-         "Command executions by outcome since the process started.");
   {
     std::lock_guard lock(impl_->mu);
     for (const auto& [name, c] : impl_->command_counters) {
       for (auto [outcome, n] : {std::pair<const char*, uint64_t>{"appended", c.appended},
                                 {"rejected", c.rejected},
                                 {"failed", c.failed}}) {
-        out += fmt::format("reef_command_executions_total{{name=\"{}\",outcome=\"{}\"}} {}\n",
-                           EscapeLabel(name), outcome, n);
+        out.Add(kCommandExecutions, {{"name", name}, {"outcome", outcome}}, n);
       }
+      out.Add(kCommandConflicts, {{"name", name}}, c.conflicts);
     }
   }
-  family("reef_command_conflicts_total", "counter",
-         "Command attempts retried because the append condition failed.");
-  {
-    std::lock_guard lock(impl_->mu);
-    for (const auto& [name, c] : impl_->command_counters) {
-      out += fmt::format("reef_command_conflicts_total{{name=\"{}\"}} {}\n", EscapeLabel(name),
-                         c.conflicts);
-    }
-  }
-  family("reef_event_store_head", "gauge", "Position of the last event in the event store.");
-  out += fmt::format("reef_event_store_head {}\n", impl_->events.Head());
-  return out;
+  out.Add(kEventStoreHead, {}, impl_->events.Head());
 }
 
 }  // namespace reef::apps

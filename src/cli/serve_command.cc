@@ -21,7 +21,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "apps/http/metrics_route.h"
 #include "apps/http/module_routes.h"
 #include "apps/http/program_routes.h"
 #include "apps/module_runtime.h"
@@ -29,12 +32,14 @@
 #include "apps/sqlite_heap.h"
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "core/metrics.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
 #include "events/http/event_subscriptions.h"
 #include "image/image.h"
 #include "server/server.h"
 #include "wasm/engine.h"
+#include "wasm/engine_metrics.h"
 #include "wasm/native/code_source.h"
 #include "wasm/tier.h"
 
@@ -57,41 +62,26 @@ struct ServeArgs {
   std::string engine = "auto";  // wasm::TierChoice
 };
 
-// Prometheus text of the engine tier: the choice in effect and the native code source.
-std::string EngineMetrics() {
-  const wasm::EngineOptions options = wasm::Engine::DefaultOptions();
-  std::string out =
-      "# HELP reef_engine_tier_choice The engine tier in effect (reef serve --engine); 1 for "
-      "the choice in effect\n# TYPE reef_engine_tier_choice gauge\n";
-  out += fmt::format("reef_engine_tier_choice{{choice=\"{}\"}} 1\n",
-                     wasm::TierChoiceName(options.tier));
-  if (options.tier == wasm::TierChoice::kInterp || options.native_code == nullptr) return out;
-  const wasm::native::CodeSourceStats stats = options.native_code->stats();
-  const struct {
-    const char* name;
-    const char* type;
-    const char* help;
-    uint64_t value;
-  } rows[] = {
-      {"reef_native_compiler_available", "gauge",
-       "1 when a C compiler was found for the native tier, else 0 (modules stay interpreted)",
-       options.native_code->CompilerStatus().ok() ? 1u : 0u},
-      {"reef_native_modules_compiled_total", "counter",
-       "Modules compiled to native code by the C compiler", stats.compiled},
-      {"reef_native_modules_cached_total", "counter",
-       "Modules whose native code was loaded from <data dir>/cache/native", stats.from_cache},
-      {"reef_native_compile_failures_total", "counter",
-       "Modules whose native compile failed (they run on the interpreter)", stats.failed},
-      {"reef_native_compiles_pending", "gauge", "Native compiles requested and not finished",
-       stats.pending},
-      {"reef_native_modules_loaded", "gauge", "Modules whose native code is loaded now",
-       stats.loaded},
+// Registers the collectors of GET /metrics (core/metrics.h), one row each: the engine's, the
+// modules' and event store's, the programs'. REQUIRES: the registrations are reset before
+// `modules` and `programs` are destroyed.
+Result<std::vector<MetricsRegistration>> RegisterMetrics(MetricsRegistry& registry,
+                                                         apps::ModuleRuntime& modules,
+                                                         apps::program::ProgramRuntime& programs) {
+  const std::pair<std::string, MetricsCollector> collectors[] = {
+      {"engine",
+       [](MetricFamilies& out) {
+         wasm::CollectEngineMetrics(wasm::Engine::DefaultOptions(), out);
+       }},
+      {"modules", [&modules](MetricFamilies& out) { modules.CollectMetrics(out); }},
+      {"programs", [&programs](MetricFamilies& out) { programs.CollectMetrics(out); }},
   };
-  for (const auto& row : rows) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", row.name, row.help, row.name,
-                       row.type, row.name, row.value);
+  std::vector<MetricsRegistration> registrations;
+  for (const auto& [name, collector] : collectors) {
+    REEF_ASSIGN_OR_RETURN(MetricsRegistration registration, registry.Register(name, collector));
+    registrations.push_back(std::move(registration));
   }
-  return out;
+  return registrations;
 }
 
 // One line of the server's log per native compile, rebuild or failure (CodeSource's
@@ -304,11 +294,17 @@ int Serve(const ServeArgs& args) {
                args.data_dir, programs.status().ToString());
     return 1;
   }
-  auto* program_runtime = programs->get();
-  for (server::HttpRoute& route : apps::http::ModuleRoutes(
-           **runtime, [program_runtime] { return program_runtime->Metrics() + EngineMetrics(); })) {
+  for (server::HttpRoute& route : apps::http::ModuleRoutes(**runtime)) {
     server_options.routes.push_back(std::move(route));
   }
+  // GET /metrics renders what the subsystems' collectors add; the registry outlives the server.
+  MetricsRegistry metrics;
+  auto metric_collectors = RegisterMetrics(metrics, **runtime, **programs);
+  if (!metric_collectors.ok()) {
+    fmt::print(stderr, "reef serve: {}\n", metric_collectors.status().ToString());
+    return 1;
+  }
+  server_options.routes.push_back(apps::http::MetricsRoute(metrics));
   for (server::HttpRoute& route : apps::http::ProgramRoutes(**programs)) {
     server_options.routes.push_back(std::move(route));
   }
@@ -340,6 +336,7 @@ int Serve(const ServeArgs& args) {
   (*server)->Stop();
   subscriptions.Stop();  // its pumps may hold connections of the server
   server->reset();       // the server goes before the image and the store its handlers refer to
+  metric_collectors->clear();  // no collector runs after this: they read what goes next
   image->reset();
   programs->reset();
   runtime->reset();  // module threads stop before the event store they read closes

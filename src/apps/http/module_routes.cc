@@ -286,8 +286,7 @@ Result<QueryCall> ParseQuery(const HttpRequest& r) {
 
 }  // namespace
 
-std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
-                                    std::function<std::string()> more_metrics) {
+std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime) {
   std::vector<HttpRoute> routes;
   ModuleRuntime* rt = &runtime;
   // Shared by the route copies; the last one (the server's table) goes with the server.
@@ -334,18 +333,6 @@ std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
                       return json{{"scope", r.PathParam("scope")}, {"shredded", true}};
                     },
                     "delete the scope's encryption keys: its events' data reads as null"});
-  HttpRoute metrics;
-  metrics.method = "GET";
-  metrics.path = "/metrics";
-  metrics.summary = "Prometheus metrics of the modules, the event store and the units";
-  metrics.response_handler = [rt, more_metrics](const HttpRequest&) -> Result<HttpResponse> {
-    HttpResponse response;
-    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    response.body = rt->Metrics();
-    if (more_metrics) response.body += more_metrics();
-    return response;
-  };
-  routes.push_back(std::move(metrics));
   return routes;
 }
 

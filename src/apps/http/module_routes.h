@@ -19,7 +19,8 @@
 //          "replayed"}; 422 command_rejected with the module's message; 409 conflict
 //   POST   /projectors/{name}/query    {"sql": "SELECT ...", "params": [...]} -> {"rows": [...]}
 //   DELETE /crypto-keys/{scope}        -> {"scope", "shredded": true}
-//   GET    /metrics                    Prometheus text format 0.0.4
+// GET /metrics is MetricsRoute (apps/http/metrics_route.h); the modules' series come from
+// ModuleRuntime::CollectMetrics.
 //
 // Errors: {"error": {"code", "message"}} with the status of the code (400, 404, 409, 412, 413,
 // 422, 500, 503). The server's auth token applies to every route.
@@ -30,8 +31,6 @@
 // and answer from there. `runtime` must outlive the server (the pools go with its routes).
 #pragma once
 
-#include <functional>
-#include <string>
 #include <vector>
 
 #include "apps/module_runtime.h"
@@ -39,9 +38,6 @@
 
 namespace reef::apps::http {
 
-// `more_metrics`, when set, is called for each GET /metrics and its Prometheus text appended
-// (the program runtime's series).
-std::vector<server::HttpRoute> ModuleRoutes(ModuleRuntime& runtime,
-                                            std::function<std::string()> more_metrics = {});
+std::vector<server::HttpRoute> ModuleRoutes(ModuleRuntime& runtime);
 
 }  // namespace reef::apps::http

@@ -566,53 +566,6 @@ std::vector<actor::ReactorInfo> ProgramRuntime::Reactors() {
   return state_->runtime->Reactors();
 }
 
-std::string ProgramRuntime::Metrics() {
-  std::string text;
-  auto family = [&](std::string_view name, std::string_view type, std::string_view help) {
-    text += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-  };
-  auto current = Current();
-  family("reef_program_generation", "gauge",
-         "Generation of the deployed program (0 before the first deploy).");
-  text += fmt::format("reef_program_generation {}\n", current ? current->generation : 0);
-  std::vector<UnitInfo> units = Units();
-  struct Series {
-    std::string_view name, type, help;
-    uint64_t UnitInfo::*field;
-  };
-  const Series series[] = {
-      {"reef_unit_instances", "gauge", "Live instances of the unit.", &UnitInfo::instances},
-      {"reef_unit_invocations_total", "counter",
-       "Invocations accepted into an inbox since the unit's code was deployed.",
-       &UnitInfo::invocations},
-      {"reef_unit_rejected_total", "counter",
-       "Invocations refused for lack of inbox room (429 or 503) since the unit's code was "
-       "deployed.",
-       &UnitInfo::rejected},
-      {"reef_unit_poisoned", "gauge",
-       "Poisonings (failed or killed invocations) of the live instances.", &UnitInfo::poisoned},
-      {"reef_unit_evicted_total", "counter",
-       "Instances removed for idleness since the unit's code was deployed.", &UnitInfo::evicted},
-  };
-  for (const Series& one : series) {
-    family(one.name, one.type, one.help);
-    for (const UnitInfo& unit : units) {
-      text += fmt::format("{}{{unit=\"{}\"}} {}\n", one.name, unit.spec.name, unit.*one.field);
-    }
-  }
-  std::vector<actor::ReactorInfo> reactors = Reactors();
-  family("reef_reactor_up", "gauge", "1 while the reactor takes new unit instances, else 0.");
-  for (const auto& r : reactors) {
-    text += fmt::format("reef_reactor_up{{reactor=\"{}\"}} {}\n", r.id,
-                        r.liveness == actor::ReactorLiveness::kUp ? 1 : 0);
-  }
-  family("reef_reactor_instances", "gauge", "Unit instances hosted by the reactor.");
-  for (const auto& r : reactors) {
-    text += fmt::format("reef_reactor_instances{{reactor=\"{}\"}} {}\n", r.id, r.actors);
-  }
-  return text;
-}
-
 Result<actor::ReactorInfo> ProgramRuntime::Drain(uint32_t reactor,
                                                  std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;

@@ -33,6 +33,7 @@
 
 #include "actor/runtime.h"
 #include "apps/program/program.h"
+#include "core/metrics.h"
 #include "core/status.h"
 #include "core/value.h"
 
@@ -160,9 +161,9 @@ class ProgramRuntime {
   Status Kill(std::string_view unit, uint32_t instance);
 
   std::vector<actor::ReactorInfo> Reactors();
-  // Prometheus text (0.0.4) of the program, its units and the reactors (docs/http-api.md
-  // "GET /metrics"), for the server's /metrics.
-  std::string Metrics();
+  // Adds the series of the program, its units and the reactors (docs/http-api.md "Unit
+  // metrics") to `out`: a MetricsCollector for the server's /metrics. Any thread.
+  void CollectMetrics(MetricFamilies& out);
   // Drains `reactor` (Runtime::Drain) and keeps draining until it hosts nothing or `timeout`
   // passed; returns its state then. Errors: NotFound, FailedPrecondition (no other Up
   // reactor).

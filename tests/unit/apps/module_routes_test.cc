@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "../events/event_store_test_support.h"
+#include "apps/http/metrics_route.h"
 #include "events/http/event_routes.h"
 #include "support/http_test_client.h"
 
@@ -51,12 +52,18 @@ class ModuleRoutesTest : public ::testing::Test {
     };
     server_options.routes = events::http::EventRoutes(*events_, event_options);
     for (auto& route : http::ModuleRoutes(*runtime_)) server_options.routes.push_back(route);
+    auto collector = metrics_.Register(
+        "modules", [this](MetricFamilies& out) { runtime_->CollectMetrics(out); });
+    ASSERT_TRUE(collector.ok()) << collector.status().ToString();
+    metrics_collector_ = std::move(*collector);
+    server_options.routes.push_back(http::MetricsRoute(metrics_));
     auto started = server::Server::Start(std::move(server_options));
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     server_ = std::move(*started);
   }
   void TearDown() override {
     server_.reset();
+    metrics_collector_.Reset();
     runtime_.reset();
     events_.reset();
   }
@@ -85,6 +92,8 @@ class ModuleRoutesTest : public ::testing::Test {
   TempDir dir_;
   std::unique_ptr<events::EventStore> events_;
   std::unique_ptr<ModuleRuntime> runtime_;
+  MetricsRegistry metrics_;  // GET /metrics: the runtime's collector
+  MetricsRegistration metrics_collector_;
   std::unique_ptr<server::Server> server_;
 };
 

@@ -25,6 +25,15 @@ namespace {
 
 using namespace reef::apps::testing;
 
+// The runtime's series as GET /metrics renders them.
+std::string RenderedModuleMetrics(ModuleRuntime& runtime) {
+  MetricFamilies families;
+  runtime.CollectMetrics(families);
+  Result<std::string> text = RenderPrometheusText(families);
+  EXPECT_TRUE(text.ok()) << text.status().ToString();
+  return text.ok() ? *text : std::string();
+}
+
 // ---- Projectors ----------------------------------------------------------------------------
 
 TEST_F(ModuleRuntimeTest, ProjectorSeesEveryEventOnceAndResumesAfterRestart) {
@@ -220,7 +229,7 @@ TEST_F(ModuleRuntimeTest, AFailingProjectorStopsWithItsErrorAndKeepsEarlierEvent
   EXPECT_NE(status->error.find("position 6"), std::string::npos) << status->error;
   EXPECT_NE(status->error.find("reef_project returned 7"), std::string::npos) << status->error;
   EXPECT_EQ(Ticks().size(), 5u);  // the Poison handler's insert was rolled back
-  std::string metrics = runtime_->Metrics();
+  std::string metrics = RenderedModuleMetrics(*runtime_);
   EXPECT_NE(metrics.find("reef_module_up{kind=\"projector\",name=\"ticks\",version=\"1.0.0\"} 0"),
             std::string::npos)
       << metrics;
@@ -389,7 +398,8 @@ TEST_F(ModuleRuntimeTest, EffectBackoffIsVisibleWhileFailing) {
   EXPECT_EQ(status->state, "backoff");
   EXPECT_EQ(status->position, 0u);  // the watermark stays below the failing event
   EXPECT_NE(status->error.find("event at position 1"), std::string::npos) << status->error;
-  EXPECT_NE(runtime_->Metrics().find("reef_module_backoff_seconds{kind=\"effect\",name=\"jobs\""),
+  EXPECT_NE(RenderedModuleMetrics(*runtime_).find(
+                "reef_module_backoff_seconds{kind=\"effect\",name=\"jobs\""),
             std::string::npos);
 }
 
