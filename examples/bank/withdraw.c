@@ -20,3 +20,4 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
 }
 
 REEF_COMMAND(bank_init, bank_fold, decide);
+REEF_FOLD_IGNORES_INPUT; /* bank_fold reads only the state and the event */

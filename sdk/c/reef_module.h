@@ -112,6 +112,15 @@ reef_cbor reef_reject(const char* fmt, ...) __attribute__((format(printf, 1, 2))
   }                                                                                                \
   extern int reef__module_defined
 
+/* REEF_FOLD_IGNORES_INPUT: place once, after REEF_COMMAND, in a command whose fold does not
+ * read its input (most do not: the query already picks the events). Reef then keeps the
+ * decision state between executions with other inputs and folds only the events appended
+ * since (docs/abi.md "The fold cache"). Do not use it when the fold reads the input. */
+#define REEF_FOLD_IGNORES_INPUT                                                        \
+  __attribute__((export_name("reef_command_fold_ignores_input"))) void                \
+  reef__export_fold_ignores_input(void) {}                                            \
+  extern int reef__fold_ignores_input_declared
+
 /* ---- Projectors -------------------------------------------------------------------------
  * query(w): write the projector's query (reef_write_query + items).
  * project(event): update the read model with reef_sql_exec; return REEF_OK. Any other return

@@ -66,6 +66,31 @@ json OutcomeJson(const CommandOutcome& outcome) {
   return j;
 }
 
+// The fold cache's key for one execution: SHA-256 over the module's SHA-256, the command's
+// lifecycle generation (an env change or a new version makes new keys), the query, the initial
+// state and the input (null when the module's fold ignores it), each length-prefixed.
+Result<detail::FoldCache::Key> FoldKey(std::string_view module_sha256, uint64_t generation,
+                                       const std::vector<uint8_t>& query_bytes,
+                                       const Value& initial_state, const Value* input) {
+  std::string material;
+  auto add = [&material](std::string_view part) {
+    material += fmt::format("{}:", part.size());
+    material += part;
+  };
+  add(module_sha256);
+  add(fmt::format("{}", generation));
+  add(std::string_view(reinterpret_cast<const char*>(query_bytes.data()), query_bytes.size()));
+  REEF_ASSIGN_OR_RETURN(auto state_bytes, EncodeCbor(initial_state, ModuleValueLimits()));
+  add(std::string_view(reinterpret_cast<const char*>(state_bytes.data()), state_bytes.size()));
+  if (input != nullptr) {
+    REEF_ASSIGN_OR_RETURN(auto input_bytes, EncodeCbor(*input, ModuleValueLimits()));
+    add(std::string_view(reinterpret_cast<const char*>(input_bytes.data()), input_bytes.size()));
+  } else {
+    add("");
+  }
+  return Sha256(material);
+}
+
 }  // namespace
 
 // ---- Idempotency records ------------------------------------------------------------------
@@ -209,6 +234,8 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
   REEF_ASSIGN_OR_RETURN(auto module,
                         LoadModule(ModuleKind::kCommand, name, active->version, active->sha256));
   REEF_ASSIGN_OR_RETURN(auto env, CommandEnv(name));
+  // A module that declares its fold ignores the input shares decision states across inputs.
+  const bool fold_ignores_input = module->FindExport(kFoldIgnoresInputExport) != nullptr;
 
   // One instance per module per thread, reset before every attempt: no execution sees
   // another's memory.
@@ -266,6 +293,15 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
       turn = std::unique_lock(query_turns[stripe]);
       events::Position from = 1;
       events::Position head = 0;
+      // The fold cache: start from the state folded up to some position, when one is kept.
+      REEF_ASSIGN_OR_RETURN(auto key, FoldKey(active->sha256, generation, query_bytes, state,
+                                              fold_ignores_input ? nullptr : &input));
+      if (auto kept = fold_cache.Find(key)) {
+        state = std::move(kept->state);
+        from = kept->folded_to + 1;
+      }
+      const events::Position start = from;
+      ctx.read_clock_or_random = false;
       while (true) {
         REEF_ASSIGN_OR_RETURN(auto page,
                               events.Read(query, {.from = from, .limit = kFoldBatchEvents}));
@@ -283,6 +319,12 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
           from = page.events.back().position + 1;
         }
         if (page.events.size() < kFoldBatchEvents) break;
+      }
+      // Kept when the fold moved on and depended only on its key: not on the clock or random
+      // bytes, and no lifecycle change came in (the generation is part of the key).
+      if (from != start && !ctx.read_clock_or_random && CommandGeneration(name) == generation) {
+        auto encoded = EncodeCbor(state, ModuleValueLimits());
+        if (encoded.ok()) fold_cache.Put(key, name, state, head, encoded->size());
       }
       condition = events::AppendCondition{std::move(query), head};
     }

@@ -126,7 +126,8 @@ HostCallOutcome Fail(HostCall& call) {
 }
 
 HostCallOutcome NowMs(HostCall& call) {
-  const ModuleCallContext& ctx = Ctx(call);
+  ModuleCallContext& ctx = Ctx(call);
+  ctx.read_clock_or_random = true;
   int64_t now = ctx.fixed_now_ms ? *ctx.fixed_now_ms : UnixNowMs();
   call.results()[0] = now;
   return HostCallOutcome::kComplete;
@@ -134,6 +135,7 @@ HostCallOutcome NowMs(HostCall& call) {
 
 HostCallOutcome Random(HostCall& call) {
   ModuleCallContext& ctx = Ctx(call);
+  ctx.read_clock_or_random = true;
   uint32_t len = U32(call, 1);
   if (len > kMaxRandomBytes) {
     call.results()[0] = int32_t{-2};

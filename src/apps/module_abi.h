@@ -64,10 +64,20 @@ struct ModuleCallContext {
   // returns the last position.
   std::function<Result<uint64_t>(const Value& new_events)> append;
 
+  // Set by `now_ms` and `random` when called; cleared by whoever wants to know (a fold that
+  // reads the clock or random bytes is not kept in the fold cache).
+  bool read_clock_or_random = false;
+
   // Set by the imports while a call runs; cleared by ModuleInstance::Call.
   std::optional<std::string> failure;  // the reason given to `fail`
   std::string host_error;              // why an import trapped (a SQL error, a bad value)
 };
+
+// An optional export of command modules: a function (no parameters, no results) whose presence
+// says that `reef_command_fold` does not read its input, so decision states are shared across
+// inputs in the fold cache (docs/abi.md "The fold cache"). The C SDK's REEF_FOLD_IGNORES_INPUT
+// exports it.
+inline constexpr std::string_view kFoldIgnoresInputExport = "reef_command_fold_ignores_input";
 
 // The import manifest of `kind` (module "reef"). One shared immutable instance per kind.
 const wasm::HostRegistry& ModuleRegistry(ModuleKind kind);

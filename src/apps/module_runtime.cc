@@ -147,6 +147,7 @@ void ModuleRuntime::Impl::Forget(ModuleKind kind, std::string_view name) {
     }
     if (auto it = env_cache.find(name); it != env_cache.end()) env_cache.erase(it);
   }
+  fold_cache.ForgetCommand(name);  // their keys hold the old generation: never found again
   // Appends that passed their generation check before the bump end before this returns.
   std::unique_lock gate(append_gate);
 }
@@ -329,7 +330,10 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
 }
 
 Status ModuleRuntime::ShredScope(std::string_view scope) {
-  return impl_->keys->Shred(scope);
+  Status shredded = impl_->keys->Shred(scope);
+  // Kept decision states may hold what the shredded events said: fold again from scratch.
+  impl_->fold_cache.Clear();
+  return shredded;
 }
 
 const RuntimeOptions& ModuleRuntime::options() const {

@@ -44,6 +44,9 @@ struct RuntimeOptions {
   // [0, base * 2^n]).
   uint32_t command_max_retries = 5;
   std::chrono::milliseconds command_retry_base{2};
+  // Commands: bytes of decision states kept between executions (docs/abi.md "The fold
+  // cache"), so an execution folds only the events appended since; 0 turns the cache off.
+  uint64_t command_fold_cache_bytes = 64ull << 20;
   // Effects: the first retry delay of a failed event, doubling up to the cap.
   std::chrono::milliseconds effect_backoff_initial{1'000};
   std::chrono::milliseconds effect_backoff_max{600'000};
@@ -52,6 +55,14 @@ struct RuntimeOptions {
   // Projectors: events per SQLite transaction while catching up.
   uint32_t projector_batch_events = 512;
   store::ModuleStoreOptions store;
+};
+
+// The fold cache's counters since the process started (RuntimeOptions::command_fold_cache_bytes).
+struct FoldCacheStats {
+  uint64_t hits = 0;     // executions that started from a kept decision state
+  uint64_t misses = 0;   // executions that folded from the first event
+  uint64_t entries = 0;  // decision states kept now
+  uint64_t bytes = 0;    // their size, as charged against the bound
 };
 
 // What the caller of a command learns.
@@ -149,6 +160,8 @@ class ModuleRuntime {
   // Adds the module and event-store series of GET /metrics (docs/http-api.md "GET /metrics")
   // to `out`: a MetricsCollector. Any thread.
   void CollectMetrics(MetricFamilies& out);
+  // The fold cache's counters. Any thread.
+  FoldCacheStats FoldCache();
 
   const RuntimeOptions& options() const;
   store::ModuleStore& modules();

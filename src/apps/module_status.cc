@@ -47,11 +47,18 @@ constexpr MetricDesc kCommandConflicts{
     "Command attempts retried because the append condition failed."};
 constexpr MetricDesc kEventStoreHead{"reef_event_store_head", MetricType::kGauge,
                                      "Position of the last event in the event store."};
+// Labelled result (hit, miss).
+constexpr MetricDesc kFoldCacheLookups{
+    "reef_command_fold_cache_lookups_total", MetricType::kCounter,
+    "Command executions that found a kept decision state (hit) or folded from the start (miss)."};
+constexpr MetricDesc kFoldCacheBytes{"reef_command_fold_cache_bytes", MetricType::kGauge,
+                                     "Bytes of decision states kept by the fold cache."};
 
 // Declared on every scrape: their HELP and TYPE show before any module or command has a series.
-constexpr MetricDesc kModuleMetrics[] = {
-    kModuleUp,       kModulePosition, kModuleQueryHead,   kModuleLag,        kModuleFailures,
-    kModuleRestarts, kModuleBackoff,  kCommandExecutions, kCommandConflicts, kEventStoreHead};
+constexpr MetricDesc kModuleMetrics[] = {kModuleUp,       kModulePosition,    kModuleQueryHead,
+                                         kModuleLag,      kModuleFailures,    kModuleRestarts,
+                                         kModuleBackoff,  kCommandExecutions, kCommandConflicts,
+                                         kEventStoreHead, kFoldCacheLookups,  kFoldCacheBytes};
 
 }  // namespace
 
@@ -151,6 +158,15 @@ void ModuleRuntime::CollectMetrics(MetricFamilies& out) {
     }
   }
   out.Add(kEventStoreHead, {}, impl_->events.Head());
+  FoldCacheStats fold = FoldCache();
+  out.Add(kFoldCacheLookups, {{"result", "hit"}}, fold.hits);
+  out.Add(kFoldCacheLookups, {{"result", "miss"}}, fold.misses);
+  out.Add(kFoldCacheBytes, {}, fold.bytes);
+}
+
+FoldCacheStats ModuleRuntime::FoldCache() {
+  auto stats = impl_->fold_cache.stats();
+  return {stats.hits, stats.misses, stats.entries, stats.bytes};
 }
 
 }  // namespace reef::apps

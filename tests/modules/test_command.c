@@ -85,3 +85,4 @@ static reef_cbor decide(reef_cbor state, reef_cbor input) {
 }
 
 REEF_COMMAND(init, fold, decide);
+REEF_FOLD_IGNORES_INPUT;

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <utility>
 
+#include "apps/detail/fold_cache.h"
 #include "apps/detail/keyed_turns.h"
 #include "apps/module_abi.h"
 #include "apps/module_runtime.h"
@@ -86,6 +87,9 @@ struct ModuleRuntime::Impl {
   // exclusively (briefly) by Forget after bumping a generation: once a deactivate or an
   // activation answers, no execution of the version it replaced can still append.
   std::shared_mutex append_gate;
+
+  // Decision states of command executions, by what their fold depends on (ExecuteOnce).
+  detail::FoldCache fold_cache{options.command_fold_cache_bytes};
 
   Impl(events::EventStore& e, RuntimeOptions o) : events(e), options(std::move(o)) {}
 

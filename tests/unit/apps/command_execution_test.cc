@@ -332,3 +332,100 @@ TEST_F(ModuleRuntimeTest, CommandSandboxIsDeterministicPerIdempotencyKey) {
 
 }  // namespace
 }  // namespace reef::apps
+
+namespace reef::apps {
+namespace {
+
+using namespace reef::apps::testing;
+
+// Issue 15: the fold cache. test_command's fold counts the events of its tag and keeps the
+// "secret" of the last one (order matters), and declares that it ignores its input; each
+// execution reports what it folded in the event it appends. Over a random history of direct
+// appends (matching and not), executions with changing inputs and env changes (a new
+// generation), every execution must see exactly what a full fold from the first event gives,
+// and the cache must have been used.
+TEST_F(ModuleRuntimeTest, TheFoldCacheGivesWhatAFullFoldGivesOnRandomHistories) {
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  const std::vector<std::string> tags = {"t0", "t1", "t2"};
+  struct Folded {
+    int64_t count = 0;
+    Value last_secret = Value::Null();
+  };
+  std::map<std::string, Folded> expected;  // the full fold, kept by the test
+  std::mt19937 random(20261203);
+  auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  for (int step = 0; step < 400; ++step) {
+    const std::string& tag = tags[pick(3)];
+    std::string secret = fmt::format("s{}", step);
+    bool with_secret = pick(2) == 0;
+    switch (pick(10)) {
+      case 0:
+      case 1:
+      case 2: {  // a direct append of a matching event, with or without a secret
+        std::string data = with_secret ? fmt::format("{{\"secret\":\"{}\"}}", secret) : "{}";
+        std::vector<events::Event> batch{MakeEvent("Direct", {tag}, data)};
+        ASSERT_TRUE(events_->Append(std::move(batch), std::nullopt).ok());
+        expected[tag].count += 1;
+        expected[tag].last_secret = with_secret ? Value::String(secret) : Value::Null();
+        break;
+      }
+      case 3: {  // an event no query matches
+        std::vector<events::Event> batch{MakeEvent("Other", {"elsewhere"}, "{}")};
+        ASSERT_TRUE(events_->Append(std::move(batch), std::nullopt).ok());
+        break;
+      }
+      case 4:  // a lifecycle change: a new generation, so the kept states are not used
+        ASSERT_TRUE(
+            runtime_->SetEnv(ModuleKind::kCommand, "count", "STEP", std::to_string(step)).ok());
+        break;
+      default: {  // an execution with its own input
+        json input = {{"tag", tag}};
+        if (with_secret) input["secret"] = secret;
+        auto outcome = runtime_->Execute("count", Input(input));
+        ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+        ASSERT_EQ(outcome->kind, CommandOutcome::Kind::kAppended);
+        const Record& data = outcome->event_data[0].as_record();
+        ASSERT_EQ(data.at("count").as_int(), expected[tag].count) << "step " << step;
+        ASSERT_EQ(data.at("last_secret"), expected[tag].last_secret) << "step " << step;
+        // Its own Counted event is part of the history now.
+        expected[tag].count += 1;
+        expected[tag].last_secret = with_secret ? Value::String(secret) : Value::Null();
+      }
+    }
+  }
+  FoldCacheStats stats = runtime_->FoldCache();
+  EXPECT_GT(stats.hits, 100u) << "the cache was not used";
+  EXPECT_GT(stats.misses, 0u);
+  EXPECT_GT(stats.entries, 0u);
+}
+
+TEST_F(ModuleRuntimeTest, TheFoldCacheStaysWithinItsBytesAndCanBeTurnedOff) {
+  for (uint64_t bytes : {uint64_t{0}, uint64_t{2'000}}) {
+    RuntimeOptions options;
+    options.command_fold_cache_bytes = bytes;
+    Close();
+    Open(options);
+    Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+    // 50 tags, each executed twice: the second finds the first's state when it is kept.
+    for (int round = 0; round < 2; ++round) {
+      for (int t = 0; t < 50; ++t) {
+        auto outcome =
+            runtime_->Execute("count", Input({{"tag", fmt::format("tag{}-{}", bytes, t)}}));
+        ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+        EXPECT_EQ(outcome->event_data[0].as_record().at("count").as_int(), round);
+      }
+    }
+    FoldCacheStats stats = runtime_->FoldCache();
+    EXPECT_LE(stats.bytes, bytes) << "cache of " << bytes << " bytes";
+    if (bytes == 0) {
+      EXPECT_EQ(stats.hits, 0u);
+      EXPECT_EQ(stats.entries, 0u);
+    } else {
+      EXPECT_LT(stats.entries, 50u) << "2,000 bytes cannot hold 50 states";
+      EXPECT_GT(stats.entries, 0u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace reef::apps
