@@ -1,0 +1,265 @@
+// Node: see node.h.
+#include "node/node.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <utility>
+
+#include "apps/http/metrics_route.h"
+#include "apps/http/module_routes.h"
+#include "apps/http/program_routes.h"
+#include "apps/program/program_runtime.h"
+#include "apps/sqlite_heap.h"
+#include "events/http/event_routes.h"
+#include "events/http/event_subscriptions.h"
+#include "image/image.h"
+#include "server/server.h"
+#include "wasm/engine.h"
+#include "wasm/engine_metrics.h"
+#include "wasm/native/code_source.h"
+
+namespace reef {
+namespace {
+
+// Registers the collectors of GET /metrics (core/metrics.h), one row each: the engine's, the
+// modules' and event store's, the programs'. REQUIRES: the registrations are reset before
+// `modules` and `programs` are destroyed.
+Result<std::vector<MetricsRegistration>> RegisterMetrics(MetricsRegistry& registry,
+                                                         apps::ModuleRuntime& modules,
+                                                         apps::program::ProgramRuntime& programs) {
+  const std::pair<std::string, MetricsCollector> collectors[] = {
+      {"engine",
+       [](MetricFamilies& out) {
+         wasm::CollectEngineMetrics(wasm::Engine::DefaultOptions(), out);
+       }},
+      {"modules", [&modules](MetricFamilies& out) { modules.CollectMetrics(out); }},
+      {"programs", [&programs](MetricFamilies& out) { programs.CollectMetrics(out); }},
+  };
+  std::vector<MetricsRegistration> registrations;
+  for (const auto& [name, collector] : collectors) {
+    REEF_ASSIGN_OR_RETURN(MetricsRegistration registration, registry.Register(name, collector));
+    registrations.push_back(std::move(registration));
+  }
+  return registrations;
+}
+
+// One line of the server's log per native compile, rebuild or failure (CodeSource's
+// on_outcome; a compile worker's thread). A module is named by the first 12 hex digits of
+// its SHA-256 (ShortId), the start of the `sha256` the module views show.
+void LogCodeOutcome(const wasm::native::CodeOutcome& outcome, bool no_compiler) {
+  const std::string id = outcome.module_id.substr(0, 12);
+  if (outcome.outcome == "failed") {
+    if (no_compiler) return;
+    spdlog::warn("engine: module {} stays on the interpreter: its native compile failed: {}", id,
+                 outcome.detail);
+    return;
+  }
+  if (outcome.outcome == "rebuilt") {
+    spdlog::warn(
+        "engine: module {}: its cached native code was refused ({}); recompiled in "
+        "{:.2f} CPU-s",
+        id, outcome.detail, outcome.cpu_seconds);
+  } else {
+    spdlog::info("engine: module {} compiled to native code in {:.2f} CPU-s ({} wasm bytes)", id,
+                 outcome.cpu_seconds, outcome.wasm_bytes);
+  }
+  if (outcome.outcome == "compiled" && !outcome.detail.empty()) {
+    spdlog::warn("engine: module {}: its native code could not be kept in the cache: {}", id,
+                 outcome.detail);
+  }
+}
+
+// Makes every engine of this process use the chosen tier (--engine), with native code from
+// <data dir>/cache/native compiled by a pool of background workers. `auto` without a C
+// compiler stays on the interpreter and says so once; `native` without one fails.
+Status ConfigureEngines(const NodeOptions& node) {
+  const std::optional<wasm::TierChoice> choice = node.engine;
+  wasm::EngineOptions options;
+  options.tier = *choice;
+  if (*choice != wasm::TierChoice::kInterp) {
+    wasm::native::CodeSourceOptions code;
+    code.cache = node.data_dir / "cache" / "native";
+    code.background = true;
+    // Without a compiler every module fails the same way: said once below, not per module.
+    auto no_compiler = std::make_shared<std::atomic<bool>>(false);
+    code.on_outcome = [no_compiler](const wasm::native::CodeOutcome& outcome) {
+      LogCodeOutcome(outcome, no_compiler->load());
+    };
+    REEF_ASSIGN_OR_RETURN(options.native_code, wasm::native::CodeSource::Create(code));
+    if (Status compiler = options.native_code->CompilerStatus(); !compiler.ok()) {
+      no_compiler->store(true);
+      if (*choice == wasm::TierChoice::kNative) {
+        return compiler.WithContext("--engine native needs a C compiler");
+      }
+      // Each module's compile then fails at once and it stays on the interpreter.
+      spdlog::warn("engine: auto, but no C compiler: every module stays on the interpreter ({})",
+                   compiler.message());
+    }
+  }
+  spdlog::info("engine: {} ({})", wasm::TierChoiceName(options.tier),
+               wasm::TierChoiceSummary(options.tier));
+  wasm::Engine::SetDefaultOptions(std::move(options));
+  return Status::Ok();
+}
+
+// The data directory holds the crypto-shredding keys and every module's data: it is the
+// owner's alone (docs/operations.md "Data on disk"). Whatever the umask, what Reef creates is
+// 0600 (files) or 0700 (directories), and a directory made by an older Reef is tightened.
+Status PrepareDataDir(const std::filesystem::path& dir) {
+  ::umask(077);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status::Unavailable(fmt::format("cannot create {}: {}", dir.string(), ec.message()));
+  namespace fs = std::filesystem;
+  auto tighten = [](const fs::path& path, bool is_dir) {
+    std::error_code ignored;
+    fs::permissions(path,
+                    is_dir ? fs::perms::owner_all : fs::perms::owner_read | fs::perms::owner_write,
+                    fs::perm_options::replace, ignored);
+  };
+  tighten(dir, true);
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink()) continue;
+    tighten(it->path(), it->is_directory());
+  }
+  if (ec) return Status::Unavailable(fmt::format("cannot list {}: {}", dir.string(), ec.message()));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Node::Node() = default;
+
+Node::~Node() {
+  Stop();
+}
+
+std::string Node::address() const {
+  return server_ ? server_->address() : std::string();
+}
+
+Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
+  // Refuse a bad or unsafe address before the data directory is touched.
+  REEF_RETURN_IF_ERROR(server::CheckListenPolicy(options.listen, options.auth_token)
+                           .WithContext(fmt::format("cannot listen on {}", options.listen)));
+  REEF_RETURN_IF_ERROR(PrepareDataDir(options.data_dir));
+  REEF_RETURN_IF_ERROR(ConfigureEngines(options));
+  std::unique_ptr<Node> node(new Node());
+  node->options_ = std::move(options);
+  Node& n = *node;
+  const NodeOptions& o = n.options_;
+  const std::string dir = o.data_dir.string();
+  auto opened = [&dir](const Status& status, std::string_view what) {
+    return Status(status.code(),
+                  fmt::format("cannot open {} in data dir {}: {}", what, dir, status.ToString()));
+  };
+
+  image::ImageOptions image_options;
+  image_options.data_dir = o.data_dir;
+  auto image = image::Image::Open(std::move(image_options));
+  if (!image.ok()) return opened(image.status(), "the image");
+  n.image_ = std::move(*image);
+
+  // The event store (docs/operations.md "Event store") lives next to the image's data.
+  events::EventStoreOptions event_options;
+  event_options.limits = o.event_limits;
+  auto events = events::OpenEventStore(o.data_dir / "events", event_options);
+  if (!events.ok()) return opened(events.status(), "the event store");
+  n.events_ = std::move(*events);
+  spdlog::info("event store {}/events: head {}", dir, n.events_->Head());
+  if (uint64_t torn = n.events_->Stats().torn_bytes_cut; torn > 0) {
+    spdlog::warn(
+        "event store: cut {} bytes from the end of the log: an append torn by a crash "
+        "(never acknowledged), or damage to the last one",
+        torn);
+  }
+  if (!apps::SqlHeapBudgetsEnforced()) {
+    spdlog::warn(
+        "SQLite initialized before Reef could install its allocator: projector queries and "
+        "module SQL run without their per-statement memory limit");
+  }
+
+  server::ServerOptions server_options;
+  server_options.listen = o.listen;
+  // Appends block their handler thread until their fdatasync: enough threads that concurrent
+  // appends over HTTP share syncs (group commit) and do not hold up other requests. Routes that
+  // wait for guests answer asynchronously and hold none.
+  server_options.handler_threads = 32;
+  server_options.limits.shutdown_timeout = o.shutdown_timeout;
+  server_options.auth_token = o.auth_token;
+
+  // The event-sourced modules: the module store in reef.sqlite, active projectors and effects
+  // started now.
+  apps::RuntimeOptions runtime_options = o.modules;
+  runtime_options.data_dir = o.data_dir;
+  auto modules = apps::ModuleRuntime::Open(*n.events_, runtime_options);
+  if (!modules.ok()) return opened(modules.status(), "the module store");
+  n.modules_ = std::move(*modules);
+  events::http::EventRouteOptions event_route_options;
+  event_route_options.reserved_data_prefix = std::string(apps::KeyRing::kMarker);
+  event_route_options.encrypt = [keys = &n.modules_->keys()](std::string_view scope,
+                                                             std::string_view data) {
+    return keys->Encrypt(scope, data);
+  };
+  event_route_options.decrypt = [keys = &n.modules_->keys()](std::string_view stored) {
+    return keys->Open(stored);
+  };
+  for (server::HttpRoute& route : events::http::EventRoutes(*n.events_, event_route_options)) {
+    server_options.routes.push_back(std::move(route));
+  }
+  // Event-store subscriptions for outside consumers (protocol ops).
+  n.subscriptions_ = std::make_unique<events::http::EventSubscriptions>(*n.events_);
+  REEF_RETURN_IF_ERROR(n.subscriptions_->RegisterOps(server_options.dispatcher));
+
+  // Programs and units (docs/programs.md); the newest kept program is deployed again.
+  apps::program::ProgramRuntimeOptions program_options;
+  program_options.data_dir = o.data_dir;
+  program_options.reactors = o.reactors;
+  auto programs = apps::program::ProgramRuntime::Open(std::move(program_options));
+  if (!programs.ok()) {
+    return Status(programs.status().code(),
+                  fmt::format("cannot start the program runtime in data dir {}: {}", dir,
+                              programs.status().ToString()));
+  }
+  n.programs_ = std::move(*programs);
+  for (server::HttpRoute& route : apps::http::ModuleRoutes(*n.modules_)) {
+    server_options.routes.push_back(std::move(route));
+  }
+  REEF_ASSIGN_OR_RETURN(n.metric_collectors_,
+                        RegisterMetrics(n.metrics_, *n.modules_, *n.programs_));
+  server_options.routes.push_back(apps::http::MetricsRoute(n.metrics_));
+  for (server::HttpRoute& route : apps::http::ProgramRoutes(*n.programs_)) {
+    server_options.routes.push_back(std::move(route));
+  }
+  REEF_RETURN_IF_ERROR(n.image_->Attach(server_options));
+  auto server = server::Server::Start(std::move(server_options));
+  if (!server.ok()) {
+    return Status(server.status().code(),
+                  fmt::format("cannot listen on {}: {}", o.listen, server.status().ToString()));
+  }
+  n.server_ = std::move(*server);
+  return node;
+}
+
+void Node::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
+  if (server_) server_->Stop();
+  if (subscriptions_) subscriptions_->Stop();
+  server_.reset();
+  metric_collectors_.clear();
+  image_.reset();
+  programs_.reset();
+  modules_.reset();
+  subscriptions_.reset();
+  events_.reset();
+}
+
+}  // namespace reef
