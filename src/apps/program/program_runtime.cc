@@ -15,54 +15,14 @@
 #include <sstream>
 #include <thread>
 
+#include "apps/program/detail/program_state.h"
 #include "core/clock.h"
 
 namespace reef::apps::program {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
-
-// How an instance is being used. Atomic, and shared with the invocations in flight, because
-// an invocation ends on a reactor thread, which must not wait for UnitState::mu: that lock is
-// held across reactor round trips (Spawn, Remove).
-struct InstanceUse {
-  std::atomic<uint32_t> pending{0};  // invocations handed to it and not ended (blocks eviction)
-  std::atomic<Clock::rep> last_used{Clock::now().time_since_epoch().count()};
-  std::atomic<uint64_t> invocations{0};  // accepted into its inbox
-
-  void Touch() { last_used.store(Clock::now().time_since_epoch().count()); }
-  Clock::time_point LastUsed() const {
-    return Clock::time_point(Clock::duration(last_used.load()));
-  }
-};
-
-struct Instance {
-  Instance(uint32_t instance_id, ActorRef ref) : id(instance_id), actor(ref) {}
-  uint32_t id = 0;
-  ActorRef actor;
-  std::shared_ptr<InstanceUse> use = std::make_shared<InstanceUse>();
-};
-
-// One unit's code and its instances. A redeploy that changes the unit's code retires this
-// object and makes a new one; an unchanged unit carries it over.
-struct UnitState {
-  std::mutex mu;
-  std::shared_ptr<const actor::Implementation> implementation;
-  std::string code_fingerprint;
-  uint64_t code_generation = 0;
-  UnitSpec spec;                           // GUARDED_BY(mu): limits may change
-  std::map<uint32_t, Instance> instances;  // GUARDED_BY(mu)
-  // The unit's next instance id, shared by every UnitState of the unit's name, so an id
-  // never names two instances (old code's and new code's) at once.
-  std::shared_ptr<std::atomic<uint32_t>> next_instance;
-  uint32_t cursor = 0;   // GUARDED_BY(mu): round-robin position
-  bool retired = false;  // GUARDED_BY(mu)
-  std::atomic<uint64_t> invocations{0};
-  std::atomic<uint64_t> rejected{0};
-  std::atomic<uint64_t> evicted{0};
-};
 
 // Writes `text` to `path` through a temporary file, fsync and rename, so a crash leaves
 // either the old file or the whole new one.
@@ -134,36 +94,6 @@ Result<InvokeMode> ParseInvokeMode(std::string_view name) {
   return Status::InvalidArgument(
       fmt::format("unknown mode \"{}\"; expected try, enqueue or wait", name));
 }
-
-struct ProgramRuntime::State {
-  ProgramRuntimeOptions options;
-  std::unique_ptr<actor::Runtime> runtime;
-  std::filesystem::path programs_dir;
-
-  std::mutex deploy_mu;          // one deploy at a time
-  uint64_t last_generation = 0;  // GUARDED_BY(deploy_mu)
-
-  mutable std::mutex mu;
-  std::shared_ptr<const Program> current;                   // GUARDED_BY(mu)
-  std::map<std::string, std::shared_ptr<UnitState>> units;  // GUARDED_BY(mu)
-  // Next instance id per unit name, across deploys (UnitState::next_instance).
-  std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids;  // GUARDED_BY(mu)
-  std::vector<std::shared_ptr<UnitState>> retired;                             // GUARDED_BY(mu)
-  std::atomic<uint32_t> reactor_cursor{0};
-
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stopping = false;  // GUARDED_BY(stop_mu)
-  std::thread evictor;
-
-  Result<DeployReport> Publish(std::shared_ptr<const Program> program);
-  Result<uint32_t> NextReactor();
-  // Picks (or spawns) the instance an invocation goes to. REQUIRES: unit.mu held.
-  Result<Instance*> Pick(UnitState& unit, const std::optional<uint32_t>& target,
-                         InvokeOutcome* outcome);
-  void EvictIdle();
-  void EvictLoop();
-};
 
 Result<uint32_t> ProgramRuntime::State::NextReactor() {
   std::vector<uint32_t> up;
@@ -455,125 +385,6 @@ void ProgramRuntime::State::EvictLoop() {
     lock.unlock();
     EvictIdle();
     lock.lock();
-  }
-}
-
-std::vector<UnitInfo> ProgramRuntime::Units() {
-  State& s = *state_;
-  std::vector<std::pair<std::shared_ptr<UnitState>, std::vector<ActorRef>>> units;
-  {
-    std::lock_guard lock(s.mu);
-    for (auto& [name, unit] : s.units) units.push_back({unit, {}});
-  }
-  std::vector<UnitInfo> infos;
-  for (auto& [unit, refs] : units) {
-    UnitInfo info;
-    {
-      std::lock_guard lock(unit->mu);
-      info.spec = unit->spec;
-      info.instances = unit->instances.size();
-      for (const auto& [id, instance] : unit->instances) refs.push_back(instance.actor);
-    }
-    info.code_generation = unit->code_generation;
-    info.invocations = unit->invocations.load();
-    info.rejected = unit->rejected.load();
-    info.evicted = unit->evicted.load();
-    for (const ActorRef& ref : refs) {  // atomics only: no reactor round trip per instance
-      auto usage = s.runtime->Mailbox(ref);
-      if (usage.ok()) info.poisoned += usage->incarnation - 1;
-    }
-    infos.push_back(std::move(info));
-  }
-  return infos;
-}
-
-Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view name) {
-  State& s = *state_;
-  // The unit's current instances, then those of its old code still finishing their work.
-  std::vector<std::shared_ptr<UnitState>> states;
-  {
-    std::lock_guard lock(s.mu);
-    if (!s.current) return Status::NotFound("no program is deployed");
-    auto it = s.units.find(std::string(name));
-    if (it != s.units.end()) states.push_back(it->second);
-    for (const auto& old : s.retired) {  // a removed unit's old instances count too
-      if (old->spec.name == name) states.push_back(old);
-    }
-    if (states.empty()) {
-      return Status::NotFound(
-          fmt::format("program {} has no unit {}", s.current->manifest.program, name));
-    }
-  }
-  std::vector<InstanceInfo> infos;
-  std::vector<Clock::time_point> last_used;
-  for (const auto& unit : states) {
-    std::lock_guard lock(unit->mu);
-    for (const auto& [id, instance] : unit->instances) {
-      InstanceInfo info(instance.actor);
-      info.instance = id;
-      info.invocations = instance.use->invocations.load();
-      info.code_generation = unit->code_generation;
-      info.retired = unit->retired;
-      infos.push_back(info);
-      last_used.push_back(instance.use->LastUsed());
-    }
-  }
-  std::vector<InstanceInfo> present;
-  Clock::time_point now = Clock::now();
-  for (size_t i = 0; i < infos.size(); ++i) {
-    auto snapshot = s.runtime->Inspect(infos[i].actor);
-    if (!snapshot.ok()) continue;  // evicted meanwhile
-    InstanceInfo& info = infos[i];
-    info.reactor = snapshot->reactor;
-    info.status = snapshot->status;
-    info.incarnation = snapshot->incarnation;
-    info.queued = snapshot->queued.size();
-    info.inbox_capacity = snapshot->mailbox_capacity;
-    info.idle_ms = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_used[i]).count());
-    info.failure = snapshot->failure;
-    info.tier = snapshot->tier;
-    present.push_back(std::move(info));
-  }
-  return present;
-}
-
-Status ProgramRuntime::Kill(std::string_view name, uint32_t instance) {
-  State& s = *state_;
-  std::vector<std::shared_ptr<UnitState>> states;  // current code first, then old code
-  {
-    std::lock_guard lock(s.mu);
-    auto it = s.units.find(std::string(name));
-    if (it != s.units.end()) states.push_back(it->second);
-    for (const auto& old : s.retired) {  // a removed unit's old instances count too
-      if (old->spec.name == name) states.push_back(old);
-    }
-    if (states.empty()) return Status::NotFound(fmt::format("no unit {}", name));
-  }
-  for (const auto& unit : states) {
-    std::optional<ActorRef> ref;
-    {
-      std::lock_guard lock(unit->mu);
-      auto it = unit->instances.find(instance);
-      if (it != unit->instances.end()) ref = it->second.actor;
-    }
-    if (ref) return s.runtime->Kill(*ref);
-  }
-  return Status::NotFound(fmt::format("unit {} has no instance {}", name, instance));
-}
-
-std::vector<actor::ReactorInfo> ProgramRuntime::Reactors() {
-  return state_->runtime->Reactors();
-}
-
-Result<actor::ReactorInfo> ProgramRuntime::Drain(uint32_t reactor,
-                                                 std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  for (;;) {
-    REEF_RETURN_IF_ERROR(state_->runtime->Drain(reactor));
-    actor::ReactorInfo info = state_->runtime->Reactors().at(reactor);
-    if (info.liveness == actor::ReactorLiveness::kDown || Clock::now() >= deadline) return info;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 

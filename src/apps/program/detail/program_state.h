@@ -1,0 +1,95 @@
+// Internals of ProgramRuntime shared by its source files (program_runtime.cc: deploys,
+// routing, eviction; program_views.cc: the views and control operations). Not a public
+// header. Thread ownership and lock order: program_runtime.h.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/program/program_runtime.h"
+
+namespace reef::apps::program {
+
+using Clock = std::chrono::steady_clock;
+
+// How an instance is being used. Atomic, and shared with the invocations in flight, because
+// an invocation ends on a reactor thread, which must not wait for UnitState::mu: that lock is
+// held across reactor round trips (Spawn, Remove).
+struct InstanceUse {
+  std::atomic<uint32_t> pending{0};  // invocations handed to it and not ended (blocks eviction)
+  std::atomic<Clock::rep> last_used{Clock::now().time_since_epoch().count()};
+  std::atomic<uint64_t> invocations{0};  // accepted into its inbox
+
+  void Touch() { last_used.store(Clock::now().time_since_epoch().count()); }
+  Clock::time_point LastUsed() const {
+    return Clock::time_point(Clock::duration(last_used.load()));
+  }
+};
+
+struct Instance {
+  Instance(uint32_t instance_id, ActorRef ref) : id(instance_id), actor(ref) {}
+  uint32_t id = 0;
+  ActorRef actor;
+  std::shared_ptr<InstanceUse> use = std::make_shared<InstanceUse>();
+};
+
+// One unit's code and its instances. A redeploy that changes the unit's code retires this
+// object and makes a new one; an unchanged unit carries it over.
+struct UnitState {
+  std::mutex mu;
+  std::shared_ptr<const actor::Implementation> implementation;
+  std::string code_fingerprint;
+  uint64_t code_generation = 0;
+  UnitSpec spec;                           // GUARDED_BY(mu): limits may change
+  std::map<uint32_t, Instance> instances;  // GUARDED_BY(mu)
+  // The unit's next instance id, shared by every UnitState of the unit's name, so an id
+  // never names two instances (old code's and new code's) at once.
+  std::shared_ptr<std::atomic<uint32_t>> next_instance;
+  uint32_t cursor = 0;   // GUARDED_BY(mu): round-robin position
+  bool retired = false;  // GUARDED_BY(mu)
+  std::atomic<uint64_t> invocations{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> evicted{0};
+};
+
+struct ProgramRuntime::State {
+  ProgramRuntimeOptions options;
+  std::unique_ptr<actor::Runtime> runtime;
+  std::filesystem::path programs_dir;
+
+  std::mutex deploy_mu;          // one deploy at a time
+  uint64_t last_generation = 0;  // GUARDED_BY(deploy_mu)
+
+  mutable std::mutex mu;
+  std::shared_ptr<const Program> current;                   // GUARDED_BY(mu)
+  std::map<std::string, std::shared_ptr<UnitState>> units;  // GUARDED_BY(mu)
+  // Next instance id per unit name, across deploys (UnitState::next_instance).
+  std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids;  // GUARDED_BY(mu)
+  std::vector<std::shared_ptr<UnitState>> retired;                             // GUARDED_BY(mu)
+  std::atomic<uint32_t> reactor_cursor{0};
+
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;  // GUARDED_BY(stop_mu)
+  std::thread evictor;
+
+  Result<DeployReport> Publish(std::shared_ptr<const Program> program);
+  Result<uint32_t> NextReactor();
+  // Picks (or spawns) the instance an invocation goes to. REQUIRES: unit.mu held.
+  Result<Instance*> Pick(UnitState& unit, const std::optional<uint32_t>& target,
+                         InvokeOutcome* outcome);
+  void EvictIdle();
+  void EvictLoop();
+};
+
+}  // namespace reef::apps::program
