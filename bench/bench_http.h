@@ -45,8 +45,7 @@ class KeepAliveConnection {
   KeepAliveConnection(std::string_view program, uint16_t port,
                       std::chrono::seconds step_timeout = std::chrono::seconds(30))
       : program_(program), step_timeout_(step_timeout), stream_(ioc_) {
-    const boost::asio::ip::tcp::endpoint endpoint(boost::asio::ip::make_address("127.0.0.1"),
-                                                  port);
+    const boost::asio::ip::tcp::endpoint endpoint(boost::asio::ip::make_address("127.0.0.1"), port);
     if (auto ec = Await([&](auto handler) { stream_.async_connect(endpoint, handler); })) {
       Fail(fmt::format("connect to port {}: {}", port, ec.message()));
     }
@@ -54,28 +53,38 @@ class KeepAliveConnection {
 
   // POSTs `body` (as application/json) to `target`; returns the reply's status and body.
   std::pair<unsigned, std::string> Post(const std::string& target, const std::string& body) {
+    return Request(boost::beast::http::verb::post, target, body);
+  }
+  // GETs `target`; returns the reply's status and body.
+  std::pair<unsigned, std::string> Get(const std::string& target) {
+    return Request(boost::beast::http::verb::get, target, "");
+  }
+
+ private:
+  std::pair<unsigned, std::string> Request(boost::beast::http::verb verb, const std::string& target,
+                                           const std::string& body) {
     namespace http = boost::beast::http;
-    http::request<http::string_body> request(http::verb::post, target, 11);
+    const std::string what = fmt::format("{} {}", std::string(http::to_string(verb)), target);
+    http::request<http::string_body> request(verb, target, 11);
     request.set(http::field::host, "127.0.0.1");
-    request.set(http::field::content_type, "application/json");
+    if (verb == http::verb::post) request.set(http::field::content_type, "application/json");
     request.keep_alive(true);
     request.body() = body;
     request.prepare_payload();
     if (auto ec = Await([&](auto handler) { http::async_write(stream_, request, handler); })) {
-      Fail(fmt::format("POST {}: write: {}", target, ec.message()));
+      Fail(fmt::format("{}: write: {}", what, ec.message()));
     }
     http::response<http::string_body> response;
     if (auto ec =
             Await([&](auto handler) { http::async_read(stream_, buffer_, response, handler); })) {
-      Fail(fmt::format("POST {}: read: {}", target, ec.message()));
+      Fail(fmt::format("{}: read: {}", what, ec.message()));
     }
     if (!response.keep_alive()) {
-      Fail(fmt::format("POST {}: the server closed the connection", target));
+      Fail(fmt::format("{}: the server closed the connection", what));
     }
     return {response.result_int(), std::move(response.body())};
   }
 
- private:
   [[noreturn]] void Fail(const std::string& what) {
     fmt::print(stderr, "{}: {}\n", program_, what);
     std::fflush(stdout);

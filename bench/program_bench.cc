@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
@@ -185,6 +186,30 @@ Figures RunClients(uint16_t port, int n, Clock::duration duration, const CpuCloc
   return out;
 }
 
+/// GET /health every kProbeInterval on its own connection until `stop`; the latencies (ms).
+constexpr auto kProbeInterval = std::chrono::milliseconds(10);
+std::vector<double> ProbeHealth(uint16_t port, const std::atomic<bool>& stop) {
+  reef::bench::KeepAliveConnection connection("program_bench", port, kStepTimeout);
+  std::vector<double> latencies_ms;
+  while (!stop.load()) {
+    const Clock::time_point t0 = Clock::now();
+    auto [status, reply] = connection.Get("/health");
+    if (status != 200) Die("GET /health: HTTP {}: {}", status, reply);
+    latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    std::this_thread::sleep_for(kProbeInterval);
+  }
+  return latencies_ms;
+}
+
+void PrintHealth(std::string_view load, const std::vector<double>& latencies_ms) {
+  fmt::print(
+      "bench program=health load={} requests={} p50_ms={:.3f} p99_ms={:.3f} max_ms={:.3f}\n", load,
+      latencies_ms.size(), reef::bench::Quantile(latencies_ms, 0.5),
+      reef::bench::Quantile(latencies_ms, 0.99),
+      latencies_ms.empty() ? 0.0 : *std::max_element(latencies_ms.begin(), latencies_ms.end()));
+  std::fflush(stdout);
+}
+
 void Print(std::string_view head, const Figures& f) {
   const double n = static_cast<double>(f.answered);
   fmt::print(
@@ -315,10 +340,28 @@ int main(int argc, char** argv) {
 
   RunClients(reef.port(), kWarmupClients, kWarmup, reef_cpu);
   RunClients(native.port(), kWarmupClients, kWarmup, native_cpu);
+  // /health with nothing else running: the anchor of the saturated probe below.
+  {
+    std::atomic<bool> stop{false};
+    std::thread stopper([&stop, duration] {
+      std::this_thread::sleep_for(duration);
+      stop = true;
+    });
+    PrintHealth("idle clients=0", ProbeHealth(reef.port(), stop));
+    stopper.join();
+  }
   for (int n : kClients) {
     if (sizes.clients != 0 && sizes.clients != n) continue;
-    Print(fmt::format("reef_invoke mode=wait clients={}", n),
-          RunClients(reef.port(), n, duration, reef_cpu));
+    // While the clients invoke, a probe asks /health: a waiting invocation must hold no
+    // server thread (issue 15).
+    std::atomic<bool> stop_probe{false};
+    std::vector<double> probed;
+    std::thread probe([&] { probed = ProbeHealth(reef.port(), stop_probe); });
+    Figures invoked = RunClients(reef.port(), n, duration, reef_cpu);
+    stop_probe = true;
+    probe.join();
+    Print(fmt::format("reef_invoke mode=wait clients={}", n), invoked);
+    PrintHealth(fmt::format("invoke clients={}", n), probed);
     Print(fmt::format("native_beast clients={} threads={}", n, native_threads),
           RunClients(native.port(), n, duration, native_cpu));
   }

@@ -576,6 +576,13 @@ if [[ $programs != 0 ]]; then
              " CPU time per request of the reef serve process / of the native server threads\n"
       printf "native / reef: %.1fx req/s with 1 client, %.1fx with 64; native server threads: %s\n",
              (r1 > 0 ? n1 / r1 : 0), (r64 > 0 ? n64 / r64 : 0), val["pr/native_beast/64", "threads"]
+      u = n64 > 0 ? r64 / n64 : 0
+      printf "issue 15 goal: unit invocation over HTTP, 64 clients / native Beast handler = " \
+             "%.2fx (goal >= 0.7x): %s\n", u, (u >= 0.7 ? "PASS" : "MISS")
+      hb = get("pr/health/64", "p99_ms"); hi = get("pr/health/0", "p99_ms")
+      printf "issue 15 goal: GET /health p99 while 64 clients invoke = %.1f ms (idle server: " \
+             "%.1f ms; max %.1f ms; goal <= 100 ms): %s\n", hb, hi, get("pr/health/64", "max_ms"),
+             (hb <= 100 ? "PASS" : "MISS")
     }
   ' "$program_lines"
 fi
