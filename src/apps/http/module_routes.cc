@@ -284,6 +284,26 @@ Result<QueryCall> ParseQuery(const HttpRequest& r) {
   return call;
 }
 
+// A POST route whose request is parsed on the handler thread (`parse`: errors answer at once)
+// and run on `pool` (`run`), answering from there.
+template <typename Call>
+HttpRoute PooledRoute(std::string path, std::string summary, std::shared_ptr<GuestWorkPool> pool,
+                      Result<Call> (*parse)(const HttpRequest&),
+                      std::function<Result<HttpResponse>(const Call&)> run) {
+  HttpRoute route;
+  route.method = "POST";
+  route.path = std::move(path);
+  route.summary = std::move(summary);
+  route.async_handler = [pool, parse, run](const HttpRequest& r,
+                                           std::shared_ptr<server::HttpResponder> responder) {
+    auto call = parse(r);
+    if (!call.ok()) return responder->Send(call.status());
+    AnswerFromPool(*pool, std::move(responder),
+                   [run, call = std::make_shared<Call>(std::move(*call))] { return run(*call); });
+  };
+  return route;
+}
+
 }  // namespace
 
 std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime) {
@@ -294,36 +314,16 @@ std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime) {
       std::make_shared<GuestWorkPool>("command executions", kCommandThreads, kCommandsWaiting);
   auto queries =
       std::make_shared<GuestWorkPool>("projector queries", kQueryThreads, kQueriesWaiting);
-  HttpRoute execute;
-  execute.method = "POST";
-  execute.path = "/commands/{name}/execute";
-  execute.summary = "execute the active version of a command on the body's input JSON";
-  execute.async_handler = [rt, commands](const HttpRequest& r,
-                                         std::shared_ptr<server::HttpResponder> responder) {
-    auto call = ParseExecute(r);
-    if (!call.ok()) return responder->Send(call.status());
-    AnswerFromPool(*commands, std::move(responder),
-                   [rt, call = std::make_shared<ExecuteCall>(std::move(*call))] {
-                     return Execute(*rt, *call);
-                   });
-  };
-  routes.push_back(std::move(execute));
-  HttpRoute query;
-  query.method = "POST";
-  query.path = "/projectors/{name}/query";
-  query.summary = "run a read-only SQL query on a projector's database";
-  query.async_handler = [rt, queries](const HttpRequest& r,
-                                      std::shared_ptr<server::HttpResponder> responder) {
-    auto call = ParseQuery(r);
-    if (!call.ok()) return responder->Send(call.status());
-    AnswerFromPool(
-        *queries, std::move(responder),
-        [rt, call = std::make_shared<QueryCall>(std::move(*call))]() -> Result<HttpResponse> {
-          REEF_ASSIGN_OR_RETURN(json rows, rt->QueryProjector(call->name, call->sql, call->params));
-          return HttpResponse::Json(200, {{"rows", std::move(rows)}});
-        });
-  };
-  routes.push_back(std::move(query));
+  routes.push_back(PooledRoute<ExecuteCall>(
+      "/commands/{name}/execute",
+      "execute the active version of a command on the body's input JSON", commands, ParseExecute,
+      [rt](const ExecuteCall& call) { return Execute(*rt, call); }));
+  routes.push_back(PooledRoute<QueryCall>(
+      "/projectors/{name}/query", "run a read-only SQL query on a projector's database", queries,
+      ParseQuery, [rt](const QueryCall& call) -> Result<HttpResponse> {
+        REEF_ASSIGN_OR_RETURN(json rows, rt->QueryProjector(call.name, call.sql, call.params));
+        return HttpResponse::Json(200, {{"rows", std::move(rows)}});
+      }));
   for (ModuleKind kind : {ModuleKind::kCommand, ModuleKind::kProjector, ModuleKind::kEffect}) {
     AddKindRoutes(routes, runtime, kind);
   }
