@@ -66,17 +66,19 @@ json OutcomeJson(const CommandOutcome& outcome) {
   return j;
 }
 
-// The fold cache's key for one execution: SHA-256 over the module's SHA-256, the command's
-// lifecycle generation (an env change or a new version makes new keys), the query, the initial
-// state and the input (null when the module's fold ignores it), each length-prefixed.
-Result<detail::FoldCache::Key> FoldKey(std::string_view module_sha256, uint64_t generation,
-                                       const std::vector<uint8_t>& query_bytes,
+// The fold cache's key for one execution: SHA-256 over the command's name (commands with the
+// same bytes have their own env), the module's SHA-256, the command's lifecycle generation
+// (an env change or a new version makes new keys), the query, the initial state and the input
+// (null when the module's fold ignores it), each length-prefixed.
+Result<detail::FoldCache::Key> FoldKey(std::string_view command, std::string_view module_sha256,
+                                       uint64_t generation, const std::vector<uint8_t>& query_bytes,
                                        const Value& initial_state, const Value* input) {
   std::string material;
   auto add = [&material](std::string_view part) {
     material += fmt::format("{}:", part.size());
     material += part;
   };
+  add(command);
   add(module_sha256);
   add(fmt::format("{}", generation));
   add(std::string_view(reinterpret_cast<const char*>(query_bytes.data()), query_bytes.size()));
@@ -294,7 +296,8 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
       events::Position from = 1;
       events::Position head = 0;
       // The fold cache: start from the state folded up to some position, when one is kept.
-      REEF_ASSIGN_OR_RETURN(auto key, FoldKey(active->sha256, generation, query_bytes, state,
+      const uint64_t cache_epoch = fold_cache.epoch();  // before any event is read
+      REEF_ASSIGN_OR_RETURN(auto key, FoldKey(name, active->sha256, generation, query_bytes, state,
                                               fold_ignores_input ? nullptr : &input));
       if (auto kept = fold_cache.Find(key)) {
         state = std::move(kept->state);
@@ -323,8 +326,7 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
       // Kept when the fold moved on and depended only on its key: not on the clock or random
       // bytes, and no lifecycle change came in (the generation is part of the key).
       if (from != start && !ctx.read_clock_or_random && CommandGeneration(name) == generation) {
-        auto encoded = EncodeCbor(state, ModuleValueLimits());
-        if (encoded.ok()) fold_cache.Put(key, name, state, head, encoded->size());
+        fold_cache.Put(key, name, state, head, cache_epoch);
       }
       condition = events::AppendCondition{std::move(query), head};
     }

@@ -26,10 +26,28 @@ std::optional<FoldCache::Entry> FoldCache::Find(const Key& key) {
   return it->second->entry;
 }
 
+uint64_t FoldCache::ValueBytes(const Value& value) {
+  uint64_t bytes = sizeof(Value);
+  if (value.is_string()) {
+    bytes += value.as_string().capacity();
+  } else if (value.is_list()) {
+    for (const Value& item : value.as_list()) bytes += ValueBytes(item);
+  } else if (value.is_record()) {
+    // A std::map node: its links and colour, the key string and the value.
+    constexpr uint64_t kNodeBytes = 32 + sizeof(std::string);
+    for (const auto& [name, field] : value.as_record()) {
+      bytes += kNodeBytes + name.capacity() + ValueBytes(field);
+    }
+  }
+  return bytes;
+}
+
 void FoldCache::Put(const Key& key, std::string_view command, Value state,
-                    events::Position folded_to, uint64_t bytes) {
-  bytes += kEntryOverheadBytes;
+                    events::Position folded_to, uint64_t epoch) {
+  if (max_bytes_ == 0) return;
+  const uint64_t bytes = kEntryOverheadBytes + command.size() + ValueBytes(state);
   std::lock_guard lock(mu_);
+  if (epoch != epoch_) return;  // cleared since the fold began
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     if (it->second->entry.folded_to >= folded_to) return;  // a newer fold is kept already
     EraseLocked(it->second);
@@ -50,8 +68,14 @@ void FoldCache::ForgetCommand(std::string_view command) {
   }
 }
 
+uint64_t FoldCache::epoch() {
+  std::lock_guard lock(mu_);
+  return epoch_;
+}
+
 void FoldCache::Clear() {
   std::lock_guard lock(mu_);
+  ++epoch_;
   lru_.clear();
   by_key_.clear();
   bytes_ = 0;

@@ -41,16 +41,25 @@ class FoldCache {
 
   // The entry under `key`, or nullopt (counted as a hit or a miss).
   std::optional<Entry> Find(const Key& key);
-  // Keeps `state` under `key` for `command`, charged `bytes` (its encoded size): replaces an
-  // entry folded to an earlier position, never a later one. Entries go, least recently used
-  // first, until the cache fits in max_bytes; a state larger than that is not kept.
+  // Keeps `state` under `key` for `command`, charged its size in memory (ValueBytes) plus the
+  // entry's own: replaces an entry folded to an earlier position, never a later one. Entries
+  // go, least recently used first, until the cache fits in max_bytes; a state larger than
+  // that is not kept. Nothing is kept when Clear ran since `epoch` was read: the fold may have
+  // read what Clear was for.
   void Put(const Key& key, std::string_view command, Value state, events::Position folded_to,
-           uint64_t bytes);
+           uint64_t epoch);
   // Drops every entry of `command` (a lifecycle change: their keys can no longer be built).
   void ForgetCommand(std::string_view command);
-  // Drops every entry (crypto-shredding changes what a fold sees).
+  // Drops every entry and advances the epoch (crypto-shredding changes what a fold sees, also
+  // for folds running now: they read the epoch before reading events, and Put refuses them).
   void Clear();
+  // Read before a fold reads its events; given back to Put.
+  uint64_t epoch();
   Stats stats();
+
+  // About how many bytes `value` takes in memory as a Value tree (nodes, strings, record
+  // keys): what the bound counts.
+  static uint64_t ValueBytes(const Value& value);
 
  private:
   struct KeyHash {
@@ -71,6 +80,7 @@ class FoldCache {
   Lru lru_;                                                 // GUARDED_BY(mu_)
   std::unordered_map<Key, Lru::iterator, KeyHash> by_key_;  // GUARDED_BY(mu_)
   uint64_t bytes_ = 0;                                      // GUARDED_BY(mu_)
+  uint64_t epoch_ = 0;                                      // GUARDED_BY(mu_): Clear calls so far
   uint64_t hits_ = 0, misses_ = 0;                          // GUARDED_BY(mu_)
 };
 

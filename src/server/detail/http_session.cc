@@ -231,7 +231,10 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       if (self->core_.abandoning()) return;
       bool close = !request.keep_alive();
       std::optional<HttpReply> reply = self->Route(request, close);
-      if (reply) self->Answer(std::move(*reply), close);
+      if (reply) return self->Answer(std::move(*reply), close);
+      // An asynchronous route took the request: its body has been parsed or moved out, and
+      // the wait must not hold room in max_concurrent_body_bytes that other requests need.
+      self->ReleaseBody();
     });
   }
 

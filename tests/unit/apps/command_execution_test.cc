@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "apps/detail/fold_cache.h"
 #include "apps/module_runtime.h"
 #include "apps/runners.h"
 #include "module_runtime_test_support.h"
@@ -425,6 +426,63 @@ TEST_F(ModuleRuntimeTest, TheFoldCacheStaysWithinItsBytesAndCanBeTurnedOff) {
       EXPECT_GT(stats.entries, 0u);
     }
   }
+}
+
+}  // namespace
+}  // namespace reef::apps
+
+namespace reef::apps {
+namespace {
+
+using namespace reef::apps::testing;
+
+// Two commands uploaded with the same bytes have their own env, so their own folds: the cache
+// must never hand one the other's state (found by the review of issue 15's first steps).
+TEST_F(ModuleRuntimeTest, TheFoldCacheKeepsCommandsWithTheSameBytesApart) {
+  Upload(ModuleKind::kCommand, "light", "1.0.0", "test_weighted_fold");
+  Upload(ModuleKind::kCommand, "heavy", "1.0.0", "test_weighted_fold");
+  ASSERT_TRUE(runtime_->SetEnv(ModuleKind::kCommand, "light", "WEIGHT", "1").ok());
+  ASSERT_TRUE(runtime_->SetEnv(ModuleKind::kCommand, "heavy", "WEIGHT", "10").ok());
+  for (int i = 0; i < 5; ++i) {
+    std::vector<events::Event> batch{MakeEvent("E", {"t"}, "{}")};
+    ASSERT_TRUE(events_->Append(std::move(batch), std::nullopt).ok());
+  }
+  for (int round = 0; round < 2; ++round) {  // the second round runs from the cache
+    auto light = runtime_->Execute("light", Input({{"tag", "t"}}));
+    auto heavy = runtime_->Execute("heavy", Input({{"tag", "t"}}));
+    ASSERT_TRUE(light.ok() && heavy.ok());
+    EXPECT_EQ(light->message, "wsum=5") << "round " << round;
+    EXPECT_EQ(heavy->message, "wsum=50") << "round " << round;
+  }
+}
+
+TEST(FoldCacheTest, AFoldThatRanAcrossAClearIsNotKept) {
+  detail::FoldCache cache(1 << 20);
+  detail::FoldCache::Key key{};
+  key[0] = 1;
+  const uint64_t before = cache.epoch();  // a fold starts reading
+  cache.Clear();                          // a crypto scope is shredded meanwhile
+  cache.Put(key, "count", Value::Int(7), 10, before);
+  EXPECT_FALSE(cache.Find(key).has_value()) << "kept a state folded from shredded data";
+  cache.Put(key, "count", Value::Int(7), 10, cache.epoch());
+  ASSERT_TRUE(cache.Find(key).has_value());
+  EXPECT_EQ(cache.Find(key)->state, Value::Int(7));
+}
+
+TEST(FoldCacheTest, TheBoundCountsStatesAsTheySitInMemory) {
+  List items;
+  for (int i = 0; i < 500; ++i) items.push_back(Value::Int(i));
+  const Value list = Value::ListOf(std::move(items));
+  // 500 ints are ~1.5 KB of CBOR but 500 Values in memory.
+  EXPECT_GE(detail::FoldCache::ValueBytes(list), 500 * sizeof(Value));
+  detail::FoldCache cache(200 * 1024);
+  for (uint8_t k = 0; k < 100; ++k) {
+    detail::FoldCache::Key key{};
+    key[0] = k;
+    cache.Put(key, "big", list, 1, cache.epoch());
+  }
+  EXPECT_LE(cache.stats().bytes, 200u * 1024);
+  EXPECT_LT(cache.stats().entries, 100u) << "the bound let every list in";
 }
 
 }  // namespace
