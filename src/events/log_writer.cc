@@ -1,0 +1,279 @@
+// Appends to the embedded event store (LogCore, detail/log_core.h), with group commit.
+//
+// Append validates and encodes its records on the caller's thread, then queues the request
+// for the one writer thread. The writer takes every queued request (up to max_batch_bytes),
+// checks each request's condition on its own against the index — which already holds the
+// batch's earlier requests, staged but not yet visible — writes all frames with one write,
+// calls fdatasync once (Flush, log_segments.cc), and only then makes the batch visible
+// (head_) and answers every request in it.
+//
+// Thread ownership: Append on any thread (it blocks until its batch is answered); everything
+// else here runs on the writer thread.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <shared_mutex>
+
+#include "core/clock.h"
+#include "events/detail/log_core.h"
+#include "events/detail/log_format.h"
+
+namespace reef::events::detail {
+
+namespace {
+
+// An append may not carry one id twice (a store-wide check is not made; see event_store.h).
+Status CheckDistinctIds(const std::vector<Event>& events) {
+  if (events.size() < 2) return Status::Ok();
+  std::vector<std::pair<EventId, size_t>> ids;
+  ids.reserve(events.size());
+  for (size_t i = 0; i < events.size(); ++i) ids.emplace_back(events[i].id, i);
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i].first == ids[i - 1].first) {
+      return Status::InvalidArgument(fmt::format("events {} and {} have the same id {}",
+                                                 ids[i - 1].second, ids[i].second,
+                                                 FormatEventId(ids[i].first)));
+    }
+  }
+  return Status::Ok();
+}
+
+// The same event again: a retry of the append that stored `stored`. Everything the client
+// gave must match; the timestamp only when the client gave one (else the store's clock set it).
+bool SameEvent(const EventView& stored, const Event& event, bool timestamp_given) {
+  return stored.id == event.id && stored.type == event.type && stored.data == event.data &&
+         stored.tags.size() == event.tags.size() &&
+         std::equal(event.tags.begin(), event.tags.end(), stored.tags.begin()) &&
+         stored.correlation_id == event.metadata.correlation_id &&
+         stored.causation_id == event.metadata.causation_id &&
+         stored.idempotency_key == event.metadata.idempotency_key &&
+         stored.user_metadata == event.metadata.user &&
+         (!timestamp_given || stored.timestamp_ms == event.metadata.timestamp_ms);
+}
+
+}  // namespace
+
+Result<Position> LogCore::Append(std::vector<Event> events,
+                                 std::optional<AppendCondition> condition) {
+  if (events.empty()) return Status::InvalidArgument("an append needs at least one event");
+  const EventLimits& limits = options_.limits;
+  if (condition) REEF_RETURN_IF_ERROR(ValidateQuery(condition->fail_if_events_match, limits));
+  auto request = std::make_unique<AppendRequest>();
+  int64_t now = UnixNowMs();
+  REEF_RETURN_IF_ERROR(FillNilEventIds(events));
+  REEF_RETURN_IF_ERROR(CheckDistinctIds(events));
+  request->timestamp_given.reserve(events.size());
+  for (const Event& event : events) {
+    request->timestamp_given.push_back(event.metadata.timestamp_ms != 0);
+  }
+  uint64_t total = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    REEF_RETURN_IF_ERROR(NormalizeEvent(events[i], i, limits, now));
+    total += StoredBytes(events[i]);
+    if (total > limits.max_append_bytes) {
+      return Status::LimitExceeded(fmt::format(
+          "the append's events take more than {} bytes (max_append_bytes); {} events reached "
+          "{} bytes",
+          limits.max_append_bytes, i + 1, total));
+    }
+  }
+  request->body.reserve(total);
+  request->record_offsets.reserve(events.size());
+  for (const Event& event : events) {
+    request->record_offsets.push_back(static_cast<uint32_t>(request->body.size()));
+    EncodeRecord(event, request->body);
+  }
+  request->body_crc = Crc32c(request->body.data(), request->body.size());
+  request->events = std::move(events);
+  request->condition = std::move(condition);
+  std::future<Result<Position>> result = request->done.get_future();
+  {
+    std::lock_guard lock(queue_mu_);
+    if (closing_) return Status::Unavailable(ClosedMessage());
+    queue_.push_back(std::move(request));
+  }
+  queue_cv_.notify_one();
+  return result.get();
+}
+
+// ---- The writer thread -----------------------------------------------------------------------
+
+void LogCore::WriterLoop() {
+  std::vector<std::unique_ptr<AppendRequest>> batch;
+  for (;;) {
+    batch.clear();
+    {
+      std::unique_lock lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return !queue_.empty() || closing_; });
+      if (queue_.empty()) return;
+      uint64_t bytes = 0;
+      while (!queue_.empty() && (batch.empty() || bytes < options_.max_batch_bytes)) {
+        bytes += queue_.front()->body.size() + kFrameHeaderBytes;
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    WriteBatch(batch);
+    for (auto& request : batch) request->done.set_value(std::move(request->result));
+  }
+}
+
+void LogCore::WriteBatch(std::vector<std::unique_ptr<AppendRequest>>& batch) {
+  if (failed_.load()) {
+    for (auto& request : batch) request->result = Status::Unavailable(ClosedMessage());
+    return;
+  }
+  Position durable = head_.load();
+  staged_.clear();
+  std::string buffer;
+  uint64_t buffer_start = segments_.back().size;
+  Status status;
+  for (auto& request : batch) {
+    if (Decide(*request)) {
+      request->decided = true;
+      continue;
+    }
+    uint64_t frame_bytes = kFrameHeaderBytes + request->body.size();
+    if (buffer_start + buffer.size() + frame_bytes > SegmentCapacity()) {
+      status = Flush(buffer, buffer_start);
+      if (status.ok()) status = StartSegment(index_.last() + 1);
+      if (!status.ok()) break;
+      buffer.clear();
+      buffer_start = segments_.back().size;
+    }
+    Stage(*request, buffer_start + buffer.size());
+    buffer += EncodeFrameHeader({request->result.value() - request->events.size() + 1,
+                                 static_cast<uint32_t>(request->events.size()),
+                                 static_cast<uint32_t>(request->body.size()), request->body_crc});
+    buffer += request->body;
+  }
+  if (status.ok()) status = Flush(buffer, buffer_start);
+  if (!status.ok()) {
+    Fail(durable);
+    // Staged appends, retries that count on them, and those never reached are all lost.
+    for (auto& request : batch) {
+      if (request->staged || request->needs_this_batch || !request->decided) {
+        request->result = Status::Unavailable(status.message());
+      }
+    }
+    return;
+  }
+  Publish(batch);
+}
+
+bool LogCore::Decide(AppendRequest& request) {
+  if (DecideIds(request)) return true;
+  if (!request.condition) return false;
+  const AppendCondition& condition = *request.condition;
+  Position after = condition.after.value_or(0);
+  if (after >= index_.last()) return false;  // nothing comes after it (and after + 1 may wrap)
+  CompiledQuery compiled = index_.Compile(condition.fail_if_events_match);
+  std::optional<Position> first = index_.Next(compiled, after + 1, index_.last());
+  if (!first) return false;
+  conflicts_.fetch_add(1);
+  request.result = Status::Conflict(fmt::format(
+      "append condition failed: event {} matches fail_if_events_match and comes after {}", *first,
+      after));
+  return true;
+}
+
+bool LogCore::DecideIds(AppendRequest& request) {
+  const std::vector<Event>& events = request.events;
+  for (size_t i = 0; i < events.size(); ++i) {
+    std::optional<Position> stored = FindId(events[i].id, index_.last());
+    if (!stored) continue;
+    if (i == 0 && *stored + events.size() - 1 <= index_.last()) {
+      bool retry = true;
+      EventView view;
+      for (size_t k = 0; k < events.size() && retry; ++k) {
+        retry = ViewAt(*stored + k, view) && SameEvent(view, events[k], request.timestamp_given[k]);
+      }
+      if (retry) {
+        Position end = *stored + events.size() - 1;
+        request.result = end;
+        request.needs_this_batch = end > head_.load();
+        return true;
+      }
+    }
+    duplicates_.fetch_add(1);
+    request.result = Status::DuplicateEventId(fmt::format(
+        "event {} has id {}, which the store already holds at position {} (event ids are "
+        "unique; a retry must resend the whole append unchanged)",
+        i, FormatEventId(events[i].id), *stored));
+    return true;
+  }
+  return false;
+}
+
+void LogCore::Stage(AppendRequest& request, uint64_t frame_offset) {
+  auto number = static_cast<uint32_t>(segments_.size() - 1);
+  std::vector<std::string_view> tags;
+  std::optional<std::vector<uint64_t>> grown;
+  if (ids_.NeedsGrowth(request.events.size())) {
+    // Built before the lock is taken, so readers are held off only for the swap.
+    grown = ids_.Grown(request.events.size(), [this](Position p) { return IdAt(p); });
+  }
+  std::unique_lock lock(index_mu_);
+  if (grown) ids_.Adopt(std::move(*grown));
+  Position position = index_.last();
+  for (size_t i = 0; i < request.events.size(); ++i) {
+    const Event& event = request.events[i];
+    tags.assign(event.tags.begin(), event.tags.end());
+    uint64_t record = frame_offset + kFrameHeaderBytes + request.record_offsets[i];
+    index_.Add(++position, MakeLocation(number, record), event.type, tags);
+    ids_.Add(event.id, position);
+  }
+  request.result = position;
+  request.staged = true;
+  request.decided = true;
+  staged_.emplace_back(position - request.events.size() + 1, &request);
+}
+
+void LogCore::Fail(Position durable) {
+  failed_.store(true);
+  {
+    std::unique_lock lock(index_mu_);
+    index_.TruncateAfter(durable);
+    ids_.TruncateAfter(durable, [this](Position p) { return IdAt(p); });
+  }
+  std::lock_guard lock(subs_mu_);
+  WakeSubscribers();
+}
+
+void LogCore::Publish(const std::vector<std::unique_ptr<AppendRequest>>& batch) {
+  Position head = index_.last();
+  std::lock_guard lock(subs_mu_);
+  head_.store(head);
+  for (auto& request : batch) {
+    if (!request->staged) continue;
+    appends_.fetch_add(1);
+    events_written_.fetch_add(request->events.size());
+  }
+  if (subs_.empty()) return;
+  std::vector<std::string_view> tags;
+  for (auto& sub : subs_) {
+    std::lock_guard sub_lock(sub->mu);
+    if (!sub->live) continue;
+    bool pushed = false;
+    for (auto& request : batch) {
+      if (!request->staged || !sub->live) continue;
+      Position first = request->result.value() - request->events.size() + 1;
+      for (size_t i = 0; i < request->events.size() && sub->live; ++i) {
+        const Event& event = request->events[i];
+        tags.assign(event.tags.begin(), event.tags.end());
+        if (first + i <= sub->floor || !Matches(sub->query, event.type, tags)) continue;
+        if (sub->buffer.size() >= options_.subscription_buffer_events) {
+          sub->FallBack();
+          break;
+        }
+        sub->buffer.push_back(first + i);
+        pushed = true;
+      }
+    }
+    if (pushed || !sub->live) sub->cv.notify_all();
+  }
+}
+
+}  // namespace reef::events::detail
