@@ -492,14 +492,18 @@ void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef&
                 });
 }
 
-void Runtime::State::FailPendingHostCalls() {
+void Runtime::FailPendingCalls(const std::string& why) {
+  state_->FailPendingHostCalls(why);
+}
+
+void Runtime::State::FailPendingHostCalls(const std::string& why) {
   std::vector<std::shared_ptr<CallSlot>> pending;
   {
     std::lock_guard lock(calls_mu);
     for (const auto& [address, slot] : calls) pending.push_back(slot);
   }
   for (auto& slot : pending) {
-    slot->Complete(Status::Unavailable("the actor runtime is shutting down"));
+    slot->Complete(Status::Unavailable(why));
   }
 }
 

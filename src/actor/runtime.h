@@ -182,6 +182,10 @@ class Runtime {
   // FailedPrecondition in manual mode.
   void CallAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
                  ReplyPolicy reply, HostDone done);
+  // Ends every host send and call still waiting (queued or not) with Unavailable(`why`), at
+  // once: for a shutdown that should answer its callers rather than wait out their timeouts.
+  // Later sends and calls are not affected. Any thread.
+  void FailPendingCalls(const std::string& why);
 
   // ---- scheduling -----------------------------------------------------------------------
 

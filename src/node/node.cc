@@ -251,6 +251,9 @@ void Node::Stop() {
   if (stopped_) return;
   stopped_ = true;
   if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
+  // Invocations waiting for a unit are answered 503 now, not when their timeout ends (the
+  // server's graceful stop would wait for them up to its shutdown timeout, then cut them).
+  if (programs_) programs_->RefuseInvocations();
   if (server_) server_->Stop();
   if (subscriptions_) subscriptions_->Stop();
   server_.reset();

@@ -8,7 +8,8 @@
 // What lives where under the data directory: docs/operations.md "Data on disk".
 //
 // Shutdown order (Stop): native compiles end (no compiler outlives the process; nothing waits
-// for one), the server stops (requests in flight answered within shutdown_timeout), event
+// for one), unit invocations still waiting are answered 503 and new ones refused, the server
+// stops (requests in flight answered within shutdown_timeout), event
 // subscriptions end (their pumps hold server connections), the server goes (its handlers
 // refer to everything below), metric collectors unregister (they read what goes next), then
 // the image, the programs, the modules (their threads read the event store) and last the

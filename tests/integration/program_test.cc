@@ -957,10 +957,24 @@ TEST_F(ProgramTest, TheDeployedProgramSurvivesARestart) {
 }
 
 TEST_F(ProgramTest, ServerStopsPromptlyWhileAnInstanceSpins) {
-  ASSERT_TRUE(Deploy(kProgramV1Dir).is_object());
+  ASSERT_TRUE(Deploy(kProgramV1Dir, {{"worker", {{"instance_limit", 1}}}}).is_object());
   ASSERT_EQ(Invoke(port_, "worker", {{"op", "spin"}}, "mode=enqueue").status, 202u);
+  // A client waits (30 s) for a message queued behind the spin.
+  HttpResult waiting;
+  std::thread client([&, port = port_] {
+    waiting = Invoke(port, "worker", {{"n", "late"}}, "timeout_ms=30000", milliseconds(40000));
+  });
+  ASSERT_TRUE(
+      Eventually([&] { return Get(InstanceNumbered("worker", 1), "queued", int64_t{0}) >= 1; },
+                 milliseconds(5000)));
+  const Clock::time_point start = Clock::now();
   EXPECT_TRUE(server_.Stop()) << "reef serve did not stop within 5 s of SIGTERM";
+  client.join();
   port_ = 0;
+  // It is answered at the stop, not cut off or left to its timeout.
+  EXPECT_EQ(waiting.status, 503u) << waiting.text;
+  EXPECT_EQ(ErrorCode(waiting), "unavailable") << waiting.text;
+  EXPECT_LT(Clock::now() - start, milliseconds(5000));
 }
 
 // ---- Bad input --------------------------------------------------------------------------------

@@ -197,8 +197,9 @@ struct Runtime::State {
   void TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address, const ActorRef& target,
                    std::shared_ptr<Value> message, Reactor::TimePoint deadline,
                    std::chrono::milliseconds timeout, std::chrono::microseconds pause);
-  // Completes every registered host send or call with Unavailable (StopThreads).
-  void FailPendingHostCalls();
+  // Completes every registered host send or call with Unavailable(`why`) (StopThreads,
+  // Runtime::FailPendingCalls).
+  void FailPendingHostCalls(const std::string& why = "the actor runtime is shutting down");
   // Runs `fn` on the reactor owning `ref` and returns its result, waiting up to
   // options.call_timeout. Errors: NotFound, Unavailable (timeout or shutdown).
   Status OnActor(const ActorRef& ref, const std::function<Status(Reactor&, Actor&)>& fn);

@@ -24,6 +24,8 @@ namespace {
 
 using json = nlohmann::json;
 
+constexpr std::string_view kShuttingDown = "Reef is shutting down";
+
 // Writes `text` to `path` through a temporary file, fsync and rename, so a crash leaves
 // either the old file or the whole new one.
 Status WriteFileDurably(const std::filesystem::path& path, const std::string& text) {
@@ -171,6 +173,7 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
     outcome.message = std::move(message);
     done(std::move(outcome));
   };
+  if (s.refusing.load()) return fail(InvokeFailure::kUnavailable, std::string(kShuttingDown));
   if (request.timeout.count() < 0 || request.timeout > s.options.max_timeout) {
     return fail(InvokeFailure::kInvalid,
                 fmt::format("timeout must be 0..{} ms", s.options.max_timeout.count()));
@@ -215,7 +218,7 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
   const ActorRef target = *picked_ref;
   // Runs once, on whichever thread the hand-over ends on (this one, a reactor, or the
   // runtime's at shutdown): books the invocation and answers.
-  auto finish = [unit, use, outcome = std::move(outcome), unit_name = request.unit,
+  auto finish = [&s, unit, use, outcome = std::move(outcome), unit_name = request.unit,
                  done = std::move(done)](Result<Value> reply, bool queued) mutable {
     use->Touch();
     if (queued) use->invocations.fetch_add(1);
@@ -237,7 +240,9 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
         outcome.message = fmt::format("{}: {}", where, sent.message());
         break;
       case Code::kUnavailable:
-        outcome.failure = queued ? InvokeFailure::kTimeout : InvokeFailure::kNoRoom;
+        outcome.failure = s.refusing.load() ? InvokeFailure::kUnavailable
+                          : queued          ? InvokeFailure::kTimeout
+                                            : InvokeFailure::kNoRoom;
         outcome.message = fmt::format("{}: {}", where, sent.message());
         break;
       default:
@@ -260,6 +265,11 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
       return s.runtime->CallAsync(target, std::move(request.message), request.timeout,
                                   actor::ReplyPolicy::kOptional, std::move(finish));
   }
+}
+
+void ProgramRuntime::RefuseInvocations() {
+  state_->refusing.store(true);
+  state_->runtime->FailPendingCalls(std::string(kShuttingDown));
 }
 
 Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Program> program) {

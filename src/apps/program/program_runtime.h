@@ -149,6 +149,9 @@ class ProgramRuntime {
   // a waiting invocation holds no thread.
   using InvokeDone = std::function<void(InvokeOutcome)>;
   void InvokeAsync(InvokeRequest request, InvokeDone done);
+  // For a shutdown: every invocation still waiting ends now with kUnavailable ("Reef is
+  // shutting down"), and so does every later one, at once. Idempotent; any thread.
+  void RefuseInvocations();
 
   // The current program's units, by name.
   std::vector<UnitInfo> Units();

@@ -77,6 +77,7 @@ struct ProgramRuntime::State {
   std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids;  // GUARDED_BY(mu)
   std::vector<std::shared_ptr<UnitState>> retired;                             // GUARDED_BY(mu)
   std::atomic<uint32_t> reactor_cursor{0};
+  std::atomic<bool> refusing{false};  // RefuseInvocations was called
 
   std::mutex stop_mu;
   std::condition_variable stop_cv;
