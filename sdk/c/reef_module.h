@@ -116,9 +116,9 @@ reef_cbor reef_reject(const char* fmt, ...) __attribute__((format(printf, 1, 2))
  * read its input (most do not: the query already picks the events). Reef then keeps the
  * decision state between executions with other inputs and folds only the events appended
  * since (docs/abi.md "The fold cache"). Do not use it when the fold reads the input. */
-#define REEF_FOLD_IGNORES_INPUT                                                        \
-  __attribute__((export_name("reef_command_fold_ignores_input"))) void                \
-  reef__export_fold_ignores_input(void) {}                                            \
+#define REEF_FOLD_IGNORES_INPUT                                        \
+  __attribute__((export_name("reef_command_fold_ignores_input"))) void \
+  reef__export_fold_ignores_input(void) {}                             \
   extern int reef__fold_ignores_input_declared
 
 /* ---- Projectors -------------------------------------------------------------------------
