@@ -64,7 +64,7 @@ test-asan: asan-configure
 # ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned), from
 # their own binary (tests/CMakeLists.txt REEF_TSAN_TEST_SOURCES), sharded like the ASan run.
 TSAN_BUILD ?= build-tsan
-TSAN_TESTS ?= FreeRunning*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerLimitsTest.*:ServerBodyBudgetTest.*:Native*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*
+TSAN_TESTS ?= FreeRunning*:Modes/CallTest.*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerLimitsTest.*:ServerBodyBudgetTest.*:Native*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*
 test-tsan: build
 	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(TSAN_FLAGS) -DREEF_TSAN=ON $(SANITIZER_GUESTS) \
 	  $(CMAKE_FLAGS) >/dev/null

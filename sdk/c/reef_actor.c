@@ -14,6 +14,11 @@ int32_t reef__import_send(const void* target_ptr, uint32_t target_len, const voi
 REEF_IMPORT("send_from")
 int32_t reef__import_send_from(const void* sender_ptr, uint32_t sender_len, const void* target_ptr,
                                uint32_t target_len, const void* msg_ptr, uint32_t msg_len);
+REEF_IMPORT("call")
+int32_t reef__import_call(const void* target_ptr, uint32_t target_len, const void* msg_ptr,
+                          uint32_t msg_len, int32_t timeout_ms);
+REEF_IMPORT("call_reply")
+int32_t reef__import_call_reply(void* buf_ptr, uint32_t buf_cap);
 REEF_IMPORT("log")
 int32_t reef__import_log(int32_t level, const void* msg_ptr, uint32_t msg_len);
 REEF_IMPORT("self")
@@ -63,6 +68,37 @@ int reef_reply(reef_cbor sender, reef_cbor message) {
   int rc = reef_read_actor(&sender, &target);
   if (rc != REEF_OK) return rc;
   return reef_send(&target, message);
+}
+
+int reef_call(const reef_actor_ref* target, reef_cbor message, uint32_t timeout_ms,
+              reef_cbor* reply) {
+  if (message.ptr == NULL || message.len == 0) return REEF_E_INVALID;
+  if (timeout_ms == 0 || timeout_ms > 600000) return REEF_E_INVALID;
+  uint8_t t[REEF_REF_CBOR_LEN];
+  encode_ref(target, t);
+  int32_t n = reef__import_call(t, sizeof t, message.ptr, message.len, (int32_t)timeout_ms);
+  switch (n) {
+    case -1:
+      return REEF_E_INVALID;
+    case -2:
+      return REEF_E_LIMIT;
+    case -3:
+      return REEF_E_UNAVAILABLE;
+    case -4:
+      return REEF_E_TIMEOUT;
+    case -5:
+      return REEF_E_NO_REPLY;
+    case -6:
+      return REEF_E_CYCLE;
+    default:
+      break;
+  }
+  if (n <= 0) return REEF_E_MALFORMED; /* a reply is at least one byte */
+  uint8_t* buf = (uint8_t*)reef_arena_alloc((uint32_t)n);
+  if (buf == NULL) return REEF_E_NOMEM;
+  if (reef__import_call_reply(buf, (uint32_t)n) != n) return REEF_E_MALFORMED;
+  *reply = reef_cbor_of(buf, (uint32_t)n);
+  return REEF_OK;
 }
 
 int reef_self(reef_actor_ref* out) {

@@ -3,7 +3,7 @@
  * Concept: what an actor is to the host (docs/abi.md, spec 001 "handle(ctx, state, sender,
  * message) -> new_state"): REEF_ACTOR(handler) defines the module's exports, REEF_HANDLER adds
  * more handlers for a program's units; the functions below wrap the imports of module "reef"
- * (send, send_from, log, self, fail).
+ * (send, send_from, call, call_reply, log, self, fail).
  * Thread ownership: one invocation at a time; the imports may only be called while a handler
  * (or the shutdown hook) runs.
  *
@@ -82,6 +82,20 @@ int reef_send_from(const reef_actor_ref* sender, const reef_actor_ref* target, r
  * reef_send returns, REEF_E_NOT_FOUND when `sender` is null (a host-originated message has no
  * one to reply to), or REEF_E_TYPE / REEF_E_MALFORMED when it is not an actor ref. */
 int reef_reply(reef_cbor sender, reef_cbor message);
+
+/* ---- Calls ------------------------------------------------------------------------------
+ * Sends `message` to `target` at once (not at commit) and waits for the reply: the invocation
+ * is suspended, the actor is "awaiting", and its reactor runs other actors meanwhile. The
+ * callee sees a reply address as the sender; its reef_reply (a send to that sender) is the
+ * reply. `timeout_ms` is 1..600000. On REEF_OK, *reply holds the reply (one CBOR item in the
+ * arena). Errors: REEF_E_INVALID (empty message, bad timeout, rejected by the host),
+ * REEF_E_LIMIT, REEF_E_NOMEM (no room for the reply), REEF_E_UNAVAILABLE, REEF_E_TIMEOUT,
+ * REEF_E_NO_REPLY, REEF_E_CYCLE (see reef_base.h).
+ * The message is delivered even if this invocation later fails: a call is an effect that
+ * happens when it is made, unlike reef_send. A stop, kill or restart of this actor while it
+ * waits cancels the call (the reply, if one comes, is dropped). */
+int reef_call(const reef_actor_ref* target, reef_cbor message, uint32_t timeout_ms,
+              reef_cbor* reply);
 
 /* Writes this actor's ref to *out. Returns REEF_OK or REEF_E_MALFORMED (unexpected host
  * answer). */

@@ -76,6 +76,14 @@ const char* reef_strerror(int code) {
       return "out of memory";
     case REEF_E_END:
       return "no more input";
+    case REEF_E_UNAVAILABLE:
+      return "the target took no message";
+    case REEF_E_TIMEOUT:
+      return "no reply within the timeout";
+    case REEF_E_NO_REPLY:
+      return "the callee ended without replying";
+    case REEF_E_CYCLE:
+      return "call cycle";
     default:
       return "unknown error";
   }

@@ -30,6 +30,11 @@ enum {
   REEF_E_NOT_FOUND = -6, /* a record has no field with the requested key */
   REEF_E_NOMEM = -7,     /* the arena could not grow linear memory */
   REEF_E_END = -8,       /* the cursor is empty: there is no next item */
+  /* reef_call only (reef_actor.h): */
+  REEF_E_UNAVAILABLE = -9, /* the target took no message: unknown, stopped, failed or full */
+  REEF_E_TIMEOUT = -10,    /* no reply within the timeout */
+  REEF_E_NO_REPLY = -11,   /* the callee failed, was killed, or committed without replying */
+  REEF_E_CYCLE = -12,      /* the target waits (directly or through others) for this actor */
 };
 
 /* Returns a static, NUL-terminated English description of an error code ("malformed CBOR").

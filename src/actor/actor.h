@@ -80,6 +80,13 @@ Result<std::shared_ptr<const Implementation>> MakeImplementation(
     std::shared_ptr<const wasm::Module> module, std::string label,
     std::optional<std::string> origin = std::nullopt, std::string_view handler = kDefaultHandler);
 
+// The call an awaiting actor waits for (the `call` import).
+struct AwaitedCall {
+  ActorRef target;
+  uint64_t waited_ms = 0;   // since the call started
+  uint64_t timeout_ms = 0;  // the call's timeout
+};
+
 // A copy of one actor's observable state, for inspect and tests.
 struct ActorSnapshot {
   ActorRef ref;
@@ -93,6 +100,7 @@ struct ActorSnapshot {
   std::vector<Envelope> queued;                // FIFO, oldest first
   uint32_t mailbox_capacity = 0;               // counts queued + reserved messages
   std::optional<wasm::Telemetry> telemetry;    // while an invocation is active
+  std::optional<AwaitedCall> awaiting;         // while it waits in a call (awaiting, paused)
   bool stopping = false;                       // a graceful stop is in progress
   std::optional<std::string> pending_install;  // implementation id queued by reload/become
   std::optional<std::string> failure;          // why the last invocation failed

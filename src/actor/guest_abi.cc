@@ -92,6 +92,53 @@ HostCallOutcome Send(HostCall& call, int sender_index) {
   return reply(kOk);
 }
 
+// call(target_ptr, target_len, msg_ptr, msg_len, timeout_ms) -> i32: starts a call and
+// suspends the invocation until the runtime completes it with the reply's length or a code.
+HostCallOutcome Call(HostCall& call) {
+  ActorCallContext& ctx = ContextOf(call);
+  auto reply = [&](int32_t code) {
+    call.results()[0] = code;
+    return HostCallOutcome::kComplete;
+  };
+  auto target_bytes = Buffer(call, 0);
+  if (!target_bytes.ok()) return call.Fail(TrapKind::kHostBounds, target_bytes.status().message());
+  auto message_bytes = Buffer(call, 2);
+  if (!message_bytes.ok()) {
+    return call.Fail(TrapKind::kHostBounds, message_bytes.status().message());
+  }
+  int32_t timeout_ms = call.i32(4);
+  if (timeout_ms <= 0 || timeout_ms > kMaxCallTimeoutMs) return reply(kInvalid);
+  int32_t code = kOk;
+  auto target = DecodeArg(*target_bytes, ctx.value_limits, &code);
+  if (!target) return reply(code);
+  if (!target->is_actor_ref()) return reply(kInvalid);
+  auto message = DecodeArg(*message_bytes, ctx.value_limits, &code);
+  if (!message) return reply(code);
+  ctx.call_reply.clear();
+  if (!ctx.on_call) return reply(kCallUnavailable);
+  code = ctx.on_call(target->as_actor_ref(), std::move(*message),
+                     std::chrono::milliseconds(timeout_ms));
+  if (code < 0) return reply(code);
+  return HostCallOutcome::kSuspend;
+}
+
+// call_reply(buf_ptr, buf_cap) -> i32: copies the last reply, as `self` copies the ref.
+HostCallOutcome CallReply(HostCall& call) {
+  ActorCallContext& ctx = ContextOf(call);
+  auto buffer = Buffer(call, 0);
+  if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
+  if (ctx.call_reply.empty()) {
+    call.results()[0] = kInvalid;
+    return HostCallOutcome::kComplete;
+  }
+  if (ctx.call_reply.size() <= buffer->size()) {
+    Status written = call.memory().Write(static_cast<uint32_t>(call.i32(0)), ctx.call_reply);
+    if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
+  }
+  call.results()[0] = static_cast<int32_t>(ctx.call_reply.size());
+  return HostCallOutcome::kComplete;
+}
+
 HostCallOutcome Log(HostCall& call) {
   ActorCallContext& ctx = ContextOf(call);
   int32_t level = call.i32(0);
@@ -155,6 +202,17 @@ wasm::HostRegistry BuildRegistry() {
        {{i32, i32, i32, i32, i32, i32}, {i32}},
        [](HostCall& c) { return Send(c, 0); },
        "queue a message with an explicit sender (an actor ref, or null for the host)"},
+      {"reef",
+       "call",
+       {{i32, i32, i32, i32, i32}, {i32}},
+       Call,
+       "send a message now and wait (awaiting) for the reply, up to a timeout in ms; returns the "
+       "reply's length or an error code"},
+      {"reef",
+       "call_reply",
+       {{i32, i32}, {i32}},
+       CallReply,
+       "copy the last call's reply (CBOR) to a buffer; returns its length"},
       {"reef",
        "log",
        {{i32, i32, i32}, {i32}},

@@ -10,6 +10,7 @@
 // ActorCallContext and the invocation are reactor-owned.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,6 +58,23 @@ struct Effects {
   std::optional<std::string> failure;  // the reason passed to `fail`
 };
 
+// Return codes of the `call` import besides -1 (invalid argument) and -2 (limit exceeded);
+// a result >= 0 is the reply's length in bytes (docs/abi.md "Calling another actor").
+enum CallCode : int32_t {
+  kCallUnavailable = -3,  // the message was not taken: unknown target, stopped, failed, full
+  kCallTimedOut = -4,     // no reply within the timeout
+  kCallNoReply = -5,      // the callee failed, was killed, or committed without replying
+  kCallCycle = -6,        // the target waits (directly or through others) for this actor
+};
+// Longest timeout a `call` may ask for, in milliseconds (10 minutes).
+inline constexpr int32_t kMaxCallTimeoutMs = 600'000;
+
+// Starts a call for the `call` import: returns 0 when the call is under way (the invocation
+// suspends until the runtime resumes it with the outcome) or a negative CallCode to return
+// at once. Runs on the reactor thread of the invocation.
+using CallStarter =
+    std::function<int32_t(const ActorRef& target, Value message, std::chrono::milliseconds)>;
+
 // Per-invocation state the imports act on. Lifetime: must outlive the invocation.
 struct ActorCallContext {
   ActorRef self;
@@ -67,10 +85,14 @@ struct ActorCallContext {
   // Called for every accepted log entry at the moment the guest logs it (logging is
   // immediate: it does not roll back if the invocation later fails). Optional.
   std::function<void(LogLevel, const std::string&)> on_log;
+  // How the `call` import starts a call; without one, `call` returns kCallUnavailable.
+  CallStarter on_call;
+  // The reply of the last call that returned one (CBOR), read by `call_reply`.
+  std::vector<uint8_t> call_reply;
 };
 
-// The ABI v1 manifest: send, send_from, log, self, fail (module `reef`), each handler acting
-// on the ActorCallContext passed to Start. One shared immutable instance.
+// The ABI v1 manifest: send, send_from, call, call_reply, log, self, fail (module `reef`), each
+// handler acting on the ActorCallContext passed to Start. One shared immutable instance.
 const wasm::HostRegistry& AbiV1Registry();
 
 // Engine instructions `reef_alloc` may take before the invocation fails.

@@ -16,7 +16,9 @@ std::string_view ActorStatusName(ActorStatus status) {
   return "?";
 }
 
-std::string ModuleOrigin(const wasm::Module& module) { return "module " + module.id(); }
+std::string ModuleOrigin(const wasm::Module& module) {
+  return "module " + module.id();
+}
 
 std::string ImplementationId(std::string_view origin, const wasm::HostRegistry& registry) {
   // Versioned domain, then every input of the identity, newline-separated.

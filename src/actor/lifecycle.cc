@@ -31,9 +31,8 @@ Status CheckRepairable(const Actor& a, std::string_view op) {
                     a.cell->ref.str(), ActorStatusName(a.status)));
   }
   if (a.active) {
-    return Status::FailedPrecondition(
-        fmt::format("{} needs @{} without an active invocation (kill it first)", op,
-                    a.cell->ref.str()));
+    return Status::FailedPrecondition(fmt::format(
+        "{} needs @{} without an active invocation (kill it first)", op, a.cell->ref.str()));
   }
   return Status::Ok();
 }
@@ -49,6 +48,12 @@ Status Runtime::Stop(const ActorRef& ref) {
       a.paused_from.reset();
     }
     if (a.status == ActorStatus::kFailed) a.SetStatus(ActorStatus::kIdle);
+    if (a.awaiting) {
+      // Stop does not wait for a reply that may never come: the call is cancelled and its
+      // invocation dropped (no effects, the input stays reserved), then on_shutdown runs.
+      s.DropInvocation(r, a);
+      a.SetStatus(ActorStatus::kIdle);
+    }
     a.stopping = true;
     if (!a.active && !HasShutdownHook(*a.implementation->module)) {
       a.stopping = false;

@@ -24,10 +24,11 @@ bool ActorCell::Reserve(uint32_t n) {
   return true;
 }
 
-void CallSlot::Complete(Result<Value> result) {
-  if (done.exchange(true)) return;
+bool CallSlot::Complete(Result<Value> result) {
+  if (done.exchange(true)) return false;
   Runtime::HostDone done_fn = std::move(on_done);
   if (done_fn) done_fn(std::move(result), queued.load(std::memory_order_acquire));
+  return true;
 }
 
 std::string_view ReactorLivenessName(ReactorLiveness liveness) {

@@ -160,6 +160,10 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
       s.Publish(LifecycleKind::kLog, *raw, fmt::format("{}: {}", LogLevelName(level), message));
     }
   };
+  actor->context->on_call = [&s, raw](const ActorRef& target, Value message,
+                                      std::chrono::milliseconds timeout) {
+    return s.StartActorCall(*raw, target, std::move(message), timeout);
+  };
   {
     std::unique_lock lock(s.directory_mu);
     s.directory.emplace(ref, actor->cell);
@@ -195,6 +199,14 @@ ActorSnapshot Snapshot(const Reactor& reactor, const Actor& a) {
   snap.stopping = a.stopping;
   if (a.pending_install) snap.pending_install = a.pending_install->id;
   snap.failure = a.failure;
+  if (a.awaiting) {
+    auto waited = std::chrono::steady_clock::now() - a.awaiting->started;
+    snap.awaiting =
+        AwaitedCall{a.awaiting->target,
+                    static_cast<uint64_t>(
+                        std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()),
+                    static_cast<uint64_t>(a.awaiting->timeout.count())};
+  }
   snap.log_level = a.context->min_log_level;
   snap.reactor = reactor.id;
   snap.tier =
@@ -428,9 +440,9 @@ void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRe
                                    Value message, std::chrono::milliseconds timeout) {
   // Checked once up front, so LimitExceeded from a send attempt can only mean a full mailbox.
   Status limits = CheckLimits(message, options.value_limits).WithContext("message");
-  if (!limits.ok()) return slot->Complete(limits);
+  if (!limits.ok()) return (void)slot->Complete(limits);
   auto address = ActorRef::Generate();
-  if (!address.ok()) return slot->Complete(address.status());
+  if (!address.ok()) return (void)slot->Complete(address.status());
   // Whoever completes the slot (the reply, a timer, a kill, shutdown) ends its registration.
   slot->on_done = [this, address = *address, done = std::move(slot->on_done)](Result<Value> reply,
                                                                               bool queued) {
@@ -443,7 +455,7 @@ void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRe
     // slot is either failed by it or never registered.
     if (shutting_down.load(std::memory_order_acquire)) {
       lock.unlock();
-      return slot->Complete(Status::Unavailable("the actor runtime is shutting down"));
+      return (void)slot->Complete(Status::Unavailable("the actor runtime is shutting down"));
     }
     calls.emplace(*address, slot);
   }
@@ -463,7 +475,7 @@ void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef&
   SendOutcome sent = SendAs(*this, target, std::move(*message), sender);
   if (!sent.status.ok()) slot->queued.store(false, std::memory_order_release);
   if (sent.status.ok()) {
-    if (!slot->wants_reply) return slot->Complete(Value::Null());
+    if (!slot->wants_reply) return (void)slot->Complete(Value::Null());
     // The deadline holds the slot weakly: an answered call's timer is moot and is swept.
     std::weak_ptr<CallSlot> weak = slot;
     TimerHome(*this, target).AddTimer(deadline, slot, [weak, target, timeout](Reactor&) {
@@ -475,11 +487,11 @@ void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef&
     return;
   }
   if (sent.status.code() != Code::kLimitExceeded || !sent.returned) {
-    return slot->Complete(sent.status);
+    return (void)slot->Complete(sent.status);
   }
   auto now = std::chrono::steady_clock::now();
   if (now >= deadline) {
-    return slot->Complete(Status::Unavailable(
+    return (void)slot->Complete(Status::Unavailable(
         fmt::format("mailbox of @{} stayed full for {} ms", target.str(), timeout.count())));
   }
   // Capacity frees as the owner's reactor acknowledges input: try again a little later.
@@ -519,6 +531,12 @@ Result<TickReport> Runtime::Tick(uint32_t count, uint64_t budget) {
   std::lock_guard lock(s.manual_mu);
   TickReport report;
   for (uint32_t tick = 0; tick < count; ++tick) {
+    // What arrived since the last tick: call completions that wake awaiting actors, and the
+    // timers of calls (deadlines, retries on a full mailbox).
+    for (auto& reactor : s.reactors) {
+      for (auto& command : reactor->TakeCommands(false, {})) command(*reactor);
+      reactor->FireDueTimers({});
+    }
     // Actor-ref order across every reactor, fixed at the start of the tick.
     std::vector<std::pair<ActorRef, Reactor*>> order;
     for (auto& reactor : s.reactors) {
@@ -543,6 +561,9 @@ LifecycleEvents& Runtime::events() {
 }
 const RuntimeOptions& Runtime::options() const {
   return state_->options;
+}
+uint64_t Runtime::LateReplies() const {
+  return state_->late_replies.load(std::memory_order_relaxed);
 }
 
 }  // namespace reef::actor

@@ -196,7 +196,10 @@ class Runtime {
 
   // ---- lifecycle (host-only system messages; spec 001) ----------------------------------
 
-  Status Stop(const ActorRef& ref);  // finish the handler, run on_shutdown, no draining
+  // Finishes the handler, then runs on_shutdown; no draining. An actor awaiting a call does
+  // not finish it: the call is cancelled and the invocation dropped (the input stays
+  // reserved). Kill, Restart and Cancel cancel a call the same way; its reply is then late.
+  Status Stop(const ActorRef& ref);
   // Drops the invocation now; keeps state and input (FailurePolicy::kReset: resets instead,
   // and FailedPrecondition when no invocation runs, so a late kill never wipes state).
   Status Kill(const ActorRef& ref);
@@ -238,6 +241,9 @@ class Runtime {
   LogStore& logs();
   LifecycleEvents& events();
   const RuntimeOptions& options() const;
+  // Replies to calls that had already ended (timed out, or the caller was stopped, killed or
+  // restarted), dropped since the runtime started. Any thread.
+  uint64_t LateReplies() const;
 
   struct State;  // internals (detail/runtime_state.h)
 

@@ -66,6 +66,7 @@ void Runtime::State::Publish(LifecycleKind kind, const Actor& actor, std::string
 
 void Runtime::State::DropInvocation(Reactor& reactor, Actor& actor) {
   (void)reactor;
+  CancelAwait(actor);
   // The instance of an invocation that did not finish is poisoned: its stack pointer and
   // memory may be mid-update. It is discarded, never pooled.
   actor.active.reset();
@@ -221,8 +222,10 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
     auto target = reserved.find(send.target);
     if (target == reserved.end()) {  // a reply address (ReserveEffects let it through)
       if (input && input->sender == send.target) replied = true;
-      if (auto slot = state.FindCall(send.target)) slot->Complete(std::move(envelope.message));
-      // else: the call already timed out; its late reply has nowhere to go.
+      auto slot = state.FindCall(send.target);
+      if (!slot || !slot->Complete(std::move(envelope.message))) {
+        state.DropLateReply(actor, send.target);  // the call ended first: never an error here
+      }
     } else if (send.target == actor.cell->ref) {
       state.Deliver(reactor, actor, std::move(envelope));
     } else {

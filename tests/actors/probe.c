@@ -6,12 +6,17 @@
  *   {"op":"log_then_fail","text":T}   logs T at info, then fails
  *   {"op":"send","target":@A,"count":N}   sends N x {"op":"add","value":1} to A, state + 1
  *   {"op":"reply"}                    sends the state to the sender, state unchanged
+ *   {"op":"call","target":@A,"message":M,"timeout":MS}
+ *                                     calls A with M; state = the reply (an integer) or the
+ *                                     SDK's error code (REEF_E_TIMEOUT, ...); if the message
+ *                                     has "then":"fail", fails after the call instead
  * on_shutdown: state + 1000. */
 #include "reef.h"
 
-enum { F_OP, F_VALUE, F_LEVEL, F_TEXT, F_TARGET, F_COUNT, F_N };
-static const reef_str kKeys[F_N] = {REEF_STR("op"),   REEF_STR("value"),  REEF_STR("level"),
-                                    REEF_STR("text"), REEF_STR("target"), REEF_STR("count")};
+enum { F_OP, F_VALUE, F_LEVEL, F_TEXT, F_TARGET, F_COUNT, F_MESSAGE, F_TIMEOUT, F_THEN, F_N };
+static const reef_str kKeys[F_N] = {REEF_STR("op"),      REEF_STR("value"),   REEF_STR("level"),
+                                    REEF_STR("text"),    REEF_STR("target"),  REEF_STR("count"),
+                                    REEF_STR("message"), REEF_STR("timeout"), REEF_STR("then")};
 
 static int64_t int_field(reef_cbor field, int64_t fallback) {
   int64_t v;
@@ -60,6 +65,18 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
     if (reef_read_actor(&sender, &to) != REEF_OK) reef_fail("probe: reply needs an actor sender");
     if (reef_send(&to, reef_value_int(count)) != REEF_OK) reef_fail("probe: reply refused");
     return reef_value_int(count);
+  }
+  if (reef_str_eq(op, "call")) {
+    reef_actor_ref target;
+    if (reef_read_actor(&f[F_TARGET], &target) != REEF_OK) reef_fail("probe: call needs target");
+    reef_cbor message = {NULL, 0}, reply;
+    reef_skip(&f[F_MESSAGE], &message); /* the field's one item, not the rest of the record */
+    int64_t outcome = reef_call(&target, message, (uint32_t)int_field(f[F_TIMEOUT], 5000), &reply);
+    reef_str then = {"", 0};
+    reef_read_text(&f[F_THEN], &then);
+    if (reef_str_eq(then, "fail")) reef_fail("failed after the call");
+    if (outcome == REEF_OK && reef_read_int(&reply, &outcome) != REEF_OK) outcome = 0;
+    return reef_value_int(outcome);
   }
   reef_failf("probe: unknown op '%.*s'", (int)op.len, op.ptr);
 }

@@ -66,8 +66,18 @@ struct CallSlot {
   std::atomic<bool> queued{false};  // the message got into the mailbox
   std::atomic<bool> done{false};
   Runtime::HostDone on_done;  // moved out by the one Complete that runs it
-  // Completes once, on the calling thread; later completions are ignored.
-  void Complete(Result<Value> result);
+  // Completes once, on the calling thread; later completions are ignored. Returns whether
+  // this call completed it.
+  bool Complete(Result<Value> result);
+};
+
+// A call an actor's invocation is suspended in (the `call` import, calls.cc).
+struct AwaitingCall {
+  uint64_t id = 0;  // Actor::calls_started when it began: tells a stale resume from this one
+  ActorRef target;
+  std::chrono::steady_clock::time_point started;
+  std::chrono::milliseconds timeout{0};
+  std::shared_ptr<CallSlot> slot;  // completed (cancelled) when the invocation ends first
 };
 
 // An actor, owned by its reactor.
@@ -86,6 +96,9 @@ struct Actor {
   uint32_t turn_commits = 0;  // free-running: completions in the current turn
   // FailurePolicy::kReset: the spawn state a failure or kill goes back to.
   std::optional<Value> reset_state;
+  // The call the active invocation waits for (status awaiting, or paused from awaiting).
+  std::optional<AwaitingCall> awaiting;
+  uint64_t calls_started = 0;
 
   // The active invocation and the instance it borrowed.
   struct Active {
@@ -180,6 +193,13 @@ struct Runtime::State {
   std::deque<ActorRef> retired_calls;
   std::map<ActorRef, bool> retired_index;  // GUARDED_BY(calls_mu)
 
+  // The wait-for graph of actor calls: caller -> callee for every awaiting call, so a call
+  // that would close a cycle (A calls B calls A) is refused at once, across reactors.
+  std::mutex awaits_mu;
+  std::map<ActorRef, ActorRef> awaits;  // GUARDED_BY(awaits_mu)
+  // Replies that found their call ended (timed out, cancelled, the caller gone): dropped.
+  std::atomic<uint64_t> late_replies{0};
+
   // ---- helpers (runtime.cc) ----
   std::shared_ptr<ActorCell> FindCell(const ActorRef& ref);
   std::shared_ptr<CallSlot> FindCall(const ActorRef& ref);
@@ -207,6 +227,20 @@ struct Runtime::State {
   // waiting up to options.call_timeout for it to start. `fn` never runs after this returns:
   // Unavailable (timeout) means it did not run; once started it is waited for to its end.
   Status OnReactor(Reactor& reactor, const std::function<Status(Reactor&)>& fn);
+
+  // ---- actor calls (calls.cc), on the caller's reactor ----
+  // The `call` import of `actor`: sends `message` to `target` now with a fresh reply address
+  // and records the wait. Returns 0 (the invocation suspends) or a negative CallCode.
+  int32_t StartActorCall(Actor& actor, const ActorRef& target, Value message,
+                         std::chrono::milliseconds timeout);
+  // Resumes `ref`'s invocation with the outcome of its call `id`, unless that wait ended.
+  void ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t id, Result<Value> reply,
+                  bool queued);
+  // Ends `actor`'s wait, if any, without resuming it: the call is cancelled, so its reply
+  // (if one comes) is dropped as late. DropInvocation calls it.
+  void CancelAwait(Actor& actor);
+  // Counts and logs a reply that came for a call that already ended (transition.cc).
+  void DropLateReply(const Actor& replier, const ActorRef& address);
 
   // ---- transitions (transition.cc), on the owning reactor ----
   // Runs one slice of `actor`; starts the next input first when there is no invocation.
