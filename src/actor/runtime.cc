@@ -566,4 +566,12 @@ uint64_t Runtime::LateReplies() const {
   return state_->late_replies.load(std::memory_order_relaxed);
 }
 
+void Runtime::CollectMetrics(std::string_view name, MetricFamilies& out) const {
+  static constexpr MetricDesc kLateReplies{
+      "reef_actor_late_replies_total", MetricType::kCounter,
+      "Replies dropped because their call had ended (timed out, or the caller was stopped, "
+      "killed, restarted or cancelled), since the runtime started."};
+  out.Add(kLateReplies, {{"runtime", std::string(name)}}, LateReplies());
+}
+
 }  // namespace reef::actor

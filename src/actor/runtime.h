@@ -19,12 +19,14 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "actor/actor.h"
 #include "actor/lifecycle_events.h"
 #include "actor/log_store.h"
 #include "core/limits.h"
+#include "core/metrics.h"
 #include "core/status.h"
 #include "wasm/engine.h"
 
@@ -244,6 +246,9 @@ class Runtime {
   // Replies to calls that had already ended (timed out, or the caller was stopped, killed or
   // restarted), dropped since the runtime started. Any thread.
   uint64_t LateReplies() const;
+  // Adds this runtime's series to a /metrics scrape (core/metrics.h), each labelled
+  // runtime=`name`: reef_actor_late_replies_total. Any thread.
+  void CollectMetrics(std::string_view name, MetricFamilies& out) const;
 
   struct State;  // internals (detail/runtime_state.h)
 

@@ -148,10 +148,10 @@ std::string FormatSnapshot(const json& snapshot) {
   if (!snapshot.is_object()) return Compact(snapshot);
   // Known fields first, in a reading order; fields a newer server adds follow.
   static constexpr std::string_view kOrder[] = {
-      "actor",    "status",   "paused_from", "incarnation",      "implementation",
-      "state",    "reserved", "queued",      "mailbox_capacity", "pending_install",
-      "stopping", "failure",  "telemetry",   "log_level",        "reactor",
-      "tier"};
+      "actor",           "status",   "paused_from", "awaiting",  "incarnation",
+      "implementation",  "state",    "reserved",    "queued",    "mailbox_capacity",
+      "pending_install", "stopping", "failure",     "telemetry", "log_level",
+      "reactor",         "tier"};
   std::vector<std::pair<std::string, std::string>> lines;
   auto add = [&](const std::string& key, const json& value) {
     if (value.is_null() && key != "state") return;  // absent fields are null
@@ -169,6 +169,10 @@ std::string FormatSnapshot(const json& snapshot) {
       if (value.size() > kMaxQueuedShown) {
         text += fmt::format("\n  ... {} more", value.size() - kMaxQueuedShown);
       }
+    } else if (key == "awaiting" && value.is_object()) {
+      // What an awaiting actor waits for, as people read it: "call @ref (120 of 5000 ms)".
+      text = fmt::format("call @{} ({} of {} ms)", EscapeControl(Field(value, "call")),
+                         Field(value, "waited_ms"), Field(value, "timeout_ms"));
     } else if (value.is_string()) {
       text = EscapeControl(value.get<std::string>());
     } else {

@@ -52,6 +52,12 @@ json SnapshotJson(const actor::ActorSnapshot& s, const std::string& pending_labe
                  {"function", s.telemetry->function},
                  {"offset", s.telemetry->offset}};
   }
+  json awaiting = nullptr;
+  if (s.awaiting) {
+    awaiting = {{"call", std::string(s.awaiting->target.str())},
+                {"waited_ms", s.awaiting->waited_ms},
+                {"timeout_ms", s.awaiting->timeout_ms}};
+  }
   return {
       {"actor", std::string(s.ref.str())},
       {"implementation", ImplementationJson(s.implementation_id, s.implementation_label)},
@@ -64,6 +70,7 @@ json SnapshotJson(const actor::ActorSnapshot& s, const std::string& pending_labe
       {"queued", std::move(queued)},
       {"mailbox_capacity", s.mailbox_capacity},
       {"telemetry", std::move(telemetry)},
+      {"awaiting", std::move(awaiting)},
       {"stopping", s.stopping},
       {"pending_install",
        s.pending_install ? ImplementationJson(*s.pending_install, pending_label) : json(nullptr)},

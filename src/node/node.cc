@@ -25,12 +25,19 @@ namespace reef {
 namespace {
 
 // Registers the collectors of GET /metrics (core/metrics.h), one row each: the engine's, the
-// modules' and event store's, the programs'. REQUIRES: the registrations are reset before
-// `modules` and `programs` are destroyed.
+// modules' and event store's, the programs', the actor runtimes' (the image's and the
+// programs'). REQUIRES: the registrations are reset before `modules`, `programs` and `image`
+// are destroyed.
 Result<std::vector<MetricsRegistration>> RegisterMetrics(MetricsRegistry& registry,
                                                          apps::ModuleRuntime& modules,
-                                                         apps::program::ProgramRuntime& programs) {
+                                                         apps::program::ProgramRuntime& programs,
+                                                         image::Image& image) {
   const std::pair<std::string, MetricsCollector> collectors[] = {
+      {"actors",
+       [&image, &programs](MetricFamilies& out) {
+         image.runtime().CollectMetrics("image", out);
+         programs.runtime().CollectMetrics("programs", out);
+       }},
       {"engine",
        [](MetricFamilies& out) {
          wasm::CollectEngineMetrics(wasm::Engine::DefaultOptions(), out);
@@ -232,7 +239,7 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
     server_options.routes.push_back(std::move(route));
   }
   REEF_ASSIGN_OR_RETURN(n.metric_collectors_,
-                        RegisterMetrics(n.metrics_, *n.modules_, *n.programs_));
+                        RegisterMetrics(n.metrics_, *n.modules_, *n.programs_, *n.image_));
   server_options.routes.push_back(apps::http::MetricsRoute(n.metrics_));
   for (server::HttpRoute& route : apps::http::ProgramRoutes(*n.programs_)) {
     server_options.routes.push_back(std::move(route));
