@@ -2,11 +2,13 @@
 // "Actor workloads"). The same workloads as the Erlang anchors (bench/anchors/actors.escript),
 // on wasm actors in a free-running Runtime:
 //
-//   actor_bench GUEST_DIR REACTORS pingpong|fanout|spawn...   mode=one_thread (1) / two_threads (2)
-//   actor_bench GUEST_DIR 2 memory                            alone: it needs a fresh process
-//   REEF_ENGINE=native actor_bench ...                        the same on the native tier
+//   actor_bench GUEST_DIR REACTORS pingpong|fanout|call|spawn...   mode=one_thread (1) /
+//   two_threads (2) actor_bench GUEST_DIR 2 memory                            alone: it needs a
+//   fresh process REEF_ENGINE=native actor_bench ...                        the same on the native
+//   tier
 //
-// GUEST_DIR holds pingpong.wasm, fanout.wasm (bench/actors/) and counter.wasm (examples/).
+// GUEST_DIR holds pingpong.wasm, fanout.wasm, caller.wasm (bench/actors/) and counter.wasm
+// (examples/).
 // Every figure is one machine-readable line (joined with the Erlang lines by
 // scripts/bench_anchors.sh on kernel + mode, + n for idle_rss):
 //
@@ -17,7 +19,8 @@
 // runs, and prints the median. Sizes (environment, same names as the escript; Reef's defaults
 // are smaller where it is slower, since rates need not use equal sizes):
 // REEF_BENCH_PINGPONG_N [50000], REEF_BENCH_PINGPONG_CROSS_N [20000], REEF_BENCH_FANOUT_WORKERS
-// [1000], REEF_BENCH_FANOUT_ROUNDS [20], REEF_BENCH_SPAWN_N [20000], REEF_BENCH_MEMORY_SIZES
+// [1000], REEF_BENCH_FANOUT_ROUNDS [20], REEF_BENCH_CALL_N [50000], REEF_BENCH_CALL_CROSS_N
+// [20000], REEF_BENCH_SPAWN_N [20000], REEF_BENCH_MEMORY_SIZES
 // [100000,1000000] (memory per actor must use the Erlang sizes to be comparable).
 //
 // How completion is detected: the actors count what they handle in their state, and the host
@@ -301,6 +304,31 @@ void FanOut(const std::string& dir, uint32_t reactors, std::string_view mode) {
   Emit("fanout_msg", mode, w, result, "msg_per_s", Rates(2.0 * w * rounds, seconds), extra);
 }
 
+// A client actor makes n calls, one after the other, to a server actor that replies to each
+// (the `call` import; Erlang's counterpart is gen_server:call): the host sends
+// {"n": n, "server": s} to the client, and the pair's states reach 2n (n calls handled by the
+// server, n made by the client) when the last reply is in. The two are on one reactor
+// (one_thread) or on two (two_threads), like ping-pong.
+void CallRoundTrip(const std::string& dir, uint32_t reactors, std::string_view mode) {
+  bool cross = reactors > 1;
+  int64_t n = cross ? Env("REEF_BENCH_CALL_CROSS_N", 20'000) : Env("REEF_BENCH_CALL_N", 50'000);
+  auto runtime = FreeRunning(reactors);
+  auto caller = Load(dir, "caller");
+  auto seconds = Sample([&] {
+    ActorRef client = Spawn(*runtime, caller, On(0));
+    ActorRef server = Spawn(*runtime, caller, On(cross ? 1 : 0));
+    Record start;
+    start.emplace("n", Value::Int(n));
+    start.emplace("server", Value::Ref(server));
+    auto t0 = Clock::now();
+    Send(*runtime, client, Value::RecordOf(std::move(start)));
+    WaitForSum(*runtime, {client, server}, 2 * n, "call");
+    return Seconds(t0);
+  });
+  Emit("call", mode, n, n, "calls_per_s", Rates(static_cast<double>(n), seconds),
+       fmt::format(" late_replies={}", runtime->LateReplies()));
+}
+
 uint64_t ActorCount(Runtime& runtime) {
   uint64_t count = 0;
   for (const auto& r : runtime.Reactors()) count += r.actors;
@@ -389,7 +417,7 @@ void Memory(const std::string& dir, uint32_t reactors, std::string_view mode) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    Die("usage: actor_bench GUEST_DIR REACTORS pingpong|fanout|spawn...\n"
+    Die("usage: actor_bench GUEST_DIR REACTORS pingpong|fanout|call|spawn...\n"
         "       actor_bench GUEST_DIR REACTORS memory   (alone: it needs a fresh process)");
   }
   std::string dir = argv[1];
@@ -416,6 +444,8 @@ int main(int argc, char** argv) {
       PingPong(dir, static_cast<uint32_t>(reactors), mode);
     } else if (w == "fanout") {
       FanOut(dir, static_cast<uint32_t>(reactors), mode);
+    } else if (w == "call") {
+      CallRoundTrip(dir, static_cast<uint32_t>(reactors), mode);
     } else if (w == "spawn") {
       SpawnRate(dir, static_cast<uint32_t>(reactors), mode);
     } else if (w == "memory") {

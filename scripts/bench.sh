@@ -94,7 +94,7 @@ if [[ $engine != 0 ]]; then
 fi
 if [[ $actors != 0 ]]; then
   needed+=("$actor_bench" "$build/guests/pingpong.wasm" "$build/guests/fanout.wasm"
-    "$build/guests/counter.wasm")
+    "$build/guests/caller.wasm" "$build/guests/counter.wasm")
 fi
 if [[ $events != 0 ]]; then
   needed+=("$build/bench/storage_candidates" "$build/bench/events_bench")
@@ -250,11 +250,11 @@ if [[ $actors != 0 ]]; then
   echo
   echo "bench: actor workloads, Reef (wasm actors in a free-running runtime); median of" \
     "${REEF_BENCH_ACTOR_REPEATS:-3} runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-  "$actor_bench" "$build/guests" 1 pingpong fanout spawn | tee -a "$reef_actor_lines"
-  "$actor_bench" "$build/guests" 2 pingpong fanout spawn | tee -a "$reef_actor_lines"
+  "$actor_bench" "$build/guests" 1 pingpong fanout call spawn | tee -a "$reef_actor_lines"
+  "$actor_bench" "$build/guests" 2 pingpong fanout call spawn | tee -a "$reef_actor_lines"
   # The same workloads with the actors' code on the native tier (engine=reef-native lines,
   # printed for the ratio; the joined table below is the interpreter's).
-  REEF_ENGINE=native "$actor_bench" "$build/guests" 1 pingpong fanout spawn
+  REEF_ENGINE=native "$actor_bench" "$build/guests" 1 pingpong fanout call spawn
   # Memory per idle actor: one fresh process per run, like the Erlang side's fresh VMs.
   for ((run = 1; run <= ${REEF_BENCH_ACTOR_REPEATS:-3}; ++run)); do
     "$actor_bench" "$build/guests" 2 memory | tee -a "$reef_actor_lines"

@@ -4,7 +4,7 @@
 #
 #   bash scripts/bench_anchors.sh [REEF_LINES]
 #
-# The anchors are bench/anchors/actors.escript, run in fresh VMs: pingpong, fanout and spawn
+# The anchors are bench/anchors/actors.escript, run in fresh VMs: pingpong, fanout, call and spawn
 # with one scheduler thread (+S 1:1, mode=one_thread) and with two (+S 2:2, mode=two_threads);
 # memory alone in a fresh VM per run (REEF_BENCH_ACTOR_REPEATS runs, default 3).
 # REEF_LINES (optional): a file of `bench engine=reef ...` lines of the same workloads; rows
@@ -35,8 +35,8 @@ echo "bench_anchors: Erlang/OTP $otp; median of $repeats runs;" \
 lines=$(mktemp)
 trap 'rm -f "$lines"' EXIT
 # ERL_FLAGS is set here, so a caller's ERL_FLAGS cannot change the scheduler count.
-ERL_FLAGS="+S 1:1" "$escript" "$script" pingpong fanout spawn | tee -a "$lines"
-ERL_FLAGS="+S 2:2" "$escript" "$script" pingpong fanout spawn | tee -a "$lines"
+ERL_FLAGS="+S 1:1" "$escript" "$script" pingpong fanout call spawn | tee -a "$lines"
+ERL_FLAGS="+S 2:2" "$escript" "$script" pingpong fanout call spawn | tee -a "$lines"
 for ((run = 1; run <= repeats; ++run)); do
   ERL_FLAGS="+S 2:2" "$escript" "$script" memory | tee -a "$lines"
 done
@@ -78,5 +78,27 @@ awk "$bench_awk"'
       printf "| %-30s | %-17s | %-15s | %12s | %12s | %16s |\n", label[row], sizes(row), unit[row],
              (r == "") ? "-" : num(r), (e == "") ? "-" : num(e), c
     }
+    # The goals issue 15 sets on these rows: Reef / Erlang (a share of Erlang, higher is better).
+    printf "\n"
+    goal("pingpong/one_thread", 0.3, "ping-pong, one reactor")
+    rate = count["reef|pingpong/one_thread"] ? median("reef|pingpong/one_thread") : 0
+    printf "issue 15 goal: ping-pong, one reactor = %.0f msg/s (goal >= 1000000): %s\n", rate,
+           (rate >= 1e6 ? "PASS" : "MISS")
+    goal("pingpong/two_threads", 1.0, "ping-pong, across two reactors")
+    goal("fanout/one_thread", 0.5, "fan-out/fan-in 1-1000-1, one reactor")
+    goal("fanout/two_threads", 0.5, "fan-out/fan-in 1-1000-1, two reactors")
+    goal("spawn/one_thread", 1.0, "spawn, one reactor")
+    goal("spawn/two_threads", 1.0, "spawn, two reactors")
+    goal("call/one_thread", 0.5, "call round trip, one reactor (gen_server:call)")
+    goal("call/two_threads", 0.5, "call round trip, two reactors (gen_server:call)")
+  }
+  function goal(row, share, label,   r, e) {
+    if (!count["reef|" row] || !count["erlang|" row]) {
+      printf "issue 15 goal: %s: not measured in this run\n", label
+      return
+    }
+    r = median("reef|" row); e = median("erlang|" row)
+    printf "issue 15 goal: %s = %.3fx Erlang (goal >= %.1fx): %s\n", label, r / e, share,
+           (r / e >= share ? "PASS" : "MISS")
   }
 ' "$lines" ${reef_lines:+"$reef_lines"}

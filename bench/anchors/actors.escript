@@ -3,8 +3,8 @@
 %% Erlang/OTP anchor for Reef's actor workloads (docs/benchmarks.md, "Actor workloads: Erlang
 %% anchors"). Run by scripts/bench_anchors.sh; by hand:
 %%
-%%   ERL_FLAGS="+S 2:2" escript bench/anchors/actors.escript pingpong fanout spawn
-%%   ERL_FLAGS="+S 1:1" escript bench/anchors/actors.escript pingpong fanout spawn
+%%   ERL_FLAGS="+S 2:2" escript bench/anchors/actors.escript pingpong fanout call spawn
+%%   ERL_FLAGS="+S 1:1" escript bench/anchors/actors.escript pingpong fanout call spawn
 %%   escript bench/anchors/actors.escript memory              (alone: it needs a fresh VM)
 %%
 %% The mode is taken from the VM: +S 1:1 gives mode=one_thread, +S 2:2 (the default on two
@@ -17,17 +17,21 @@
 %% `memory` must run alone in its VM (freed memory of other workloads would be reused).
 %% Sizes come from the environment (defaults in brackets): REEF_BENCH_PINGPONG_N [1000000],
 %% REEF_BENCH_PINGPONG_CROSS_N [100000 messages, the pair bound to two schedulers],
-%% REEF_BENCH_FANOUT_WORKERS [1000], REEF_BENCH_FANOUT_ROUNDS [1000], REEF_BENCH_SPAWN_N [100000],
+%% REEF_BENCH_FANOUT_WORKERS [1000], REEF_BENCH_FANOUT_ROUNDS [1000], REEF_BENCH_CALL_N [200000],
+%% REEF_BENCH_CALL_CROSS_N [100000], REEF_BENCH_SPAWN_N [100000],
 %% REEF_BENCH_MEMORY_SIZES [100000,1000000], REEF_BENCH_ACTOR_REPEATS [3].
 -mode(compile).
+%% The call workload's server is a gen_server of this module.
+-behaviour(gen_server).
+-export([init/1, handle_call/3, handle_cast/2]).
 
 main(Workloads) ->
-    Known = ["pingpong", "fanout", "spawn", "memory"],
+    Known = ["pingpong", "fanout", "call", "spawn", "memory"],
     case Workloads =/= [] andalso Workloads -- Known =:= [] andalso
         (not lists:member("memory", Workloads) orelse Workloads =:= ["memory"]) of
         true -> [run(list_to_atom(W)) || W <- Workloads], ok;
         false ->
-            io:format(standard_error, "usage: escript actors.escript pingpong|fanout|spawn...~n"
+            io:format(standard_error, "usage: escript actors.escript pingpong|fanout|call|spawn...~n"
                       "       escript actors.escript memory    (alone: it needs a fresh VM)~n", []),
             halt(2)
     end.
@@ -109,6 +113,17 @@ run(fanout) ->
     emit(fanout, mode(), W, Result, "rounds_per_s", [R / S || S <- Secs], Extra),
     emit(fanout_msg, mode(), W, Result, "msg_per_s", [2 * W * R / S || S <- Secs], Extra);
 
+%% call: a client process makes N gen_server:call round trips, one after the other, to a
+%% gen_server that answers each with its count of calls. Both on one scheduler (one_thread), or
+%% bound to one scheduler each (two_threads, like ping-pong's bound pair).
+run(call) ->
+    N = env("REEF_BENCH_CALL_N", 200000),
+    case mode() of
+        one_thread -> call_mode(N, one_thread, [], []);
+        Mode -> call_mode(env("REEF_BENCH_CALL_CROSS_N", 100000), Mode,
+                          [{scheduler, 1}], [{scheduler, 2}])
+    end;
+
 %% spawn: spawn N processes that block in receive; the clock stops when all of them have run
 %% to their receive (no runnable process left). They are stopped, untimed, between runs.
 run(spawn) ->
@@ -172,6 +187,27 @@ bounce(Parent, Peer, Got) ->
         stop -> Parent ! {stopped, Got, erlang:system_info(scheduler_id)};
         K -> Peer ! K - 1, bounce(Parent, Peer, Got + 1)
     end.
+
+call_mode(N, Mode, ClientOpts, ServerOpts) ->
+    {Secs, Result} = sample(fun() -> calls(N, ClientOpts, ServerOpts) end),
+    emit(call, Mode, N, Result, "calls_per_s", [N / S || S <- Secs], []).
+
+calls(N, ClientOpts, ServerOpts) ->
+    {ok, Server} = gen_server:start(?MODULE, 0, [{spawn_opt, ServerOpts}]),
+    Parent = self(),
+    spawn_opt(fun() ->
+                      T0 = now_ns(),
+                      Last = call_loop(Server, N, 0),
+                      Parent ! {called, (now_ns() - T0) / 1.0e9, Last}
+              end, ClientOpts),
+    receive {called, Secs, Last} -> gen_server:stop(Server), {Secs, Last} end.
+
+call_loop(_, 0, Last) -> Last;
+call_loop(Server, K, _) -> call_loop(Server, K - 1, gen_server:call(Server, get)).
+
+init(Count) -> {ok, Count}.
+handle_call(get, _From, Count) -> {reply, Count + 1, Count + 1}.
+handle_cast(_, Count) -> {noreply, Count}.
 
 worker() ->
     receive
