@@ -98,6 +98,14 @@ const wasm::HostRegistry& AbiV1Registry();
 // Engine instructions `reef_alloc` may take before the invocation fails.
 inline constexpr uint64_t kAllocBudget = 1'000'000;
 
+// What StartHandle and StartShutdown check before they start.
+enum class StartChecks : uint8_t {
+  kAll,  // the module's exports (CheckActorExports) and its reef_abi_version (CheckAbiVersion,
+         // a call into the guest)
+  kInstanceChecked,  // neither: the caller checked both when it created this instance (the
+                     // actor runtime does, once per instance rather than per invocation)
+};
+
 // Starts `handler(state, sender, message)` (an export with reef_handle's signature; default
 // `reef_handle`). `sender` must be null or an actor ref.
 // Encodes the inputs (CBOR, deterministic), asks the guest for a buffer with `reef_alloc`,
@@ -108,7 +116,8 @@ inline constexpr uint64_t kAllocBudget = 1'000'000;
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
                                                       ActorCallContext& context, const Value& state,
                                                       const Value& sender, const Value& message,
-                                                      std::string_view handler = kDefaultHandler);
+                                                      std::string_view handler = kDefaultHandler,
+                                                      StartChecks checks = StartChecks::kAll);
 
 // Starts `reef_on_shutdown(state)`. Errors: as StartHandle; NotFound when the module has no
 // shutdown hook (HasShutdownHook() is false).
@@ -116,7 +125,8 @@ Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
 Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance,
                                                         ActorCallContext& context,
                                                         const Value& state,
-                                                        std::string_view handler = kDefaultHandler);
+                                                        std::string_view handler = kDefaultHandler,
+                                                        StartChecks checks = StartChecks::kAll);
 bool HasShutdownHook(const wasm::Module& module);
 
 // Checks that `module` exports what ABI v1 requires of an actor (memory, reef_abi_version,
@@ -125,7 +135,8 @@ bool HasShutdownHook(const wasm::Module& module);
 Status CheckActorExports(const wasm::Module& module, std::string_view handler = kDefaultHandler);
 
 // Calls `reef_abi_version` (within kAllocBudget instructions) and checks it returns 1.
-// StartHandle and StartShutdown call it. Errors: FailedPrecondition naming both versions.
+// StartHandle and StartShutdown call it (StartChecks::kAll). Errors: FailedPrecondition naming both
+// versions.
 Status CheckAbiVersion(wasm::Instance& instance, ActorCallContext& context);
 
 // Decodes the new state returned by a finished reef_handle / reef_on_shutdown invocation.

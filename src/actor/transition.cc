@@ -13,9 +13,10 @@ namespace {
 constexpr size_t kMaxPooledPerImplementation = 64;
 
 // Borrows an instance of `actor`'s implementation: a pooled one, reset to its
-// post-instantiation memory and globals, or a fresh one. Every invocation starts from that
-// clean image, so a handler sees only its committed state and inputs: nothing another actor
-// (or an earlier invocation, a killed one included) left in memory or globals.
+// post-instantiation memory and globals, or a fresh one, whose ABI version is checked once
+// here (the implementation's exports were checked when it was made). Every invocation starts
+// from that clean image, so a handler sees only its committed state and inputs: nothing
+// another actor (or an earlier invocation, a killed one included) left in memory or globals.
 Result<std::unique_ptr<wasm::Instance>> AcquireInstance(Reactor& reactor, const Actor& actor) {
   auto& idle = reactor.pool[actor.implementation->id];
   while (!idle.empty()) {
@@ -27,7 +28,13 @@ Result<std::unique_ptr<wasm::Instance>> AcquireInstance(Reactor& reactor, const 
     REEF_RETURN_IF_ERROR(instance->Reset());
     return instance;
   }
-  return reactor.engine.Instantiate(actor.implementation->module);
+  REEF_ASSIGN_OR_RETURN(std::unique_ptr<wasm::Instance> fresh,
+                        reactor.engine.Instantiate(actor.implementation->module));
+  REEF_RETURN_IF_ERROR(CheckActorExports(fresh->module(), actor.implementation->handler));
+  REEF_RETURN_IF_ERROR(CheckAbiVersion(*fresh, *actor.context));
+  // The version check ran the guest: back to the post-instantiation image.
+  REEF_RETURN_IF_ERROR(fresh->Reset());
+  return fresh;
 }
 
 void ReleaseInstance(Reactor& reactor, const Actor& actor,
@@ -273,9 +280,11 @@ static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, Tic
                            ? Value::Ref(*actor.reserved->sender)
                            : Value::Null();
   const std::string& handler = actor.implementation->handler;
-  auto invocation = shutdown ? StartShutdown(**instance, *actor.context, actor.state, handler)
-                             : StartHandle(**instance, *actor.context, actor.state, sender,
-                                           actor.reserved->message, handler);
+  auto invocation =
+      shutdown ? StartShutdown(**instance, *actor.context, actor.state, handler,
+                               StartChecks::kInstanceChecked)
+               : StartHandle(**instance, *actor.context, actor.state, sender,
+                             actor.reserved->message, handler, StartChecks::kInstanceChecked);
   if (!invocation.ok()) {
     FailActor(state, reactor, actor, invocation.status().ToString(), report);
     return false;

@@ -455,6 +455,28 @@ TEST_F(RuntimeTest, NoHiddenGuestStateSurvivesBetweenInvocations) {
   EXPECT_EQ(Inspect(a).state, Value::Int(1)) << "every invocation starts from a clean instance";
 }
 
+TEST_F(RuntimeTest, AnActorOfAnotherAbiVersionFailsOnItsFirstInputAndKeepsIt) {
+  // The runtime checks a module's reef_abi_version once per instance, when it creates one.
+  auto module = wasm::Module::FromText(R"((module
+    (memory (export "memory") 1)
+    (func (export "reef_abi_version") (result i32) (i32.const 2))
+    (func (export "reef_alloc") (param i32) (result i32) (i32.const 1024))
+    (func (export "reef_handle") (param i32 i32 i32 i32 i32 i32) (result i64)
+      (i64.or (i64.extend_i32_u (local.get 0)) (i64.shl (i64.extend_i32_u (local.get 1)) (i64.const 32))))))");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto other = MakeImplementation(*module, "other-abi");
+  ASSERT_TRUE(other.ok());
+  ActorRef a = Spawn(*other, 5);
+  Send(a, "1");
+  Settle();
+  ActorSnapshot snap = Inspect(a);
+  EXPECT_EQ(snap.status, ActorStatus::kFailed);
+  EXPECT_NE(snap.failure.value_or("").find("ABI reef version 2"), std::string::npos)
+      << snap.failure.value_or("");
+  EXPECT_EQ(snap.state, Value::Int(5));
+  EXPECT_TRUE(snap.reserved.has_value());
+}
+
 TEST_F(RuntimeTest, OperationsWithoutAnImplementationAreRejected) {
   EXPECT_EQ(runtime_->Spawn(nullptr, Value::Int(0)).status().code(), Code::kInvalidArgument);
   ActorRef a = Spawn(probe_, 0);
