@@ -20,6 +20,9 @@ ASAN_EXCLUDE ?= *TenThousandActorsExchangeAMillion*
 FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
+# These also run on the native tier under ASan: invocations on fibers that end at shutdown
+# (fibers started on one thread must unwind there) and calls that suspend across reactors.
+ASAN_NATIVE_TESTS ?= FreeRunningTest.Destroying*:Modes/CallTest.*
 # The ASan build compiles at -O0: clang's ASan+UBSan instrumentation of Beast-heavy code takes
 # about 3x the CPU at -O1 (66 s against 23 s for one server source), and the unit tests it runs
 # are not compute-bound.
@@ -60,6 +63,8 @@ test-asan: asan-configure
 	@cmake --build $(ASAN_BUILD) -j $(BUILD_JOBS) --target reef_unit_tests
 	@bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests $(JOBS) "-$(ASAN_EXCLUDE)" \
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+	@bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests 1 '$(ASAN_NATIVE_TESTS)' \
+	  REEF_TEST_ENGINE=native ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 # ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned), from
 # their own binary (tests/CMakeLists.txt REEF_TSAN_TEST_SOURCES), sharded like the ASan run.

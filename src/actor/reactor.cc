@@ -203,6 +203,11 @@ void Runtime::State::StartThreads() {
     reactor->thread = std::thread([this, reactor] {
       tls_reactor = reactor;
       while (!shutting_down.load(std::memory_order_acquire)) Turn(*this, *reactor);
+      // Invocations and instances end on the thread that ran them: a native invocation's
+      // fiber unwinds through guest frames that expect this thread's state.
+      for (auto& [ref, actor] : reactor->actors) DropInvocation(*reactor, *actor);
+      reactor->pool.clear();
+      reactor->engine.ReleaseThreadResources();
       tls_reactor = nullptr;
     });
   }

@@ -168,6 +168,10 @@ Engine::Engine(const HostRegistry& registry, EngineLimits limits, EngineOptions 
 
 Engine::~Engine() = default;
 
+void Engine::ReleaseThreadResources() {
+  if (native_) native_->ReleaseThreadResources();
+}
+
 bool Engine::Outdated(const Instance& instance) const {
   // One way only: native code that left the loaded-code cache is loaded again on the next
   // instantiation; instances that run it stay.

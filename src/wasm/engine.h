@@ -100,6 +100,12 @@ class Engine {
   // else the interpreter). Does not request a compile, nor count as a use of the code.
   Tier TierOf(const Module& module) const;
 
+  // Ends, on the calling thread, what the engine keeps for the thread that runs its
+  // invocations: the native tier's parked fibers, which were started on that thread and must
+  // unwind there. Call it from that thread when it stops running the engine, if the engine is
+  // destroyed on another. The engine stays usable.
+  void ReleaseThreadResources();
+
   const EngineLimits& limits() const { return limits_; }
   const HostRegistry& registry() const { return registry_; }
   const EngineStats& stats() const { return stats_; }

@@ -29,6 +29,9 @@ class Backend {
 
   virtual Tier tier() const = 0;
 
+  // Engine::ReleaseThreadResources.
+  virtual void ReleaseThreadResources() {}
+
   // Instantiates `module`: its declared limits were checked and every import is a function
   // the registry provides, `import_rows[i]` being the registry row of the i-th function
   // import. Runs the start function (never an import) within

@@ -86,6 +86,7 @@ struct NativeBackend final : wasm::detail::Backend, std::enable_shared_from_this
                 std::shared_ptr<CodeSource> code_source);
 
   Tier tier() const override { return Tier::kNative; }
+  void ReleaseThreadResources() override { idle_fibers.clear(); }
   Result<std::unique_ptr<Instance>> Instantiate(const std::shared_ptr<const Module>& module,
                                                 std::span<const size_t> import_rows) override;
 
