@@ -55,12 +55,14 @@ if [[ "$total" -eq 0 ]]; then
   exit 2
 fi
 
-# Each failing unit prints its diagnostics in one piece and appends its name to `failed`.
+# Each failing unit prints its diagnostics in one piece and appends to `failed` the files its
+# errors are in (a unity source's errors are in the .cc files it includes), else its own name.
 check_one() {
-  local dir=${1%%$'\t'*} command=${1#*$'\t'} output
+  local dir=${1%%$'\t'*} command=${1#*$'\t'} output files
   if ! output=$(cd "$dir" && eval "$command" 2>&1); then
     printf '%s\n' "$output" >&2
-    echo "${command##* }" >>"$FAILED"
+    files=$(grep -oE '^[^ :]+:[0-9]+:[0-9]+: (fatal )?error' <<<"$output" | cut -d: -f1 | sort -u)
+    echo "${files:-${command##* }}" >>"$FAILED"
   fi
 }
 export -f check_one
@@ -71,11 +73,10 @@ start=$SECONDS
 xargs -d '\n' -P "$jobs" -n 1 bash -c 'check_one "$1"' _ <"$work/commands"
 elapsed=$((SECONDS - start))
 
-failed=$(wc -l <"$FAILED")
-if [[ "$failed" -ne 0 ]]; then
-  echo "thread-safety: FAILED: clang -Wthread-safety found errors in $failed of $total" \
-    "translation units of src/ (above; each names the lock a member or function needs):" >&2
-  sed 's/^/  /' "$FAILED" >&2
+if [[ -s "$FAILED" ]]; then
+  echo "thread-safety: FAILED: clang -Wthread-safety reports errors (above; each names the lock" \
+    "a GUARDED_BY member or REQUIRES function needs) in:" >&2
+  sort -u "$FAILED" | sed "s|^$PWD/||; s/^/  /" >&2
   exit 1
 fi
 echo "thread-safety: $total translation units of src/ pass clang -Wthread-safety (${elapsed} s)"
