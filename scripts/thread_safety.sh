@@ -41,8 +41,8 @@ for entry in json.load(open(database)):
             skip = True
         elif arg in ("-c", entry["file"]) or arg.startswith(("-W", "-O", "-g")):
             pass
-        elif arg == "-std=c++23":
-            out.append("-std=c++2b")  # clang 16's name for C++23
+        elif arg in ("-std=c++23", "-std=gnu++23"):
+            out.append(arg.replace("23", "2b"))  # clang 16's name for C++23
         else:
             out.append(arg)
     out += ["-fsyntax-only", "-Wthread-safety", "-Werror", entry["file"]]
