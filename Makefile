@@ -2,9 +2,10 @@
 # idempotent and takes well under a second when nothing is missing).
 #
 #   make run     build, then start `reef serve` with the example modules uploaded (scripts/run.sh)
-#   make test    build and run every test (release), then one clang ASan+UBSan build that runs
-#                the unit tests and a 10 s smoke of each fuzzer, then the ThreadSanitizer build
-#                of the threaded runtime's tests
+#   make test    build, check src/ with clang's thread-safety analysis (-Wthread-safety on every
+#                translation unit, scripts/thread_safety.sh), run every test (release), then one
+#                clang ASan+UBSan build that runs the unit tests and a 10 s smoke of each fuzzer,
+#                then the ThreadSanitizer build of the threaded runtime's tests
 #   make bench   build and run the benchmarks, printing each figure
 #   make fuzz    build the libFuzzer targets and run each for FUZZ_SECONDS (default 60)
 
@@ -36,7 +37,7 @@ CMAKE_FLAGS ?=
 # (cmake/guest.cmake), so their targets depend on `build`.
 SANITIZER_GUESTS = -DREEF_PREBUILT_GUEST_DIR=$(abspath $(BUILD))/guests
 
-.PHONY: setup build run test test-fast asan-configure test-asan test-tsan bench fuzz fuzz-build fuzz-smoke format clean
+.PHONY: setup build run test test-fast test-thread-safety asan-configure test-asan test-tsan bench fuzz fuzz-build fuzz-smoke format clean
 
 setup:
 	@bash scripts/setup.sh
@@ -50,6 +51,12 @@ run: build
 
 test-fast: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Clang's -Wthread-safety, as errors, over every src/ translation unit: the GUARDED_BY members
+# and REQUIRES functions (src/core/thread_annotations.h) checked against the locks taken. It
+# reruns the release build's compile commands with clang++-16 -fsyntax-only (no code made).
+test-thread-safety: build
+	@bash scripts/thread_safety.sh $(BUILD) $(JOBS)
 
 # Configures the clang ASan+UBSan+libFuzzer build (ASAN_BUILD, shared with the fuzz targets).
 asan-configure: build
@@ -87,7 +94,7 @@ fuzz-smoke: fuzz-build
 	@FUZZ_SEED=1 FUZZ_JOBS=$(JOBS) FUZZ_GUESTS=$(abspath $(BUILD))/guests \
 	  bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS)
 
-test: test-fast test-asan fuzz-smoke test-tsan
+test: test-thread-safety test-fast test-asan fuzz-smoke test-tsan
 
 bench: build
 	@cmake --build $(BUILD) -j $(BUILD_JOBS) --target reef_benches

@@ -17,6 +17,7 @@ packages=(
   clang-format-16
   binaryen  # wasm-opt -ttf makes the tier differential fuzzer's modules (fuzz/tier_diff_fuzz.cc)
   tmux curl  # the REPL end-to-end test drives `reef repl` in tmux; HTTP checks use curl
+  python3  # scripts/thread_safety.sh reads the build's compile_commands.json
   prometheus  # promtool validates the /metrics output (tests/unit/apps/module_routes_test.cc)
   # the V8 anchor of the benchmarks
   nodejs

@@ -98,6 +98,7 @@ Result<detail::FoldCache::Key> FoldKey(std::string_view command, std::string_vie
 // ---- Idempotency records ------------------------------------------------------------------
 
 Status ModuleRuntime::Impl::OpenResults() {
+  MutexLock lock(results_mu);  // never waited for: Open runs before the runtime is shared
   int rc =
       sqlite3_open_v2((options.data_dir / "reef.sqlite").c_str(), &results_db,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
@@ -112,7 +113,7 @@ Status ModuleRuntime::Impl::OpenResults() {
 
 std::optional<json> ModuleRuntime::Impl::FindResult(std::string_view command,
                                                     std::string_view key) {
-  std::lock_guard lock(results_mu);
+  MutexLock lock(results_mu);
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(results_db,
                      "SELECT response FROM command_results WHERE command = ?1 AND "
@@ -131,7 +132,7 @@ std::optional<json> ModuleRuntime::Impl::FindResult(std::string_view command,
 
 void ModuleRuntime::Impl::SaveResult(std::string_view command, std::string_view key,
                                      const json& response) {
-  std::lock_guard lock(results_mu);
+  MutexLock lock(results_mu);
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(results_db,
                      "INSERT OR IGNORE INTO command_results (command, idempotency_key, "
@@ -150,7 +151,7 @@ void ModuleRuntime::Impl::SaveResult(std::string_view command, std::string_view 
 }
 
 void ModuleRuntime::Impl::Count(std::string_view command, const CommandCounters& delta) {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   auto& c = command_counters[std::string(command)];
   c.appended += delta.appended;
   c.rejected += delta.rejected;
@@ -250,7 +251,7 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
   }
   {
     // Two commands with the same bytes share the instance: each records the tier it ran on.
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     command_counters[name].tier = wasm::TierName(slot->tier());
   }
   ModuleInstance& instance = *slot;
@@ -382,10 +383,10 @@ Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name,
     std::vector<events::Event> to_append = *new_events;
     // The version that decided must still be the active one when the append commits: Forget
     // waits for this gate after bumping the generation.
-    std::shared_lock gate(append_gate);
+    ReaderLock gate(append_gate);
     if (CommandGeneration(name) != generation) return supersede();
     auto appended = events.Append(std::move(to_append), condition);
-    gate.unlock();
+    gate.Unlock();
     if (appended.ok()) {
       outcome.position = *appended;
       outcome.events.clear();

@@ -10,13 +10,13 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <set>
 
 #include "apps/module_abi.h"
 #include "apps/runners.h"
+#include "core/mutex.h"
 
 namespace reef::apps {
 
@@ -39,15 +39,15 @@ class Worker {
     thread_ = std::thread([this] { Run(); });
   }
   void Push(Item item) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(std::move(item));
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
   void Stop() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
-      cv_.notify_all();
+      cv_.NotifyAll();
     }
     if (thread_.joinable()) thread_.join();
   }
@@ -58,10 +58,10 @@ class Worker {
 
   EffectRunner& runner_;
   const uint32_t index_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Item> queue_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<int64_t> backoff_ms_{0};
   std::thread thread_;
 };
@@ -85,8 +85,8 @@ class EffectRunner final : public Runner {
   void Stop() override {
     stop_ = true;
     {
-      std::lock_guard lock(mu_);
-      cv_.notify_all();
+      MutexLock lock(mu_);
+      cv_.NotifyAll();
     }
     if (dispatcher_.joinable()) dispatcher_.join();
   }
@@ -116,14 +116,14 @@ class EffectRunner final : public Runner {
   bool stopping() const { return stop_; }
 
   void Ack(events::Position position) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     in_flight_.erase(position);
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
  private:
-  // Highest position with nothing dispatched at or below it still in flight. REQUIRES: mu_.
-  events::Position WatermarkLocked() const {
+  // Highest position with nothing dispatched at or below it still in flight.
+  events::Position WatermarkLocked() const REQUIRES(mu_) {
     return in_flight_.empty() ? dispatched_ : *in_flight_.begin() - 1;
   }
 
@@ -138,7 +138,7 @@ class EffectRunner final : public Runner {
   Status MaybePersist() {
     events::Position watermark;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       watermark = WatermarkLocked();
     }
     if (watermark == persisted_) return Status::Ok();
@@ -176,7 +176,10 @@ class EffectRunner final : public Runner {
     REEF_ASSIGN_OR_RETURN(events::Position watermark,
                           LoadRunnerPosition(db_, "reef_effect", "watermark"));
     persisted_ = watermark;
-    dispatched_ = watermark;
+    {
+      MutexLock lock(mu_);  // never waited for: no worker runs yet
+      dispatched_ = watermark;
+    }
     status_.SetPosition(watermark);
     REEF_ASSIGN_OR_RETURN(auto instance, NewInstance(0));
     instance->context().db = db_;  // reef_query and reef_partition_key may use SQL too
@@ -189,10 +192,11 @@ class EffectRunner final : public Runner {
     auto last_persist = std::chrono::steady_clock::now();
     while (!stop_) {
       {
-        std::unique_lock lock(mu_);
-        cv_.wait_for(lock, kPollTimeout, [this] {
-          return stop_ || in_flight_.size() < spec_.options->effect_max_in_flight;
-        });
+        MutexLock lock(mu_);
+        const auto deadline = std::chrono::steady_clock::now() + kPollTimeout;
+        while (!stop_ && in_flight_.size() >= spec_.options->effect_max_in_flight) {
+          if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout) break;
+        }
         if (stop_) break;
         if (in_flight_.size() >= spec_.options->effect_max_in_flight) continue;
       }
@@ -201,7 +205,7 @@ class EffectRunner final : public Runner {
       }
       size_t room;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         room = spec_.options->effect_max_in_flight - in_flight_.size();
       }
       REEF_ASSIGN_OR_RETURN(auto batch,
@@ -221,7 +225,7 @@ class EffectRunner final : public Runner {
         }
         uint32_t worker = WorkerFor(key);
         {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           in_flight_.insert(event.position);
           dispatched_ = event.position;
         }
@@ -246,10 +250,10 @@ class EffectRunner final : public Runner {
   // Created by Start before the dispatcher runs, never resized after: any thread may read.
   std::vector<std::unique_ptr<Worker>> workers_;
 
-  std::mutex mu_;  // guards in_flight_ and dispatched_
-  std::condition_variable cv_;
-  std::set<events::Position> in_flight_;
-  events::Position dispatched_ = 0;
+  Mutex mu_;
+  CondVar cv_;
+  std::set<events::Position> in_flight_ GUARDED_BY(mu_);
+  events::Position dispatched_ GUARDED_BY(mu_) = 0;
 };
 
 void Worker::Run() {
@@ -286,8 +290,8 @@ void Worker::Run() {
   while (true) {
     Item item;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stop_ && queue_.empty()) cv_.Wait(mu_);
       if (stop_) break;
       item = std::move(queue_.front());
       queue_.pop_front();
@@ -323,14 +327,17 @@ void Worker::Run() {
       runner_.status().CountFailure(error);
       backoff_ms_ = delay;
       {
-        std::unique_lock lock(mu_);
-        cv_.wait_for(lock, std::chrono::milliseconds(delay), [this] { return stop_; });
+        MutexLock lock(mu_);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay);
+        while (!stop_) {
+          if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout) break;
+        }
         if (stop_) break;
       }
       delay = std::min(delay * 2, cap);
     }
     current = nullptr;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) break;
   }
   sqlite3_close_v2(db);

@@ -142,13 +142,13 @@ bool KeyRing::IsEncrypted(std::string_view data) {
 Result<std::string> KeyRing::Encrypt(std::string_view scope, std::string_view plaintext) {
   store::CryptoKey key;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = live_by_scope_.find(scope);
     if (it != live_by_scope_.end()) key = it->second;
   }
   if (key.id.empty()) {
     REEF_ASSIGN_OR_RETURN(key, store_.GetOrCreateKey(scope));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     live_by_scope_[std::string(scope)] = key;
     by_id_[key.id] = key.key;
   }
@@ -187,7 +187,7 @@ Result<std::optional<std::string>> KeyRing::Open(std::string_view stored) {
   std::optional<std::array<uint8_t, 32>> key;
   bool cached = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = by_id_.find(id); it != by_id_.end()) {
       key = it->second;
       cached = true;
@@ -196,7 +196,7 @@ Result<std::optional<std::string>> KeyRing::Open(std::string_view stored) {
   if (!cached) {
     REEF_ASSIGN_OR_RETURN(auto found, store_.FindKey(id));
     if (found) key = found->key;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     by_id_[id] = key;
   }
   if (!key) return std::optional<std::string>();  // shredded
@@ -222,7 +222,7 @@ Result<std::optional<std::string>> KeyRing::Open(std::string_view stored) {
 
 Status KeyRing::Shred(std::string_view scope) {
   REEF_RETURN_IF_ERROR(store_.ShredScope(scope));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = live_by_scope_.find(scope); it != live_by_scope_.end()) {
     live_by_scope_.erase(it);
   }

@@ -21,13 +21,13 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "core/value.h"
 #include "events/event.h"
@@ -59,10 +59,10 @@ class KeyRing {
 
  private:
   store::ModuleStore& store_;
-  std::mutex mu_;
+  Mutex mu_;
   // key id -> key, or nullopt once shredded (a shredded key never comes back).
-  std::map<std::string, std::optional<std::array<uint8_t, 32>>, std::less<>> by_id_;
-  std::map<std::string, store::CryptoKey, std::less<>> live_by_scope_;
+  std::map<std::string, std::optional<std::array<uint8_t, 32>>, std::less<>> by_id_ GUARDED_BY(mu_);
+  std::map<std::string, store::CryptoKey, std::less<>> live_by_scope_ GUARDED_BY(mu_);
 };
 
 // A module's query value as a store query. Errors: InvalidArgument naming the item and field

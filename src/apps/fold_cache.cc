@@ -15,7 +15,7 @@ size_t FoldCache::KeyHash::operator()(const Key& key) const {
 }
 
 std::optional<FoldCache::Entry> FoldCache::Find(const Key& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_key_.find(key);
   if (it == by_key_.end()) {
     ++misses_;
@@ -46,7 +46,7 @@ void FoldCache::Put(const Key& key, std::string_view command, Value state,
                     events::Position folded_to, uint64_t epoch) {
   if (max_bytes_ == 0) return;
   const uint64_t bytes = kEntryOverheadBytes + command.size() + ValueBytes(state);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (epoch != epoch_) return;  // cleared since the fold began
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     if (it->second->entry.folded_to >= folded_to) return;  // a newer fold is kept already
@@ -60,7 +60,7 @@ void FoldCache::Put(const Key& key, std::string_view command, Value state,
 }
 
 void FoldCache::ForgetCommand(std::string_view command) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = lru_.begin(); it != lru_.end();) {
     auto next = std::next(it);
     if (it->command == command) EraseLocked(it);
@@ -69,12 +69,12 @@ void FoldCache::ForgetCommand(std::string_view command) {
 }
 
 uint64_t FoldCache::epoch() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return epoch_;
 }
 
 void FoldCache::Clear() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++epoch_;
   lru_.clear();
   by_key_.clear();
@@ -82,7 +82,7 @@ void FoldCache::Clear() {
 }
 
 FoldCache::Stats FoldCache::stats() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return {hits_, misses_, by_key_.size(), bytes_};
 }
 

@@ -17,7 +17,7 @@ using json = nlohmann::json;
 Result<std::shared_ptr<const wasm::Module>> ModuleRuntime::Impl::LoadModule(
     ModuleKind kind, std::string_view name, std::string_view version, std::string_view sha256) {
   {
-    std::lock_guard lock(compiled_mu);
+    MutexLock lock(compiled_mu);
     if (auto it = compiled.find(std::string(sha256)); it != compiled.end()) return it->second;
   }
   std::shared_ptr<const wasm::Module> module;
@@ -35,7 +35,7 @@ Result<std::shared_ptr<const wasm::Module>> ModuleRuntime::Impl::LoadModule(
     }
     REEF_RETURN_IF_ERROR(store->PutArtifact(sha256, "wasm", bytes));
   }
-  std::lock_guard lock(compiled_mu);
+  MutexLock lock(compiled_mu);
   compiled[std::string(sha256)] = module;
   return module;
 }
@@ -44,7 +44,7 @@ std::optional<ModuleStatus> ModuleRuntime::Impl::StopRunner(const ModuleKey& key
                                                             bool handing_over) {
   std::unique_ptr<Runner> runner;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     auto it = runners.find(key);
     if (it == runners.end()) return std::nullopt;
     runner = std::move(it->second);
@@ -59,7 +59,7 @@ std::optional<ModuleStatus> ModuleRuntime::Impl::StopRunner(const ModuleKey& key
   }
   runner->Stop();
   ModuleStatus last = runner->Snapshot();
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   carried_failures[key] += last.failures;
   last.failures = carried_failures[key];
   if (auto it = switching.find(key); it != switching.end()) it->second.failures = last.failures;
@@ -74,7 +74,7 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
     Impl& impl;
     const ModuleKey& key;
     ~Done() {
-      std::lock_guard lock(impl.mu);
+      MutexLock lock(impl.mu);
       impl.switching.erase(key);
     }
   } done{*this, key};
@@ -94,7 +94,7 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   spec.initial_position = position;  // shown until the runner has read its database
   std::unique_ptr<Runner> runner;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     auto [it, first] = restarts.try_emplace(key, 0);
     if (!first) ++it->second;
     spec.restarts = it->second;
@@ -102,7 +102,7 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   runner = kind == ModuleKind::kProjector ? MakeProjectorRunner(std::move(spec))
                                           : MakeEffectRunner(std::move(spec));
   runner->Start();
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   runners[key] = std::move(runner);
   return Status::Ok();
 }
@@ -114,7 +114,7 @@ Status ModuleRuntime::Impl::EnvChanged(ModuleKind kind, const std::string& name)
   }
   bool running;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     running = runners.count({kind, name}) > 0;
   }
   return running ? StartRunner(kind, name) : Status::Ok();
@@ -124,12 +124,12 @@ Result<std::optional<store::ActiveModule>> ModuleRuntime::Impl::ActiveCommand(
     std::string_view name) {
   uint64_t generation;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (auto it = active_commands.find(name); it != active_commands.end()) return it->second;
     generation = command_generations[std::string(name)];
   }
   REEF_ASSIGN_OR_RETURN(auto active, store->Active(ModuleKind::kCommand, name));
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   // A change since the read may have made it stale: used once, never cached.
   if (command_generations[std::string(name)] == generation) {
     active_commands[std::string(name)] = active;
@@ -140,7 +140,7 @@ Result<std::optional<store::ActiveModule>> ModuleRuntime::Impl::ActiveCommand(
 void ModuleRuntime::Impl::Forget(ModuleKind kind, std::string_view name) {
   if (kind != ModuleKind::kCommand) return;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     ++command_generations[std::string(name)];
     if (auto it = active_commands.find(name); it != active_commands.end()) {
       active_commands.erase(it);
@@ -149,24 +149,24 @@ void ModuleRuntime::Impl::Forget(ModuleKind kind, std::string_view name) {
   }
   fold_cache.ForgetCommand(name);  // their keys hold the old generation: never found again
   // Appends that passed their generation check before the bump end before this returns.
-  std::unique_lock gate(append_gate);
+  WriterLock gate(append_gate);
 }
 
 Result<std::map<std::string, std::string>> ModuleRuntime::Impl::CommandEnv(std::string_view name) {
   uint64_t generation;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (auto it = env_cache.find(name); it != env_cache.end()) return it->second;
     generation = command_generations[std::string(name)];
   }
   REEF_ASSIGN_OR_RETURN(auto env, store->Env(ModuleKind::kCommand, name));
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   if (command_generations[std::string(name)] == generation) env_cache[std::string(name)] = env;
   return env;
 }
 
 uint64_t ModuleRuntime::Impl::CommandGeneration(std::string_view name) {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   auto it = command_generations.find(name);
   return it == command_generations.end() ? 0 : it->second;
 }
@@ -190,7 +190,7 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
   std::unique_ptr<ModuleRuntime> runtime(new ModuleRuntime(std::move(impl)));
   Impl& r = *runtime->impl_;
   REEF_ASSIGN_OR_RETURN(auto active, r.store->ListActive());
-  std::lock_guard lock(r.lifecycle_mu);
+  MutexLock lock(r.lifecycle_mu);
   for (const store::ActiveModule& m : active) {
     if (m.kind == ModuleKind::kCommand) continue;
     Status started = r.StartRunner(m.kind, m.name);
@@ -202,10 +202,10 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
 }
 
 void ModuleRuntime::Stop() {
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   std::vector<ModuleKey> keys;
   {
-    std::lock_guard inner(impl_->mu);
+    MutexLock inner(impl_->mu);
     for (const auto& [key, runner] : impl_->runners) keys.push_back(key);
   }
   for (const ModuleKey& key : keys) impl_->StopRunner(key);
@@ -233,7 +233,7 @@ Result<store::UploadResult> ModuleRuntime::Upload(ModuleKind kind, std::string_v
 }
 
 Status ModuleRuntime::Activate(ModuleKind kind, std::string_view name, std::string_view version) {
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   REEF_ASSIGN_OR_RETURN(auto info, impl_->store->Get(kind, name));
   const store::ModuleVersion* found = nullptr;
   for (const auto& v : info.versions) {
@@ -243,7 +243,7 @@ Status ModuleRuntime::Activate(ModuleKind kind, std::string_view name, std::stri
     return Status::NotFound(fmt::format("{} has no version {}", Key(kind, name), version));
   }
   if (info.active_version == version) {
-    std::lock_guard inner(impl_->mu);
+    MutexLock inner(impl_->mu);
     auto it = impl_->runners.find({kind, std::string(name)});
     if (kind == ModuleKind::kCommand ||
         (it != impl_->runners.end() && it->second->Snapshot().state != "failed")) {
@@ -261,7 +261,7 @@ Status ModuleRuntime::Activate(ModuleKind kind, std::string_view name, std::stri
 }
 
 Status ModuleRuntime::Deactivate(ModuleKind kind, std::string_view name) {
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   REEF_RETURN_IF_ERROR(impl_->store->ClearActive(kind, name));
   impl_->Forget(kind, name);
   impl_->StopRunner({kind, std::string(name)});
@@ -273,7 +273,7 @@ Status ModuleRuntime::Replay(ModuleKind kind, std::string_view name) {
   if (kind == ModuleKind::kCommand) {
     return Status::InvalidArgument("commands have no state to replay; only projectors and effects");
   }
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   REEF_ASSIGN_OR_RETURN(auto active, impl_->store->Active(kind, name));
   if (!active) {
     return Status::FailedPrecondition(
@@ -295,25 +295,25 @@ Status ModuleRuntime::Replay(ModuleKind kind, std::string_view name) {
 
 Status ModuleRuntime::SetEnv(ModuleKind kind, std::string_view name, std::string_view key,
                              std::string_view value) {
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   REEF_RETURN_IF_ERROR(impl_->store->SetEnv(kind, name, key, value));
   return impl_->EnvChanged(kind, std::string(name));
 }
 
 Status ModuleRuntime::DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key) {
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   REEF_RETURN_IF_ERROR(impl_->store->DeleteEnv(kind, name, key));
   return impl_->EnvChanged(kind, std::string(name));
 }
 
 Status ModuleRuntime::DeleteVersion(ModuleKind kind, std::string_view name,
                                     std::string_view version) {
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   return impl_->store->DeleteVersion(kind, name, version);
 }
 
 Status ModuleRuntime::DeleteModule(ModuleKind kind, std::string_view name) {
-  std::lock_guard lock(impl_->lifecycle_mu);
+  MutexLock lock(impl_->lifecycle_mu);
   REEF_RETURN_IF_ERROR(impl_->store->DeleteModule(kind, name));
   impl_->Forget(kind, name);
   return Status::Ok();

@@ -66,7 +66,7 @@ std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind
   std::vector<ModuleStatus> out;
   std::map<ModuleKey, ModuleStatus> by_key;
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     for (const auto& [key, runner] : impl_->runners) {
       if (kind && key.first != *kind) continue;
       ModuleStatus s = runner->Snapshot();
@@ -91,7 +91,7 @@ std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind
       if (m.kind == ModuleKind::kCommand) {
         s.state = "active";
         s.up = true;
-        std::lock_guard lock(impl_->mu);
+        MutexLock lock(impl_->mu);
         if (auto it = impl_->command_counters.find(m.name); it != impl_->command_counters.end()) {
           s.failures = it->second.failed;
           s.error = it->second.last_error;
@@ -100,7 +100,7 @@ std::vector<ModuleStatus> ModuleRuntime::Statuses(std::optional<ModuleKind> kind
       } else {
         // Not running (it could not start, or was stopped): its counters still never go back.
         s.state = "stopped";
-        std::lock_guard lock(impl_->mu);
+        MutexLock lock(impl_->mu);
         if (auto it = impl_->carried_failures.find(key); it != impl_->carried_failures.end()) {
           s.failures = it->second;
         }
@@ -147,7 +147,7 @@ void ModuleRuntime::CollectMetrics(MetricFamilies& out) {
     if (s.kind == ModuleKind::kEffect) out.Add(kModuleBackoff, labels(s), s.backoff_seconds);
   }
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     for (const auto& [name, c] : impl_->command_counters) {
       for (auto [outcome, n] : {std::pair<const char*, uint64_t>{"appended", c.appended},
                                 {"rejected", c.rejected},

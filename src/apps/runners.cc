@@ -98,14 +98,14 @@ RunnerStatus::RunnerStatus(const RunnerSpec& spec) {
 }
 
 void RunnerStatus::SetState(std::string state) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (status_.state == "failed") return;  // a failure is final for this run
   status_.state = std::move(state);
   status_.up = status_.state != "stopped";
 }
 
 void RunnerStatus::Fail(std::string error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   status_.state = "failed";
   status_.error = std::move(error);
   status_.up = false;
@@ -113,23 +113,23 @@ void RunnerStatus::Fail(std::string error) {
 }
 
 void RunnerStatus::CountFailure(std::string error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   status_.error = std::move(error);
   ++status_.failures;
 }
 
 void RunnerStatus::SetPosition(uint64_t position) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   status_.position = position;
 }
 
 void RunnerStatus::SetBackoff(double seconds) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   status_.backoff_seconds = seconds;
 }
 
 void RunnerStatus::SetTier(uint32_t slot, wasm::Tier tier) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   tiers_[slot] = tier;
   const bool all_native = std::all_of(
       tiers_.begin(), tiers_.end(), [](const auto& t) { return t.second == wasm::Tier::kNative; });
@@ -137,12 +137,12 @@ void RunnerStatus::SetTier(uint32_t slot, wasm::Tier tier) {
 }
 
 void RunnerStatus::SetQuery(events::Query query) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   status_.query = std::move(query);
 }
 
 ModuleStatus RunnerStatus::Get() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return status_;
 }
 

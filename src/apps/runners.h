@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +17,7 @@
 
 #include "apps/event_values.h"
 #include "apps/module_runtime.h"
+#include "core/mutex.h"
 #include "events/event_store.h"
 #include "wasm/module.h"
 #include "wasm/tier.h"
@@ -104,9 +104,9 @@ class RunnerStatus {
   ModuleStatus Get() const;
 
  private:
-  mutable std::mutex mu_;
-  ModuleStatus status_;
-  std::map<uint32_t, wasm::Tier> tiers_;  // by slot
+  mutable Mutex mu_;
+  ModuleStatus status_ GUARDED_BY(mu_);
+  std::map<uint32_t, wasm::Tier> tiers_ GUARDED_BY(mu_);  // by slot
 };
 
 }  // namespace reef::apps

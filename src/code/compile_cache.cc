@@ -19,7 +19,7 @@ Result<std::shared_ptr<const actor::Implementation>> CompileCache::Get(SourceKin
   const std::string source_id = SourceId(kind, bytes);
   std::string key = source_id + "\n" + compiler_->Fingerprint(kind);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto found = by_source_.find(key);
     if (found != by_source_.end()) {
       if (const Status* error = std::get_if<Status>(&found->second)) return *error;
@@ -31,11 +31,12 @@ Result<std::shared_ptr<const actor::Implementation>> CompileCache::Get(SourceKin
 
   auto compiled = compiler_->Compile(kind, bytes, label);
   Result<std::shared_ptr<const actor::Implementation>> made =
-      compiled.ok() ? actor::MakeImplementation(compiled->module, std::string(label),
-                                          SourceOrigin(source_id, compiler_->Fingerprint(kind)))
-                    : Result<std::shared_ptr<const actor::Implementation>>(compiled.status());
+      compiled.ok()
+          ? actor::MakeImplementation(compiled->module, std::string(label),
+                                      SourceOrigin(source_id, compiler_->Fingerprint(kind)))
+          : Result<std::shared_ptr<const actor::Implementation>>(compiled.status());
 
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!made.ok()) {
     if (made.status().code() == Code::kInvalidArgument) by_source_.emplace(key, made.status());
     return made.status();
@@ -47,18 +48,18 @@ Result<std::shared_ptr<const actor::Implementation>> CompileCache::Get(SourceKin
 
 std::shared_ptr<const actor::Implementation> CompileCache::Find(
     std::string_view implementation_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto found = implementations_.find(implementation_id);
   return found == implementations_.end() ? nullptr : found->second;
 }
 
 uint64_t CompileCache::compile_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return compile_count_;
 }
 
 std::size_t CompileCache::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return implementations_.size();
 }
 

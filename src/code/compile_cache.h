@@ -6,9 +6,9 @@
 // The implementation id is actor::ImplementationId with the origin SourceOrigin(SourceId,
 // fingerprint): the exact source text and the compiler, plus the engine, ABI/host manifest
 // and target (spec 001 "implementation identity"). Textually different sources are different
-// implementations even when they compile to the same module. Deterministic failures (compile errors, missing actor
-// exports: InvalidArgument) are cached too; transient ones (timeouts, no temporary directory)
-// are not.
+// implementations even when they compile to the same module. Deterministic failures (compile
+// errors, missing actor exports: InvalidArgument) are cached too; transient ones (timeouts, no
+// temporary directory) are not.
 //
 // Thread ownership: any thread; the maps are protected by an internal mutex, which is not
 // held while compiling. Two threads missing on the same key at once may both compile; the
@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -28,6 +27,7 @@
 #include "code/compiler.h"
 #include "code/source.h"
 #include "code/source_store.h"
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace reef::code {
@@ -72,10 +72,12 @@ class CompileCache {
   const std::shared_ptr<const Compiler> compiler_;
 
   // Protected by mu_.
-  mutable std::mutex mu_;
-  std::map<std::string, Entry, std::less<>> by_source_;  // SourceId + '\n' + fingerprint
-  std::map<std::string, std::shared_ptr<const actor::Implementation>, std::less<>> implementations_;
-  uint64_t compile_count_ = 0;
+  mutable Mutex mu_;
+  std::map<std::string, Entry, std::less<>> by_source_
+      GUARDED_BY(mu_);  // SourceId + '\n' + fingerprint
+  std::map<std::string, std::shared_ptr<const actor::Implementation>, std::less<>> implementations_
+      GUARDED_BY(mu_);
+  uint64_t compile_count_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace reef::code

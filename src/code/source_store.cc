@@ -135,7 +135,7 @@ Result<std::unique_ptr<SourceStore>> SourceStore::Open(const std::filesystem::pa
   }
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   std::unique_ptr<SourceStore> store(new SourceStore(db));
-  std::lock_guard lock(store->mu_);
+  MutexLock lock(store->mu_);
   Status status = store->ExecLocked("PRAGMA journal_mode=WAL;");
   if (status.ok()) status = store->ExecLocked(kSchema);
   if (!status.ok()) {
@@ -194,7 +194,7 @@ Result<std::string> SourceStore::Write(std::string_view path, SourceKind kind,
         "expected source id '{}': must be 64 lowercase hex characters (or null to create)",
         *expected));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // BEGIN IMMEDIATE takes the write lock first, so the check and the write are one step even
   // against another process on the same file.
   REEF_RETURN_IF_ERROR(ExecLocked("BEGIN IMMEDIATE"));
@@ -226,14 +226,14 @@ Result<std::string> SourceStore::Write(std::string_view path, SourceKind kind,
 
 Result<SourceFile> SourceStore::Read(std::string_view path) const {
   REEF_RETURN_IF_ERROR(ValidateSourcePath(path));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   REEF_ASSIGN_OR_RETURN(std::optional<SourceFile> file, ReadLocked(path));
   if (!file) return Status::NotFound(fmt::format("source '{}' does not exist", path));
   return std::move(*file);
 }
 
 Result<std::vector<SourceEntry>> SourceStore::List() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stmt stmt(db_, "SELECT path, kind, source_id FROM source_working ORDER BY path");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   std::vector<SourceEntry> entries;
@@ -255,7 +255,7 @@ Result<std::string> SourceStore::Commit(std::string_view path,
     return Status::LimitExceeded(fmt::format("commit message of {} bytes: the limit is {} bytes",
                                              message->size(), kMaxCommitMessageBytes));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   REEF_ASSIGN_OR_RETURN(std::optional<SourceFile> file, ReadLocked(path));
   if (!file) return Status::NotFound(fmt::format("source '{}' does not exist", path));
   for (int attempt = 0; attempt < kRevisionIdAttempts; ++attempt) {
@@ -280,7 +280,7 @@ Result<std::string> SourceStore::Commit(std::string_view path,
 
 Result<std::vector<Revision>> SourceStore::History(std::string_view path) const {
   REEF_RETURN_IF_ERROR(ValidateSourcePath(path));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stmt stmt(db_,
             "SELECT revision, source_id, kind, created_ms, message FROM source_revisions "
             "WHERE path = ?1 ORDER BY seq DESC");
@@ -316,7 +316,7 @@ Result<std::optional<SourceFile>> SourceStore::ReadRevisionLocked(std::string_vi
 Result<SourceFile> SourceStore::ReadRevision(std::string_view path,
                                              std::string_view revision) const {
   REEF_RETURN_IF_ERROR(ValidateSourcePath(path));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   REEF_ASSIGN_OR_RETURN(std::optional<SourceFile> file, ReadRevisionLocked(path, revision));
   if (!file) {
     return Status::NotFound(fmt::format("source '{}' has no revision '{}'", path, revision));
@@ -326,7 +326,7 @@ Result<SourceFile> SourceStore::ReadRevision(std::string_view path,
 
 Result<std::string> SourceStore::Rollback(std::string_view path, std::string_view revision) {
   REEF_RETURN_IF_ERROR(ValidateSourcePath(path));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   REEF_ASSIGN_OR_RETURN(std::optional<SourceFile> file, ReadRevisionLocked(path, revision));
   if (!file) {
     return Status::NotFound(fmt::format("source '{}' has no revision '{}'", path, revision));

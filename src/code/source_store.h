@@ -21,13 +21,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "code/source.h"
+#include "core/mutex.h"
 #include "core/status.h"
 
 struct sqlite3;
@@ -117,15 +117,16 @@ class SourceStore {
  private:
   explicit SourceStore(sqlite3* db) : db_(db) {}
 
-  Status ExecLocked(const char* sql) const;
-  Result<std::optional<SourceFile>> ReadLocked(std::string_view path) const;
+  Status ExecLocked(const char* sql) const REQUIRES(mu_);
+  Result<std::optional<SourceFile>> ReadLocked(std::string_view path) const REQUIRES(mu_);
   Result<std::optional<SourceFile>> ReadRevisionLocked(std::string_view path,
-                                                       std::string_view revision) const;
-  Status PutWorkingLocked(const SourceFile& file);
+                                                       std::string_view revision) const
+      REQUIRES(mu_);
+  Status PutWorkingLocked(const SourceFile& file) REQUIRES(mu_);
 
   // Protected by mu_: the connection and every statement run on it.
-  mutable std::mutex mu_;
-  sqlite3* db_;
+  mutable Mutex mu_;
+  sqlite3* db_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::code

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <iterator>
-#include <mutex>
 #include <set>
 #include <tuple>
 #include <utility>
+
+#include "core/mutex.h"
 
 namespace reef {
 
@@ -22,16 +22,16 @@ struct MetricsCollectorEntry {
   std::string name;
   MetricsCollector collect;
 
-  std::mutex mu;
-  std::condition_variable idle;  // signalled when `running` drops to 0
-  bool registered = true;        // GUARDED_BY(mu); false: no scrape starts `collect` again
-  int running = 0;               // GUARDED_BY(mu); scrapes inside `collect` now
+  Mutex mu;
+  CondVar idle;                           // signalled when `running` drops to 0
+  bool registered GUARDED_BY(mu) = true;  // false: no scrape starts `collect` again
+  int running GUARDED_BY(mu) = 0;         // scrapes inside `collect` now
 };
 
 struct MetricsRegistryState {
-  std::mutex mu;
-  std::map<std::string, std::shared_ptr<MetricsCollectorEntry>, std::less<>>
-      collectors;  // GUARDED_BY(mu)
+  Mutex mu;
+  std::map<std::string, std::shared_ptr<MetricsCollectorEntry>, std::less<>> collectors
+      GUARDED_BY(mu);
 };
 
 }  // namespace detail
@@ -220,14 +220,14 @@ MetricsRegistration& MetricsRegistration::operator=(MetricsRegistration&& other)
 void MetricsRegistration::Reset() {
   if (!entry_) return;
   if (auto registry = registry_.lock()) {
-    std::lock_guard lock(registry->mu);
+    MutexLock lock(registry->mu);
     auto it = registry->collectors.find(entry_->name);
     if (it != registry->collectors.end() && it->second == entry_) registry->collectors.erase(it);
   }
   {
-    std::unique_lock lock(entry_->mu);
+    MutexLock lock(entry_->mu);
     entry_->registered = false;
-    entry_->idle.wait(lock, [this] { return entry_->running == 0; });
+    while (entry_->running != 0) entry_->idle.Wait(entry_->mu);
   }
   entry_.reset();
   registry_.reset();
@@ -246,7 +246,7 @@ Result<MetricsRegistration> MetricsRegistry::Register(std::string name,
   auto entry = std::make_shared<detail::MetricsCollectorEntry>();
   entry->name = name;
   entry->collect = std::move(collector);
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   if (!state_->collectors.emplace(std::move(name), entry).second) {
     return Status::AlreadyExists(
         fmt::format("a metrics collector named {} is registered already", entry->name));
@@ -257,19 +257,19 @@ Result<MetricsRegistration> MetricsRegistry::Register(std::string name,
 MetricFamilies MetricsRegistry::Collect() const {
   std::vector<std::shared_ptr<detail::MetricsCollectorEntry>> entries;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     for (const auto& [name, entry] : state_->collectors) entries.push_back(entry);
   }
   MetricFamilies out;
   for (const auto& entry : entries) {
     {
-      std::lock_guard lock(entry->mu);
+      MutexLock lock(entry->mu);
       if (!entry->registered) continue;
       ++entry->running;
     }
     entry->collect(out);
-    std::lock_guard lock(entry->mu);
-    if (--entry->running == 0) entry->idle.notify_all();
+    MutexLock lock(entry->mu);
+    if (--entry->running == 0) entry->idle.NotifyAll();
   }
   return out;
 }

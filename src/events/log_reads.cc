@@ -9,8 +9,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
-#include <shared_mutex>
 
 #include "events/detail/log_core.h"
 #include "events/detail/log_format.h"
@@ -74,7 +72,7 @@ Result<Position> LogCore::ReadEach(const Query& query, const ReadOptions& option
   while (!finished) {
     chunk.clear();
     {
-      std::shared_lock lock(index_mu_);
+      ReaderLock lock(index_mu_);
       if (!cursor) {
         head = head_.load();
         cursor = options.backwards ? std::min(options.from.value_or(head), head)
@@ -124,7 +122,7 @@ Result<std::optional<SequencedEvent>> LogCore::ReadById(const EventId& id) const
   std::optional<Position> found;
   Location location = 0;
   {
-    std::shared_lock lock(index_mu_);
+    ReaderLock lock(index_mu_);
     found = FindId(id, head_.load());  // durable events only
     if (found) location = index_.location(*found);
   }
@@ -139,7 +137,7 @@ Result<std::vector<SequencedEvent>> LogCore::EventsAt(
   std::vector<Location> locations;
   locations.reserve(positions.size());
   {
-    std::shared_lock lock(index_mu_);
+    ReaderLock lock(index_mu_);
     for (Position p : positions) locations.push_back(index_.location(p));
   }
   std::vector<SequencedEvent> out;
@@ -179,7 +177,7 @@ Status LogCore::Decode(Position position, Location location, EventView& view) co
 std::optional<Position> LogCore::FindId(const EventId& id, Position bound) const {
   std::optional<Position> found;
   EventView view;
-  ids_.ForEachCandidate(id, [&](Position position) {
+  WriterIds().ForEachCandidate(id, [&](Position position) {
     if (position <= bound && ViewAt(position, view) && view.id == id) found = position;
     return found.has_value();
   });
@@ -192,7 +190,9 @@ EventId LogCore::IdAt(Position position) const {
 }
 
 bool LogCore::ViewAt(Position position, EventView& view) const {
-  if (position <= head_.load()) return Decode(position, index_.location(position), view).ok();
+  if (position <= head_.load()) {
+    return Decode(position, WriterIndex().location(position), view).ok();
+  }
   for (const auto& [first, request] : staged_) {
     if (position < first || position >= first + request->events.size()) continue;
     const Event& event = request->events[position - first];

@@ -101,7 +101,7 @@ Status LogCore::Open() {
   // append is acknowledged.
   REEF_RETURN_IF_ERROR(SyncDirectory(dir_));
   if (dir_.has_parent_path()) REEF_RETURN_IF_ERROR(SyncDirectory(dir_.parent_path()));
-  head_.store(index_.last());
+  head_.store(WriterIndex().last());
   if (duplicate_ids_recovered_ > 0) {
     spdlog::warn(
         "event store {}: {} events reuse an id an earlier event has (written before "
@@ -176,6 +176,9 @@ Status LogCore::Recover(const std::filesystem::path& path, bool last_file) {
   }
   uint32_t number = static_cast<uint32_t>(segments_.size() - 1);
   Segment& s = segments_.back();
+  // Open runs before the writer starts and any reader exists, so the lock is never waited
+  // for; the index changes under it here as everywhere else.
+  WriterLock lock(index_mu_);
   auto data_loss = [&](uint64_t offset, std::string_view what) {
     return Status::DataLoss(fmt::format("event store segment {} is unreadable at byte {}: {}",
                                         path.string(), offset, what));

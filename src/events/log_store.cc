@@ -7,9 +7,6 @@
 // Thread ownership: the handle's methods may be called from any thread (event_store.h).
 #include <fmt/format.h>
 
-#include <mutex>
-#include <shared_mutex>
-
 #include "events/detail/log_core.h"
 
 namespace reef::events {
@@ -23,7 +20,7 @@ EventStoreStats LogCore::Stats() const {
   stats.duplicate_ids = duplicates_.load();
   stats.duplicate_ids_recovered = duplicate_ids_recovered_;
   {
-    std::shared_lock lock(index_mu_);
+    ReaderLock lock(index_mu_);
     stats.id_index_bytes = ids_.bytes();
   }
   stats.syncs = syncs_.load();
@@ -40,14 +37,14 @@ std::string LogCore::ClosedMessage() const {
 
 void LogCore::Close() {
   {
-    std::lock_guard lock(queue_mu_);
+    MutexLock lock(queue_mu_);
     if (closing_) return;
     closing_ = true;
   }
-  queue_cv_.notify_all();
+  queue_cv_.NotifyAll();
   if (writer_.joinable()) writer_.join();
   closed_flag_.store(true);
-  std::lock_guard lock(subs_mu_);
+  MutexLock lock(subs_mu_);
   WakeSubscribers();
   subs_.clear();
 }

@@ -7,17 +7,16 @@
 // (detail/subscription_state.h); the store's list of subscriptions by subs_mu_.
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 
 #include "events/detail/log_core.h"
 
 namespace reef::events::detail {
 
 bool LogCore::GoLive(const std::shared_ptr<SubscriptionState>& sub, Position read_head) {
-  std::lock_guard lock(subs_mu_);
+  MutexLock lock(subs_mu_);
   if (closed_flag_.load() || head_.load() != read_head) return false;
   {
-    std::lock_guard sub_lock(sub->mu);
+    MutexLock sub_lock(sub->mu);
     sub->live = true;
   }
   if (std::find(subs_.begin(), subs_.end(), sub) == subs_.end()) subs_.push_back(sub);
@@ -25,14 +24,14 @@ bool LogCore::GoLive(const std::shared_ptr<SubscriptionState>& sub, Position rea
 }
 
 void LogCore::Unsubscribe(const std::shared_ptr<SubscriptionState>& sub) {
-  std::lock_guard lock(subs_mu_);
+  MutexLock lock(subs_mu_);
   std::erase(subs_, sub);
 }
 
 void LogCore::WakeSubscribers() {
   for (auto& sub : subs_) {
-    std::lock_guard sub_lock(sub->mu);
-    sub->cv.notify_all();
+    MutexLock sub_lock(sub->mu);
+    sub->cv.NotifyAll();
   }
 }
 
@@ -57,11 +56,11 @@ class LogSubscription final : public Subscription {
       std::vector<Position> positions;
       bool live;
       {
-        std::unique_lock lock(state_->mu);
+        MutexLock lock(state_->mu);
         if (state_->live) {
-          state_->cv.wait_until(lock, deadline, [&] {
-            return !state_->buffer.empty() || !state_->live || core_->ended();
-          });
+          while (state_->buffer.empty() && state_->live && !core_->ended()) {
+            if (state_->cv.WaitUntil(state_->mu, deadline) == std::cv_status::timeout) break;
+          }
           while (!state_->buffer.empty() && positions.size() < max_events) {
             positions.push_back(state_->buffer.front());
             state_->buffer.pop_front();
@@ -87,7 +86,7 @@ class LogSubscription final : public Subscription {
                               return true;
                             }));
       if (!events.empty()) {
-        std::lock_guard lock(state_->mu);
+        MutexLock lock(state_->mu);
         state_->cursor = events.back().position;
         return events;
       }
@@ -98,15 +97,15 @@ class LogSubscription final : public Subscription {
   }
 
   Position position() const override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     return state_->cursor;
   }
   bool live() const override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     return state_->live;
   }
   uint64_t fallbacks() const override {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     return state_->fallbacks;
   }
 

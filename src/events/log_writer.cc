@@ -12,8 +12,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <mutex>
-#include <shared_mutex>
 
 #include "core/clock.h"
 #include "events/detail/log_core.h"
@@ -90,11 +88,11 @@ Result<Position> LogCore::Append(std::vector<Event> events,
   request->condition = std::move(condition);
   std::future<Result<Position>> result = request->done.get_future();
   {
-    std::lock_guard lock(queue_mu_);
+    MutexLock lock(queue_mu_);
     if (closing_) return Status::Unavailable(ClosedMessage());
     queue_.push_back(std::move(request));
   }
-  queue_cv_.notify_one();
+  queue_cv_.NotifyOne();
   return result.get();
 }
 
@@ -105,8 +103,8 @@ void LogCore::WriterLoop() {
   for (;;) {
     batch.clear();
     {
-      std::unique_lock lock(queue_mu_);
-      queue_cv_.wait(lock, [this] { return !queue_.empty() || closing_; });
+      MutexLock lock(queue_mu_);
+      while (queue_.empty() && !closing_) queue_cv_.Wait(queue_mu_);
       if (queue_.empty()) return;
       uint64_t bytes = 0;
       while (!queue_.empty() && (batch.empty() || bytes < options_.max_batch_bytes)) {
@@ -138,7 +136,7 @@ void LogCore::WriteBatch(std::vector<std::unique_ptr<AppendRequest>>& batch) {
     uint64_t frame_bytes = kFrameHeaderBytes + request->body.size();
     if (buffer_start + buffer.size() + frame_bytes > SegmentCapacity()) {
       status = Flush(buffer, buffer_start);
-      if (status.ok()) status = StartSegment(index_.last() + 1);
+      if (status.ok()) status = StartSegment(WriterIndex().last() + 1);
       if (!status.ok()) break;
       buffer.clear();
       buffer_start = segments_.back().size;
@@ -168,9 +166,10 @@ bool LogCore::Decide(AppendRequest& request) {
   if (!request.condition) return false;
   const AppendCondition& condition = *request.condition;
   Position after = condition.after.value_or(0);
-  if (after >= index_.last()) return false;  // nothing comes after it (and after + 1 may wrap)
-  CompiledQuery compiled = index_.Compile(condition.fail_if_events_match);
-  std::optional<Position> first = index_.Next(compiled, after + 1, index_.last());
+  const EventIndex& index = WriterIndex();
+  if (after >= index.last()) return false;  // nothing comes after it (and after + 1 may wrap)
+  CompiledQuery compiled = index.Compile(condition.fail_if_events_match);
+  std::optional<Position> first = index.Next(compiled, after + 1, index.last());
   if (!first) return false;
   conflicts_.fetch_add(1);
   request.result = Status::Conflict(fmt::format(
@@ -182,9 +181,9 @@ bool LogCore::Decide(AppendRequest& request) {
 bool LogCore::DecideIds(AppendRequest& request) {
   const std::vector<Event>& events = request.events;
   for (size_t i = 0; i < events.size(); ++i) {
-    std::optional<Position> stored = FindId(events[i].id, index_.last());
+    std::optional<Position> stored = FindId(events[i].id, WriterIndex().last());
     if (!stored) continue;
-    if (i == 0 && *stored + events.size() - 1 <= index_.last()) {
+    if (i == 0 && *stored + events.size() - 1 <= WriterIndex().last()) {
       bool retry = true;
       EventView view;
       for (size_t k = 0; k < events.size() && retry; ++k) {
@@ -211,11 +210,11 @@ void LogCore::Stage(AppendRequest& request, uint64_t frame_offset) {
   auto number = static_cast<uint32_t>(segments_.size() - 1);
   std::vector<std::string_view> tags;
   std::optional<std::vector<uint64_t>> grown;
-  if (ids_.NeedsGrowth(request.events.size())) {
+  if (WriterIds().NeedsGrowth(request.events.size())) {
     // Built before the lock is taken, so readers are held off only for the swap.
-    grown = ids_.Grown(request.events.size(), [this](Position p) { return IdAt(p); });
+    grown = WriterIds().Grown(request.events.size(), [this](Position p) { return IdAt(p); });
   }
-  std::unique_lock lock(index_mu_);
+  WriterLock lock(index_mu_);
   if (grown) ids_.Adopt(std::move(*grown));
   Position position = index_.last();
   for (size_t i = 0; i < request.events.size(); ++i) {
@@ -234,17 +233,17 @@ void LogCore::Stage(AppendRequest& request, uint64_t frame_offset) {
 void LogCore::Fail(Position durable) {
   failed_.store(true);
   {
-    std::unique_lock lock(index_mu_);
+    WriterLock lock(index_mu_);
     index_.TruncateAfter(durable);
     ids_.TruncateAfter(durable, [this](Position p) { return IdAt(p); });
   }
-  std::lock_guard lock(subs_mu_);
+  MutexLock lock(subs_mu_);
   WakeSubscribers();
 }
 
 void LogCore::Publish(const std::vector<std::unique_ptr<AppendRequest>>& batch) {
-  Position head = index_.last();
-  std::lock_guard lock(subs_mu_);
+  Position head = WriterIndex().last();
+  MutexLock lock(subs_mu_);
   head_.store(head);
   for (auto& request : batch) {
     if (!request->staged) continue;
@@ -254,7 +253,7 @@ void LogCore::Publish(const std::vector<std::unique_ptr<AppendRequest>>& batch) 
   if (subs_.empty()) return;
   std::vector<std::string_view> tags;
   for (auto& sub : subs_) {
-    std::lock_guard sub_lock(sub->mu);
+    MutexLock sub_lock(sub->mu);
     if (!sub->live) continue;
     bool pushed = false;
     for (auto& request : batch) {
@@ -272,7 +271,7 @@ void LogCore::Publish(const std::vector<std::unique_ptr<AppendRequest>>& batch) 
         pushed = true;
       }
     }
-    if (pushed || !sub->live) sub->cv.notify_all();
+    if (pushed || !sub->live) sub->cv.NotifyAll();
   }
 }
 

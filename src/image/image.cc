@@ -39,7 +39,7 @@ Image::Image(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Image::~Image() {
   std::vector<uint64_t> ids;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     for (const auto& [id, connection] : state_->connections) ids.push_back(id);
   }
   for (uint64_t id : ids) state_->Forget(id);
@@ -145,7 +145,7 @@ Result<uint64_t> Image::State::FollowLogs(server::Connection& connection, actor:
   std::unique_ptr<LogFollow> follow;
   uint64_t after = 0;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     std::size_t follows = 0;
     for (const auto& [id, state] : connections) follows += state.follow ? 1 : 0;
     if (follows >= options.limits.max_log_followers) {
@@ -169,7 +169,7 @@ Result<uint64_t> Image::State::FollowLogs(server::Connection& connection, actor:
 void Image::State::UnfollowLogs(uint64_t connection_id) {
   std::unique_ptr<LogFollow> follow;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     auto it = connections.find(connection_id);
     if (it != connections.end()) follow = std::move(it->second.follow);
   }
@@ -177,14 +177,14 @@ void Image::State::UnfollowLogs(uint64_t connection_id) {
 }
 
 void Image::State::SetChanges(server::Connection& connection, bool subscribed) {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   ConnectionLocked(connection).changes = subscribed;
 }
 
 void Image::State::NotifyChanged(std::string_view op, const Change& change) {
   std::vector<std::weak_ptr<server::Connection>> targets;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     for (const auto& [id, state] : connections) {
       if (state.changes) targets.push_back(state.handle);
     }
@@ -202,7 +202,7 @@ void Image::State::NotifyChanged(std::string_view op, const Change& change) {
 void Image::State::Forget(uint64_t connection_id) {
   std::unique_ptr<LogFollow> follow;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     auto it = connections.find(connection_id);
     if (it == connections.end()) return;
     follow = std::move(it->second.follow);

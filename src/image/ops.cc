@@ -6,17 +6,17 @@
 
 #include <array>
 #include <chrono>
-#include <thread>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actor/guest_abi.h"
 #include "code/source.h"
-#include "wasm/engine.h"
 #include "image/detail/args.h"
 #include "image/detail/image_state.h"
 #include "image/detail/wire.h"
+#include "wasm/engine.h"
 
 namespace reef::image {
 namespace {
@@ -60,7 +60,7 @@ const ValueLimits& Limits(Ctx& c) {
 // the engine's error instead of failing at its first tick.
 Status CheckInstantiates(Image::State& s, const actor::Implementation& implementation) {
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     if (s.instantiable.contains(implementation.id)) return Status::Ok();
   }
   wasm::Engine engine(actor::AbiV1Registry(), s.options.runtime.engine_limits);
@@ -72,7 +72,7 @@ Status CheckInstantiates(Image::State& s, const actor::Implementation& implement
     if (status.code() == Code::kNotFound) status = Status::InvalidArgument(status.message());
     return status.WithContext(fmt::format("{} cannot be instantiated", implementation.label));
   }
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.instantiable.insert(implementation.id);
   return Status::Ok();
 }
@@ -156,7 +156,7 @@ Result<json> Tick(Ctx& c) {
 }
 
 std::string PendingLabel(Image::State& s, const ActorRef& ref) {
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   auto it = s.pending_labels.find(ref);
   return it == s.pending_labels.end() ? std::string() : it->second;
 }
@@ -186,7 +186,7 @@ Result<json> Events(Ctx& c) {
   if (after) {
     start = *after;
   } else {
-    std::lock_guard lock(c.s.mu);
+    MutexLock lock(c.s.mu);
     start = c.s.ConnectionLocked(c.connection).events_cursor;
   }
   REEF_ASSIGN_OR_RETURN(
@@ -194,7 +194,7 @@ Result<json> Events(Ctx& c) {
       c.s.runtime->events().Recent(start, limit.value_or(limits.default_page), filter));
   if (!after) {
     // Requests of one connection are handled in order, so nothing moved the cursor since.
-    std::lock_guard lock(c.s.mu);
+    MutexLock lock(c.s.mu);
     c.s.ConnectionLocked(c.connection).events_cursor = page.next_after;
   }
   json events = json::array();
@@ -223,7 +223,7 @@ Result<json> InstallFrom(Ctx& c, const ActorRef& ref, const std::string& path) {
   REEF_ASSIGN_OR_RETURN(code::SourceFile file, c.s.store->Read(path));
   REEF_ASSIGN_OR_RETURN(auto implementation, Build(c.s, file));
   {
-    std::lock_guard lock(c.s.mu);
+    MutexLock lock(c.s.mu);
     c.s.pending_labels[ref] = implementation->label;
   }
   REEF_RETURN_IF_ERROR(c.s.runtime->Install(ref, implementation));

@@ -28,7 +28,7 @@ namespace detail {
 Status ServerCore::Track(uint64_t id, std::weak_ptr<Session> session) {
   // Sessions looked at, released after the lock: a destructor calls Untrack.
   std::vector<std::shared_ptr<Session>> held;
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   if (stopping_locked) return Status::Unavailable("server is shutting down");
   while (sessions.size() >= limits.max_connections) {
     // The oldest connection with nothing in flight makes room (ids grow with accept order).
@@ -56,7 +56,7 @@ Status ServerCore::Track(uint64_t id, std::weak_ptr<Session> session) {
 }
 
 Status ServerCore::TrackUpgrade(uint64_t http_id, uint64_t ws_id, std::weak_ptr<Session> session) {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   if (stopping_locked) return Status::Unavailable("server is shutting down");
   if (websockets >= limits.max_websockets) {
     return Status::Unavailable(fmt::format("server is at max_websockets ({} WebSocket connections)",
@@ -69,12 +69,12 @@ Status ServerCore::TrackUpgrade(uint64_t http_id, uint64_t ws_id, std::weak_ptr<
 }
 
 void ServerCore::Untrack(uint64_t id) {
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   auto it = sessions.find(id);
   if (it == sessions.end()) return;
   if (it->second.websocket) --websockets;
   sessions.erase(it);
-  if (sessions.empty()) drained.notify_all();
+  if (sessions.empty()) drained.NotifyAll();
 }
 
 bool Authorized(const ServerCore& core, const HttpMessage& request) {
@@ -96,26 +96,26 @@ bool Authorized(const ServerCore& core, const HttpMessage& request) {
 }
 
 void ServerCore::Owe(std::shared_ptr<OwedReply> reply) {
-  std::lock_guard lock(owed_mu);
+  MutexLock lock(owed_mu);
   uint64_t id = reply->id;
   owed.emplace(id, std::move(reply));
 }
 
 void ServerCore::ForgetOwed(uint64_t id) {
-  std::lock_guard lock(owed_mu);
+  MutexLock lock(owed_mu);
   owed.erase(id);
 }
 
 void ServerCore::AbandonOwedReplies() {
   std::unordered_map<uint64_t, std::shared_ptr<OwedReply>> taken;
   {
-    std::lock_guard lock(owed_mu);
+    MutexLock lock(owed_mu);
     taken.swap(owed);
   }
   for (auto& [id, reply] : taken) {
     std::shared_ptr<Session> session;
     {
-      std::lock_guard lock(reply->mu);
+      MutexLock lock(reply->mu);
       session = std::move(reply->session);
     }
     // `session` goes here, outside the lock: its destructor reports to this core.
@@ -330,7 +330,7 @@ class Server::Impl {
   void Stop() {
     std::vector<std::shared_ptr<detail::Session>> live;
     {
-      std::lock_guard lock(core_->mu);
+      MutexLock lock(core_->mu);
       if (core_->stopping_locked) return;
       core_->stopping_locked = true;
       core_->stop_requested.store(true, std::memory_order_release);
@@ -355,9 +355,11 @@ class Server::Impl {
     for (auto& session : live) session->Shutdown();
     live.clear();
     {
-      std::unique_lock lock(core_->mu);
-      core_->drained.wait_for(lock, core_->limits.shutdown_timeout,
-                              [this] { return core_->sessions.empty(); });
+      MutexLock lock(core_->mu);
+      const auto deadline = std::chrono::steady_clock::now() + core_->limits.shutdown_timeout;
+      while (!core_->sessions.empty()) {
+        if (core_->drained.WaitUntil(core_->mu, deadline) == std::cv_status::timeout) break;
+      }
       // Connections still open past the deadline (a slow request, a client that does not
       // answer the close handshake) lose their socket now, so none is left connected to a
       // stopped server.
@@ -377,8 +379,11 @@ class Server::Impl {
       // go within milliseconds; the wait lets them report their disconnects before the
       // io_context stops. A session still held past it (by a route handler still running) is
       // released when the handler returns and the io_context is destroyed (ServerCore).
-      std::unique_lock lock(core_->mu);
-      core_->drained.wait_for(lock, kAbortWait, [this] { return core_->sessions.empty(); });
+      MutexLock lock(core_->mu);
+      const auto deadline = std::chrono::steady_clock::now() + kAbortWait;
+      while (!core_->sessions.empty()) {
+        if (core_->drained.WaitUntil(core_->mu, deadline) == std::cv_status::timeout) break;
+      }
     }
     work_.reset();
     core_->ioc.stop();

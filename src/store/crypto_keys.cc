@@ -45,9 +45,9 @@ Status RandomBytes(std::span<uint8_t> out) {
 
 Result<CryptoKey> ModuleStore::GetOrCreateKey(std::string_view scope) {
   REEF_RETURN_IF_ERROR(ValidateKeyScope(scope));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::optional<CryptoKey> result;
-  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     Stmt find(db_, "SELECT id, key FROM crypto_keys WHERE scope = ?1 AND deleted_at IS NULL");
     REEF_RETURN_IF_ERROR(find.prepared());
     find.Text(1, scope);
@@ -82,7 +82,7 @@ Result<std::optional<CryptoKey>> ModuleStore::FindKey(std::string_view key_id) {
         fmt::format("crypto key id of {} bytes: it must be {} lowercase hex characters",
                     key_id.size(), kKeyIdLength));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stmt stmt(db_, "SELECT scope, key FROM crypto_keys WHERE id = ?1");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   stmt.Text(1, key_id);
@@ -99,8 +99,8 @@ Result<std::optional<CryptoKey>> ModuleStore::FindKey(std::string_view key_id) {
 
 Status ModuleStore::ShredScope(std::string_view scope) {
   REEF_RETURN_IF_ERROR(ValidateKeyScope(scope));
-  std::lock_guard lock(mu_);
-  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+  MutexLock lock(mu_);
+  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     Stmt stmt(db_,
               "UPDATE crypto_keys SET key = NULL, deleted_at = ?2 "
               "WHERE scope = ?1 AND deleted_at IS NULL");

@@ -116,7 +116,7 @@ Result<std::unique_ptr<ModuleStore>> ModuleStore::Open(const std::filesystem::pa
   }
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   std::unique_ptr<ModuleStore> store(new ModuleStore(data_dir, options, db));
-  std::lock_guard lock(store->mu_);
+  MutexLock lock(store->mu_);
   Status status = store->ExecLocked("PRAGMA journal_mode=WAL;");
   if (status.ok()) status = store->ExecLocked("PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;");
   if (status.ok()) status = store->ExecLocked(kSchema);
@@ -187,8 +187,8 @@ Result<UploadResult> ModuleStore::Upload(ModuleKind kind, std::string_view name,
   UploadResult result{ModuleVersion{kind, std::string(name), std::string(version), Sha256Hex(wasm),
                                     wasm.size(), UnixNowMs()},
                       true};
-  std::lock_guard lock(mu_);
-  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+  MutexLock lock(mu_);
+  Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     Stmt find(db_,
               "SELECT sha256, length(wasm_bytes), created_at FROM modules "
               "WHERE module_type = ?1 AND name = ?2 AND version = ?3");
@@ -231,7 +231,7 @@ Result<std::vector<ModuleInfo>> ModuleStore::ListLocked(ModuleKind kind,
                                                         std::optional<std::string_view> name) {
   // ?2 IS NULL selects every module of the kind; otherwise only module ?2.
   std::map<std::string, ModuleInfo> modules;
-  Status status = InTransactionLocked("BEGIN", [&]() -> Status {
+  Status status = InTransactionLocked("BEGIN", [&]() REQUIRES(mu_) -> Status {
     Stmt versions(db_,
                   "SELECT name, version, sha256, length(wasm_bytes), created_at FROM modules "
                   "WHERE module_type = ?1 AND (?2 IS NULL OR name = ?2)");
@@ -297,13 +297,13 @@ Result<std::vector<ModuleInfo>> ModuleStore::ListLocked(ModuleKind kind,
 
 Result<std::vector<ModuleInfo>> ModuleStore::List(ModuleKind kind) {
   REEF_RETURN_IF_ERROR(ValidateModuleKind(kind));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ListLocked(kind, std::nullopt);
 }
 
 Result<ModuleInfo> ModuleStore::Get(ModuleKind kind, std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   REEF_ASSIGN_OR_RETURN(std::vector<ModuleInfo> list, ListLocked(kind, name));
   if (list.empty()) return NoSuchModule(kind, name);
   return std::move(list.front());
@@ -316,7 +316,7 @@ Result<std::vector<uint8_t>> ModuleStore::LoadBytes(ModuleKind kind, std::string
   std::vector<uint8_t> bytes;
   std::string stored_sha256;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Stmt stmt(db_,
               "SELECT wasm_bytes, sha256 FROM modules "
               "WHERE module_type = ?1 AND name = ?2 AND version = ?3");
@@ -342,8 +342,8 @@ Status ModuleStore::DeleteVersion(ModuleKind kind, std::string_view name,
                                   std::string_view version) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   REEF_RETURN_IF_ERROR(ValidateVersion(version));
-  std::lock_guard lock(mu_);
-  return InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+  MutexLock lock(mu_);
+  return InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     REEF_ASSIGN_OR_RETURN(std::optional<int64_t> id, FindVersionIdLocked(kind, name, version));
     if (!id) return NoSuchVersion(kind, name, version);
     Stmt active(db_, "SELECT 1 FROM active_modules WHERE module_id = ?1");
@@ -370,8 +370,8 @@ Status ModuleStore::DeleteVersion(ModuleKind kind, std::string_view name,
 
 Status ModuleStore::DeleteModule(ModuleKind kind, std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-  std::lock_guard lock(mu_);
-  return InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+  MutexLock lock(mu_);
+  return InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     REEF_ASSIGN_OR_RETURN(bool exists, ModuleExistsLocked(kind, name));
     if (!exists) return NoSuchModule(kind, name);
     Stmt active(db_,
@@ -401,8 +401,8 @@ Status ModuleStore::DeleteModule(ModuleKind kind, std::string_view name) {
 Status ModuleStore::SetActive(ModuleKind kind, std::string_view name, std::string_view version) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   REEF_RETURN_IF_ERROR(ValidateVersion(version));
-  std::lock_guard lock(mu_);
-  return InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+  MutexLock lock(mu_);
+  return InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     REEF_ASSIGN_OR_RETURN(std::optional<int64_t> id, FindVersionIdLocked(kind, name, version));
     if (!id) return NoSuchVersion(kind, name, version);
     Stmt stmt(db_,
@@ -415,7 +415,7 @@ Status ModuleStore::SetActive(ModuleKind kind, std::string_view name, std::strin
 
 Status ModuleStore::ClearActive(ModuleKind kind, std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stmt stmt(db_, "DELETE FROM active_modules WHERE module_type = ?1 AND name = ?2");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   REEF_RETURN_IF_ERROR(stmt.Kind(1, kind).Text(2, name).Run("deactivate"));
@@ -427,7 +427,7 @@ Status ModuleStore::ClearActive(ModuleKind kind, std::string_view name) {
 
 Result<std::optional<ActiveModule>> ModuleStore::Active(ModuleKind kind, std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stmt stmt(db_,
             "SELECT m.version, m.sha256 FROM active_modules a JOIN modules m ON m.id = "
             "a.module_id WHERE a.module_type = ?1 AND a.name = ?2");
@@ -441,7 +441,7 @@ Result<std::optional<ActiveModule>> ModuleStore::Active(ModuleKind kind, std::st
 }
 
 Result<std::vector<ActiveModule>> ModuleStore::ListActive() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stmt stmt(db_,
             "SELECT a.module_type, a.name, m.version, m.sha256 FROM active_modules a "
             "JOIN modules m ON m.id = a.module_id");
@@ -475,8 +475,8 @@ Status ModuleStore::SetEnv(ModuleKind kind, std::string_view name, std::string_v
     return Status::InvalidArgument(
         fmt::format("environment value of {} is not UTF-8 (ill-formed at byte {})", key, *bad));
   }
-  std::lock_guard lock(mu_);
-  return InTransactionLocked("BEGIN IMMEDIATE", [&]() -> Status {
+  MutexLock lock(mu_);
+  return InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     REEF_ASSIGN_OR_RETURN(bool exists, ModuleExistsLocked(kind, name));
     if (!exists) return NoSuchModule(kind, name);
     Stmt count(db_,
@@ -503,7 +503,7 @@ Status ModuleStore::SetEnv(ModuleKind kind, std::string_view name, std::string_v
 Status ModuleStore::DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   REEF_RETURN_IF_ERROR(ValidateEnvKey(key));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stmt stmt(db_, "DELETE FROM module_env_vars WHERE module_type = ?1 AND name = ?2 AND key = ?3");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   REEF_RETURN_IF_ERROR(stmt.Kind(1, kind).Text(2, name).Text(3, key).Run("delete env"));
@@ -517,9 +517,9 @@ Status ModuleStore::DeleteEnv(ModuleKind kind, std::string_view name, std::strin
 Result<std::map<std::string, std::string>> ModuleStore::Env(ModuleKind kind,
                                                             std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, std::string> env;
-  Status status = InTransactionLocked("BEGIN", [&]() -> Status {
+  Status status = InTransactionLocked("BEGIN", [&]() REQUIRES(mu_) -> Status {
     REEF_ASSIGN_OR_RETURN(bool exists, ModuleExistsLocked(kind, name));
     if (!exists) return NoSuchModule(kind, name);
     Stmt stmt(db_, "SELECT key, value FROM module_env_vars WHERE module_type = ?1 AND name = ?2");

@@ -28,7 +28,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "store/module_names.h"
 #include "store/semver.h"
@@ -218,14 +218,16 @@ class ModuleStore {
   ModuleStore(std::filesystem::path data_dir, ModuleStoreOptions options, sqlite3* db)
       : data_dir_(std::move(data_dir)), options_(options), db_(db) {}
 
-  Status ExecLocked(const char* sql);
+  Status ExecLocked(const char* sql) REQUIRES(mu_);
   Result<std::optional<int64_t>> FindVersionIdLocked(ModuleKind kind, std::string_view name,
-                                                     std::string_view version);
-  Result<bool> ModuleExistsLocked(ModuleKind kind, std::string_view name);
-  Result<std::vector<ModuleInfo>> ListLocked(ModuleKind kind, std::optional<std::string_view> name);
+                                                     std::string_view version) REQUIRES(mu_);
+  Result<bool> ModuleExistsLocked(ModuleKind kind, std::string_view name) REQUIRES(mu_);
+  Result<std::vector<ModuleInfo>> ListLocked(ModuleKind kind, std::optional<std::string_view> name)
+      REQUIRES(mu_);
   // Runs `body` between `begin` ("BEGIN" to read a snapshot, "BEGIN IMMEDIATE" to write) and
-  // COMMIT; rolls back when `body` or the commit fails and returns that Status.
-  Status InTransactionLocked(const char* begin, const std::function<Status()>& body);
+  // COMMIT; rolls back when `body` or the commit fails and returns that Status. `body` runs
+  // with mu_ held (a lambda says so with REQUIRES(mu_)).
+  Status InTransactionLocked(const char* begin, const std::function<Status()>& body) REQUIRES(mu_);
   std::filesystem::path ArtifactPath(std::string_view sha256, std::string_view suffix) const;
 
   // Constant after construction.
@@ -233,8 +235,8 @@ class ModuleStore {
   const ModuleStoreOptions options_;
 
   // Protected by mu_: the connection and every statement run on it.
-  std::mutex mu_;
-  sqlite3* db_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  sqlite3* db_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::store

@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <mutex>
-
+#include "core/mutex.h"
 #include "wasm/detail/backend.h"
 #include "wasm/native/code_source.h"
 
@@ -131,8 +130,8 @@ Status CheckDeclaredLimits(const Module& module, const EngineLimits& limits) {
 namespace {
 
 struct DefaultEngineOptions {
-  std::mutex mu;
-  EngineOptions options;  // GUARDED_BY(mu)
+  Mutex mu;
+  EngineOptions options GUARDED_BY(mu);
 };
 
 DefaultEngineOptions& Defaults() {
@@ -143,12 +142,12 @@ DefaultEngineOptions& Defaults() {
 }  // namespace
 
 void Engine::SetDefaultOptions(EngineOptions options) {
-  std::lock_guard lock(Defaults().mu);
+  MutexLock lock(Defaults().mu);
   Defaults().options = std::move(options);
 }
 
 EngineOptions Engine::DefaultOptions() {
-  std::lock_guard lock(Defaults().mu);
+  MutexLock lock(Defaults().mu);
   return Defaults().options;
 }
 

@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <list>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "core/value.h"
 #include "events/event.h"
 
@@ -73,15 +73,16 @@ class FoldCache {
   };
   using Lru = std::list<Slot>;  // most recently used first
 
-  void EraseLocked(Lru::iterator it);
+  void EraseLocked(Lru::iterator it) REQUIRES(mu_);
 
   const uint64_t max_bytes_;
-  std::mutex mu_;
-  Lru lru_;                                                 // GUARDED_BY(mu_)
-  std::unordered_map<Key, Lru::iterator, KeyHash> by_key_;  // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;                                      // GUARDED_BY(mu_)
-  uint64_t epoch_ = 0;                                      // GUARDED_BY(mu_): Clear calls so far
-  uint64_t hits_ = 0, misses_ = 0;                          // GUARDED_BY(mu_)
+  Mutex mu_;
+  Lru lru_ GUARDED_BY(mu_);
+  std::unordered_map<Key, Lru::iterator, KeyHash> by_key_ GUARDED_BY(mu_);
+  uint64_t bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t epoch_ GUARDED_BY(mu_) = 0;  // Clear calls so far
+  uint64_t hits_ GUARDED_BY(mu_) = 0;
+  uint64_t misses_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace reef::apps::detail

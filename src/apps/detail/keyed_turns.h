@@ -7,15 +7,17 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
+
+#include "core/mutex.h"
 
 namespace reef::apps::detail {
 
 class KeyedTurns {
   struct Entry {
-    std::mutex mu;
-    size_t users = 0;  // holders and waiters; guarded by KeyedTurns::mu_
+    Mutex mu;          // held for the whole of a turn (no data of its own)
+    size_t users = 0;  // holders and waiters; guarded by KeyedTurns::mu_ (not expressible
+                       // as GUARDED_BY: the analysis cannot name the owner's lock from here)
   };
 
  public:
@@ -47,20 +49,20 @@ class KeyedTurns {
 
  private:
   std::shared_ptr<Entry> Join(const std::string& key) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& entry = entries_[key];
     if (!entry) entry = std::make_shared<Entry>();
     ++entry->users;
     return entry;
   }
   void Leave(const std::string& key) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = entries_.find(key);
     if (it != entries_.end() && --it->second->users == 0) entries_.erase(it);
   }
 
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Entry>> entries_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::apps::detail

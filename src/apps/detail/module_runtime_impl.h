@@ -17,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +26,7 @@
 #include "apps/module_abi.h"
 #include "apps/module_runtime.h"
 #include "apps/runners.h"
+#include "core/mutex.h"
 #include "wasm/module.h"
 
 namespace reef::apps {
@@ -54,39 +54,44 @@ struct ModuleRuntime::Impl {
   RuntimeOptions options;
   std::unique_ptr<store::ModuleStore> store;
   std::unique_ptr<KeyRing> keys;
-  sqlite3* results_db = nullptr;  // command_results in reef.sqlite; guarded by results_mu
-  std::mutex results_mu;
+  sqlite3* results_db GUARDED_BY(results_mu) = nullptr;  // command_results in reef.sqlite
+  Mutex results_mu;
 
-  std::mutex compiled_mu;
-  std::map<std::string, std::shared_ptr<const wasm::Module>> compiled;  // by SHA-256
+  Mutex compiled_mu;
+  std::map<std::string, std::shared_ptr<const wasm::Module>> compiled
+      GUARDED_BY(compiled_mu);  // by SHA-256
 
-  // Command executions whose queries hash to the same stripe take turns (ExecuteOnce).
+  // Command executions whose queries hash to the same stripe take turns (ExecuteOnce). They
+  // guard no data, and a turn is taken only when there is a query (std::unique_lock).
   std::array<std::mutex, 256> query_turns;
   // Executions with the same command and idempotency key take turns (Execute).
   detail::KeyedTurns key_turns;
 
   // Serializes lifecycle changes (activate, deactivate, replay, env, delete).
-  std::mutex lifecycle_mu;
-  // Guards runners, restarts, carried_failures, switching, command_counters, env_cache.
-  mutable std::mutex mu;
-  std::map<ModuleKey, std::unique_ptr<Runner>> runners;
-  std::map<ModuleKey, uint64_t> restarts;
-  std::map<ModuleKey, uint64_t> carried_failures;
+  Mutex lifecycle_mu;
+  // Guards runners, restarts, carried_failures, switching, command_counters, env_cache,
+  // active_commands and command_generations.
+  mutable Mutex mu;
+  std::map<ModuleKey, std::unique_ptr<Runner>> runners GUARDED_BY(mu);
+  std::map<ModuleKey, uint64_t> restarts GUARDED_BY(mu);
+  std::map<ModuleKey, uint64_t> carried_failures GUARDED_BY(mu);
   // The last status of runners being replaced (StartRunner), shown until the next one runs.
-  std::map<ModuleKey, ModuleStatus> switching;
-  std::map<std::string, CommandCounters, std::less<>> command_counters;
-  std::map<std::string, std::map<std::string, std::string>, std::less<>> env_cache;  // commands
+  std::map<ModuleKey, ModuleStatus> switching GUARDED_BY(mu);
+  std::map<std::string, CommandCounters, std::less<>> command_counters GUARDED_BY(mu);
+  std::map<std::string, std::map<std::string, std::string>, std::less<>> env_cache
+      GUARDED_BY(mu);  // commands
   // Active command versions (nullopt: none), so an execution does not query reef.sqlite.
-  std::map<std::string, std::optional<store::ActiveModule>, std::less<>> active_commands;
+  std::map<std::string, std::optional<store::ActiveModule>, std::less<>> active_commands
+      GUARDED_BY(mu);
   // Per command, bumped by every lifecycle change (Forget). A fact read from the store is
   // cached only if no change came in between, and an execution whose version was resolved
   // under an older generation neither appends nor answers: it starts again (ExecuteOnce).
-  std::map<std::string, uint64_t, std::less<>> command_generations;
+  std::map<std::string, uint64_t, std::less<>> command_generations GUARDED_BY(mu);
 
   // Held shared by an execution from its generation check to the end of its append, and
   // exclusively (briefly) by Forget after bumping a generation: once a deactivate or an
   // activation answers, no execution of the version it replaced can still append.
-  std::shared_mutex append_gate;
+  SharedMutex append_gate;
 
   // Decision states of command executions, by what their fold depends on (ExecuteOnce).
   detail::FoldCache fold_cache{options.command_fold_cache_bytes};
@@ -107,26 +112,24 @@ struct ModuleRuntime::Impl {
   // Stops the runner of (kind, name), if any, and returns its last status (failures carried
   // over included); nullopt when none ran. With `handing_over`, the statuses show it as up and
   // "restarting" from the moment it is taken out until StartRunner puts the next one in.
-  // REQUIRES: lifecycle_mu.
-  std::optional<ModuleStatus> StopRunner(const ModuleKey& key, bool handing_over = false);
+  std::optional<ModuleStatus> StopRunner(const ModuleKey& key, bool handing_over = false)
+      REQUIRES(lifecycle_mu);
 
   // Starts the active version of a projector or effect (stopping a running one first). While
   // one runner hands over to the next, the statuses show the old one as up and "restarting",
   // so an upgrade is not an outage and no counter goes back (docs/operations.md "Monitoring").
-  // REQUIRES: lifecycle_mu.
-  Status StartRunner(store::ModuleKind kind, const std::string& name);
+  Status StartRunner(store::ModuleKind kind, const std::string& name) REQUIRES(lifecycle_mu);
 
   // Refreshes what depends on the module's env (commands: the cache; others: a restart).
-  // REQUIRES: lifecycle_mu.
-  Status EnvChanged(store::ModuleKind kind, const std::string& name);
+  Status EnvChanged(store::ModuleKind kind, const std::string& name) REQUIRES(lifecycle_mu);
 
   // The command's active version (nullopt: none), from the cache or the store.
   Result<std::optional<store::ActiveModule>> ActiveCommand(std::string_view name);
 
   // Drops cached facts about module (kind, name) after a lifecycle change; for a command, also
   // bumps its generation and waits for appends in progress (append_gate).
-  // REQUIRES: lifecycle_mu, after the store holds the change.
-  void Forget(store::ModuleKind kind, std::string_view name);
+  // REQUIRES: the store holds the change.
+  void Forget(store::ModuleKind kind, std::string_view name) REQUIRES(lifecycle_mu);
 
   Result<std::map<std::string, std::string>> CommandEnv(std::string_view name);
 

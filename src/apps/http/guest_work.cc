@@ -13,22 +13,22 @@ GuestWorkPool::GuestWorkPool(std::string name, uint32_t threads, uint32_t max_wa
 GuestWorkPool::~GuestWorkPool() {
   std::deque<std::function<void()>> dropped;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     dropped.swap(waiting_);
   }
-  ready_.notify_all();
+  ready_.NotifyAll();
   for (auto& thread : threads_) thread.join();
   // `dropped` goes here, on this thread, after the running work ended.
 }
 
 bool GuestWorkPool::TrySubmit(std::function<void()> work) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || waiting_.size() >= max_waiting_) return false;
     waiting_.push_back(std::move(work));
   }
-  ready_.notify_one();
+  ready_.NotifyOne();
   return true;
 }
 
@@ -36,8 +36,8 @@ void GuestWorkPool::Run() {
   for (;;) {
     std::function<void()> work;
     {
-      std::unique_lock lock(mu_);
-      ready_.wait(lock, [this] { return stopping_ || !waiting_.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && waiting_.empty()) ready_.Wait(mu_);
       if (stopping_) return;
       work = std::move(waiting_.front());
       waiting_.pop_front();

@@ -12,14 +12,14 @@
 // captured (an HttpResponder) answers as it does when dropped.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace reef::apps::http {
 
@@ -43,10 +43,10 @@ class GuestWorkPool {
 
   const std::string name_;
   const uint32_t max_waiting_;
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> waiting_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;                      // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar ready_;
+  std::deque<std::function<void()>> waiting_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -7,11 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <fstream>
 #include <future>
 #include <map>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -117,7 +115,7 @@ Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
     }
     return &it->second;
   }
-  auto spawn = [&]() -> Result<Instance*> {
+  auto spawn = [&]() REQUIRES(unit.mu) -> Result<Instance*> {
     REEF_ASSIGN_OR_RETURN(uint32_t reactor, NextReactor());
     actor::SpawnOptions spawn_options;
     spawn_options.mailbox_capacity = unit.spec.inbox_capacity;
@@ -189,7 +187,7 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
   std::shared_ptr<InstanceUse> use;
   for (int attempt = 0; !picked_ref; ++attempt) {
     {
-      std::lock_guard lock(s.mu);
+      MutexLock lock(s.mu);
       if (!s.current) return fail(InvokeFailure::kNotFound, "no program is deployed");
       auto it = s.units.find(request.unit);
       if (it == s.units.end()) {
@@ -200,7 +198,7 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
       unit = it->second;
       outcome.generation = s.current->generation;
     }
-    std::lock_guard lock(unit->mu);
+    MutexLock lock(unit->mu);
     if (unit->retired && attempt < 100) continue;
     auto picked = s.Pick(*unit, request.instance, &outcome);
     if (!picked.ok()) {
@@ -277,11 +275,11 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
   report.generation = program->generation;
   report.program = program->manifest.program;
   std::map<std::string, std::shared_ptr<UnitState>> next;
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   for (const auto& [name, unit] : program->units) {
     auto old = units.find(name);
     if (old != units.end() && old->second->code_fingerprint == unit.code_fingerprint) {
-      std::lock_guard unit_lock(old->second->mu);
+      MutexLock unit_lock(old->second->mu);
       old->second->spec = unit.spec;  // limits apply from now on; instances stay
       next.emplace(name, old->second);
       report.unchanged.push_back(name);
@@ -290,18 +288,22 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
     auto state = std::make_shared<UnitState>();
     auto& ids = instance_ids[name];
     if (!ids) ids = std::make_shared<std::atomic<uint32_t>>(1);
+    state->name = name;
     state->next_instance = ids;
     state->implementation = unit.implementation;
     state->code_fingerprint = unit.code_fingerprint;
     state->code_generation = program->generation;
-    state->spec = unit.spec;
+    {
+      MutexLock unit_lock(state->mu);  // never waited for: nothing else has the state yet
+      state->spec = unit.spec;
+    }
     next.emplace(name, std::move(state));
     (old != units.end() ? report.changed : report.added).push_back(name);
   }
   for (auto& [name, state] : units) {
     if (next.count(name) > 0 && next.at(name) == state) continue;
     if (program->units.count(name) == 0) report.removed.push_back(name);
-    std::lock_guard unit_lock(state->mu);
+    MutexLock unit_lock(state->mu);
     state->retired = true;
     retired.push_back(state);
   }
@@ -312,7 +314,7 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
 
 Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
   State& s = *state_;
-  std::lock_guard lock(s.deploy_mu);
+  MutexLock lock(s.deploy_mu);
   uint64_t generation = s.last_generation + 1;
   REEF_ASSIGN_OR_RETURN(auto program,
                         BuildProgram(body, generation, UnixNowMs(), s.options.limits));
@@ -339,19 +341,19 @@ Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
 }
 
 std::shared_ptr<const Program> ProgramRuntime::Current() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->current;
 }
 
 void ProgramRuntime::State::EvictIdle() {
   std::vector<std::shared_ptr<UnitState>> live, old;
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     for (auto& [name, unit] : units) live.push_back(unit);
     old = retired;
   }
   auto sweep = [&](UnitState& unit, bool is_retired) {
-    std::lock_guard lock(unit.mu);
+    MutexLock lock(unit.mu);
     if (!is_retired &&
         (unit.spec.placement == Placement::kSingleton || unit.spec.idle_eviction_ms == 0)) {
       return;
@@ -380,21 +382,21 @@ void ProgramRuntime::State::EvictIdle() {
   };
   for (auto& unit : live) sweep(*unit, false);
   for (auto& unit : old) sweep(*unit, true);
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   std::erase_if(retired, [](const std::shared_ptr<UnitState>& unit) {
-    std::lock_guard unit_lock(unit->mu);
+    MutexLock unit_lock(unit->mu);
     return unit->instances.empty();
   });
 }
 
 void ProgramRuntime::State::EvictLoop() {
-  std::unique_lock lock(stop_mu);
+  MutexLock lock(stop_mu);
   while (!stopping) {
-    stop_cv.wait_for(lock, options.eviction_interval);
+    stop_cv.WaitFor(stop_mu, options.eviction_interval);
     if (stopping) break;
-    lock.unlock();
+    lock.Unlock();
     EvictIdle();
-    lock.lock();
+    lock.Lock();
   }
 }
 
@@ -410,10 +412,10 @@ ProgramRuntime::ProgramRuntime(std::unique_ptr<State> state) : state_(std::move(
 
 ProgramRuntime::~ProgramRuntime() {
   {
-    std::lock_guard lock(state_->stop_mu);
+    MutexLock lock(state_->stop_mu);
     state_->stopping = true;
   }
-  state_->stop_cv.notify_all();
+  state_->stop_cv.NotifyAll();
   if (state_->evictor.joinable()) state_->evictor.join();
   state_->runtime.reset();
 }
@@ -437,6 +439,7 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
 
   auto kept = KeptPrograms(state->programs_dir);
   if (!kept.empty()) {
+    MutexLock deploy_lock(state->deploy_mu);  // as Deploy; never waited for: nothing runs yet
     state->last_generation = kept.rbegin()->first;
     const auto& [generation, path] = *kept.rbegin();
     std::ifstream in(path, std::ios::binary);
@@ -450,9 +453,9 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
             : BuildProgram(file["request"], generation, file.value("deployed_at_ms", int64_t{0}),
                            state->options.limits);
     if (program.ok()) {
-      REEF_RETURN_IF_ERROR(state->Publish(std::move(*program)).status());
-      spdlog::info("program {} generation {} redeployed from {}", state->current->manifest.program,
-                   generation, path.string());
+      REEF_ASSIGN_OR_RETURN(DeployReport report, state->Publish(std::move(*program)));
+      spdlog::info("program {} generation {} redeployed from {}", report.program, generation,
+                   path.string());
     } else {
       spdlog::error("cannot redeploy the kept program {}: {} (left in place; deploy again)",
                     path.string(), program.status().ToString());

@@ -13,14 +13,14 @@ std::vector<UnitInfo> ProgramRuntime::Units() {
   State& s = *state_;
   std::vector<std::pair<std::shared_ptr<UnitState>, std::vector<ActorRef>>> units;
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     for (auto& [name, unit] : s.units) units.push_back({unit, {}});
   }
   std::vector<UnitInfo> infos;
   for (auto& [unit, refs] : units) {
     UnitInfo info;
     {
-      std::lock_guard lock(unit->mu);
+      MutexLock lock(unit->mu);
       info.spec = unit->spec;
       info.instances = unit->instances.size();
       for (const auto& [id, instance] : unit->instances) refs.push_back(instance.actor);
@@ -43,12 +43,12 @@ Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view nam
   // The unit's current instances, then those of its old code still finishing their work.
   std::vector<std::shared_ptr<UnitState>> states;
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     if (!s.current) return Status::NotFound("no program is deployed");
     auto it = s.units.find(std::string(name));
     if (it != s.units.end()) states.push_back(it->second);
     for (const auto& old : s.retired) {  // a removed unit's old instances count too
-      if (old->spec.name == name) states.push_back(old);
+      if (old->name == name) states.push_back(old);
     }
     if (states.empty()) {
       return Status::NotFound(
@@ -58,7 +58,7 @@ Result<std::vector<InstanceInfo>> ProgramRuntime::Instances(std::string_view nam
   std::vector<InstanceInfo> infos;
   std::vector<Clock::time_point> last_used;
   for (const auto& unit : states) {
-    std::lock_guard lock(unit->mu);
+    MutexLock lock(unit->mu);
     for (const auto& [id, instance] : unit->instances) {
       InstanceInfo info(instance.actor);
       info.instance = id;
@@ -93,18 +93,18 @@ Status ProgramRuntime::Kill(std::string_view name, uint32_t instance) {
   State& s = *state_;
   std::vector<std::shared_ptr<UnitState>> states;  // current code first, then old code
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     auto it = s.units.find(std::string(name));
     if (it != s.units.end()) states.push_back(it->second);
     for (const auto& old : s.retired) {  // a removed unit's old instances count too
-      if (old->spec.name == name) states.push_back(old);
+      if (old->name == name) states.push_back(old);
     }
     if (states.empty()) return Status::NotFound(fmt::format("no unit {}", name));
   }
   for (const auto& unit : states) {
     std::optional<ActorRef> ref;
     {
-      std::lock_guard lock(unit->mu);
+      MutexLock lock(unit->mu);
       auto it = unit->instances.find(instance);
       if (it != unit->instances.end()) ref = it->second.actor;
     }

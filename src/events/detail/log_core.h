@@ -14,20 +14,18 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "events/detail/event_id_index.h"
 #include "events/detail/event_index.h"
@@ -169,8 +167,14 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   void Publish(const std::vector<std::unique_ptr<AppendRequest>>& batch);
 
   // Wakes every subscriber waiting for events, so it sees the store closed or failed
-  // (log_subscription.cc). REQUIRES: subs_mu_ held.
-  void WakeSubscribers();
+  // (log_subscription.cc).
+  void WakeSubscribers() REQUIRES(subs_mu_);
+
+  // index_ and ids_ read without index_mu_, which only their one writer may do: the writer
+  // thread (also through FindId, IdAt and ViewAt), and Open before the writer starts. Every
+  // other reader holds index_mu_ shared; the writer holds it exclusively to change them.
+  const EventIndex& WriterIndex() const NO_THREAD_SAFETY_ANALYSIS { return index_; }
+  const EventIdIndex& WriterIds() const NO_THREAD_SAFETY_ANALYSIS { return ids_; }
 
   // ---- State -----------------------------------------------------------------------------
 
@@ -190,24 +194,25 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
   uint64_t torn_bytes_ = 0;               // cut from the end of the log when it was opened
   uint64_t duplicate_ids_recovered_ = 0;  // ids stored more than once by an older Reef
 
-  // Protected by index_mu_ (the writer holds it exclusively only to stage or drop entries).
-  mutable std::shared_mutex index_mu_;
-  EventIndex index_;
-  EventIdIndex ids_;
+  // Protected by index_mu_ (the writer holds it exclusively only to stage or drop entries, and
+  // reads them without it: WriterIndex, WriterIds).
+  mutable SharedMutex index_mu_;
+  EventIndex index_ GUARDED_BY(index_mu_);
+  EventIdIndex ids_ GUARDED_BY(index_mu_);
   // The last durable, visible position; written under subs_mu_.
   std::atomic<Position> head_{0};
   std::atomic<bool> failed_{false};
   std::atomic<bool> closed_flag_{false};
 
   // Protected by queue_mu_.
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<std::unique_ptr<AppendRequest>> queue_;
-  bool closing_ = false;
+  Mutex queue_mu_;
+  CondVar queue_cv_;
+  std::deque<std::unique_ptr<AppendRequest>> queue_ GUARDED_BY(queue_mu_);
+  bool closing_ GUARDED_BY(queue_mu_) = false;
 
   // Protected by subs_mu_.
-  std::mutex subs_mu_;
-  std::vector<std::shared_ptr<SubscriptionState>> subs_;
+  Mutex subs_mu_;
+  std::vector<std::shared_ptr<SubscriptionState>> subs_ GUARDED_BY(subs_mu_);
 
   std::atomic<uint64_t> appends_{0}, conflicts_{0}, duplicates_{0}, syncs_{0}, events_written_{0};
 };

@@ -6,11 +6,10 @@
 // subscription lock; the subscriber takes it alone).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 
+#include "core/mutex.h"
 #include "events/event.h"
 
 namespace reef::events::detail {
@@ -21,15 +20,16 @@ struct SubscriptionState {
   Position floor = 0;  // the `after` it was created with: never deliver at or below it
 
   // Protected by mu.
-  mutable std::mutex mu;
-  std::condition_variable cv;
-  Position cursor = 0;          // the last position taken from the buffer or read
-  bool live = false;            // following appends through `buffer`
-  std::deque<Position> buffer;  // positions of matching durable events after `cursor`
-  uint64_t fallbacks = 0;       // times the buffer overflowed
+  mutable Mutex mu;
+  CondVar cv;
+  Position cursor GUARDED_BY(mu) = 0;  // the last position taken from the buffer or read
+  bool live GUARDED_BY(mu) = false;    // following appends through `buffer`
+  std::deque<Position> buffer
+      GUARDED_BY(mu);                     // positions of matching durable events after `cursor`
+  uint64_t fallbacks GUARDED_BY(mu) = 0;  // times the buffer overflowed
 
-  // REQUIRES: mu held. Drops the buffer and returns to catching up from `cursor`.
-  void FallBack() {
+  // Drops the buffer and returns to catching up from `cursor`.
+  void FallBack() REQUIRES(mu) {
     live = false;
     buffer.clear();
     ++fallbacks;

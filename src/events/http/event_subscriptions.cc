@@ -89,7 +89,7 @@ EventSubscriptions::~EventSubscriptions() {
 void EventSubscriptions::Stop() {
   std::map<uint64_t, std::unique_ptr<Pump>> pumps;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     pumps.swap(pumps_);
   }
   for (auto& [id, pump] : pumps) pump->stop = true;
@@ -109,7 +109,7 @@ Status EventSubscriptions::RegisterOps(server::ProtocolDispatcher& dispatcher) {
 }
 
 size_t EventSubscriptions::open() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, pump] : pumps_) n += pump->done ? 0 : 1;
   return n;
@@ -150,7 +150,7 @@ Result<json> EventSubscriptions::Subscribe(const json& args, server::Connection&
   }
   std::weak_ptr<server::Connection> handle = connection.Handle();
   if (handle.expired()) return Status::FailedPrecondition("this connection cannot stream events");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Reap();
   size_t on_connection = 0;
   for (const auto& [id, pump] : pumps_) on_connection += pump->connection_id == connection.id();
@@ -181,7 +181,7 @@ Result<json> EventSubscriptions::Unsubscribe(const json& args, server::Connectio
   if (!id) return Status::InvalidArgument("subscription is required");
   std::unique_ptr<Pump> pump;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = pumps_.find(*id);
     if (it == pumps_.end() || it->second->connection_id != connection.id()) {
       return Status::NotFound(fmt::format("no event subscription {} on this connection", *id));

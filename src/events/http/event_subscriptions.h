@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 
+#include "core/mutex.h"
 #include "events/event_store.h"
 #include "server/protocol.h"
 
@@ -61,13 +61,13 @@ class EventSubscriptions {
  private:
   Result<nlohmann::json> Subscribe(const nlohmann::json& args, server::Connection& connection);
   Result<nlohmann::json> Unsubscribe(const nlohmann::json& args, server::Connection& connection);
-  void Reap();  // joins pumps that ended. REQUIRES: mu_ held.
+  void Reap() REQUIRES(mu_);  // joins pumps that ended
 
   EventStore& store_;
   const EventSubscriptionLimits limits_;
-  mutable std::mutex mu_;
-  uint64_t next_id_ = 1;                             // guarded by mu_
-  std::map<uint64_t, std::unique_ptr<Pump>> pumps_;  // by subscription id; guarded by mu_
+  mutable Mutex mu_;
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::unique_ptr<Pump>> pumps_ GUARDED_BY(mu_);  // by subscription id
 };
 
 }  // namespace reef::events::http

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "actor/log_store.h"
+#include "core/mutex.h"
 #include "image/image.h"
 
 namespace reef::image {
@@ -55,17 +55,17 @@ struct Image::State {
   std::atomic<uint32_t> other_ops{0};
 
   // ---- Protected by mu ----------------------------------------------------------------------
-  std::mutex mu;
-  std::unordered_map<uint64_t, ConnectionState> connections;
+  Mutex mu;
+  std::unordered_map<uint64_t, ConnectionState> connections GUARDED_BY(mu);
   // Label of the implementation last queued by reload/become per actor (the snapshot's
   // pending_install holds only its id).
-  std::map<ActorRef, std::string> pending_labels;
+  std::map<ActorRef, std::string> pending_labels GUARDED_BY(mu);
   // Implementation ids that instantiated once under the runtime's engine limits (ops.cc
   // CheckInstantiates); bounded by the compile cache's size.
-  std::set<std::string> instantiable;
+  std::set<std::string> instantiable GUARDED_BY(mu);
 
-  // The connection's state, created on first use (records its handle). REQUIRES: mu held.
-  ConnectionState& ConnectionLocked(server::Connection& connection);
+  // The connection's state, created on first use (records its handle).
+  ConnectionState& ConnectionLocked(server::Connection& connection) REQUIRES(mu);
 
   // Replaces the connection's log follow with one for `filter`; returns the log seq at the
   // time of subscribing. Errors: LimitExceeded past ImageLimits::max_log_followers.

@@ -14,9 +14,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <utility>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace reef::server::detail {
 
@@ -29,7 +30,7 @@ class ByteBudget {
   // after `resume` ran.
   void Acquire(uint64_t bytes, std::function<void()> resume) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!waiters_.empty() || !FitsLocked(bytes)) {
         waiters_.push_back({bytes, std::move(resume)});
         return;
@@ -43,7 +44,7 @@ class ByteBudget {
   void Release(uint64_t bytes) {
     std::vector<std::function<void()>> ready;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       used_ -= bytes;
       while (!waiters_.empty() && FitsLocked(waiters_.front().bytes)) {
         used_ += waiters_.front().bytes;
@@ -57,7 +58,7 @@ class ByteBudget {
   // Drops every waiter without resuming it (the server is stopping; their connections go).
   // Returns the callbacks so the caller destroys them where that is safe.
   std::vector<std::function<void()>> TakeWaiters() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::vector<std::function<void()>> out;
     for (auto& waiter : waiters_) out.push_back(std::move(waiter.resume));
     waiters_.clear();
@@ -65,16 +66,18 @@ class ByteBudget {
   }
 
   uint64_t used() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return used_;
   }
   size_t waiting() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return waiters_.size();
   }
 
  private:
-  bool FitsLocked(uint64_t bytes) const { return used_ == 0 || used_ + bytes <= capacity_; }
+  bool FitsLocked(uint64_t bytes) const REQUIRES(mu_) {
+    return used_ == 0 || used_ + bytes <= capacity_;
+  }
 
   struct Waiter {
     uint64_t bytes;
@@ -82,9 +85,9 @@ class ByteBudget {
   };
 
   const uint64_t capacity_;
-  mutable std::mutex mu_;
-  uint64_t used_ = 0;           // guarded by mu_
-  std::deque<Waiter> waiters_;  // guarded by mu_
+  mutable Mutex mu_;
+  uint64_t used_ GUARDED_BY(mu_) = 0;
+  std::deque<Waiter> waiters_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::server::detail

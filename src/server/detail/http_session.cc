@@ -259,7 +259,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     }
 
     void Send(Result<HttpResponse> response) override {
-      std::lock_guard lock(owed_->mu);
+      MutexLock lock(owed_->mu);
       if (!owed_->session) return;  // answered already, or the server stopped
       auto session = std::static_pointer_cast<HttpSession>(std::move(owed_->session));
       owed_->session.reset();
@@ -309,9 +309,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       request.params = std::move(params);
       try {
         if (route.async_handler) {
-          auto owed = std::make_shared<OwedReply>();
-          owed->id = core_.NextId();
-          owed->session = shared_from_this();
+          auto owed = std::make_shared<OwedReply>(core_.NextId(), shared_from_this());
           core_.Owe(owed);
           auto responder = std::make_shared<Responder>(owed, message, close);
           try {

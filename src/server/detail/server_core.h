@@ -14,12 +14,11 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "server/detail/byte_budget.h"
 #include "server/server.h"
@@ -82,9 +81,12 @@ class Session {
 // responder takes `session` when it answers; Stop takes it from every reply still owed, so
 // nothing reaches a session, or the io_context, after the server stopped.
 struct OwedReply {
-  uint64_t id = 0;
-  std::mutex mu;
-  std::shared_ptr<Session> session;  // GUARDED_BY(mu); null once answered or abandoned
+  OwedReply(uint64_t reply_id, std::shared_ptr<Session> owed_to)
+      : id(reply_id), session(std::move(owed_to)) {}
+
+  const uint64_t id;
+  Mutex mu;
+  std::shared_ptr<Session> session GUARDED_BY(mu);  // null once answered or abandoned
 };
 
 struct ServerCore {
@@ -122,11 +124,11 @@ struct ServerCore {
   };
 
   // ---- Protected by mu --------------------------------------------------------------------
-  std::mutex mu;
-  std::condition_variable drained;  // signalled when sessions becomes empty
-  std::unordered_map<uint64_t, Tracked> sessions;
-  uint32_t websockets = 0;  // entries of `sessions` with websocket set
-  bool stopping_locked = false;
+  Mutex mu;
+  CondVar drained;  // signalled when sessions becomes empty
+  std::unordered_map<uint64_t, Tracked> sessions GUARDED_BY(mu);
+  uint32_t websockets GUARDED_BY(mu) = 0;  // entries of `sessions` with websocket set
+  bool stopping_locked GUARDED_BY(mu) = false;
 
   // ---- Constant after Start ---------------------------------------------------------------
   ServerOptions options;  // options.dispatcher holds the op table
@@ -143,8 +145,8 @@ struct ServerCore {
 
   // Replies owed by asynchronous routes, by OwedReply::id. Lock order: OwedReply::mu ->
   // owed_mu.
-  std::mutex owed_mu;
-  std::unordered_map<uint64_t, std::shared_ptr<OwedReply>> owed;  // GUARDED_BY(owed_mu)
+  Mutex owed_mu;
+  std::unordered_map<uint64_t, std::shared_ptr<OwedReply>> owed GUARDED_BY(owed_mu);
 
   // Request bodies being read, parsed and handled at once (max_concurrent_body_bytes).
   ByteBudget bodies{limits.max_concurrent_body_bytes};

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -30,9 +29,11 @@ struct CodeCache::Wanted {
   std::vector<std::string> argv;  // the compiler command the key names
 };
 
+// Its members are protected by CodeCache::mu_, which GUARDED_BY cannot name from here (the
+// analysis knows no link between a flight and the cache that holds it).
 struct CodeCache::Flight {
-  bool done = false;                          // GUARDED_BY(CodeCache::mu_)
-  std::optional<Result<CacheResult>> result;  // GUARDED_BY(CodeCache::mu_); set when done
+  bool done = false;
+  std::optional<Result<CacheResult>> result;  // set when done
 };
 
 namespace {
@@ -73,10 +74,10 @@ std::string_view KeyOfFileName(std::string_view name, bool* temp) {
 
 // `--version` output of `compiler`, run once per process and path.
 Result<std::string> CompilerVersion(const std::filesystem::path& compiler) {
-  static std::mutex mu;
-  static auto* versions = new std::map<std::string, std::string>();  // GUARDED_BY(mu)
+  static Mutex mu;
+  static auto* versions PT_GUARDED_BY(mu) = new std::map<std::string, std::string>();
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (auto it = versions->find(compiler.string()); it != versions->end()) return it->second;
   }
   ProcessLimits limits;
@@ -91,7 +92,7 @@ Result<std::string> CompilerVersion(const std::filesystem::path& compiler) {
         compiler.string(), run.timed_out ? "timed out" : fmt::format("exit code {}", run.exit_code),
         run.output));
   }
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   return versions->emplace(compiler.string(), run.output).first->second;
 }
 
@@ -242,7 +243,7 @@ std::filesystem::path CodeCache::ManifestPath(std::string_view key) const {
 }
 
 CodeCacheStats CodeCache::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -256,11 +257,11 @@ Result<CacheResult> CodeCache::GetOrCompile(std::shared_ptr<const Module> module
                         MakeKey(*module, options, static_cast<bool>(pass), pass_version));
   auto flight = std::make_shared<Flight>();
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (std::optional<CacheResult> hit = LoadedHit(wanted.key)) return *std::move(hit);
     if (auto it = flights_.find(wanted.key); it != flights_.end()) {
       std::shared_ptr<Flight> other = it->second;
-      flight_done_.wait(lock, [&other] { return other->done; });
+      while (!other->done) flight_done_.Wait(mu_);
       if (!other->result->ok()) return other->result->status();
       ++stats_.hits;  // built by the caller it waited for
       return CacheResult{(*other->result)->module, CacheOutcome::kHit, wanted.key, "",
@@ -272,7 +273,7 @@ Result<CacheResult> CodeCache::GetOrCompile(std::shared_ptr<const Module> module
   Result<CacheResult> result = Build(module, options, pass, wanted);
 
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (result.ok()) {
       const CacheResult& r = *result;
       if (r.outcome == CacheOutcome::kHit) ++stats_.hits;
@@ -288,7 +289,7 @@ Result<CacheResult> CodeCache::GetOrCompile(std::shared_ptr<const Module> module
     flight->done = true;
     flights_.erase(wanted.key);
   }
-  flight_done_.notify_all();
+  flight_done_.NotifyAll();
   return result;
 }
 
@@ -307,14 +308,14 @@ Result<std::optional<CacheResult>> CodeCache::Find(const std::shared_ptr<const M
   if (module == nullptr) return Status::InvalidArgument("code cache: no module to find");
   REEF_ASSIGN_OR_RETURN(Wanted wanted, MakeKey(*module, options, has_pass, pass_version));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (std::optional<CacheResult> hit = LoadedHit(wanted.key)) return hit;
     if (flights_.contains(wanted.key)) return std::optional<CacheResult>();
   }
   std::string why;
   std::shared_ptr<const NativeModule> hit = LoadEntry(module, wanted, &why);
   if (hit == nullptr) return std::optional<CacheResult>();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.hits;
   loaded_[wanted.key] = hit;
   return std::optional<CacheResult>(
@@ -498,7 +499,7 @@ void CodeCache::Evict(const std::string& keep) {
     total -= std::min(total, entries[key].bytes);
     ++evicted;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stats_.evictions += evicted;
 }
 

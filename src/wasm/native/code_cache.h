@@ -26,16 +26,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "wasm/module.h"
 #include "wasm/native/c_gen.h"
@@ -135,8 +134,8 @@ class CodeCache {
       : dir_(std::move(dir)), options_(options) {}
   Result<Wanted> MakeKey(const Module& module, const CompileOptions& options, bool has_pass,
                          uint32_t pass_version) const;
-  // A hit on code this process has loaded and still holds, counted. REQUIRES: mu_ held.
-  std::optional<CacheResult> LoadedHit(const std::string& key);
+  // A hit on code this process has loaded and still holds, counted.
+  std::optional<CacheResult> LoadedHit(const std::string& key) REQUIRES(mu_);
   // The verified entry, loaded; nullptr with *why empty when absent, set when refused.
   std::shared_ptr<const NativeModule> LoadEntry(const std::shared_ptr<const Module>& module,
                                                 const Wanted& wanted, std::string* why);
@@ -156,11 +155,11 @@ class CodeCache {
   const CodeCacheOptions options_;
 
   // Protected by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable flight_done_;
-  std::map<std::string, std::shared_ptr<Flight>, std::less<>> flights_;
-  std::map<std::string, std::weak_ptr<const NativeModule>, std::less<>> loaded_;
-  CodeCacheStats stats_;
+  mutable Mutex mu_;
+  CondVar flight_done_;
+  std::map<std::string, std::shared_ptr<Flight>, std::less<>> flights_ GUARDED_BY(mu_);
+  std::map<std::string, std::weak_ptr<const NativeModule>, std::less<>> loaded_ GUARDED_BY(mu_);
+  CodeCacheStats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::wasm::native

@@ -55,12 +55,12 @@ std::shared_ptr<CodeSource> CodeSource::Default() {
 }
 
 bool CodeSource::IsLoaded(const Module& module) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return loaded_.contains(module.id());
 }
 
 std::shared_ptr<const NativeModule> CodeSource::Find(const Module& module) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = loaded_.find(module.id());
   if (it == loaded_.end()) return nullptr;
   Touch(it->second);
@@ -70,7 +70,7 @@ std::shared_ptr<const NativeModule> CodeSource::Find(const Module& module) {
 Result<std::shared_ptr<const NativeModule>> CodeSource::Get(
     const std::shared_ptr<const Module>& module) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = loaded_.find(module->id()); it != loaded_.end()) {
       Touch(it->second);
       return it->second.code;
@@ -92,7 +92,7 @@ Result<std::shared_ptr<const NativeModule>> CodeSource::Get(
 
 void CodeSource::Request(const std::shared_ptr<const Module>& module) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const std::string& id = module->id();
     if (loaded_.contains(id) || failed_.contains(id) || pending_.contains(id)) return;
     pending_.insert(id);
@@ -105,7 +105,7 @@ void CodeSource::Request(const std::shared_ptr<const Module>& module) {
       CompileRequest{module, options_.compile, MeterPass(), wasm::detail::kMeterVersion},
       [this, module](Result<CacheResult> compiled) { (void)Finish(*module, std::move(compiled)); });
   if (!submitted.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     pending_.erase(module->id());
   }
 }
@@ -143,7 +143,7 @@ Result<std::shared_ptr<const NativeModule>> CodeSource::Finish(const Module& mod
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (compiled.ok()) {
       ++(compiled->outcome == CacheOutcome::kHit ? stats_.from_cache : stats_.compiled);
     }
@@ -183,13 +183,13 @@ void CodeSource::Touch(Loaded& loaded) {
 }
 
 Status CodeSource::CompilerStatus() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!compiler_status_.has_value()) compiler_status_ = FindCompiler(options_.compile).status();
   return *compiler_status_;
 }
 
 CodeSourceStats CodeSource::stats() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CodeSourceStats out = stats_;
   out.pending = pending_.size();
   out.loaded = loaded_.size();

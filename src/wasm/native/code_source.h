@@ -15,12 +15,12 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "wasm/module.h"
 #include "wasm/native/code_cache.h"
@@ -113,26 +113,27 @@ class CodeSource {
   // the code or the error. Takes mu_.
   Result<std::shared_ptr<const NativeModule>> Finish(const Module& module,
                                                      Result<CacheResult> compiled);
-  // Records `result` for `id` (mu_ held).
-  void Record(const std::string& id, const Result<std::shared_ptr<const NativeModule>>& result);
+  // Records `result` for `id`.
+  void Record(const std::string& id, const Result<std::shared_ptr<const NativeModule>>& result)
+      REQUIRES(mu_);
 
   const CodeSourceOptions options_;
   std::shared_ptr<CodeCache> cache_;         // null without a cache directory
   std::unique_ptr<CompileService> service_;  // null unless options.background
 
-  std::mutex mu_;
+  Mutex mu_;
   struct Loaded {
     std::shared_ptr<const NativeModule> code;
     std::list<std::string>::iterator recency;  // its place in recency_
   };
-  void Touch(Loaded& loaded);  // makes it the most recently used (mu_ held)
+  void Touch(Loaded& loaded) REQUIRES(mu_);  // makes it the most recently used
 
-  std::unordered_map<std::string, Loaded> loaded_;  // by module id
-  std::list<std::string> recency_;                  // module ids, most recent first
-  std::unordered_map<std::string, Status> failed_;
-  std::unordered_set<std::string> pending_;
-  std::optional<Status> compiler_status_;
-  CodeSourceStats stats_;
+  std::unordered_map<std::string, Loaded> loaded_ GUARDED_BY(mu_);  // by module id
+  std::list<std::string> recency_ GUARDED_BY(mu_);                  // module ids, most recent first
+  std::unordered_map<std::string, Status> failed_ GUARDED_BY(mu_);
+  std::unordered_set<std::string> pending_ GUARDED_BY(mu_);
+  std::optional<Status> compiler_status_ GUARDED_BY(mu_);
+  CodeSourceStats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::wasm::native

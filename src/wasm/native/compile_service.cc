@@ -32,7 +32,7 @@ CompileService::~CompileService() {
 }
 
 Status CompileService::Submit(CompileRequest request, CompileCallback done) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Status refused;
   if (request.module == nullptr || !done) {
     refused = Status::InvalidArgument("compile request needs a module and a callback");
@@ -48,7 +48,7 @@ Status CompileService::Submit(CompileRequest request, CompileCallback done) {
   }
   lookups_.push_back(Job{std::move(request), std::move(done)});
   ++stats_.queued;
-  wake_.notify_all();
+  wake_.NotifyAll();
   return Status::Ok();
 }
 
@@ -57,8 +57,8 @@ void CompileService::LookupLoop() {
     std::optional<Job> job;
     bool cancelled = false;
     {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !lookups_.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && lookups_.empty()) wake_.Wait(mu_);
       if (lookups_.empty()) return;  // stopping, nothing left
       job.emplace(std::move(lookups_.front()));
       lookups_.pop_front();
@@ -79,7 +79,7 @@ void CompileService::LookupLoop() {
         cache_->Find(r.module, r.options, static_cast<bool>(r.pass), r.pass_version);
     if (hit.ok() && hit->has_value()) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         looking_up_ = false;
         --stats_.queued;
         ++stats_.completed;
@@ -89,7 +89,7 @@ void CompileService::LookupLoop() {
     }
     // A miss (or an error the worker's GetOrCompile reports the same way) goes to the workers.
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       looking_up_ = false;
       cancelled = stopping_;
       if (cancelled) {
@@ -97,7 +97,7 @@ void CompileService::LookupLoop() {
         ++stats_.cancelled;
       } else {
         queue_.push_back(std::move(*job));
-        wake_.notify_all();  // one condition for the workers and the lookup thread
+        wake_.NotifyAll();  // one condition for the workers and the lookup thread
       }
     }
     if (cancelled) job->done(ShutDownBefore(job->request));
@@ -106,18 +106,18 @@ void CompileService::LookupLoop() {
 
 void CompileService::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cancel_.store(true);
-  wake_.notify_all();
+  wake_.NotifyAll();
   std::call_once(joined_, [this] {
     for (std::thread& thread : threads_) thread.join();
   });
 }
 
 CompileServiceStats CompileService::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -126,8 +126,8 @@ void CompileService::WorkerLoop() {
     bool cancelled = false;
     std::optional<Job> job;
     {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && queue_.empty()) wake_.Wait(mu_);
       if (queue_.empty()) return;  // stopping, nothing left
       job.emplace(std::move(queue_.front()));
       queue_.pop_front();
@@ -144,7 +144,7 @@ void CompileService::WorkerLoop() {
     Result<CacheResult> result = cache_->GetOrCompile(job->request.module, options,
                                                       job->request.pass, job->request.pass_version);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       --stats_.running;
       ++stats_.completed;
     }

@@ -20,7 +20,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -30,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "wasm/module.h"
 #include "wasm/native/code_cache.h"
@@ -96,8 +96,10 @@ class CompileService {
   // milliseconds) and queues the rest for the workers, so a cache hit never waits behind a
   // compile.
   void LookupLoop();
-  // Requests accepted and not yet running or answered. REQUIRES: mu_ held.
-  size_t Waiting() const { return lookups_.size() + (looking_up_ ? 1 : 0) + queue_.size(); }
+  // Requests accepted and not yet running or answered.
+  size_t Waiting() const REQUIRES(mu_) {
+    return lookups_.size() + (looking_up_ ? 1 : 0) + queue_.size();
+  }
 
   // Constant after construction.
   const std::shared_ptr<CodeCache> cache_;
@@ -106,14 +108,14 @@ class CompileService {
   std::once_flag joined_;             // Shutdown joins the threads once
 
   // Protected by mu_.
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<Job> lookups_;  // submitted, not yet looked up in the cache
-  bool looking_up_ = false;  // the lookup thread holds a request
-  std::deque<Job> queue_;    // misses, waiting for a worker
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  CondVar wake_;
+  std::deque<Job> lookups_ GUARDED_BY(mu_);  // submitted, not yet looked up in the cache
+  bool looking_up_ GUARDED_BY(mu_) = false;  // the lookup thread holds a request
+  std::deque<Job> queue_ GUARDED_BY(mu_);    // misses, waiting for a worker
+  bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<bool> cancel_{false};  // set by Shutdown: compiles in progress are killed
-  CompileServiceStats stats_;
+  CompileServiceStats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::wasm::native

@@ -4,10 +4,10 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <mutex>
 #include <system_error>
 #include <unordered_map>
 
+#include "core/mutex.h"
 #include "wasm/native/rt/wasm-rt.h"
 
 namespace reef::wasm::native {
@@ -31,8 +31,8 @@ Status Resolve(void* handle, const char* symbol, Fn* out) {
 
 // NativeModules per loaded library (dlopen handle), so each library is initialised once.
 struct LoadedLibraries {
-  std::mutex mu;
-  std::unordered_map<void*, int> counts;  // GUARDED_BY(mu)
+  Mutex mu;
+  std::unordered_map<void*, int> counts GUARDED_BY(mu);
 };
 
 LoadedLibraries& Libraries() {
@@ -120,7 +120,7 @@ Status NativeModule::Open(const std::filesystem::path& library) {
     entry_.exports.push_back(thunk);
   }
   LoadedLibraries& libraries = Libraries();
-  std::lock_guard lock(libraries.mu);
+  MutexLock lock(libraries.mu);
   // Registers the module's function types (process-wide registry); never traps. Once per
   // loaded library: instances of an earlier NativeModule may be reading them.
   if (libraries.counts[handle_]++ == 0) init_module();
@@ -135,7 +135,7 @@ NativeModule::~NativeModule() {
     return;
   }
   LoadedLibraries& libraries = Libraries();
-  std::lock_guard lock(libraries.mu);
+  MutexLock lock(libraries.mu);
   if (--libraries.counts[handle_] == 0) libraries.counts.erase(handle_);
   // Under the lock: a concurrent dlopen of the same file sees either the library still
   // counted or a fresh one to initialise.

@@ -5,18 +5,17 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "apps/program/program_runtime.h"
+#include "core/mutex.h"
 
 namespace reef::apps::program {
 
@@ -46,17 +45,19 @@ struct Instance {
 // One unit's code and its instances. A redeploy that changes the unit's code retires this
 // object and makes a new one; an unchanged unit carries it over.
 struct UnitState {
-  std::mutex mu;
+  Mutex mu;
+  // Set before the state is published (State::Publish), constant after.
+  std::string name;  // spec.name, readable without mu
   std::shared_ptr<const actor::Implementation> implementation;
   std::string code_fingerprint;
   uint64_t code_generation = 0;
-  UnitSpec spec;                           // GUARDED_BY(mu): limits may change
-  std::map<uint32_t, Instance> instances;  // GUARDED_BY(mu)
+  UnitSpec spec GUARDED_BY(mu);  // limits may change (written with State::mu held too)
+  std::map<uint32_t, Instance> instances GUARDED_BY(mu);
   // The unit's next instance id, shared by every UnitState of the unit's name, so an id
   // never names two instances (old code's and new code's) at once.
   std::shared_ptr<std::atomic<uint32_t>> next_instance;
-  uint32_t cursor = 0;   // GUARDED_BY(mu): round-robin position
-  bool retired = false;  // GUARDED_BY(mu)
+  uint32_t cursor GUARDED_BY(mu) = 0;  // round-robin position
+  bool retired GUARDED_BY(mu) = false;
   std::atomic<uint64_t> invocations{0};
   std::atomic<uint64_t> rejected{0};
   std::atomic<uint64_t> evicted{0};
@@ -67,28 +68,28 @@ struct ProgramRuntime::State {
   std::unique_ptr<actor::Runtime> runtime;
   std::filesystem::path programs_dir;
 
-  std::mutex deploy_mu;          // one deploy at a time
-  uint64_t last_generation = 0;  // GUARDED_BY(deploy_mu)
+  Mutex deploy_mu;  // one deploy at a time
+  uint64_t last_generation GUARDED_BY(deploy_mu) = 0;
 
-  mutable std::mutex mu;
-  std::shared_ptr<const Program> current;                   // GUARDED_BY(mu)
-  std::map<std::string, std::shared_ptr<UnitState>> units;  // GUARDED_BY(mu)
+  mutable Mutex mu;
+  std::shared_ptr<const Program> current GUARDED_BY(mu);
+  std::map<std::string, std::shared_ptr<UnitState>> units GUARDED_BY(mu);
   // Next instance id per unit name, across deploys (UnitState::next_instance).
-  std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids;  // GUARDED_BY(mu)
-  std::vector<std::shared_ptr<UnitState>> retired;                             // GUARDED_BY(mu)
+  std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids GUARDED_BY(mu);
+  std::vector<std::shared_ptr<UnitState>> retired GUARDED_BY(mu);
   std::atomic<uint32_t> reactor_cursor{0};
   std::atomic<bool> refusing{false};  // RefuseInvocations was called
 
-  std::mutex stop_mu;
-  std::condition_variable stop_cv;
-  bool stopping = false;  // GUARDED_BY(stop_mu)
+  Mutex stop_mu;
+  CondVar stop_cv;
+  bool stopping GUARDED_BY(stop_mu) = false;
   std::thread evictor;
 
   Result<DeployReport> Publish(std::shared_ptr<const Program> program);
   Result<uint32_t> NextReactor();
-  // Picks (or spawns) the instance an invocation goes to. REQUIRES: unit.mu held.
+  // Picks (or spawns) the instance an invocation goes to.
   Result<Instance*> Pick(UnitState& unit, const std::optional<uint32_t>& target,
-                         InvokeOutcome* outcome);
+                         InvokeOutcome* outcome) REQUIRES(unit.mu);
   void EvictIdle();
   void EvictLoop();
 };

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "wasm/native/rt/wasm-rt.h"
 
 extern "C" {
@@ -140,19 +141,20 @@ const TrapRow* FindTrapRow(int code) {
 class FuncTypeRegistry {
  public:
   uint32_t Register(std::vector<wasm_rt_type_t> params, std::vector<wasm_rt_type_t> results) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto [it, inserted] = ids_.try_emplace({std::move(params), std::move(results)},
                                            static_cast<uint32_t>(ids_.size() + 1));
     return it->second;
   }
   uint32_t size() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return static_cast<uint32_t>(ids_.size());
   }
 
  private:
-  std::mutex mu_;
-  std::map<std::pair<std::vector<wasm_rt_type_t>, std::vector<wasm_rt_type_t>>, uint32_t> ids_;
+  Mutex mu_;
+  std::map<std::pair<std::vector<wasm_rt_type_t>, std::vector<wasm_rt_type_t>>, uint32_t> ids_
+      GUARDED_BY(mu_);
 };
 
 FuncTypeRegistry& Registry() {
