@@ -230,11 +230,14 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       // Past the shutdown deadline the connection is closed: the request is not run.
       if (self->core_.abandoning()) return;
       bool close = !request.keep_alive();
-      std::optional<HttpReply> reply = self->Route(request, close);
+      std::shared_ptr<OwedReply> owed;
+      std::optional<HttpReply> reply = self->Route(request, close, &owed);
       if (reply) return self->Answer(std::move(*reply), close);
       // An asynchronous route took the request: its body has been parsed or moved out, and
       // the wait must not hold room in max_concurrent_body_bytes that other requests need.
       self->ReleaseBody();
+      asio::post(self->stream_.get_executor(),
+                 [self, owed = std::move(owed)] { self->Watch(std::move(owed)); });
     });
   }
 
@@ -243,8 +246,45 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     asio::post(stream_.get_executor(),
                [self = shared_from_this(), reply = std::move(reply), close]() mutable {
                  self->ReleaseBody();
+                 self->StopWatching();
                  self->Write(std::move(reply), close);
                });
+  }
+
+  // Strand. While an asynchronous route owes the reply, waits for the socket to turn readable
+  // without reading: a client that closes or resets its connection meanwhile is gone, so the
+  // reply is abandoned and the connection (and its slot in max_connections) goes at once
+  // rather than when the route answers. Bytes that arrive (a pipelined request) stay for the
+  // next read; the watch ends there.
+  void Watch(std::shared_ptr<OwedReply> owed) {
+    if (phase_ != Phase::kHandling || !owed) return;  // answered already, or closed
+    watching_ = std::move(owed);
+    stream_.socket().async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this()](beast::error_code ec) { self->OnReadable(ec); });
+  }
+
+  void OnReadable(beast::error_code ec) {
+    std::shared_ptr<OwedReply> owed = std::move(watching_);
+    if (!owed || ec == asio::error::operation_aborted) return;  // answered (StopWatching)
+    beast::error_code available_ec;
+    size_t pending = stream_.socket().available(available_ec);
+    if (!ec && !available_ec && pending > 0) return;  // a pipelined request
+    {
+      MutexLock lock(owed->mu);
+      if (!owed->session) return;  // answered at the same moment: Answer writes it
+      owed->session.reset();
+    }
+    core_.ForgetOwed(owed->id);
+    CloseNow();
+  }
+
+  // Strand. Ends the watch: the reply is about to be written.
+  void StopWatching() {
+    if (!watching_) return;
+    watching_.reset();
+    beast::error_code ignored;
+    stream_.socket().cancel(ignored);
   }
 
   // The responder of one request of an asynchronous route.
@@ -276,8 +316,10 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   };
 
   // Handler thread. Moves the body out of `message` into the route's request. Returns the
-  // reply, or nullopt when an asynchronous route took the request (it answers later).
-  std::optional<HttpReply> Route(HttpMessage& message, bool close) {
+  // reply, or nullopt when an asynchronous route took the request (it answers later; then
+  // *owed_out is the reply it owes).
+  std::optional<HttpReply> Route(HttpMessage& message, bool close,
+                                 std::shared_ptr<OwedReply>* owed_out) {
     HttpRequest request;
     request.method = std::string(message.method_string());
     request.target = std::string(message.target());
@@ -311,6 +353,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
         if (route.async_handler) {
           auto owed = std::make_shared<OwedReply>(core_.NextId(), shared_from_this());
           core_.Owe(owed);
+          *owed_out = owed;
           auto responder = std::make_shared<Responder>(owed, message, close);
           try {
             route.async_handler(request, responder);
@@ -437,6 +480,8 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   // Bytes this request holds in max_concurrent_body_bytes (0: none). The strand, or the
   // handler thread while the request is being handled (ReleaseBody).
   uint64_t body_charge_ = 0;
+  // The reply an asynchronous route owes while Watch waits on the socket (null otherwise).
+  std::shared_ptr<OwedReply> watching_;
 };
 
 }  // namespace

@@ -152,6 +152,56 @@ TEST(ServerTest, AsyncRoutesHoldNoHandlerThreadAndAnswerFromAnyThread) {
   EXPECT_EQ(seen, (std::set<int>{0, 1, 2, 3}));
 }
 
+TEST(ServerTest, AClientThatLeavesWhileItsReplyIsOwedFreesItsConnectionAtOnce) {
+  // Given a server taking 8 connections, and 8 clients whose requests wait on an async route
+  HeldResponders slow;
+  ServerOptions options;
+  options.limits.max_connections = 8;
+  options.routes.push_back(slow.Route());
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<RawHttpClient>> waiting;
+  for (int i = 0; i < 8; ++i) {
+    waiting.push_back(std::make_unique<RawHttpClient>(server->port()));
+    ASSERT_FALSE(waiting.back()->Write("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  ASSERT_TRUE(slow.WaitFor(8));
+  // No waiting connection can be evicted: while they all wait, there is no room.
+  EXPECT_EQ(HttpGet(server->port(), "/health").status, 503u);
+  // When those clients go away
+  waiting.clear();
+  // then their connections close without waiting for the replies: /health is answered
+  bool answered = false;
+  for (int attempt = 0; attempt < 200 && !answered; ++attempt) {
+    answered = HttpGet(server->port(), "/health").status == 200u;
+    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(answered) << "the connections of clients that left still hold their slots";
+  // and the routes' late answers go nowhere, harmlessly.
+  for (auto& responder : slow.Take()) responder->Send(HttpResponse::Json(200, json::object()));
+  EXPECT_EQ(HttpGet(server->port(), "/health").status, 200u);
+}
+
+TEST(ServerTest, APipelinedRequestBehindAnOwedReplyIsAnsweredAfterIt) {
+  HeldResponders slow;
+  ServerOptions options;
+  options.routes.push_back(slow.Route());
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  RawHttpClient client(server->port());
+  ASSERT_FALSE(client.Write("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(slow.WaitFor(1));
+  // A second request on the same connection before the first is answered (pipelining).
+  ASSERT_FALSE(client.Write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(client.WaitDelivered());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (auto& responder : slow.Take()) responder->Send(HttpResponse::Json(201, json{{"n", 1}}));
+  HttpResult first = client.Read();
+  EXPECT_EQ(first.status, 201u) << first.text;
+  HttpResult second = client.Read();
+  EXPECT_EQ(second.status, 200u) << second.text;
+}
+
 TEST(ServerTest, AnAsyncRouteThatDropsItsResponderOrFailsAnswersAnError) {
   ServerOptions options;
   HttpRoute dropped;
