@@ -102,10 +102,12 @@ void InterpInvocation::RunChunks() {
     } else if (out_of_fuel_) {
       out_of_fuel_ = false;
       in_meter_ = true;
+      engine_->NoteGarbage();  // the "out of fuel" trap object wabt left in the store
       return;
     } else if (suspend_requested_) {
       suspend_requested_ = false;
       state_ = RunState::kSuspended;
+      engine_->NoteGarbage();  // the trap object that stopped the thread
     } else if (host_trap_) {
       Trap t = std::move(*host_trap_);
       host_trap_.reset();
