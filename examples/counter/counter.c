@@ -5,6 +5,9 @@
  *   {"op": "add",  "value": N}               -> state + N
  *   {"op": "send", "value": N, "target": @A} -> sends {"op": "add", "value": N} to actor A;
  *                                               state + 1
+ *   {"op": "get"}                            -> replies with the state to the sender (an
+ *                                               actor, or a caller: examples/asker); state
+ *                                               unchanged
  * Anything else fails the invocation with a reason, so nothing commits.
  * Spec 001's walk-through: a sender spawned with 0 and a receiver spawned with 10; sending
  * {"op": "send", "value": 5, "target": receiver} to the sender commits 1 there and 15 at the
@@ -49,7 +52,6 @@ static void send_add(const reef_actor_ref* target, int64_t value) {
 }
 
 static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
-  (void)sender;
   int64_t count;
   if (reef_read_int(&state, &count) != REEF_OK) {
     reef_failf("counter: state must be an integer, got %s", reef_kind_name(reef_peek(&state)));
@@ -59,7 +61,7 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
   reef_str op;
   if ((rc != REEF_OK && rc != REEF_E_NOT_FOUND) ||
       reef_read_text(&fields[FIELD_OP], &op) != REEF_OK) {
-    reef_fail("counter: message must be a record with a text field 'op' (add or send)");
+    reef_fail("counter: message must be a record with a text field 'op' (add, send or get)");
   }
 
   if (reef_str_eq(op, "add")) {
@@ -74,7 +76,15 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
     send_add(&target, value);
     return reef_value_int(add(count, 1));
   }
-  reef_failf("counter: unknown op '%.*s'; expected add or send", (int)op.len, op.ptr);
+  if (reef_str_eq(op, "get")) {
+    /* A message from the host (sender null) has no one to reply to: nothing to do. */
+    rc = reef_reply(sender, reef_value_int(count));
+    if (rc != REEF_OK && rc != REEF_E_NOT_FOUND) {
+      reef_failf("counter: reply failed: %s", reef_strerror(rc));
+    }
+    return reef_value_int(count);
+  }
+  reef_failf("counter: unknown op '%.*s'; expected add, send or get", (int)op.len, op.ptr);
 }
 
 REEF_ACTOR(handle);

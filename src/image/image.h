@@ -67,7 +67,7 @@ struct BundledSource {
 };
 
 // The examples the image puts into working source on Open: actors/counter (the counter of
-// spec 001) and actors/hello. Static storage; any thread.
+// spec 001), actors/hello and actors/asker (calls another actor). Static storage; any thread.
 std::span<const BundledSource> BundledSources();
 
 class Image {

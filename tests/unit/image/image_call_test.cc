@@ -44,12 +44,11 @@ class ImageCallTest : public test_support::ImageFixture {
     test_support::ImageFixture::SetUp();
     if (!HaveClang()) GTEST_SKIP() << "no clang for wasm32 configured";
     client_ = Connect();
-    for (const auto& [path, text] :
-         {std::pair{"actors/asker", kAsker}, {"actors/answer", kAnswerer}}) {
+    for (const auto& [path, text] : {std::pair{"test/asker", kAsker}, {"test/answer", kAnswerer}}) {
       client_->Ok("write", {{"path", path}, {"kind", "c"}, {"text", text}, {"expected", nullptr}});
     }
-    asker_ = Spawn("actors/asker", 0);
-    answerer_ = Spawn("actors/answer", 42);
+    asker_ = Spawn("test/asker", 0);
+    answerer_ = Spawn("test/answer", 42);
   }
   std::string Spawn(const std::string& path, json state) {
     return client_->Ok("spawn", {{"path", path}, {"state", std::move(state)}}).value("actor", "");
@@ -93,6 +92,24 @@ TEST_F(ImageCallTest, AReplyToAKilledCallerIsDroppedAndTheReplierCommits) {
   json caller = Inspect(asker_);
   EXPECT_EQ(caller["status"], "stopped");
   EXPECT_EQ(caller["state"], 0) << "the reply never reaches the killed caller";
+}
+
+// The bundled examples: actors/asker calls a counter with {"op": "get"} and keeps its value.
+TEST_F(ImageCallTest, TheBundledAskerGetsACountersValue) {
+  std::string counter = Spawn("actors/counter", 41);
+  std::string asker = Spawn("actors/asker", 0);
+  client_->Ok("pause", {{"actor", counter}});
+  client_->Ok("send",
+              {{"actor", asker}, {"message", {{"op", "ask"}, {"target", {{"$actor", counter}}}}}});
+  client_->Ok("tick", {{"count", 100}});
+  json waiting = Inspect(asker);
+  EXPECT_EQ(waiting["status"], "awaiting") << waiting.dump();
+  EXPECT_EQ(waiting["awaiting"]["call"], counter);
+  client_->Ok("resume", {{"actor", counter}});
+  json report = client_->Ok("tick", {{"count", 100}});
+  EXPECT_EQ(report["failures"], 0) << report.dump();
+  EXPECT_EQ(Inspect(asker)["state"], 41);
+  EXPECT_EQ(Inspect(counter)["state"], 41);
 }
 
 }  // namespace
