@@ -18,13 +18,7 @@ TEST_F(ProgramTest, DrainMovesInstancesOffTheReactorAndInvocationsGoOn) {
   if (Reactors().size() < 2) GTEST_SKIP() << "one reactor: nothing to drain to";
   ASSERT_EQ(Invoke(port_, "counter", {{"op", "add"}}).status, 200u);
   // Given: worker instances spread over the reactors (4 clients at once, round-robin).
-  std::vector<std::thread> clients;
-  for (int c = 0; c < 4; ++c) {
-    clients.emplace_back([&, c] {
-      for (int i = 0; i < 5; ++i) EXPECT_EQ(Invoke(port_, "worker", {{"c", c}}).status, 200u);
-    });
-  }
-  for (std::thread& t : clients) t.join();
+  InvokeWorkersFromFourClients();
   const size_t workers = Instances("worker").size();
   // The reactor to drain: the counter's, so the singleton moves too.
   const int64_t drained = Get(Instances("counter").at(0), "reactor", int64_t{0});

@@ -258,13 +258,7 @@ TEST_F(ProgramTest, IdleReplicatedInstancesAreEvictedButNeverTheSingleton) {
   ASSERT_TRUE(Deploy(kProgramV1Dir, {{"worker", {{"idle_eviction_ms", 200}}}}).is_object());
   ASSERT_EQ(Invoke(port_, "counter", {{"op", "add"}}).status, 200u);
   // Given: a few worker instances (4 clients at once).
-  std::vector<std::thread> clients;
-  for (int c = 0; c < 4; ++c) {
-    clients.emplace_back([&, c] {
-      for (int i = 0; i < 5; ++i) EXPECT_EQ(Invoke(port_, "worker", {{"c", c}}).status, 200u);
-    });
-  }
-  for (std::thread& t : clients) t.join();
+  InvokeWorkersFromFourClients();
   const size_t spawned = Instances("worker").size();
   ASSERT_GE(spawned, 1u);
 

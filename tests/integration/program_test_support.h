@@ -145,6 +145,18 @@ class ProgramTest : public ::testing::Test {
     return r.body["instances"];
   }
 
+  // Invokes the worker 5 times from each of 4 clients at once, so instances spread (each must
+  // answer 200).
+  void InvokeWorkersFromFourClients() {
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 4; ++c) {
+      clients.emplace_back([&, c] {
+        for (int i = 0; i < 5; ++i) EXPECT_EQ(Invoke(port_, "worker", {{"c", c}}).status, 200u);
+      });
+    }
+    for (std::thread& t : clients) t.join();
+  }
+
   // The instance numbered `n` of `unit`, or null.
   json InstanceNumbered(const std::string& unit, int64_t n) {
     for (const json& i : Instances(unit)) {
