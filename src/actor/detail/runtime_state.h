@@ -8,7 +8,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "actor/runtime.h"
+#include "core/mutex.h"
 
 namespace reef::actor {
 
@@ -45,10 +45,10 @@ struct ActorCell {
   // Moving between reactors (free-running Drain) without reordering messages: while
   // `moving`, other threads wait to route here, and the old owner forwards what it still
   // holds to `moving_to`; a fence command on the old owner then switches `reactor`.
-  std::mutex route_mu;
-  std::condition_variable route_cv;
-  bool moving = false;     // GUARDED_BY(route_mu)
-  uint32_t moving_to = 0;  // GUARDED_BY(route_mu)
+  Mutex route_mu;
+  CondVar route_cv;  // signalled when a move ends
+  bool moving GUARDED_BY(route_mu) = false;
+  uint32_t moving_to GUARDED_BY(route_mu) = 0;
   std::atomic<ActorStatus> status{ActorStatus::kIdle};
   std::atomic<uint32_t> used{0};  // queued + reserved + slots reserved by senders in flight
   // Set by Runtime::Remove. A sender checks it after reserving a slot and backs off, so no
@@ -143,9 +143,10 @@ class Reactor {
 
   // ---- cross-thread commands (free-running) ----
   using Command = std::function<void(Reactor&)>;
-  void Post(Command command);
+  void Post(Command command) EXCLUDES(mu_);
   // Takes every pending command; waits up to `timeout` when none is pending and `idle`.
-  std::deque<Command> TakeCommands(bool idle, std::chrono::steady_clock::duration timeout);
+  std::deque<Command> TakeCommands(bool idle, std::chrono::steady_clock::duration timeout)
+      EXCLUDES(mu_);
 
   // ---- timers (free-running), owned by the reactor thread ----
   using TimePoint = std::chrono::steady_clock::time_point;
@@ -164,9 +165,10 @@ class Reactor {
   std::thread thread;
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Command> commands_;  // GUARDED_BY(mu_)
+  // Protected by mu_; cv_ is signalled when a command is posted.
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Command> commands_ GUARDED_BY(mu_);
 };
 
 struct Runtime::State {
