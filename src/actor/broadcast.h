@@ -18,17 +18,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace reef::actor {
@@ -60,48 +59,50 @@ class Channel {
   // Appends `item`, or fails the channel when its buffer is full. False when the channel no
   // longer takes items (lagged, closed or ended): the broadcaster then drops it.
   bool Offer(const T& item) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kOpen) return false;
     if (buffer_.size() >= capacity_) {
       dropped_ = buffer_.size() + 1;  // the buffered items and the one that did not fit
       buffer_.clear();
       state_ = State::kLagged;
-      cv_.notify_all();
+      cv_.NotifyAll();
       return false;
     }
     buffer_.push_back(item);
-    cv_.notify_one();
+    cv_.NotifyOne();
     return true;
   }
 
   // True when the broadcaster should keep delivering to this channel.
   bool open() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return state_ == State::kOpen;
   }
 
   // The subscriber unsubscribed: discard the buffer. A lagged channel keeps its failure.
   void Close() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (state_ == State::kLagged || state_ == State::kClosed) return;
     state_ = State::kClosed;
     buffer_.clear();
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   // The broadcaster is gone: the buffer stays readable, nothing more arrives.
   void End() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kOpen) return;
     state_ = State::kEnded;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
   Result<std::vector<T>> Wait(std::size_t max, std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (timeout.count() > 0) {
-      cv_.wait_for(lock, std::min(timeout, kMaxWait),
-                   [&] { return !buffer_.empty() || state_ != State::kOpen; });
+      const auto deadline = std::chrono::steady_clock::now() + std::min(timeout, kMaxWait);
+      while (buffer_.empty() && state_ == State::kOpen) {
+        if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout) break;
+      }
     }
     if (state_ == State::kLagged) {
       return Status::Unavailable("subscription lagged: " + std::to_string(dropped_) +
@@ -126,11 +127,11 @@ class Channel {
   }
 
   State state() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return state_;
   }
   std::uint64_t dropped() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return dropped_;
   }
   std::size_t capacity() const { return capacity_; }
@@ -140,11 +141,12 @@ class Channel {
   const BroadcastFilter<T> filter_;
   const std::size_t capacity_;  // items, at least 1
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<T> buffer_;        // GUARDED_BY(mu_); at most capacity_ items
-  State state_ = State::kOpen;  // GUARDED_BY(mu_); leaves kOpen at most once
-  std::uint64_t dropped_ = 0;   // GUARDED_BY(mu_); entries lost when it lagged
+  // Protected by mu_. cv_ is signalled when an item arrives or the state changes.
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<T> buffer_ GUARDED_BY(mu_);        // at most capacity_ items
+  State state_ GUARDED_BY(mu_) = State::kOpen;  // leaves kOpen at most once
+  std::uint64_t dropped_ GUARDED_BY(mu_) = 0;   // entries lost when it lagged
 };
 
 }  // namespace detail
@@ -203,7 +205,7 @@ class Broadcast {
 
   Broadcast() = default;
   ~Broadcast() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& channel : channels_) channel->End();
   }
   Broadcast(const Broadcast&) = delete;
@@ -214,7 +216,7 @@ class Broadcast {
   std::shared_ptr<Subscription<T>> Subscribe(Filter filter = {},
                                              std::size_t capacity = kDefaultSubscriberBuffer) {
     auto channel = std::make_shared<detail::Channel<T>>(std::move(filter), capacity);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     channels_.push_back(channel);
     return std::make_shared<Subscription<T>>(std::move(channel));
   }
@@ -223,7 +225,7 @@ class Broadcast {
   // subscriber (a full buffer fails that subscription). Drops closed and failed
   // subscriptions. Returns the number of subscriptions the item was delivered to.
   std::size_t Publish(const T& item) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::size_t delivered = 0;
     std::erase_if(channels_, [&](const std::shared_ptr<detail::Channel<T>>& channel) {
       if (!channel->Matches(item)) return !channel->open();
@@ -236,15 +238,16 @@ class Broadcast {
 
   // Subscriptions still registered that have neither closed nor lagged.
   std::size_t subscriber_count() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::size_t count = 0;
     for (const auto& channel : channels_) count += channel->open() ? 1 : 0;
     return count;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<detail::Channel<T>>> channels_;  // GUARDED_BY(mu_)
+  // Protected by mu_.
+  mutable Mutex mu_;
+  std::vector<std::shared_ptr<detail::Channel<T>>> channels_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::actor

@@ -30,7 +30,7 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Val
   {
     // Following the wait-for edges from the target: back here means a cycle. The edge is
     // added under the same lock, so two actors calling each other at once cannot both pass.
-    std::lock_guard lock(awaits_mu);
+    MutexLock lock(awaits_mu);
     ActorRef next = target;
     for (size_t hops = 0; hops <= awaits.size(); ++hops) {
       auto edge = awaits.find(next);
@@ -78,7 +78,7 @@ void Runtime::State::ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t 
     code = FailureCode(reply.status(), queued);
   }
   {
-    std::lock_guard lock(awaits_mu);
+    MutexLock lock(awaits_mu);
     awaits.erase(ref);
   }
   actor.awaiting.reset();
@@ -98,7 +98,7 @@ void Runtime::State::CancelAwait(Actor& actor) {
   std::shared_ptr<CallSlot> slot = std::move(actor.awaiting->slot);
   actor.awaiting.reset();
   {
-    std::lock_guard lock(awaits_mu);
+    MutexLock lock(awaits_mu);
     awaits.erase(actor.cell->ref);
   }
   // Its completion posts a resume that finds no wait and does nothing; a reply that comes

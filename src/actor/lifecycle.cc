@@ -302,7 +302,7 @@ Status Runtime::Drain(uint32_t reactor_id) {
         // 2. The new owner inserts the actor before anything forwarded reaches it.
         // 3. A fence behind every queued delivery switches the route and releases senders.
         {
-          std::lock_guard lock(moved->cell->route_mu);
+          MutexLock lock(moved->cell->route_mu);
           moved->cell->moving = true;
           moved->cell->moving_to = to->id;
         }
@@ -314,11 +314,11 @@ Status Runtime::Drain(uint32_t reactor_id) {
         uint32_t to_id = to->id;
         r.Post([cell, to_id](Reactor&) {
           {
-            std::lock_guard lock(cell->route_mu);
+            MutexLock lock(cell->route_mu);
             cell->reactor.store(to_id, std::memory_order_release);
             cell->moving = false;
           }
-          cell->route_cv.notify_all();
+          cell->route_cv.NotifyAll();
         });
       }
     }

@@ -63,7 +63,7 @@ LifecycleEvents::LifecycleEvents(LifecycleEventsOptions options) : options_(opti
 std::uint64_t LifecycleEvents::Publish(LifecycleKind kind, ActorRef actor,
                                        std::uint32_t incarnation, std::string detail) {
   const std::int64_t now = UnixNowMs();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   LifecycleEvent event{++last_seq_, kind, actor, incarnation, std::move(detail), now};
   subscribers_.Publish(event);
   recent_.push_back(std::move(event));
@@ -78,7 +78,7 @@ Result<LifecyclePage> LifecycleEvents::Recent(std::uint64_t after_seq, std::size
                                    "; it must be 1.." + std::to_string(options_.max_page_events) +
                                    " events");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   LifecyclePage page;
   page.next_after = after_seq;
   page.first_retained = recent_.empty() ? last_seq_ + 1 : recent_.front().seq;
@@ -103,7 +103,7 @@ std::shared_ptr<Subscription<LifecycleEvent>> LifecycleEvents::Subscribe(
 }
 
 std::uint64_t LifecycleEvents::last_seq() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_seq_;
 }
 

@@ -15,12 +15,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "actor/broadcast.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "core/value.h"
 
@@ -124,10 +124,13 @@ class LifecycleEvents {
   // Constant after construction.
   const LifecycleEventsOptions options_;
 
-  mutable std::mutex mu_;
-  std::uint64_t last_seq_ = 0;         // GUARDED_BY(mu_)
-  std::deque<LifecycleEvent> recent_;  // GUARDED_BY(mu_); consecutive seqs, oldest first
-  // Published under mu_ so subscribers see events in seq order.
+  // Protected by mu_.
+  mutable Mutex mu_;
+  std::uint64_t last_seq_ GUARDED_BY(mu_) = 0;
+  std::deque<LifecycleEvent> recent_ GUARDED_BY(mu_);  // consecutive seqs, oldest first
+
+  // Any thread (it has its own locks). Published under mu_ so subscribers see events in seq
+  // order.
   Broadcast<LifecycleEvent> subscribers_;
 };
 

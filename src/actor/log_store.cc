@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <mutex>
 #include <queue>
 #include <utility>
 
@@ -65,7 +64,7 @@ Result<std::uint64_t> LogStore::Append(ActorRef actor, std::uint32_t incarnation
   }
   const std::int64_t now = UnixNowMs();
 
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   LogEntry entry{++last_seq_, actor, incarnation, level, std::move(message), now};
   followers_.Publish(entry);
   std::deque<LogEntry>& tail = by_actor_[actor];
@@ -75,7 +74,7 @@ Result<std::uint64_t> LogStore::Append(ActorRef actor, std::uint32_t incarnation
 }
 
 void LogStore::Forget(ActorRef actor) {
-  std::unique_lock lock(mu_);
+  WriterLock lock(mu_);
   by_actor_.erase(actor);
 }
 
@@ -86,7 +85,7 @@ Result<LogPage> LogStore::History(const LogFilter& filter, std::uint64_t after_s
                                    "; it must be 1.." + std::to_string(options_.max_page_entries) +
                                    " entries");
   }
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
 
   // One cursor per selected actor, at its first entry with seq > after_seq.
   std::vector<Cursor> cursors;
@@ -134,12 +133,12 @@ std::shared_ptr<Subscription<LogEntry>> LogStore::Follow(const LogFilter& filter
 }
 
 std::uint64_t LogStore::last_seq() const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   return last_seq_;
 }
 
 std::size_t LogStore::retained(const ActorRef& actor) const {
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   auto it = by_actor_.find(actor);
   return it == by_actor_.end() ? 0 : it->second.size();
 }

@@ -27,12 +27,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "actor/broadcast.h"
 #include "actor/guest_abi.h"
+#include "core/mutex.h"
 #include "core/status.h"
 #include "core/value.h"
 
@@ -112,10 +112,13 @@ class LogStore {
   // Constant after construction.
   const LogStoreOptions options_;
 
-  mutable std::shared_mutex mu_;
-  std::uint64_t last_seq_ = 0;                         // GUARDED_BY(mu_)
-  std::map<ActorRef, std::deque<LogEntry>> by_actor_;  // GUARDED_BY(mu_); each in seq order
-  // Published under mu_ (exclusive) so followers see entries in seq order.
+  // Protected by mu_: writers (Append, Forget) hold it exclusively, readers shared.
+  mutable SharedMutex mu_;
+  std::uint64_t last_seq_ GUARDED_BY(mu_) = 0;
+  std::map<ActorRef, std::deque<LogEntry>> by_actor_ GUARDED_BY(mu_);  // each in seq order
+
+  // Any thread (it has its own locks). Published under mu_ (exclusive) so followers see
+  // entries in seq order.
   Broadcast<LogEntry> followers_;
 };
 

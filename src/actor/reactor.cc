@@ -48,16 +48,21 @@ Reactor::Reactor(uint32_t reactor_id, const RuntimeOptions& options)
 
 void Reactor::Post(Command command) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     commands_.push_back(std::move(command));
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
 }
 
 std::deque<Reactor::Command> Reactor::TakeCommands(bool idle,
                                                    std::chrono::steady_clock::duration timeout) {
-  std::unique_lock lock(mu_);
-  if (idle && commands_.empty()) cv_.wait_for(lock, timeout);
+  MutexLock lock(mu_);
+  if (idle && commands_.empty()) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (commands_.empty()) {
+      if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout) break;
+    }
+  }
   std::deque<Command> taken;
   taken.swap(commands_);
   return taken;
@@ -135,10 +140,10 @@ void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope enve
   }
   // Choosing the reactor and posting happen under route_mu, so a move (Drain) is ordered
   // against every send: before it (delivered or forwarded by the old owner), or after it.
-  std::unique_lock lock(cell->route_mu);
+  MutexLock lock(cell->route_mu);
   Reactor* owner = reactors[cell->reactor.load(std::memory_order_acquire)].get();
   while (cell->moving && tls_reactor != owner) {
-    cell->route_cv.wait_for(lock, std::chrono::milliseconds(5));
+    cell->route_cv.WaitFor(cell->route_mu, std::chrono::milliseconds(5));
     owner = reactors[cell->reactor.load(std::memory_order_acquire)].get();
   }
   // The old owner itself forwards straight to the new one while the move is in progress.

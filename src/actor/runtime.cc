@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <future>
 #include <thread>
 
@@ -18,25 +17,25 @@ Reactor* CurrentReactor();  // reactor.cc
 Runtime::State::State(RuntimeOptions opts) : options(std::move(opts)), logs(options.log_options) {}
 
 std::shared_ptr<ActorCell> Runtime::State::FindCell(const ActorRef& ref) {
-  std::shared_lock lock(directory_mu);
+  ReaderLock lock(directory_mu);
   auto it = directory.find(ref);
   return it == directory.end() ? nullptr : it->second;
 }
 
 std::shared_ptr<CallSlot> Runtime::State::FindCall(const ActorRef& ref) {
-  std::lock_guard lock(calls_mu);
+  MutexLock lock(calls_mu);
   auto it = calls.find(ref);
   return it == calls.end() ? nullptr : it->second;
 }
 
 bool Runtime::State::IsReplyAddress(const ActorRef& ref) {
-  std::lock_guard lock(calls_mu);
+  MutexLock lock(calls_mu);
   return calls.count(ref) > 0 || retired_index.count(ref) > 0;
 }
 
 void Runtime::State::RetireCall(const ActorRef& ref) {
   constexpr size_t kRetiredCalls = 65'536;
-  std::lock_guard lock(calls_mu);
+  MutexLock lock(calls_mu);
   calls.erase(ref);
   retired_calls.push_back(ref);
   retired_index.emplace(ref, true);
@@ -57,34 +56,35 @@ Status Runtime::State::OnReactor(Reactor& reactor, const std::function<Status(Re
   // its end on the reactor). Either way an Unavailable answer means `fn` did not run.
   struct Call {
     enum class State { kQueued, kRunning, kDone, kWithdrawn };
-    std::mutex mu;
-    std::condition_variable changed;
-    State state = State::kQueued;
-    Status result;
+    Mutex mu;
+    CondVar changed;  // signalled when state becomes kDone
+    State state GUARDED_BY(mu) = State::kQueued;
+    Status result GUARDED_BY(mu);
   };
   auto call = std::make_shared<Call>();
   reactor.Post([fn, call](Reactor& r) {
     {
-      std::lock_guard lock(call->mu);
+      MutexLock lock(call->mu);
       if (call->state == Call::State::kWithdrawn) return;
       call->state = Call::State::kRunning;
     }
     Status result = fn(r);
-    std::lock_guard lock(call->mu);
+    MutexLock lock(call->mu);
     call->result = std::move(result);
     call->state = Call::State::kDone;
-    call->changed.notify_all();
+    call->changed.NotifyAll();
   });
-  std::unique_lock lock(call->mu);
-  auto done = [&] { return call->state == Call::State::kDone; };
-  if (!call->changed.wait_for(lock, options.call_timeout, done)) {
-    if (call->state == Call::State::kQueued) {
-      call->state = Call::State::kWithdrawn;
-      return Status::Unavailable(fmt::format("reactor {} did not answer within {} ms", reactor.id,
-                                             options.call_timeout.count()));
-    }
-    call->changed.wait(lock, done);
+  MutexLock lock(call->mu);
+  const auto deadline = std::chrono::steady_clock::now() + options.call_timeout;
+  while (call->state != Call::State::kDone) {
+    if (call->changed.WaitUntil(call->mu, deadline) == std::cv_status::timeout) break;
   }
+  if (call->state == Call::State::kQueued) {
+    call->state = Call::State::kWithdrawn;
+    return Status::Unavailable(fmt::format("reactor {} did not answer within {} ms", reactor.id,
+                                           options.call_timeout.count()));
+  }
+  while (call->state != Call::State::kDone) call->changed.Wait(call->mu);  // it runs to its end
   return call->result;
 }
 
@@ -165,7 +165,7 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
     return s.StartActorCall(*raw, target, std::move(message), timeout);
   };
   {
-    std::unique_lock lock(s.directory_mu);
+    WriterLock lock(s.directory_mu);
     s.directory.emplace(ref, actor->cell);
   }
   reactor->actor_count.fetch_add(1);
@@ -217,11 +217,12 @@ ActorSnapshot Snapshot(const Reactor& reactor, const Actor& a) {
 }  // namespace
 
 std::vector<ActorSnapshot> Runtime::List() {
+  // Filled under all_mu by each reactor's thread in turn (a local: GUARDED_BY cannot mark it).
   std::vector<ActorSnapshot> all;
-  std::mutex all_mu;
+  Mutex all_mu;
   for (auto& reactor : state_->reactors) {
     Status listed = state_->OnReactor(*reactor, [&](Reactor& r) {
-      std::lock_guard lock(all_mu);
+      MutexLock lock(all_mu);
       for (const auto& [ref, actor] : r.actors) all.push_back(Snapshot(r, *actor));
       return Status::Ok();
     });
@@ -268,7 +269,7 @@ Status Runtime::Remove(const ActorRef& ref) {
     r.actor_count.fetch_sub(1);
     return Status::Ok();
   }));
-  std::unique_lock lock(s.directory_mu);
+  WriterLock lock(s.directory_mu);
   s.directory.erase(ref);
   return Status::Ok();
 }
@@ -450,11 +451,11 @@ void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRe
     done(std::move(reply), queued);
   };
   {
-    std::unique_lock lock(calls_mu);
+    MutexLock lock(calls_mu);
     // Read under calls_mu: FailPendingHostCalls takes the lock after setting the flag, so a
     // slot is either failed by it or never registered.
     if (shutting_down.load(std::memory_order_acquire)) {
-      lock.unlock();
+      lock.Unlock();
       return (void)slot->Complete(Status::Unavailable("the actor runtime is shutting down"));
     }
     calls.emplace(*address, slot);
@@ -511,7 +512,7 @@ void Runtime::FailPendingCalls(const std::string& why) {
 void Runtime::State::FailPendingHostCalls(const std::string& why) {
   std::vector<std::shared_ptr<CallSlot>> pending;
   {
-    std::lock_guard lock(calls_mu);
+    MutexLock lock(calls_mu);
     for (const auto& [address, slot] : calls) pending.push_back(slot);
   }
   for (auto& slot : pending) {

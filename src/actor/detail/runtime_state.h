@@ -8,7 +8,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -16,12 +15,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "actor/runtime.h"
+#include "core/mutex.h"
 
 namespace reef::actor {
 
@@ -45,10 +44,10 @@ struct ActorCell {
   // Moving between reactors (free-running Drain) without reordering messages: while
   // `moving`, other threads wait to route here, and the old owner forwards what it still
   // holds to `moving_to`; a fence command on the old owner then switches `reactor`.
-  std::mutex route_mu;
-  std::condition_variable route_cv;
-  bool moving = false;     // GUARDED_BY(route_mu)
-  uint32_t moving_to = 0;  // GUARDED_BY(route_mu)
+  Mutex route_mu;
+  CondVar route_cv;  // signalled when a move ends
+  bool moving GUARDED_BY(route_mu) = false;
+  uint32_t moving_to GUARDED_BY(route_mu) = 0;
   std::atomic<ActorStatus> status{ActorStatus::kIdle};
   std::atomic<uint32_t> used{0};  // queued + reserved + slots reserved by senders in flight
   // Set by Runtime::Remove. A sender checks it after reserving a slot and backs off, so no
@@ -143,9 +142,10 @@ class Reactor {
 
   // ---- cross-thread commands (free-running) ----
   using Command = std::function<void(Reactor&)>;
-  void Post(Command command);
+  void Post(Command command) EXCLUDES(mu_);
   // Takes every pending command; waits up to `timeout` when none is pending and `idle`.
-  std::deque<Command> TakeCommands(bool idle, std::chrono::steady_clock::duration timeout);
+  std::deque<Command> TakeCommands(bool idle, std::chrono::steady_clock::duration timeout)
+      EXCLUDES(mu_);
 
   // ---- timers (free-running), owned by the reactor thread ----
   using TimePoint = std::chrono::steady_clock::time_point;
@@ -164,9 +164,10 @@ class Reactor {
   std::thread thread;
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Command> commands_;  // GUARDED_BY(mu_)
+  // Protected by mu_; cv_ is signalled when a command is posted.
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<Command> commands_ GUARDED_BY(mu_);
 };
 
 struct Runtime::State {
@@ -179,39 +180,41 @@ struct Runtime::State {
   std::atomic<bool> shutting_down{false};
   std::atomic<uint32_t> round_robin{0};
 
-  // Manual mode: serializes every operation (the caller thread drives all reactors).
+  // Manual mode: serializes every operation (the caller thread drives all reactors). Not a
+  // capability: it guards no member of its own (the reactor-owned state it serializes is
+  // also touched without it, by reactor threads in free-running mode) and is reentrant.
   std::recursive_mutex manual_mu;
 
-  // ref -> cell, for every actor. Readers: any thread; writers: Spawn.
-  std::shared_mutex directory_mu;
-  std::map<ActorRef, std::shared_ptr<ActorCell>> directory;  // GUARDED_BY(directory_mu)
+  // ref -> cell, for every actor. Readers: any thread; writers: Spawn, Remove.
+  SharedMutex directory_mu;
+  std::map<ActorRef, std::shared_ptr<ActorCell>> directory GUARDED_BY(directory_mu);
 
-  std::mutex calls_mu;
-  std::map<ActorRef, std::shared_ptr<CallSlot>> calls;  // GUARDED_BY(calls_mu)
+  Mutex calls_mu;
+  std::map<ActorRef, std::shared_ptr<CallSlot>> calls GUARDED_BY(calls_mu);
   // Reply addresses of calls that ended (timed out or answered), newest last, so a late
-  // reply is dropped instead of failing its sender. Bounded. GUARDED_BY(calls_mu)
-  std::deque<ActorRef> retired_calls;
-  std::map<ActorRef, bool> retired_index;  // GUARDED_BY(calls_mu)
+  // reply is dropped instead of failing its sender. Bounded.
+  std::deque<ActorRef> retired_calls GUARDED_BY(calls_mu);
+  std::map<ActorRef, bool> retired_index GUARDED_BY(calls_mu);
 
   // The wait-for graph of actor calls: caller -> callee for every awaiting call, so a call
   // that would close a cycle (A calls B calls A) is refused at once, across reactors.
-  std::mutex awaits_mu;
-  std::map<ActorRef, ActorRef> awaits;  // GUARDED_BY(awaits_mu)
+  Mutex awaits_mu;
+  std::map<ActorRef, ActorRef> awaits GUARDED_BY(awaits_mu);
   // Replies that found their call ended (timed out, cancelled, the caller gone): dropped.
   std::atomic<uint64_t> late_replies{0};
 
   // ---- helpers (runtime.cc) ----
-  std::shared_ptr<ActorCell> FindCell(const ActorRef& ref);
-  std::shared_ptr<CallSlot> FindCall(const ActorRef& ref);
+  std::shared_ptr<ActorCell> FindCell(const ActorRef& ref) EXCLUDES(directory_mu);
+  std::shared_ptr<CallSlot> FindCall(const ActorRef& ref) EXCLUDES(calls_mu);
   // True for the reply address of a pending or recently ended call.
-  bool IsReplyAddress(const ActorRef& ref);
+  bool IsReplyAddress(const ActorRef& ref) EXCLUDES(calls_mu);
   // Ends a call's registration; its address stays a reply address for a while.
-  void RetireCall(const ActorRef& ref);
+  void RetireCall(const ActorRef& ref) EXCLUDES(calls_mu);
   // Registers `slot` under a fresh address and starts sending (SendAsync, CallAsync): one
   // attempt now, retries on reactor timers while the mailbox is full, and for a call a
   // deadline timer. Completes the slot at once on errors and when shutting down.
   void StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& target, Value message,
-                     std::chrono::milliseconds timeout);
+                     std::chrono::milliseconds timeout) EXCLUDES(calls_mu);
   // One send attempt of StartHostSend, then the next step (a retry timer, a deadline timer or
   // completion).
   void TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address, const ActorRef& target,
@@ -219,7 +222,8 @@ struct Runtime::State {
                    std::chrono::milliseconds timeout, std::chrono::microseconds pause);
   // Completes every registered host send or call with Unavailable(`why`) (StopThreads,
   // Runtime::FailPendingCalls).
-  void FailPendingHostCalls(const std::string& why = "the actor runtime is shutting down");
+  void FailPendingHostCalls(const std::string& why = "the actor runtime is shutting down")
+      EXCLUDES(calls_mu);
   // Runs `fn` on the reactor owning `ref` and returns its result, waiting up to
   // options.call_timeout. Errors: NotFound, Unavailable (timeout or shutdown).
   Status OnActor(const ActorRef& ref, const std::function<Status(Reactor&, Actor&)>& fn);
@@ -232,13 +236,13 @@ struct Runtime::State {
   // The `call` import of `actor`: sends `message` to `target` now with a fresh reply address
   // and records the wait. Returns 0 (the invocation suspends) or a negative CallCode.
   int32_t StartActorCall(Actor& actor, const ActorRef& target, Value message,
-                         std::chrono::milliseconds timeout);
+                         std::chrono::milliseconds timeout) EXCLUDES(awaits_mu);
   // Resumes `ref`'s invocation with the outcome of its call `id`, unless that wait ended.
   void ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t id, Result<Value> reply,
-                  bool queued);
+                  bool queued) EXCLUDES(awaits_mu);
   // Ends `actor`'s wait, if any, without resuming it: the call is cancelled, so its reply
   // (if one comes) is dropped as late. DropInvocation calls it.
-  void CancelAwait(Actor& actor);
+  void CancelAwait(Actor& actor) EXCLUDES(awaits_mu);
   // Counts and logs a reply that came for a call that already ended (transition.cc).
   void DropLateReply(const Actor& replier, const ActorRef& address);
 
