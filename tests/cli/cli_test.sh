@@ -95,7 +95,7 @@ expect handle-profile 0 "profile  ${charged#charged }" \
 expect handle-send 0 'send to @receiverBBBBBBBBBBBBB: {"op":"add","value":5}' \
   -- "$reef" wasm handle "$guests/counter.wasm" 0 \
   '{"op":"send","value":5,"target":{"$actor":"receiverBBBBBBBBBBBBB"}}'
-expect handle-unknown-op 1 "fail     counter: unknown op 'mul'; expected add or send" \
+expect handle-unknown-op 1 "fail     counter: unknown op 'mul'; expected add, send or get" \
   -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":"mul"}'
 expect handle-bad-json 1 "message" -- "$reef" wasm handle "$guests/counter.wasm" 0 '{"op":'
 expect handle-bad-sender 1 "--sender" \

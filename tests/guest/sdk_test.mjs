@@ -313,7 +313,7 @@ test('counter: spec 001 walk-through (sender 0 -> 1, receiver 10 -> 15)', () => 
 
 test('counter: unknown op fails with a reason naming it', () => {
   const reason = expectFail(() => new Guest('counter').handle(0, null, { op: 'mul', value: 2 }), /unknown op/);
-  assert.equal(reason, "counter: unknown op 'mul'; expected add or send");
+  assert.equal(reason, "counter: unknown op 'mul'; expected add, send or get");
 });
 
 test('counter: malformed messages fail explicitly and send nothing', () => {

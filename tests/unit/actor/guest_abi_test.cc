@@ -93,7 +93,7 @@ TEST_F(ActorAbiTest, CounterUnknownOpFailsExplicitly) {
   EXPECT_EQ(trap_.kind, wasm::TrapKind::kGuestFailure);
   EXPECT_EQ(trap_.function, "reef.fail");
   ASSERT_TRUE(context_.effects.failure.has_value());
-  EXPECT_EQ(*context_.effects.failure, "counter: unknown op 'mul'; expected add or send");
+  EXPECT_EQ(*context_.effects.failure, "counter: unknown op 'mul'; expected add, send or get");
 }
 
 TEST_F(ActorAbiTest, CounterRejectsAStringState) {
