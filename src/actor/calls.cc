@@ -109,8 +109,8 @@ void Runtime::State::CancelAwait(Actor& actor) {
 void Runtime::State::DropLateReply(const Actor& replier, const ActorRef& address) {
   late_replies.fetch_add(1, std::memory_order_relaxed);
   std::string message = fmt::format(
-      "dropped a late reply to @{}: that call ended first (timed out, or its caller was "
-      "stopped, killed or restarted)",
+      "dropped a late reply to @{}: that call was answered already or had ended (timed out, "
+      "or its caller was stopped, killed or restarted)",
       address.str());
   auto seq = logs.Append(replier.cell->ref, replier.incarnation, LogLevel::kWarn, message);
   if (seq.ok()) Publish(LifecycleKind::kLog, replier, "warn: " + message);

@@ -48,6 +48,10 @@ Status Runtime::Stop(const ActorRef& ref) {
       a.paused_from.reset();
     }
     if (a.status == ActorStatus::kFailed) a.SetStatus(ActorStatus::kIdle);
+    if (a.stopping) {  // stopping already: the shutdown goes on (its call is not redone)
+      s.MarkRunnable(r, ref);
+      return Status::Ok();
+    }
     if (a.awaiting) {
       // Stop does not wait for a reply that may never come: the call is cancelled and its
       // invocation dropped (no effects, the input stays reserved), then on_shutdown runs.

@@ -233,10 +233,15 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
       if (!slot || !slot->Complete(std::move(envelope.message))) {
         state.DropLateReply(actor, send.target);  // the call ended first: never an error here
       }
-    } else if (send.target == actor.cell->ref) {
-      state.Deliver(reactor, actor, std::move(envelope));
     } else {
-      state.Route(target->second.first, std::move(envelope));
+      // Passing the request on with its reply address as the sender (send_from) hands the
+      // reply over to the receiver: this transition no longer owes it.
+      if (input && input->sender && envelope.sender == input->sender) replied = true;
+      if (send.target == actor.cell->ref) {
+        state.Deliver(reactor, actor, std::move(envelope));
+      } else {
+        state.Route(target->second.first, std::move(envelope));
+      }
     }
   }
   if (!replied) CompleteUnanswered(state, input);

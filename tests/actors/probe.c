@@ -6,11 +6,14 @@
  *   {"op":"log_then_fail","text":T}   logs T at info, then fails
  *   {"op":"send","target":@A,"count":N}   sends N x {"op":"add","value":1} to A, state + 1
  *   {"op":"reply"}                    sends the state to the sender, state unchanged
+ *   {"op":"forward","target":@A}      sends {"op":"reply"} to A with this message's sender
+ *                                     as the sender (send_from), state unchanged
  *   {"op":"call","target":@A,"message":M,"timeout":MS}
  *                                     calls A with M; state = the reply (an integer) or the
  *                                     SDK's error code (REEF_E_TIMEOUT, ...); if the message
  *                                     has "then":"fail", fails after the call instead
- * on_shutdown: state + 1000. */
+ * on_shutdown: state + 1000; a state {"call": @A} instead calls A with null and becomes
+ * the reply. */
 #include "reef.h"
 
 enum { F_OP, F_VALUE, F_LEVEL, F_TEXT, F_TARGET, F_COUNT, F_MESSAGE, F_TIMEOUT, F_THEN, F_N };
@@ -60,6 +63,19 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
     }
     return reef_value_int(count + 1);
   }
+  if (reef_str_eq(op, "forward")) { /* passes the message on with the sender it came with */
+    reef_actor_ref target, from;
+    if (reef_read_actor(&f[F_TARGET], &target) != REEF_OK) reef_fail("probe: forward needs target");
+    if (reef_read_actor(&sender, &from) != REEF_OK) reef_fail("probe: forward needs a sender");
+    reef_writer w = reef_writer_new();
+    reef_write_record(&w, 1);
+    reef_write_cstr(&w, "op");
+    reef_write_cstr(&w, "reply");
+    if (reef_send_from(&from, &target, reef_writer_finish(&w)) != REEF_OK) {
+      reef_fail("probe: forward refused");
+    }
+    return reef_value_int(count);
+  }
   if (reef_str_eq(op, "reply")) {
     reef_actor_ref to;
     if (reef_read_actor(&sender, &to) != REEF_OK) reef_fail("probe: reply needs an actor sender");
@@ -83,6 +99,13 @@ static reef_cbor handle(reef_cbor state, reef_cbor sender, reef_cbor message) {
 
 static reef_cbor shutdown(reef_cbor state) {
   int64_t count = 0;
+  reef_actor_ref target;
+  if (reef_field_actor(state, "call", &target) == REEF_OK) { /* a call from the hook */
+    reef_cbor reply;
+    reef_cbor message = reef_value_null();
+    if (reef_call(&target, message, 60000, &reply) != REEF_OK) reef_fail("probe: call failed");
+    return reply;
+  }
   reef_read_int(&state, &count);
   return reef_value_int(count + 1000);
 }

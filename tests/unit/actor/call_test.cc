@@ -258,6 +258,39 @@ TEST_P(CallTest, BadArgumentsAreRefusedWithoutSuspending) {
   EXPECT_EQ(Inspect(callee).queued.size(), 0u);
 }
 
+TEST_P(CallTest, AForwardedCallIsAnsweredByTheActorItWasPassedTo) {
+  ActorRef caller = Spawn(0);
+  ActorRef middle = Spawn(1);
+  ActorRef last = Spawn(77);
+  // The middle actor passes the request on with the reply address as the sender.
+  Send(caller, CallJson(middle, fmt::format(R"({{"op":"forward","target":{{"$actor":"{}"}}}})",
+                                            last.str())));
+  EXPECT_EQ(WaitIdle(caller).state, Value::Int(77));
+  EXPECT_EQ(runtime_->LateReplies(), 0u);
+}
+
+TEST_P(CallTest, ASecondStopWhileTheShutdownHookWaitsRedoesNothing) {
+  ActorRef callee = Spawn(0);
+  ASSERT_TRUE(runtime_->Pause(callee).ok());
+  Record state;
+  state.emplace("call", Value::Ref(callee));
+  auto caller = runtime_->Spawn(probe_, Value::RecordOf(std::move(state)));
+  ASSERT_TRUE(caller.ok());
+  ASSERT_TRUE(runtime_->Stop(*caller).ok());
+  ASSERT_EQ(WaitForStatus(*caller, ActorStatus::kAwaiting).status, ActorStatus::kAwaiting);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(runtime_->Stop(*caller).ok());
+    if (Manual()) {
+      ASSERT_TRUE(runtime_->Tick(5, 1'000'000).ok());
+    }
+  }
+  ActorSnapshot snap = Inspect(*caller);
+  EXPECT_EQ(snap.status, ActorStatus::kAwaiting) << "the hook still waits for its one call";
+  EXPECT_TRUE(snap.stopping);
+  EXPECT_EQ(Inspect(callee).queued.size(), 1u) << "the call was not made again";
+  ASSERT_TRUE(runtime_->Kill(*caller).ok());
+}
+
 TEST_P(CallTest, DrainLeavesAnAwaitingActorWhereItIs) {
   ActorRef caller = Spawn(0);
   ActorRef callee = Spawn(42);
