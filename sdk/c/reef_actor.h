@@ -88,12 +88,12 @@ int reef_reply(reef_cbor sender, reef_cbor message);
  * is suspended, the actor is "awaiting", and its reactor runs other actors meanwhile. The
  * callee sees a reply address as the sender; its reef_reply (a send to that sender) is the
  * reply. `timeout_ms` is 1..600000. On REEF_OK, *reply holds the reply (one CBOR item in the
- * arena, kept like every allocation until the invocation ends). Errors: REEF_E_INVALID (empty message, bad timeout, rejected by the host),
- * REEF_E_LIMIT, REEF_E_NOMEM (no room for the reply), REEF_E_UNAVAILABLE, REEF_E_TIMEOUT,
- * REEF_E_NO_REPLY, REEF_E_CYCLE (see reef_base.h).
- * The message is delivered even if this invocation later fails: a call is an effect that
- * happens when it is made, unlike reef_send. A stop, kill or restart of this actor while it
- * waits cancels the call (the reply, if one comes, is dropped). */
+ * arena, kept like every allocation until the invocation ends). Errors: REEF_E_INVALID (empty
+ * message, bad timeout, rejected by the host), REEF_E_LIMIT, REEF_E_NOMEM (no room for the reply),
+ * REEF_E_UNAVAILABLE, REEF_E_TIMEOUT, REEF_E_NO_REPLY, REEF_E_CYCLE (see reef_base.h). The message
+ * is delivered even if this invocation later fails: a call is an effect that happens when it is
+ * made, unlike reef_send. A stop, kill or restart of this actor while it waits cancels the call
+ * (the reply, if one comes, is dropped). */
 int reef_call(const reef_actor_ref* target, reef_cbor message, uint32_t timeout_ms,
               reef_cbor* reply);
 
