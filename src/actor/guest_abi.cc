@@ -92,6 +92,17 @@ HostCallOutcome Send(HostCall& call, int sender_index) {
   return reply(kOk);
 }
 
+// The (buf_ptr, buf_cap) convention of `self` and `call_reply`: writes `bytes` to the
+// buffer (arguments 0 and 1, already bounds-checked) when they fit, and returns their length.
+HostCallOutcome CopyOut(HostCall& call, std::span<const uint8_t> bytes) {
+  if (bytes.size() <= static_cast<uint32_t>(call.i32(1))) {
+    Status written = call.memory().Write(static_cast<uint32_t>(call.i32(0)), bytes);
+    if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
+  }
+  call.results()[0] = static_cast<int32_t>(bytes.size());
+  return HostCallOutcome::kComplete;
+}
+
 // call(target_ptr, target_len, msg_ptr, msg_len, timeout_ms) -> i32: starts a call and
 // suspends the invocation until the runtime completes it with the reply's length or a code.
 HostCallOutcome Call(HostCall& call) {
@@ -131,12 +142,7 @@ HostCallOutcome CallReply(HostCall& call) {
     call.results()[0] = kInvalid;
     return HostCallOutcome::kComplete;
   }
-  if (ctx.call_reply.size() <= buffer->size()) {
-    Status written = call.memory().Write(static_cast<uint32_t>(call.i32(0)), ctx.call_reply);
-    if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
-  }
-  call.results()[0] = static_cast<int32_t>(ctx.call_reply.size());
-  return HostCallOutcome::kComplete;
+  return CopyOut(call, ctx.call_reply);
 }
 
 HostCallOutcome Log(HostCall& call) {
@@ -166,16 +172,10 @@ HostCallOutcome Self(HostCall& call) {
   ActorCallContext& ctx = ContextOf(call);
   auto encoded = EncodeCbor(Value::Ref(ctx.self), ctx.value_limits);
   if (!encoded.ok()) return call.Fail(TrapKind::kHostError, encoded.status().message());
-  uint32_t cap = static_cast<uint32_t>(call.i32(1));
   // The whole buffer must lie in memory, even when the ref does not fit and nothing is written.
   auto buffer = Buffer(call, 0);
   if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
-  if (encoded->size() <= cap) {
-    Status written = call.memory().Write(static_cast<uint32_t>(call.i32(0)), *encoded);
-    if (!written.ok()) return call.Fail(TrapKind::kHostBounds, written.message());
-  }
-  call.results()[0] = static_cast<int32_t>(encoded->size());
-  return HostCallOutcome::kComplete;
+  return CopyOut(call, *encoded);
 }
 
 HostCallOutcome Fail(HostCall& call) {
