@@ -97,6 +97,32 @@ std::chrono::steady_clock::duration Reactor::FireDueTimers(
   return std::min<std::chrono::steady_clock::duration>(cap, timers.begin()->first - now);
 }
 
+Status Runtime::Post(uint32_t reactor, std::function<void()> work,
+                     std::chrono::microseconds delay) {
+  if (reactor >= state_->reactors.size()) {
+    return Status::NotFound(
+        fmt::format("no reactor {} (there are {})", reactor, state_->reactors.size()));
+  }
+  if (state_->options.mode != SchedulingMode::kFreeRunning) {
+    return Status::FailedPrecondition("host work runs on free-running reactors only");
+  }
+  if (state_->shutting_down.load(std::memory_order_acquire)) {
+    return Status::Unavailable("the actor runtime is shutting down");
+  }
+  Reactor& target = *state_->reactors[reactor];
+  if (delay.count() <= 0) {
+    target.Post([work = std::move(work)](Reactor&) { work(); });
+  } else {
+    target.AddTimer(std::chrono::steady_clock::now() + delay, state_->timer_owner,
+                    [work = std::move(work)](Reactor&) { work(); });
+  }
+  return Status::Ok();
+}
+
+uint32_t Runtime::ReactorCount() const {
+  return static_cast<uint32_t>(state_->reactors.size());
+}
+
 Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn) {
   if (spawn.reactor) {
     if (*spawn.reactor >= reactors.size()) {

@@ -238,6 +238,21 @@ class Runtime {
   // FailedPrecondition when no other reactor is Up.
   Status Drain(uint32_t reactor);
 
+  // ---- host work on the reactors (free-running) --------------------------------------------
+
+  // Runs `work` on reactor `reactor`'s thread between actor turns: soon, or once `delay` has
+  // passed. This is how host-driven guest code (command executions, docs/runtime.md "One
+  // fleet") shares the reactors with actors: `work` runs guest slices and must not block, so
+  // it hands whatever waits (disk, SQLite) to other threads, which Post the rest back. Work
+  // still pending when the runtime stops is destroyed unrun, on the destroying thread: what
+  // it owns must answer its waiter when destroyed. Any thread.
+  // Errors (`work` destroyed unrun): NotFound (no such reactor), FailedPrecondition (manual
+  // mode), Unavailable (shutting down).
+  Status Post(uint32_t reactor, std::function<void()> work,
+              std::chrono::microseconds delay = std::chrono::microseconds(0));
+  // The number of reactors (constant). Any thread.
+  uint32_t ReactorCount() const;
+
   // ---- observation ----------------------------------------------------------------------
 
   LogStore& logs();

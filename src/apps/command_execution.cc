@@ -6,8 +6,9 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <future>
+#include <memory>
 #include <random>
-#include <thread>
 
 #include "apps/detail/module_runtime_impl.h"
 #include "core/cbor.h"
@@ -219,251 +220,521 @@ Result<std::optional<CommandOutcome>> ModuleRuntime::Impl::RecoverOutcome(std::s
 
 // ---- Executions ---------------------------------------------------------------------------
 
-Result<CommandOutcome> ModuleRuntime::Impl::ExecuteOnce(const std::string& name, const Value& input,
-                                                        const ExecuteOptions& opts,
-                                                        bool* superseded) {
-  // Read before the version is resolved: a lifecycle change after this point supersedes the
-  // execution, whatever it resolved.
-  const uint64_t generation = CommandGeneration(name);
-  auto supersede = [&]() -> Status {
-    *superseded = true;
+Status ModuleRuntime::Impl::Enter(std::string_view what) {
+  MutexLock lock(flight_mu);
+  if (stopping) return Status::Unavailable(fmt::format("{}: the server is stopping", what));
+  if (in_flight >= options.max_executions) {
     return Status::Unavailable(
-        fmt::format("commands/{}: its active version changed during the execution", name));
-  };
-  REEF_ASSIGN_OR_RETURN(auto active, ActiveCommand(name));
-  if (!active) {
-    return Status::NotFound(fmt::format("no active command named '{}'", name));
+        fmt::format("{}: {} command executions and projector queries are in progress, the "
+                    "limit; retry later",
+                    what, in_flight));
   }
-  REEF_ASSIGN_OR_RETURN(auto module,
-                        LoadModule(ModuleKind::kCommand, name, active->version, active->sha256));
-  REEF_ASSIGN_OR_RETURN(auto env, CommandEnv(name));
-  // A module that declares its fold ignores the input shares decision states across inputs.
-  const bool fold_ignores_input = module->FindExport(kFoldIgnoresInputExport) != nullptr;
+  ++in_flight;
+  return Status::Ok();
+}
 
-  // One instance per module per thread, reset before every attempt: no execution sees
-  // another's memory.
-  thread_local std::map<std::string, std::unique_ptr<ModuleInstance>> instances;
-  auto& slot = instances[active->sha256];
-  if (!slot || slot->Outdated()) {  // outdated: its native code is ready (TierChoice::kAuto)
-    REEF_ASSIGN_OR_RETURN(
-        slot, ModuleInstance::Create(ModuleKind::kCommand, module,
-                                     fmt::format("commands/{}@{}", name, active->version)));
+void ModuleRuntime::Impl::Leave() {
+  MutexLock lock(flight_mu);
+  if (--in_flight == 0) flight_cv.NotifyAll();
+}
+
+namespace {
+
+// An execution that a lifecycle change overtook runs again against what is active now (the
+// next version, or none: not found); each change supersedes at most the executions that were
+// in flight, so a few rounds are enough unless changes keep coming.
+constexpr int kMaxSuperseded = 8;
+
+}  // namespace
+
+// One command execution in flight: a task that hops between a reactor of the fleet (guest
+// calls, in slices) and the I/O pool (module store, event store, idempotency records), one hop
+// at a time, so its fields are never touched by two threads at once. It keeps itself alive
+// through the closure of its next hop; every path ends in Finish, and one dropped unrun (the
+// fleet or pool stopping) answers Unavailable from its destructor.
+class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execution> {
+ public:
+  Execution(Impl& rt, std::string name, Value input, ExecuteOptions opts, CommandDone done)
+      : rt_(rt),
+        name_(std::move(name)),
+        input_(std::move(input)),
+        opts_(std::move(opts)),
+        done_(std::move(done)),
+        reactor_(rt.next_reactor.fetch_add(1) % rt.fleet->ReactorCount()) {}
+
+  ~Execution() {
+    if (!done_) return;
+    // Dropped unrun by a pool or reactor that stopped: nothing more will happen.
+    ReleaseQueryTurn();
+    if (!opts_.idempotency_key.empty() && key_held_) rt_.key_turns.Release(TurnKey());
+    done_(Status::Unavailable(
+        fmt::format("commands/{}: the server stopped before the execution ended", name_)));
+    rt_.Leave();
   }
-  {
-    // Two commands with the same bytes share the instance: each records the tier it ran on.
-    MutexLock lock(mu);
-    command_counters[name].tier = wasm::TierName(slot->tier());
+
+  // One execution per idempotency key: a concurrent duplicate waits for the first and replays
+  // its record; events stored without a record (a crash in between) are found by their ids.
+  void Start() {
+    if (opts_.idempotency_key.empty()) return Resolve();
+    rt_.key_turns.Take(TurnKey(), [self = shared_from_this()] {
+      self->key_held_ = true;
+      self->OnIo([self] {
+        const std::string& key = self->opts_.idempotency_key;
+        if (auto stored = self->rt_.FindResult(self->name_, key)) {
+          return self->Finish(self->rt_.ReplayOutcome(*stored), /*record=*/false);
+        }
+        auto recovered = self->rt_.RecoverOutcome(self->name_, key);
+        if (!recovered.ok()) return self->Finish(recovered.status());
+        if (*recovered) return self->Finish(std::move(**recovered));
+        self->Resolve();
+      });
+    });
   }
-  ModuleInstance& instance = *slot;
 
-  CommandOutcome outcome;
-  if (!opts.idempotency_key.empty()) {
-    outcome.execution_id = KeyedExecutionId(name, opts.idempotency_key);
-  } else {
-    REEF_ASSIGN_OR_RETURN(auto id, events::NewEventId());
-    outcome.execution_id = events::FormatEventId(id);
+ private:
+  using WasmResults = Result<std::vector<wasm::WasmValue>>;
+
+  std::string TurnKey() const { return name_ + '\n' + opts_.idempotency_key; }
+
+  // ---- hops ----
+  void OnIo(std::function<void()> step) {
+    if (rt_.io->TrySubmit(std::move(step))) return;
+    Finish(Status::Unavailable(fmt::format("commands/{}: the I/O threads are stopping", name_)));
   }
-  const int64_t now = UnixNowMs();
-  std::mt19937_64 jitter(std::random_device{}());
+  void OnReactor(std::function<void()> step,
+                 std::chrono::microseconds delay = std::chrono::microseconds(0)) {
+    Status posted = rt_.fleet->Post(reactor_, std::move(step), delay);
+    if (!posted.ok()) Finish(posted.WithContext(fmt::format("commands/{}", name_)));
+  }
 
-  for (uint32_t attempt = 0;; ++attempt) {
-    outcome.attempts = attempt + 1;
-    REEF_RETURN_IF_ERROR(instance.Reset());
-    ModuleCallContext& ctx = instance.context();
-    ctx.env = env;
-    ctx.fixed_now_ms = now;
-    ctx.random_seed = Sha256(outcome.execution_id);
-    ctx.random_counter = 0;
-
-    REEF_ASSIGN_OR_RETURN(Value init, instance.CallForValue("reef_command_init", {&input}));
-    if (!init.is_record() || !init.as_record().count("state") || !init.as_record().count("query")) {
-      return Status::InvalidArgument(fmt::format(
-          "commands/{}: reef_command_init must return {{\"query\": ..., \"state\": ...}}", name));
+  // Runs the guest call StartCall began, a slice per reactor turn (the fleet's slice, like an
+  // actor's), then `then` with its results. On the reactor.
+  void RunGuest(std::function<void(WasmResults)> then) {
+    auto results = instance_->RunSlice(rt_.fleet->options().free_slice);
+    if (!results) {
+      return OnReactor([self = shared_from_this(), then = std::move(then)]() mutable {
+        self->RunGuest(std::move(then));
+      });
     }
-    Value state = init.as_record().at("state");
+    then(std::move(*results));
+  }
+  // StartCall of export `name`, then RunGuest, decoding one value for `then`; failures finish.
+  void CallForValue(std::string_view name, std::initializer_list<const Value*> inputs,
+                    std::function<void(Value)> then) {
+    Status started = instance_->StartCall(name, inputs);
+    if (!started.ok()) return FailOnReactor(started);
+    RunGuest([self = shared_from_this(), export_name = std::string(name),
+              then = std::move(then)](WasmResults results) {
+      if (!results.ok()) return self->FailOnReactor(results.status());
+      auto value = self->instance_->ValueOf(export_name, *results);
+      if (!value.ok()) return self->FailOnReactor(value.status());
+      then(std::move(*value));
+    });
+  }
+
+  // ---- resolve the active version (I/O) ----
+  void Resolve() {
+    OnIo([self = shared_from_this()] { self->ResolveOnIo(); });
+  }
+  void ResolveOnIo() {
+    // Read before the version is resolved: a lifecycle change after this point supersedes the
+    // execution, whatever it resolved.
+    generation_ = rt_.CommandGeneration(name_);
+    auto active = rt_.ActiveCommand(name_);
+    if (!active.ok()) return Finish(active.status());
+    if (!*active)
+      return Finish(Status::NotFound(fmt::format("no active command named '{}'", name_)));
+    active_ = **active;
+    auto module = rt_.LoadModule(ModuleKind::kCommand, name_, active_.version, active_.sha256);
+    if (!module.ok()) return Finish(module.status());
+    module_ = std::move(*module);
+    auto env = rt_.CommandEnv(name_);
+    if (!env.ok()) return Finish(env.status());
+    env_ = std::move(*env);
+    // A module that declares its fold ignores the input shares decision states across inputs.
+    fold_ignores_input_ = module_->FindExport(kFoldIgnoresInputExport) != nullptr;
+    if (outcome_.execution_id.empty()) {
+      if (!opts_.idempotency_key.empty()) {
+        outcome_.execution_id = KeyedExecutionId(name_, opts_.idempotency_key);
+      } else {
+        auto id = events::NewEventId();
+        if (!id.ok()) return Finish(id.status());
+        outcome_.execution_id = events::FormatEventId(*id);
+      }
+      now_ = UnixNowMs();
+    }
+    attempt_ = 0;
+    OnReactor([self = shared_from_this()] { self->Attempt(); });
+  }
+
+  // ---- one attempt: init, fold, decide (reactor) ----
+  void Attempt() {
+    outcome_.attempts = attempt_ + 1;
+    if (Status taken = TakeInstance(); !taken.ok()) return Finish(taken);
+    ModuleCallContext& ctx = instance_->context();
+    ctx.env = env_;
+    ctx.fixed_now_ms = now_;
+    ctx.random_seed = Sha256(outcome_.execution_id);
+    ctx.random_counter = 0;
+    CallForValue("reef_command_init", {&input_},
+                 [self = shared_from_this()](Value init) { self->Init(std::move(init)); });
+  }
+
+  // An instance of the module for this attempt, from this reactor's pool or new, reset.
+  Status TakeInstance() {
+    auto& idle = rt_.reactor_instances[reactor_][active_.sha256];
+    while (!idle.empty() && !instance_) {
+      std::unique_ptr<ModuleInstance> candidate = std::move(idle.back());
+      idle.pop_back();
+      // Outdated: its native code is ready (TierChoice::kAuto); a new one runs it.
+      if (!candidate->Outdated()) instance_ = std::move(candidate);
+    }
+    if (!instance_) {
+      REEF_ASSIGN_OR_RETURN(
+          instance_, ModuleInstance::Create(ModuleKind::kCommand, module_,
+                                            fmt::format("commands/{}@{}", name_, active_.version)));
+    } else {
+      REEF_RETURN_IF_ERROR(instance_->Reset());
+    }
+    MutexLock lock(rt_.mu);
+    // Two commands with the same bytes share instances: each records the tier it ran on.
+    rt_.command_counters[name_].tier = wasm::TierName(instance_->tier());
+    return Status::Ok();
+  }
+  // Gives the instance back to this reactor's pool (kept: a few per module).
+  void ReturnInstance() {
+    constexpr size_t kIdlePerModule = 8;
+    if (!instance_) return;
+    auto& idle = rt_.reactor_instances[reactor_][active_.sha256];
+    if (idle.size() < kIdlePerModule) idle.push_back(std::move(instance_));
+    instance_.reset();
+  }
+  void FailOnReactor(const Status& status) {
+    ReturnInstance();
+    Finish(status);
+  }
+
+  void Init(Value init) {
+    if (!init.is_record() || !init.as_record().count("state") || !init.as_record().count("query")) {
+      return FailOnReactor(Status::InvalidArgument(fmt::format(
+          "commands/{}: reef_command_init must return {{\"query\": ..., \"state\": ...}}", name_)));
+    }
+    state_ = init.as_record().at("state");
     const Value& query_value = init.as_record().at("query");
-    std::optional<events::AppendCondition> condition;
+    condition_.reset();
+    if (query_value.is_null()) return Decide();
+    auto query = QueryFromValue(query_value);
+    if (!query.ok()) return FailOnReactor(query.status());
+    query_ = std::move(*query);
+    auto query_bytes = EncodeCbor(query_value, ModuleValueLimits());
+    if (!query_bytes.ok()) return FailOnReactor(query_bytes.status());
+    query_bytes_ = std::move(*query_bytes);
     // Executions with the same query take turns from read to append, so within this process
     // they never conflict with each other (no retries, no 409 on a hot key); executions with
     // other queries run in parallel, and conflicts with them are retried.
-    std::unique_lock<std::mutex> turn;
-    if (!query_value.is_null()) {
-      REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
-      REEF_ASSIGN_OR_RETURN(auto query_bytes, EncodeCbor(query_value, ModuleValueLimits()));
-      size_t stripe = std::hash<std::string_view>{}(std::string_view(
-                          reinterpret_cast<const char*>(query_bytes.data()), query_bytes.size())) %
-                      query_turns.size();
-      turn = std::unique_lock(query_turns[stripe]);
-      events::Position from = 1;
-      events::Position head = 0;
-      // The fold cache: start from the state folded up to some position, when one is kept.
-      const uint64_t cache_epoch = fold_cache.epoch();  // before any event is read
-      REEF_ASSIGN_OR_RETURN(auto key, FoldKey(name, active->sha256, generation, query_bytes, state,
-                                              fold_ignores_input ? nullptr : &input));
-      if (auto kept = fold_cache.Find(key)) {
-        state = std::move(kept->state);
-        from = kept->folded_to + 1;
-      }
-      const events::Position start = from;
-      ctx.read_clock_or_random = false;
-      while (true) {
-        REEF_ASSIGN_OR_RETURN(auto page,
-                              events.Read(query, {.from = from, .limit = kFoldBatchEvents}));
-        head = page.head;
-        if (!page.events.empty()) {
-          List batch;
-          batch.reserve(page.events.size());
-          for (const auto& event : page.events) {
-            REEF_ASSIGN_OR_RETURN(Value v, EventToValue(events::EventView::Of(event), keys.get()));
-            batch.push_back(std::move(v));
-          }
-          Value batch_value = Value::ListOf(std::move(batch));
-          REEF_ASSIGN_OR_RETURN(
-              state, instance.CallForValue("reef_command_fold", {&state, &input, &batch_value}));
-          from = page.events.back().position + 1;
-        }
-        if (page.events.size() < kFoldBatchEvents) break;
-      }
-      // Kept when the fold moved on and depended only on its key: not on the clock or random
-      // bytes, and no lifecycle change came in (the generation is part of the key).
-      if (from != start && !ctx.read_clock_or_random && CommandGeneration(name) == generation) {
-        fold_cache.Put(key, name, state, head, cache_epoch);
-      }
-      condition = events::AppendCondition{std::move(query), head};
-    }
+    query_turn_ =
+        std::string(reinterpret_cast<const char*>(query_bytes_.data()), query_bytes_.size());
+    rt_.query_turns.Take(*query_turn_, [self = shared_from_this()] {
+      self->query_turn_held_ = true;
+      self->OnReactor([self] { self->StartFold(); });
+    });
+  }
 
-    REEF_ASSIGN_OR_RETURN(Value decision,
-                          instance.CallForValue("reef_command_decide", {&state, &input}));
+  void StartFold() {
+    from_ = 1;
+    head_ = 0;
+    // The fold cache: start from the state folded up to some position, when one is kept.
+    cache_epoch_ = rt_.fold_cache.epoch();  // before any event is read
+    auto key = FoldKey(name_, active_.sha256, generation_, query_bytes_, state_,
+                       fold_ignores_input_ ? nullptr : &input_);
+    if (!key.ok()) return FailOnReactor(key.status());
+    fold_key_ = *key;
+    if (auto kept = rt_.fold_cache.Find(fold_key_)) {
+      state_ = std::move(kept->state);
+      from_ = kept->folded_to + 1;
+    }
+    fold_start_ = from_;
+    instance_->context().read_clock_or_random = false;
+    ReadPage();
+  }
+
+  // Reads the next page of the query's events on an I/O thread, converted for the guest there.
+  void ReadPage() {
+    OnIo([self = shared_from_this()] {
+      auto page =
+          self->rt_.events.Read(self->query_, {.from = self->from_, .limit = kFoldBatchEvents});
+      if (!page.ok())
+        return self->OnReactor([self, status = page.status()] { self->FailOnReactor(status); });
+      List batch;
+      batch.reserve(page->events.size());
+      for (const auto& event : page->events) {
+        auto v = EventToValue(events::EventView::Of(event), self->rt_.keys.get());
+        if (!v.ok())
+          return self->OnReactor([self, status = v.status()] { self->FailOnReactor(status); });
+        batch.push_back(std::move(*v));
+      }
+      auto read = std::make_shared<PageRead>();
+      read->head = page->head;
+      read->count = page->events.size();
+      read->next = page->events.empty() ? self->from_ : page->events.back().position + 1;
+      read->batch = Value::ListOf(std::move(batch));
+      self->OnReactor([self, read] { self->Fold(std::move(*read)); });
+    });
+  }
+
+  struct PageRead {
+    events::Position head = 0;
+    size_t count = 0;
+    events::Position next = 0;
+    Value batch;
+  };
+
+  void Fold(PageRead read) {
+    head_ = read.head;
+    if (read.count == 0) return FoldDone();
+    auto batch = std::make_shared<Value>(std::move(read.batch));
+    const bool more = read.count >= kFoldBatchEvents;
+    const events::Position next = read.next;
+    CallForValue("reef_command_fold", {&state_, &input_, batch.get()},
+                 [self = shared_from_this(), batch, more, next](Value state) {
+                   self->state_ = std::move(state);
+                   self->from_ = next;
+                   if (more) return self->ReadPage();
+                   self->FoldDone();
+                 });
+  }
+
+  void FoldDone() {
+    // Kept when the fold moved on and depended only on its key: not on the clock or random
+    // bytes, and no lifecycle change came in (the generation is part of the key).
+    if (from_ != fold_start_ && !instance_->context().read_clock_or_random &&
+        rt_.CommandGeneration(name_) == generation_) {
+      rt_.fold_cache.Put(fold_key_, name_, state_, head_, cache_epoch_);
+    }
+    condition_ = events::AppendCondition{query_, head_};
+    Decide();
+  }
+
+  void Decide() {
+    CallForValue("reef_command_decide", {&state_, &input_},
+                 [self = shared_from_this()](Value decision) {
+                   self->ReturnInstance();  // the attempt's guest calls are over
+                   self->Decided(std::move(decision));
+                 });
+  }
+
+  void Decided(Value decision) {
     if (!decision.is_record()) {
-      return Status::InvalidArgument(
+      return Finish(Status::InvalidArgument(
           fmt::format("commands/{}: reef_command_decide must return {{\"events\": [...]}} or "
                       "{{\"error\": \"...\"}}",
-                      name));
+                      name_)));
     }
     const Record& fields = decision.as_record();
     if (auto it = fields.find("error"); it != fields.end()) {
       if (!it->second.is_string()) {
-        return Status::InvalidArgument(
-            fmt::format("commands/{}: the decision's error must be a string", name));
+        return Finish(Status::InvalidArgument(
+            fmt::format("commands/{}: the decision's error must be a string", name_)));
       }
-      if (CommandGeneration(name) != generation) return supersede();
-      outcome.kind = CommandOutcome::Kind::kRejected;
-      outcome.message = it->second.as_string();
-      return outcome;
+      if (rt_.CommandGeneration(name_) != generation_) return Supersede();
+      outcome_.kind = CommandOutcome::Kind::kRejected;
+      outcome_.message = it->second.as_string();
+      return Finish(std::move(outcome_));
     }
     auto events_it = fields.find("events");
     if (events_it == fields.end()) {
-      return Status::InvalidArgument(
-          fmt::format("commands/{}: the decision has neither \"events\" nor \"error\"", name));
+      return Finish(Status::InvalidArgument(
+          fmt::format("commands/{}: the decision has neither \"events\" nor \"error\"", name_)));
     }
     events::EventMetadata metadata;
-    metadata.timestamp_ms = now;
-    metadata.causation_id = outcome.execution_id;
+    metadata.timestamp_ms = now_;
+    metadata.causation_id = outcome_.execution_id;
     metadata.correlation_id =
-        opts.correlation_id.empty() ? outcome.execution_id : opts.correlation_id;
-    metadata.idempotency_key = opts.idempotency_key;
-    auto new_events = NewEventsFromValue(events_it->second, keys.get(), metadata);
+        opts_.correlation_id.empty() ? outcome_.execution_id : opts_.correlation_id;
+    metadata.idempotency_key = opts_.idempotency_key;
+    auto new_events = NewEventsFromValue(events_it->second, rt_.keys.get(), metadata);
     if (!new_events.ok()) {
-      return new_events.status().WithContext(fmt::format("commands/{}: the decision", name));
+      return Finish(
+          new_events.status().WithContext(fmt::format("commands/{}: the decision", name_)));
     }
     for (size_t i = 0; i < new_events->size(); ++i) {
-      (*new_events)[i].id = CommandEventId(outcome.execution_id, i);
+      (*new_events)[i].id = CommandEventId(outcome_.execution_id, i);
     }
-    outcome.event_data.clear();
+    outcome_.event_data.clear();
     for (const Value& e : events_it->second.as_list()) {
       auto d = e.as_record().find("data");
-      outcome.event_data.push_back(d == e.as_record().end() ? Value::Null() : d->second);
+      outcome_.event_data.push_back(d == e.as_record().end() ? Value::Null() : d->second);
     }
-    if (new_events->empty()) {
-      if (CommandGeneration(name) != generation) return supersede();
-      outcome.position = events.Head();
-      outcome.events.clear();
-      return outcome;
+    new_events_ = std::move(*new_events);
+    OnIo([self = shared_from_this()] { self->AppendOnIo(); });
+  }
+
+  // ---- the append under the DCB condition (I/O) ----
+  void AppendOnIo() {
+    if (new_events_.empty()) {
+      if (rt_.CommandGeneration(name_) != generation_) return Supersede();
+      outcome_.position = rt_.events.Head();
+      outcome_.events.clear();
+      return Finish(std::move(outcome_));
     }
-    std::vector<events::Event> to_append = *new_events;
+    std::vector<events::Event> to_append = new_events_;
     // The version that decided must still be the active one when the append commits: Forget
     // waits for this gate after bumping the generation.
-    ReaderLock gate(append_gate);
-    if (CommandGeneration(name) != generation) return supersede();
-    auto appended = events.Append(std::move(to_append), condition);
+    ReaderLock gate(rt_.append_gate);
+    if (rt_.CommandGeneration(name_) != generation_) {
+      gate.Unlock();
+      return Supersede();
+    }
+    auto appended = rt_.events.Append(std::move(to_append), condition_);
     gate.Unlock();
     if (appended.ok()) {
-      outcome.position = *appended;
-      outcome.events.clear();
-      events::Position first = *appended - new_events->size() + 1;
-      for (size_t i = 0; i < new_events->size(); ++i) {
-        outcome.events.push_back({first + i, std::move((*new_events)[i])});
+      outcome_.position = *appended;
+      outcome_.events.clear();
+      events::Position first = *appended - new_events_.size() + 1;
+      for (size_t i = 0; i < new_events_.size(); ++i) {
+        outcome_.events.push_back({first + i, std::move(new_events_[i])});
       }
-      return outcome;
+      return Finish(std::move(outcome_));
     }
-    if (appended.status().code() != Code::kConflict || attempt >= options.command_max_retries) {
+    if (appended.status().code() != Code::kConflict ||
+        attempt_ >= rt_.options.command_max_retries) {
       if (appended.status().code() == Code::kConflict) {
-        return Status::Conflict(fmt::format(
+        return Finish(Status::Conflict(fmt::format(
             "command {}: events matching its query kept being appended concurrently; gave up "
             "after {} attempts ({})",
-            name, attempt + 1, appended.status().message()));
+            name_, attempt_ + 1, appended.status().message())));
       }
-      return appended.status();
+      return Finish(appended.status());
     }
-    Count(name, {.conflicts = 1});
-    if (turn.owns_lock()) turn.unlock();  // others may go while this one backs off
-    uint64_t cap_ms = static_cast<uint64_t>(options.command_retry_base.count())
-                      << std::min(attempt, 10u);
+    rt_.Count(name_, {.conflicts = 1});
+    ReleaseQueryTurn();  // others may go while this one backs off
+    uint64_t cap_ms = static_cast<uint64_t>(rt_.options.command_retry_base.count())
+                      << std::min(attempt_, 10u);
     std::uniform_int_distribution<uint64_t> pick(0, std::max<uint64_t>(cap_ms * 1000, 1));
-    std::this_thread::sleep_for(std::chrono::microseconds(pick(jitter)));
+    ++attempt_;
+    OnReactor([self = shared_from_this()] { self->Attempt(); },
+              std::chrono::microseconds(pick(jitter_)));
   }
+
+  // A lifecycle change came in after the version was resolved: run again from the start.
+  void Supersede() {
+    ReleaseQueryTurn();
+    if (++round_ < kMaxSuperseded) return Resolve();
+    Finish(Status::Unavailable(
+        fmt::format("commands/{}: its active version changed during the execution", name_)));
+  }
+
+  void ReleaseQueryTurn() {
+    if (!query_turn_held_) return;
+    query_turn_held_ = false;
+    rt_.query_turns.Release(*query_turn_);
+  }
+
+  // ---- the end ----
+  // Counts the outcome, records it under the idempotency key (on an I/O thread), answers.
+  void Finish(Result<CommandOutcome> outcome, bool record = true) {
+    ReleaseQueryTurn();
+    if (!outcome.ok() && outcome.status().code() == Code::kDuplicateEventId &&
+        !opts_.idempotency_key.empty() && record) {
+      // Another process appended this key's events meanwhile (a shared store): its outcome.
+      return OnIo([self = shared_from_this(), status = outcome.status()] {
+        auto recovered = self->rt_.RecoverOutcome(self->name_, self->opts_.idempotency_key);
+        if (recovered.ok() && *recovered) return self->Finish(std::move(**recovered));
+        self->Finish(recovered.ok() ? Result<CommandOutcome>(status) : recovered.status(),
+                     /*record=*/false);
+      });
+    }
+    if (!outcome.ok()) {
+      if (outcome.status().code() != Code::kNotFound) {
+        rt_.Count(name_, {.failed = 1, .last_error = outcome.status().message()});
+      }
+      return Answer(std::move(outcome));
+    }
+    if (!outcome->replayed) {
+      bool rejected = outcome->kind == CommandOutcome::Kind::kRejected;
+      rt_.Count(name_, {.appended = rejected ? 0u : 1u, .rejected = rejected ? 1u : 0u});
+    }
+    if (opts_.idempotency_key.empty() || !record) return Answer(std::move(outcome));
+    auto shared = std::make_shared<Result<CommandOutcome>>(std::move(outcome));
+    OnIo([self = shared_from_this(), shared] {
+      self->rt_.SaveResult(self->name_, self->opts_.idempotency_key, OutcomeJson(**shared));
+      self->Answer(std::move(*shared));
+    });
+  }
+
+  void Answer(Result<CommandOutcome> outcome) {
+    CommandDone done = std::move(done_);
+    done_ = nullptr;
+    if (key_held_) {
+      key_held_ = false;
+      rt_.key_turns.Release(TurnKey());
+    }
+    done(std::move(outcome));
+    rt_.Leave();
+  }
+
+  Impl& rt_;
+  const std::string name_;
+  const Value input_;
+  const ExecuteOptions opts_;
+  CommandDone done_;
+  const uint32_t reactor_;
+  bool key_held_ = false;
+  int round_ = 0;
+
+  // Resolved (ResolveOnIo).
+  uint64_t generation_ = 0;
+  store::ActiveModule active_;
+  std::shared_ptr<const wasm::Module> module_;
+  std::map<std::string, std::string> env_;
+  bool fold_ignores_input_ = false;
+  int64_t now_ = 0;
+  std::mt19937_64 jitter_{std::random_device{}()};
+
+  // The attempt.
+  uint32_t attempt_ = 0;
+  std::unique_ptr<ModuleInstance> instance_;  // this reactor's, from Attempt to Decide
+  Value state_;
+  events::Query query_;
+  std::vector<uint8_t> query_bytes_;
+  std::optional<std::string> query_turn_;
+  bool query_turn_held_ = false;
+  std::optional<events::AppendCondition> condition_;
+  detail::FoldCache::Key fold_key_{};
+  uint64_t cache_epoch_ = 0;
+  events::Position from_ = 1, head_ = 0, fold_start_ = 1;
+  std::vector<events::Event> new_events_;
+  CommandOutcome outcome_;
+};
+
+void ModuleRuntime::ExecuteAsync(std::string_view name, Value input, ExecuteOptions options,
+                                 CommandDone done) {
+  const std::string& key = options.idempotency_key;
+  if (!key.empty()) {
+    if (key.size() > 256) {
+      return done(Status::InvalidArgument("the idempotency key is longer than 256 bytes"));
+    }
+    if (auto bad = FindInvalidUtf8(key)) {
+      return done(Status::InvalidArgument(
+          fmt::format("the idempotency key is not valid UTF-8 (byte {}); nothing was run", *bad)));
+    }
+  }
+  if (Status entered = impl_->Enter(fmt::format("commands/{}", name)); !entered.ok()) {
+    return done(entered);
+  }
+  auto execution = std::make_shared<Impl::Execution>(*impl_, std::string(name), std::move(input),
+                                                     std::move(options), std::move(done));
+  execution->Start();
 }
 
 Result<CommandOutcome> ModuleRuntime::Execute(std::string_view name, const Value& input,
                                               const ExecuteOptions& options) {
-  std::string command(name);
-  const std::string& key = options.idempotency_key;
-  // One execution per key: a concurrent duplicate waits for the first and replays its record;
-  // events stored without a record (a crash in between) are found by their derived ids.
-  std::unique_ptr<detail::KeyedTurns::Turn> turn;
-  if (!key.empty()) {
-    if (key.size() > 256) {
-      return Status::InvalidArgument("the idempotency key is longer than 256 bytes");
-    }
-    if (auto bad = FindInvalidUtf8(key)) {
-      return Status::InvalidArgument(
-          fmt::format("the idempotency key is not valid UTF-8 (byte {}); nothing was run", *bad));
-    }
-    turn = impl_->key_turns.Take(command + '\n' + key);
-    if (auto stored = impl_->FindResult(command, key)) return impl_->ReplayOutcome(*stored);
-    REEF_ASSIGN_OR_RETURN(auto recovered, impl_->RecoverOutcome(command, key));
-    if (recovered) {
-      impl_->SaveResult(command, key, OutcomeJson(*recovered));
-      return std::move(*recovered);
-    }
-  }
-  // An execution that a lifecycle change overtook runs again against what is active now (the
-  // next version, or none: not found); each change supersedes at most the executions that
-  // were in flight, so a few rounds are enough unless changes keep coming.
-  constexpr int kMaxSuperseded = 8;
-  Result<CommandOutcome> outcome = Status::Internal("not executed");
-  for (int round = 0; round < kMaxSuperseded; ++round) {
-    bool superseded = false;
-    outcome = impl_->ExecuteOnce(command, input, options, &superseded);
-    if (!superseded) break;
-  }
-  if (!outcome.ok() && outcome.status().code() == Code::kDuplicateEventId && !key.empty()) {
-    // Another process appended this key's events meanwhile (a shared store): its outcome.
-    REEF_ASSIGN_OR_RETURN(auto recovered, impl_->RecoverOutcome(command, key));
-    if (recovered) outcome = std::move(*recovered);
-  }
-  if (!outcome.ok()) {
-    if (outcome.status().code() != Code::kNotFound) {
-      impl_->Count(command, {.failed = 1, .last_error = outcome.status().message()});
-    }
-    return outcome.status();
-  }
-  if (!outcome->replayed) {
-    bool rejected = outcome->kind == CommandOutcome::Kind::kRejected;
-    impl_->Count(command, {.appended = rejected ? 0u : 1u, .rejected = rejected ? 1u : 0u});
-  }
-  if (!key.empty()) impl_->SaveResult(command, key, OutcomeJson(*outcome));
-  return outcome;
+  std::promise<Result<CommandOutcome>> answered;
+  auto outcome = answered.get_future();
+  ExecuteAsync(name, input, options, [&answered](Result<CommandOutcome> result) {
+    answered.set_value(std::move(result));
+  });
+  return outcome.get();
 }
 
 }  // namespace reef::apps

@@ -109,6 +109,18 @@ class ModuleInstance {
   Result<std::vector<wasm::WasmValue>> Call(std::string_view name,
                                             std::initializer_list<const Value*> inputs,
                                             uint64_t budget = kModuleCallBudget);
+  // The same call in slices, for a reactor (docs/runtime.md "One fleet"): StartCall places
+  // the inputs and starts export `name` (errors as Call); each RunSlice then runs up to `slice`
+  // more instructions of it, and gives nullopt while the call goes on, else its results or
+  // its error (as Call's: the instance is reset after an error). `budget` bounds the whole
+  // call. Starting another call abandons one in progress.
+  Status StartCall(std::string_view name, std::initializer_list<const Value*> inputs,
+                   uint64_t budget = kModuleCallBudget);
+  std::optional<Result<std::vector<wasm::WasmValue>>> RunSlice(uint64_t slice);
+  // Decodes the packed i64 result (ptr | len << 32) of export `name` as one value.
+  // Errors: InvalidArgument when the buffer is outside memory or not a value.
+  Result<Value> ValueOf(std::string_view name, const std::vector<wasm::WasmValue>& results);
+
   // Call, then decodes the packed i64 result (ptr | len << 32) as one value.
   // Errors: those of Call; InvalidArgument when the buffer is outside memory or not a value.
   Result<Value> CallForValue(std::string_view name, std::initializer_list<const Value*> inputs,
@@ -128,13 +140,22 @@ class ModuleInstance {
 
  private:
   ModuleInstance(ModuleKind kind, wasm::EngineLimits limits);
-  Result<std::vector<wasm::WasmValue>> CallOnce(std::string_view name,
-                                                std::initializer_list<const Value*> inputs,
-                                                uint64_t budget);
+  // Places the inputs and starts the export (pending_); reef_alloc runs here, to its end.
+  Status StartOnce(std::string_view name, std::initializer_list<const Value*> inputs,
+                   uint64_t budget);
+
+  // The call in progress (StartCall .. the RunSlice that ends it).
+  struct Pending {
+    std::string name;
+    std::unique_ptr<wasm::Invocation> invocation;
+    uint64_t budget = 0;
+    uint64_t charged = 0;  // instructions run so far
+  };
 
   ModuleCallContext context_;
   std::unique_ptr<wasm::Engine> engine_;
   std::unique_ptr<wasm::Instance> instance_;
+  std::unique_ptr<Pending> pending_;  // declared last: it ends before the instance
 };
 
 }  // namespace reef::apps

@@ -32,36 +32,74 @@ Result<std::unique_ptr<ModuleInstance>> ModuleInstance::Create(
 
 Result<std::vector<wasm::WasmValue>> ModuleInstance::Call(
     std::string_view name, std::initializer_list<const Value*> inputs, uint64_t budget) {
-  auto results = CallOnce(name, inputs, budget);
-  if (!results.ok()) {
+  Status started = StartCall(name, inputs, budget);
+  if (!started.ok()) return started;
+  auto results = RunSlice(budget);  // the whole budget: it ends, one way or the other
+  if (!results) return Status::Internal(fmt::format("{}: {} did not end", context_.label, name));
+  return std::move(*results);
+}
+
+Status ModuleInstance::StartCall(std::string_view name, std::initializer_list<const Value*> inputs,
+                                 uint64_t budget) {
+  pending_.reset();
+  Status started = StartOnce(name, inputs, budget);
+  if (!started.ok()) {
+    pending_.reset();
     // A call that did not return normally may leave anything behind (a stack pointer never
     // restored, a half-built heap): the next call starts from the clean image.
     Status reset = instance_->Reset();
-    if (!reset.ok()) return reset.WithContext(results.status().message());
+    if (!reset.ok()) return reset.WithContext(started.message());
   }
-  return results;
+  return started;
 }
 
-Result<std::vector<wasm::WasmValue>> ModuleInstance::CallOnce(
-    std::string_view name, std::initializer_list<const Value*> inputs, uint64_t budget) {
+std::optional<Result<std::vector<wasm::WasmValue>>> ModuleInstance::RunSlice(uint64_t slice) {
+  if (!pending_) {
+    return Result<std::vector<WasmValue>>(
+        Status::FailedPrecondition(fmt::format("{}: no call is in progress", context_.label)));
+  }
+  Pending& call = *pending_;
+  const uint64_t left = call.budget - std::min(call.budget, call.charged);
+  wasm::RunState state = call.invocation->Run(std::max<uint64_t>(1, std::min(slice, left)));
+  Result<std::vector<WasmValue>> out = Status::Internal("unset");
+  if (state == wasm::RunState::kFinished) {
+    out = call.invocation->results();
+  } else if (state == wasm::RunState::kTrapped) {
+    std::string reason = context_.failure               ? *context_.failure
+                         : !context_.host_error.empty() ? context_.host_error
+                                                        : call.invocation->trap().ToString();
+    out =
+        Status(Code::kTrapped, fmt::format("{}: {} failed: {}", context_.label, call.name, reason));
+  } else if (state == wasm::RunState::kSuspended) {
+    out = Status::Internal(fmt::format("{}: {} suspended in {}, which modules cannot do",
+                                       context_.label, call.name, call.invocation->suspended_in()));
+  } else {
+    call.charged = call.invocation->telemetry().instructions;
+    if (call.charged < call.budget) return std::nullopt;  // more slices to run
+    out = Status::LimitExceeded(fmt::format("{}: {} did not finish within {} instructions",
+                                            context_.label, call.name, call.budget));
+  }
+  pending_.reset();
+  if (!out.ok()) {
+    Status reset = instance_->Reset();
+    if (!reset.ok())
+      return Result<std::vector<WasmValue>>(reset.WithContext(out.status().message()));
+  }
+  return out;
+}
+
+Status ModuleInstance::StartOnce(std::string_view name, std::initializer_list<const Value*> inputs,
+                                 uint64_t budget) {
   context_.failure.reset();
   context_.host_error.clear();
-  auto run = [this](std::string_view export_name, std::span<const WasmValue> args,
-                    uint64_t limit) -> Result<std::vector<WasmValue>> {
+  auto start = [this](std::string_view export_name, std::span<const WasmValue> args,
+                      uint64_t limit) -> Status {
     REEF_ASSIGN_OR_RETURN(auto invocation, instance_->Start(export_name, args, &context_));
-    wasm::RunState state = invocation->Run(limit);
-    if (state == wasm::RunState::kFinished) return invocation->results();
-    if (state == wasm::RunState::kTrapped) {
-      std::string reason = context_.failure               ? *context_.failure
-                           : !context_.host_error.empty() ? context_.host_error
-                                                          : invocation->trap().ToString();
-      return Status(Code::kTrapped,
-                    fmt::format("{}: {} failed: {}", context_.label, export_name, reason));
-    }
-    return Status::LimitExceeded(fmt::format("{}: {} did not finish within {} instructions",
-                                             context_.label, export_name, limit));
+    pending_ = std::make_unique<Pending>(
+        Pending{std::string(export_name), std::move(invocation), limit, 0});
+    return Status::Ok();
   };
-  if (name == "reef_abi_version") return run(name, {}, budget);
+  if (name == "reef_abi_version") return start(name, {}, budget);
 
   std::vector<std::vector<uint8_t>> encoded;
   uint64_t total = 0;
@@ -76,8 +114,12 @@ Result<std::vector<wasm::WasmValue>> ModuleInstance::CallOnce(
                                              ModuleValueLimits().max_cbor_bytes));
   }
   const std::vector<WasmValue> len = {static_cast<int32_t>(total)};
-  REEF_ASSIGN_OR_RETURN(auto allocated, run("reef_alloc", len, kModuleAllocBudget));
-  uint32_t ptr = static_cast<uint32_t>(std::get<int32_t>(allocated.at(0)));
+  REEF_RETURN_IF_ERROR(start("reef_alloc", len, kModuleAllocBudget));
+  auto allocated = RunSlice(kModuleAllocBudget);
+  if (!allocated)
+    return Status::Internal(fmt::format("{}: reef_alloc did not end", context_.label));
+  if (!allocated->ok()) return allocated->status();
+  uint32_t ptr = static_cast<uint32_t>(std::get<int32_t>(allocated->value().at(0)));
   if (ptr == 0) {
     return Status::FailedPrecondition(fmt::format(
         "{}: reef_alloc({}) returned 0: the guest is out of memory", context_.label, total));
@@ -94,13 +136,18 @@ Result<std::vector<wasm::WasmValue>> ModuleInstance::CallOnce(
     args.push_back(static_cast<int32_t>(bytes.size()));
     ptr += static_cast<uint32_t>(bytes.size());
   }
-  return run(name, args, budget);
+  return start(name, args, budget);
 }
 
 Result<Value> ModuleInstance::CallForValue(std::string_view name,
                                            std::initializer_list<const Value*> inputs,
                                            uint64_t budget) {
   REEF_ASSIGN_OR_RETURN(auto results, Call(name, inputs, budget));
+  return ValueOf(name, results);
+}
+
+Result<Value> ModuleInstance::ValueOf(std::string_view name,
+                                      const std::vector<wasm::WasmValue>& results) {
   uint64_t packed = static_cast<uint64_t>(std::get<int64_t>(results.at(0)));
   auto ptr = static_cast<uint32_t>(packed);
   auto len = static_cast<uint32_t>(packed >> 32);

@@ -5,6 +5,9 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <future>
+#include <thread>
+
 #include "apps/detail/module_runtime_impl.h"
 
 namespace reef::apps {
@@ -187,6 +190,21 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
                         store::ModuleStore::Open(impl->options.data_dir, impl->options.store));
   impl->keys = std::make_unique<KeyRing>(*impl->store);
   REEF_RETURN_IF_ERROR(impl->OpenResults());
+  impl->fleet = impl->options.fleet;
+  if (!impl->fleet) {
+    actor::RuntimeOptions fleet_options;
+    fleet_options.mode = actor::SchedulingMode::kFreeRunning;
+    fleet_options.reactors = impl->options.reactors != 0
+                                 ? impl->options.reactors
+                                 : std::max(2u, std::thread::hardware_concurrency());
+    REEF_ASSIGN_OR_RETURN(auto fleet, actor::Runtime::Create(fleet_options));
+    impl->fleet = std::move(fleet);
+  }
+  impl->options.fleet.reset();  // held once, in impl->fleet
+  impl->reactor_instances.resize(impl->fleet->ReactorCount());
+  impl->io =
+      std::make_unique<IoPool>("command and query I/O", std::max(1u, impl->options.io_threads),
+                               impl->options.max_executions);
   std::unique_ptr<ModuleRuntime> runtime(new ModuleRuntime(std::move(impl)));
   Impl& r = *runtime->impl_;
   REEF_ASSIGN_OR_RETURN(auto active, r.store->ListActive());
@@ -202,6 +220,21 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
 }
 
 void ModuleRuntime::Stop() {
+  {
+    // Executions and queries in progress end first; they need the reactors and I/O threads.
+    MutexLock lock(impl_->flight_mu);
+    impl_->stopping = true;
+    while (impl_->in_flight > 0) impl_->flight_cv.Wait(impl_->flight_mu);
+  }
+  // The reactors' instances end on their reactors' threads, like any instance that ran there.
+  for (uint32_t reactor = 0; reactor < impl_->reactor_instances.size(); ++reactor) {
+    std::promise<void> cleared;
+    auto posted = impl_->fleet->Post(reactor, [this, reactor, &cleared] {
+      impl_->reactor_instances[reactor].clear();
+      cleared.set_value();
+    });
+    if (posted.ok()) cleared.get_future().wait();
+  }
   MutexLock lock(impl_->lifecycle_mu);
   std::vector<ModuleKey> keys;
   {
@@ -327,6 +360,23 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
     return Status::NotFound(fmt::format("projector '{}' has no database yet", name));
   }
   return QueryReadModel(path, sql, params);
+}
+
+void ModuleRuntime::QueryProjectorAsync(std::string name, std::string sql, json params,
+                                        QueryDone done) {
+  const std::string label = fmt::format("projectors/{}", name);
+  if (Status entered = impl_->Enter(label); !entered.ok()) return done(entered);
+  // The pool's queue is bounded by max_executions, which Enter counted: it takes this.
+  auto work = std::make_shared<QueryDone>(std::move(done));
+  bool queued = impl_->io->TrySubmit(
+      [this, name = std::move(name), sql = std::move(sql), params = std::move(params), work] {
+        (*work)(QueryProjector(name, sql, params));
+        impl_->Leave();
+      });
+  if (!queued) {
+    (*work)(Status::Unavailable(label + ": the I/O threads are stopping"));
+    impl_->Leave();
+  }
 }
 
 Status ModuleRuntime::ShredScope(std::string_view scope) {

@@ -1,7 +1,10 @@
 // ModuleRuntime: the event-sourced application layer of spec 000. It owns the module store and
 // runs the active modules against the event store:
-//   commands    executed on demand (Execute): read by the command's query, fold, decide, append
-//               under the DCB condition; conflicts retried with jittered backoff
+//   commands    executed on demand (ExecuteAsync): read by the command's query, fold, decide,
+//               append under the DCB condition; conflicts retried with jittered backoff. An
+//               execution is a task on the reactor fleet (actor::Runtime::Post): its guest
+//               calls run there in slices, its reads, appends and records on I/O threads
+//               (IoPool), so no thread waits for it
 //   projectors  one thread each, one subscription each; each event's handler and the
 //               projector's position commit in one transaction of projectors/<name>.sqlite
 //   effects     a dispatcher thread routes events by partition key to a global worker or one of
@@ -13,7 +16,8 @@
 // replay (the module's database deleted, restart from position 0).
 //
 // Thread ownership: every public method may be called from any thread (the HTTP handler
-// threads). Module threads are owned by the runtime and joined by Stop / the destructor.
+// threads), the blocking ones (Execute, QueryProjector) not from a reactor of the fleet.
+// Module threads are owned by the runtime and joined by Stop / the destructor.
 #pragma once
 
 #include <chrono>
@@ -27,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "actor/runtime.h"
 #include "apps/event_values.h"
 #include "core/metrics.h"
 #include "core/status.h"
@@ -54,6 +59,17 @@ struct RuntimeOptions {
   uint32_t effect_max_in_flight = 4'096;
   // Projectors: events per SQLite transaction while catching up.
   uint32_t projector_batch_events = 512;
+  // The reactor fleet command executions run on (shared with the program runtime by `reef
+  // serve`); empty: the runtime starts a free-running fleet of its own with `reactors`
+  // reactors (0: one per core, at least 2).
+  std::shared_ptr<actor::Runtime> fleet;
+  uint32_t reactors = 0;
+  // Threads for the executions' event-store reads, appends and idempotency records, and for
+  // projector queries; the work waiting for them is bounded by max_executions.
+  uint32_t io_threads = 16;
+  // Command executions and projector queries in progress at once, at most; past that they are
+  // refused with Unavailable (HTTP 503) at once.
+  uint32_t max_executions = 1'024;
   store::ModuleStoreOptions store;
 };
 
@@ -137,10 +153,16 @@ class ModuleRuntime {
   Status DeleteVersion(store::ModuleKind kind, std::string_view name, std::string_view version);
   Status DeleteModule(store::ModuleKind kind, std::string_view name);
 
-  // Runs the active version of command `name` on `input`.
+  // Runs the active version of command `name` on `input`, and gives the outcome to `done`,
+  // exactly once, on an I/O thread or a reactor (or the caller's thread, for errors found at
+  // once); `done` must not block. Never waits.
   // Errors: NotFound (no active command), Conflict (still conflicting after the retries),
   // Trapped (the module failed), InvalidArgument (the module returned a malformed decision or
-  // events the store refuses), those of the event store.
+  // events the store refuses), Unavailable (max_executions in progress, or stopping), those of
+  // the event store.
+  using CommandDone = std::function<void(Result<CommandOutcome>)>;
+  void ExecuteAsync(std::string_view name, Value input, ExecuteOptions options, CommandDone done);
+  // ExecuteAsync, waiting for the outcome. REQUIRES: not on a reactor of the fleet.
   Result<CommandOutcome> Execute(std::string_view name, const Value& input,
                                  const ExecuteOptions& options = {});
 
@@ -149,6 +171,11 @@ class ModuleRuntime {
   // that writes, bad params), LimitExceeded (more than 10,000 rows).
   Result<nlohmann::json> QueryProjector(std::string_view name, std::string_view sql,
                                         const nlohmann::json& params);
+  // QueryProjector on an I/O thread, the rows (or error) given to `done` there (or on the
+  // caller's thread for Unavailable: max_executions in progress, or stopping).
+  using QueryDone = std::function<void(Result<nlohmann::json>)>;
+  void QueryProjectorAsync(std::string name, std::string sql, nlohmann::json params,
+                           QueryDone done);
 
   // Shreds the scope's keys (crypto-shredding). Errors: NotFound when the scope has no key.
   Status ShredScope(std::string_view scope);
@@ -168,7 +195,8 @@ class ModuleRuntime {
   KeyRing& keys();
   events::EventStore& event_store();
 
-  // Stops every module thread (idempotent; the destructor calls it).
+  // Refuses new executions and queries, waits for those in progress, and stops every module
+  // thread (idempotent; the destructor calls it).
   void Stop();
 
   struct Impl;

@@ -150,8 +150,8 @@ const Command kServeCommands[] = {
            ->check(CLI::Range(uint64_t{1}, uint64_t{86'400'000}))
            ->capture_default_str();
        app.add_option("--reactors", args->reactors,
-                      "Programs: reactor threads hosting unit instances (0 = one per core, at "
-                      "least 2)")
+                      "Reactor threads running program units and command executions (0 = one "
+                      "per core, at least 2)")
            ->envname("REEF_REACTORS")
            ->check(CLI::Range(0u, 256u))
            ->capture_default_str();

@@ -1,16 +1,16 @@
-#include "apps/http/guest_work.h"
+#include "core/io_pool.h"
 
 #include <utility>
 
-namespace reef::apps::http {
+namespace reef {
 
-GuestWorkPool::GuestWorkPool(std::string name, uint32_t threads, uint32_t max_waiting)
+IoPool::IoPool(std::string name, uint32_t threads, uint32_t max_waiting)
     : name_(std::move(name)), max_waiting_(max_waiting) {
   threads_.reserve(threads);
   for (uint32_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
 }
 
-GuestWorkPool::~GuestWorkPool() {
+IoPool::~IoPool() {
   std::deque<std::function<void()>> dropped;
   {
     MutexLock lock(mu_);
@@ -22,7 +22,7 @@ GuestWorkPool::~GuestWorkPool() {
   // `dropped` goes here, on this thread, after the running work ended.
 }
 
-bool GuestWorkPool::TrySubmit(std::function<void()> work) {
+bool IoPool::TrySubmit(std::function<void()> work) {
   {
     MutexLock lock(mu_);
     if (stopping_ || waiting_.size() >= max_waiting_) return false;
@@ -32,7 +32,7 @@ bool GuestWorkPool::TrySubmit(std::function<void()> work) {
   return true;
 }
 
-void GuestWorkPool::Run() {
+void IoPool::Run() {
   for (;;) {
     std::function<void()> work;
     {
@@ -46,4 +46,4 @@ void GuestWorkPool::Run() {
   }
 }
 
-}  // namespace reef::apps::http
+}  // namespace reef

@@ -1,15 +1,12 @@
-// GuestWorkPool: threads of its own for the HTTP routes whose work runs guest code and waits
-// on stores (command executions, projector queries), so a slow guest never holds one of the
-// server's handler threads: /health, /metrics and the control routes keep answering however
-// many executions are in progress. The work is bounded twice: `threads` run at once and at
-// most `max_waiting` more wait; past that a route answers 503 at once.
-//
-// This is a step of issue 15: the end state runs these executions as tasks on the reactor
-// fleet, with store I/O on I/O threads.
+// IoPool: threads for work that waits (event-store reads and appends, SQLite), so it never
+// runs on a reactor or an HTTP handler thread. Work is bounded twice: `threads` run at once and
+// at most `max_waiting` more wait; past that TrySubmit refuses, and the caller answers
+// "unavailable" (HTTP 503) at once. Guest code never runs here: the work hands its result back
+// to a reactor (actor::Runtime::Post) or to a waiter.
 //
 // Thread ownership: TrySubmit from any thread. The destructor (any thread but a pool thread)
 // waits for the work that is running; work still waiting is destroyed unrun, so whatever it
-// captured (an HttpResponder) answers as it does when dropped.
+// captured must answer its waiter when destroyed.
 #pragma once
 
 #include <cstdint>
@@ -21,15 +18,15 @@
 
 #include "core/mutex.h"
 
-namespace reef::apps::http {
+namespace reef {
 
-class GuestWorkPool {
+class IoPool {
  public:
-  // `name` names the threads in errors ("commands"). REQUIRES: threads >= 1.
-  GuestWorkPool(std::string name, uint32_t threads, uint32_t max_waiting);
-  ~GuestWorkPool();
-  GuestWorkPool(const GuestWorkPool&) = delete;
-  GuestWorkPool& operator=(const GuestWorkPool&) = delete;
+  // `name` names the pool in errors ("command I/O"). REQUIRES: threads >= 1.
+  IoPool(std::string name, uint32_t threads, uint32_t max_waiting);
+  ~IoPool();
+  IoPool(const IoPool&) = delete;
+  IoPool& operator=(const IoPool&) = delete;
 
   // Queues `work` to run on a pool thread; false (nothing queued) when `max_waiting` items
   // already wait or the pool is stopping.
@@ -50,4 +47,4 @@ class GuestWorkPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace reef::apps::http
+}  // namespace reef

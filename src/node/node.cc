@@ -5,9 +5,12 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
+#include <thread>
 #include <utility>
 
+#include "actor/runtime.h"
 #include "apps/http/metrics_route.h"
 #include "apps/http/module_routes.h"
 #include "apps/http/program_routes.h"
@@ -201,10 +204,21 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   server_options.limits.shutdown_timeout = o.shutdown_timeout;
   server_options.auth_token = o.auth_token;
 
+  // One fleet of reactors for the guest code of programs and commands (docs/runtime.md "One
+  // fleet").
+  actor::RuntimeOptions fleet_options;
+  fleet_options.mode = actor::SchedulingMode::kFreeRunning;
+  fleet_options.reactors =
+      o.reactors != 0 ? o.reactors : std::max(2u, std::thread::hardware_concurrency());
+  auto fleet = actor::Runtime::Create(fleet_options);
+  if (!fleet.ok()) return opened(fleet.status(), "the reactor fleet");
+  n.fleet_ = std::move(*fleet);
+
   // The event-sourced modules: the module store in reef.sqlite, active projectors and effects
   // started now.
   apps::RuntimeOptions runtime_options = o.modules;
   runtime_options.data_dir = o.data_dir;
+  runtime_options.fleet = n.fleet_;
   auto modules = apps::ModuleRuntime::Open(*n.events_, runtime_options);
   if (!modules.ok()) return opened(modules.status(), "the module store");
   n.modules_ = std::move(*modules);
@@ -227,7 +241,7 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   // Programs and units (docs/programs.md); the newest kept program is deployed again.
   apps::program::ProgramRuntimeOptions program_options;
   program_options.data_dir = o.data_dir;
-  program_options.reactors = o.reactors;
+  program_options.fleet = n.fleet_;
   auto programs = apps::program::ProgramRuntime::Open(std::move(program_options));
   if (!programs.ok()) {
     return Status(programs.status().code(),
@@ -268,6 +282,7 @@ void Node::Stop() {
   image_.reset();
   programs_.reset();
   modules_.reset();
+  fleet_.reset();  // the last holder: its reactors stop here
   subscriptions_.reset();
   events_.reset();
 }

@@ -179,6 +179,8 @@ struct Runtime::State {
   std::vector<std::unique_ptr<Reactor>> reactors;  // constant after Create
   std::atomic<bool> shutting_down{false};
   std::atomic<uint32_t> round_robin{0};
+  // The owner of timers that always fire (Runtime::Post with a delay): lives as long as this.
+  std::shared_ptr<void> timer_owner = std::make_shared<bool>(true);
 
   // Manual mode: serializes every operation (the caller thread drives all reactors). Not a
   // capability: it guards no member of its own (the reactor-owned state it serializes is

@@ -1,68 +1,67 @@
 // KeyedTurns: callers naming the same key take turns; callers with other keys never wait on
-// each other. Used so that executions sharing an idempotency key run one at a time (the
-// second finds the first's record). Entries exist only while some caller holds or awaits them.
+// each other. Nobody blocks: Take hands over a continuation that runs when the key is free,
+// so a turn can last across hops between reactors and I/O threads. Command executions use it
+// twice: executions sharing an idempotency key run one at a time (the second finds the first's
+// record), and executions with the same query take turns from read to append (they never
+// conflict with each other). Entries exist only while some caller holds or awaits them.
 //
-// Thread ownership: any thread.
+// Thread ownership: any thread. `go` runs on the thread of Take (a free key) or of the Release
+// that frees the key, without the lock held; it must not block.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
-#include <memory>
 #include <string>
+#include <utility>
 
 #include "core/mutex.h"
 
 namespace reef::apps::detail {
 
 class KeyedTurns {
-  struct Entry {
-    Mutex mu;          // held for the whole of a turn (no data of its own)
-    size_t users = 0;  // holders and waiters; guarded by KeyedTurns::mu_ (not expressible
-                       // as GUARDED_BY: the analysis cannot name the owner's lock from here)
-  };
-
  public:
-  // Held while its owner's turn lasts; destroying it lets the next caller of the same key go.
-  class Turn {
-   public:
-    Turn(KeyedTurns& owner, std::string key) : owner_(owner), key_(std::move(key)) {
-      entry_ = owner_.Join(key_);
-      entry_->mu.lock();
+  // Runs `go` now if `key` is free (the caller then holds it), else once every earlier taker
+  // of `key` has released it, in order. The holder must call Release(key) exactly once.
+  void Take(const std::string& key, std::function<void()> go) EXCLUDES(mu_) {
+    {
+      MutexLock lock(mu_);
+      auto [it, free] = waiting_.try_emplace(key);
+      if (!free) {
+        it->second.push_back(std::move(go));
+        return;
+      }
     }
-    ~Turn() {
-      entry_->mu.unlock();
-      owner_.Leave(key_);
+    go();
+  }
+
+  // Ends the holder's turn: the next taker of `key`, if any, goes.
+  void Release(const std::string& key) EXCLUDES(mu_) {
+    std::function<void()> next;
+    {
+      MutexLock lock(mu_);
+      auto it = waiting_.find(key);
+      if (it == waiting_.end()) return;
+      if (it->second.empty()) {
+        waiting_.erase(it);
+        return;
+      }
+      next = std::move(it->second.front());
+      it->second.pop_front();
     }
-    Turn(const Turn&) = delete;
-    Turn& operator=(const Turn&) = delete;
+    next();
+  }
 
-   private:
-    KeyedTurns& owner_;
-    std::string key_;
-    std::shared_ptr<Entry> entry_;
-  };
-
-  // Waits (no timeout: a turn lasts one execution, which has its own budget) until `key` is
-  // free, then holds it.
-  std::unique_ptr<Turn> Take(std::string key) {
-    return std::make_unique<Turn>(*this, std::move(key));
+  // Keys held now (diagnostics and tests).
+  size_t held() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return waiting_.size();
   }
 
  private:
-  std::shared_ptr<Entry> Join(const std::string& key) {
-    MutexLock lock(mu_);
-    auto& entry = entries_[key];
-    if (!entry) entry = std::make_shared<Entry>();
-    ++entry->users;
-    return entry;
-  }
-  void Leave(const std::string& key) {
-    MutexLock lock(mu_);
-    auto it = entries_.find(key);
-    if (it != entries_.end() && --it->second->users == 0) entries_.erase(it);
-  }
-
-  Mutex mu_;
-  std::map<std::string, std::shared_ptr<Entry>> entries_ GUARDED_BY(mu_);
+  mutable Mutex mu_;
+  // A key is held while it has an entry; the entry queues its waiting takers.
+  std::map<std::string, std::deque<std::function<void()>>> waiting_ GUARDED_BY(mu_);
 };
 
 }  // namespace reef::apps::detail

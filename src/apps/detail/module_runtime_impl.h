@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include <array>
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -20,12 +21,14 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "apps/detail/fold_cache.h"
 #include "apps/detail/keyed_turns.h"
 #include "apps/module_abi.h"
 #include "apps/module_runtime.h"
 #include "apps/runners.h"
+#include "core/io_pool.h"
 #include "core/mutex.h"
 #include "wasm/module.h"
 
@@ -61,11 +64,31 @@ struct ModuleRuntime::Impl {
   std::map<std::string, std::shared_ptr<const wasm::Module>> compiled
       GUARDED_BY(compiled_mu);  // by SHA-256
 
-  // Command executions whose queries hash to the same stripe take turns (ExecuteOnce). They
-  // guard no data, and a turn is taken only when there is a query (std::unique_lock).
-  std::array<std::mutex, 256> query_turns;
-  // Executions with the same command and idempotency key take turns (Execute).
+  // Command executions with the same query take turns from read to append (by the query's
+  // CBOR bytes), so they never conflict with each other; executions with the same command and
+  // idempotency key take turns for the whole execution (command_execution.cc).
+  detail::KeyedTurns query_turns;
   detail::KeyedTurns key_turns;
+
+  class Execution;  // one command execution in flight (command_execution.cc)
+
+  // Where executions run: guest calls on the fleet's reactors, store work on `io`.
+  std::shared_ptr<actor::Runtime> fleet;
+  std::unique_ptr<IoPool> io;
+  std::atomic<uint32_t> next_reactor{0};
+  // Idle command instances by module SHA-256, one pool per reactor (index = reactor id), each
+  // touched only on its reactor's thread: an execution takes one for an attempt's guest calls
+  // and gives it back, reset before its next use, so no execution sees another's memory.
+  std::vector<std::map<std::string, std::vector<std::unique_ptr<ModuleInstance>>>>
+      reactor_instances;
+  // Executions and projector queries in progress (max_executions), and whether Stop began.
+  Mutex flight_mu;
+  CondVar flight_cv;
+  uint32_t in_flight GUARDED_BY(flight_mu) = 0;
+  bool stopping GUARDED_BY(flight_mu) = false;
+  // Counts one more in flight; false (nothing counted) when stopping or at max_executions.
+  Status Enter(std::string_view what) EXCLUDES(flight_mu);
+  void Leave() EXCLUDES(flight_mu);
 
   // Serializes lifecycle changes (activate, deactivate, replay, env, delete).
   Mutex lifecycle_mu;
@@ -158,12 +181,6 @@ struct ModuleRuntime::Impl {
   // found by the events' ids. nullopt when the store holds none of them.
   Result<std::optional<CommandOutcome>> RecoverOutcome(std::string_view command,
                                                        std::string_view key);
-
-  // One execution with its conflict retries. Sets `*superseded` (and returns an error) when a
-  // lifecycle change of the command came in after its version was resolved: the caller runs
-  // it again, against what is active now.
-  Result<CommandOutcome> ExecuteOnce(const std::string& name, const Value& input,
-                                     const ExecuteOptions& options_in, bool* superseded);
 };
 
 }  // namespace reef::apps

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "apps/http/guest_work.h"
 #include "server/protocol.h"
 
 namespace reef::apps::http {
@@ -191,31 +190,13 @@ void AddKindRoutes(std::vector<HttpRoute>& routes, ModuleRuntime& runtime, Modul
                     "delete one environment variable"});
 }
 
-// Guest work of the routes runs on pools of their own (GuestWorkPool): commands wait on the
-// event store and on each other (executions with one query take turns), queries on SQLite.
-constexpr uint32_t kCommandThreads = 16;
-constexpr uint32_t kCommandsWaiting = 1024;
-constexpr uint32_t kQueryThreads = 8;
-constexpr uint32_t kQueriesWaiting = 256;
-
-// Runs `work` on `pool` and answers with its result; 503 with Retry-After when the pool's
-// queue is full.
-void AnswerFromPool(GuestWorkPool& pool, std::shared_ptr<server::HttpResponder> responder,
-                    std::function<Result<HttpResponse>()> work) {
-  bool queued = pool.TrySubmit([responder, work = std::move(work)] {
-    try {
-      responder->Send(work());
-    } catch (const std::exception& e) {
-      responder->Send(Status::Internal(e.what()));
-    }
-  });
-  if (queued) return;
-  HttpResponse busy =
-      HttpResponse::Error(503, "unavailable",
-                          fmt::format("{} are at their limit ({} waiting to run); retry later",
-                                      pool.name(), pool.max_waiting()));
+// Answers `status` as the routes do; Unavailable (the runtime's max_executions, or stopping)
+// with Retry-After, since it passes.
+void AnswerError(server::HttpResponder& responder, const Status& status) {
+  if (status.code() != Code::kUnavailable) return responder.Send(status);
+  HttpResponse busy = HttpResponse::Error(503, "unavailable", status.message());
   busy.headers.emplace_back("Retry-After", "1");
-  responder->Send(std::move(busy));
+  responder.Send(std::move(busy));
 }
 
 // A command execution as the route received it (parsed on the handler thread).
@@ -245,9 +226,7 @@ Result<ExecuteCall> ParseExecute(const HttpRequest& r) {
   return call;
 }
 
-Result<HttpResponse> Execute(ModuleRuntime& runtime, const ExecuteCall& call) {
-  REEF_ASSIGN_OR_RETURN(CommandOutcome outcome,
-                        runtime.Execute(call.name, call.input, call.options));
+HttpResponse OutcomeResponse(const CommandOutcome& outcome) {
   if (outcome.kind == CommandOutcome::Kind::kRejected) {
     return HttpResponse::Error(422, "command_rejected", outcome.message);
   }
@@ -285,21 +264,21 @@ Result<QueryCall> ParseQuery(const HttpRequest& r) {
 }
 
 // A POST route whose request is parsed on the handler thread (`parse`: errors answer at once)
-// and run on `pool` (`run`), answering from there.
+// and handed to the module runtime (`start`), which answers through the responder when done:
+// the handler thread never waits for a guest or a store.
 template <typename Call>
-HttpRoute PooledRoute(std::string path, std::string summary, std::shared_ptr<GuestWorkPool> pool,
-                      Result<Call> (*parse)(const HttpRequest&),
-                      std::function<Result<HttpResponse>(const Call&)> run) {
+HttpRoute AsyncPostRoute(std::string path, std::string summary,
+                         Result<Call> (*parse)(const HttpRequest&),
+                         std::function<void(Call, std::shared_ptr<server::HttpResponder>)> start) {
   HttpRoute route;
   route.method = "POST";
   route.path = std::move(path);
   route.summary = std::move(summary);
-  route.async_handler = [pool, parse, run](const HttpRequest& r,
-                                           std::shared_ptr<server::HttpResponder> responder) {
+  route.async_handler = [parse, start](const HttpRequest& r,
+                                       std::shared_ptr<server::HttpResponder> responder) {
     auto call = parse(r);
     if (!call.ok()) return responder->Send(call.status());
-    AnswerFromPool(*pool, std::move(responder),
-                   [run, call = std::make_shared<Call>(std::move(*call))] { return run(*call); });
+    start(std::move(*call), std::move(responder));
   };
   return route;
 }
@@ -309,20 +288,25 @@ HttpRoute PooledRoute(std::string path, std::string summary, std::shared_ptr<Gue
 std::vector<HttpRoute> ModuleRoutes(ModuleRuntime& runtime) {
   std::vector<HttpRoute> routes;
   ModuleRuntime* rt = &runtime;
-  // Shared by the route copies; the last one (the server's table) goes with the server.
-  auto commands =
-      std::make_shared<GuestWorkPool>("command executions", kCommandThreads, kCommandsWaiting);
-  auto queries =
-      std::make_shared<GuestWorkPool>("projector queries", kQueryThreads, kQueriesWaiting);
-  routes.push_back(PooledRoute<ExecuteCall>(
+  routes.push_back(AsyncPostRoute<ExecuteCall>(
       "/commands/{name}/execute",
-      "execute the active version of a command on the body's input JSON", commands, ParseExecute,
-      [rt](const ExecuteCall& call) { return Execute(*rt, call); }));
-  routes.push_back(PooledRoute<QueryCall>(
-      "/projectors/{name}/query", "run a read-only SQL query on a projector's database", queries,
-      ParseQuery, [rt](const QueryCall& call) -> Result<HttpResponse> {
-        REEF_ASSIGN_OR_RETURN(json rows, rt->QueryProjector(call.name, call.sql, call.params));
-        return HttpResponse::Json(200, {{"rows", std::move(rows)}});
+      "execute the active version of a command on the body's input JSON", ParseExecute,
+      [rt](ExecuteCall call, std::shared_ptr<server::HttpResponder> responder) {
+        rt->ExecuteAsync(call.name, std::move(call.input), std::move(call.options),
+                         [responder](Result<CommandOutcome> outcome) {
+                           if (!outcome.ok()) return AnswerError(*responder, outcome.status());
+                           responder->Send(OutcomeResponse(*outcome));
+                         });
+      }));
+  routes.push_back(AsyncPostRoute<QueryCall>(
+      "/projectors/{name}/query", "run a read-only SQL query on a projector's database", ParseQuery,
+      [rt](QueryCall call, std::shared_ptr<server::HttpResponder> responder) {
+        rt->QueryProjectorAsync(
+            std::move(call.name), std::move(call.sql), std::move(call.params),
+            [responder](Result<json> rows) {
+              if (!rows.ok()) return AnswerError(*responder, rows.status());
+              responder->Send(HttpResponse::Json(200, {{"rows", std::move(*rows)}}));
+            });
       }));
   for (ModuleKind kind : {ModuleKind::kCommand, ModuleKind::kProjector, ModuleKind::kEffect}) {
     AddKindRoutes(routes, runtime, kind);

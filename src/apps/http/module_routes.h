@@ -26,9 +26,10 @@
 // 422, 500, 503). The server's auth token applies to every route.
 //
 // Thread ownership: handlers run on the server's handler threads, except command executions
-// and projector queries, which run on pools of their own (GuestWorkPool: 16 threads and 1,024
-// waiting for commands, 8 and 256 for queries; past that 503 `unavailable` with Retry-After)
-// and answer from there. `runtime` must outlive the server (the pools go with its routes).
+// and projector queries: their handlers hand them to the runtime (ExecuteAsync on the reactor
+// fleet, QueryProjectorAsync on its I/O threads) and return; the answer is sent from where
+// the work ends. Past RuntimeOptions::max_executions (1,024) in progress, 503 `unavailable`
+// with Retry-After. `runtime` must outlive the server.
 #pragma once
 
 #include <vector>

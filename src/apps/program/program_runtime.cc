@@ -430,12 +430,15 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
     return Status::Unavailable(
         fmt::format("cannot create {}: {}", state->programs_dir.string(), ec.message()));
   }
-  actor::RuntimeOptions runtime_options;
-  runtime_options.mode = actor::SchedulingMode::kFreeRunning;
-  runtime_options.reactors = state->options.reactors != 0
-                                 ? state->options.reactors
-                                 : std::max(2u, std::thread::hardware_concurrency());
-  REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::Create(runtime_options));
+  state->runtime = std::move(state->options.fleet);
+  if (!state->runtime) {
+    actor::RuntimeOptions runtime_options;
+    runtime_options.mode = actor::SchedulingMode::kFreeRunning;
+    runtime_options.reactors = state->options.reactors != 0
+                                   ? state->options.reactors
+                                   : std::max(2u, std::thread::hardware_concurrency());
+    REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::Create(runtime_options));
+  }
 
   auto kept = KeptPrograms(state->programs_dir);
   if (!kept.empty()) {

@@ -42,6 +42,9 @@ namespace reef::apps::program {
 struct ProgramRuntimeOptions {
   std::filesystem::path data_dir = "reef-data";  // programs are kept in <data_dir>/programs/
   uint32_t reactors = 0;  // reactor threads; 0 = hardware concurrency, at least 2
+  // The reactor fleet units run on (shared with command executions by `reef serve`); empty:
+  // the runtime starts its own with `reactors` reactors.
+  std::shared_ptr<actor::Runtime> fleet;
   std::chrono::milliseconds eviction_interval{50};  // how often idle instances are looked for
   std::chrono::milliseconds max_timeout{60'000};    // longest invocation wait a caller may ask
   uint32_t kept_programs = 5;                       // program files kept on disk (the newest ones)

@@ -11,11 +11,15 @@
 #include <algorithm>
 #include <barrier>
 #include <fstream>
+#include <future>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
 
+#include "actor/runtime.h"
 #include "apps/detail/fold_cache.h"
+#include "apps/detail/keyed_turns.h"
 #include "apps/module_runtime.h"
 #include "apps/runners.h"
 #include "module_runtime_test_support.h"
@@ -110,6 +114,96 @@ TEST_F(ModuleRuntimeTest, CommandsWithTheSameQueryTakeTurnsInsteadOfConflicting)
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(events_->Head(), 160u);
+}
+
+TEST_F(ModuleRuntimeTest, WaitingExecutionsHoldNoThreadOnOneReactorAndOneIoThread) {
+  // 200 executions on one query, started at once from one thread, on a fleet of one reactor
+  // and one I/O thread: each waits for its turn without holding either, so all of them end,
+  // in turn, with no conflict (a blocking design would need a thread per waiting execution).
+  RuntimeOptions options;
+  options.reactors = 1;
+  options.io_threads = 1;
+  options.command_max_retries = 0;
+  Close();
+  Open(options);
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  constexpr int kExecutions = 200;
+  std::atomic<int> ended{0};
+  std::atomic<int> failures{0};
+  for (int i = 0; i < kExecutions; ++i) {
+    runtime_->ExecuteAsync("count", Input({{"tag", "hot"}}), {},
+                           [&](Result<CommandOutcome> outcome) {
+                             if (!outcome.ok() || outcome->attempts != 1) ++failures;
+                             ++ended;
+                           });
+  }
+  ASSERT_TRUE(WaitFor([&] { return ended.load() == kExecutions; }));
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(events_->Head(), static_cast<uint64_t>(kExecutions));
+  // Each saw every event before it: the last one counted 199.
+  auto last = events_->Read({}, {.from = kExecutions, .limit = 1});
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(json::parse(last->events.at(0).event.data).value("count", -1), kExecutions - 1)
+      << last->events.at(0).event.data;
+}
+
+TEST_F(ModuleRuntimeTest, ExecutionsPastTheLimitAreRefusedAtOnceAndStopAnswersEveryOne) {
+  RuntimeOptions options;
+  options.reactors = 1;
+  options.io_threads = 1;
+  options.max_executions = 3;
+  Close();
+  Open(options);
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  std::atomic<int> ended{0};
+  std::atomic<int> refused{0};
+  // Started from one thread faster than they can end: some find the limit reached.
+  constexpr int kExecutions = 50;
+  for (int i = 0; i < kExecutions; ++i) {
+    runtime_->ExecuteAsync(
+        "count", Input({{"tag", fmt::format("t{}", i)}}), {}, [&](Result<CommandOutcome> outcome) {
+          if (!outcome.ok()) {
+            EXPECT_EQ(outcome.status().code(), Code::kUnavailable) << outcome.status().ToString();
+            ++refused;
+          }
+          ++ended;
+        });
+  }
+  runtime_->Stop();  // waits for the executions in progress
+  EXPECT_EQ(ended.load(), kExecutions) << "every execution was answered by the time Stop returned";
+  EXPECT_GT(refused.load(), 0) << "50 executions at once never met a limit of 3";
+  EXPECT_EQ(events_->Head(), static_cast<uint64_t>(kExecutions - refused.load()));
+  std::optional<Status> after;
+  runtime_->ExecuteAsync("count", Input({{"tag", "late"}}), {},
+                         [&](Result<CommandOutcome> outcome) { after = outcome.status(); });
+  ASSERT_TRUE(after.has_value()) << "an execution after Stop is refused on the caller's thread";
+  EXPECT_EQ(after->code(), Code::kUnavailable);
+}
+
+TEST_F(ModuleRuntimeTest, ExecutionsShareAFleetWithActorsAndItsReactorsKeepRunningThem) {
+  // The fleet belongs to its creator (reef serve shares one between programs and commands):
+  // executions run on it, and it outlives the module runtime.
+  actor::RuntimeOptions fleet_options;
+  fleet_options.mode = actor::SchedulingMode::kFreeRunning;
+  fleet_options.reactors = 2;
+  auto fleet = actor::Runtime::Create(fleet_options);
+  ASSERT_TRUE(fleet.ok());
+  std::shared_ptr<actor::Runtime> shared = std::move(*fleet);
+  RuntimeOptions options;
+  options.fleet = shared;
+  Close();
+  Open(options);
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  for (int i = 0; i < 20; ++i) {
+    auto outcome = runtime_->Execute("count", Input({{"tag", fmt::format("t{}", i % 3)}}));
+    ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  }
+  EXPECT_EQ(events_->Head(), 20u);
+  Close();
+  // The fleet still runs work after the module runtime is gone.
+  std::promise<void> ran;
+  ASSERT_TRUE(shared->Post(1, [&ran] { ran.set_value(); }).ok());
+  EXPECT_EQ(ran.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
 }
 
 TEST_F(ModuleRuntimeTest, NoExecutionOfADeactivatedCommandAppendsAfterTheDeactivateAnswers) {
@@ -454,6 +548,25 @@ TEST_F(ModuleRuntimeTest, TheFoldCacheKeepsCommandsWithTheSameBytesApart) {
     EXPECT_EQ(light->message, "wsum=5") << "round " << round;
     EXPECT_EQ(heavy->message, "wsum=50") << "round " << round;
   }
+}
+
+TEST(KeyedTurnsTest, TakersOfOneKeyGoInOrderWithoutWaitingAndOtherKeysGoAtOnce) {
+  detail::KeyedTurns turns;
+  std::vector<std::string> ran;
+  turns.Take("a", [&] { ran.push_back("a1"); });  // free: runs now
+  turns.Take("a", [&] { ran.push_back("a2"); });  // queued behind a1
+  turns.Take("a", [&] { ran.push_back("a3"); });
+  turns.Take("b", [&] { ran.push_back("b1"); });  // another key: runs now
+  EXPECT_EQ(ran, (std::vector<std::string>{"a1", "b1"}));
+  EXPECT_EQ(turns.held(), 2u);
+  turns.Release("a");  // a1 ends: a2 goes
+  EXPECT_EQ(ran.back(), "a2");
+  turns.Release("b");
+  turns.Release("a");  // a3 goes
+  EXPECT_EQ(ran.back(), "a3");
+  turns.Release("a");
+  EXPECT_EQ(turns.held(), 0u) << "no entry is left once nobody holds or awaits a key";
+  EXPECT_EQ(ran, (std::vector<std::string>{"a1", "b1", "a2", "a3"}));
 }
 
 TEST(FoldCacheTest, AFoldThatRanAcrossAClearIsNotKept) {

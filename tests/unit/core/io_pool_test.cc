@@ -1,5 +1,5 @@
-// GuestWorkPool: the bounded pool the command and query routes run on (apps/http/guest_work.h).
-#include "apps/http/guest_work.h"
+// IoPool: the bounded pool of I/O threads (core/io_pool.h).
+#include "core/io_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -9,13 +9,13 @@
 #include <memory>
 #include <thread>
 
-namespace reef::apps::http {
+namespace reef {
 namespace {
 
 using std::chrono::seconds;
 
-TEST(GuestWorkPoolTest, RunsWorkOnItsThreadsAndRefusesPastItsQueue) {
-  GuestWorkPool pool("test work", 1, 2);
+TEST(IoPoolTest, RunsWorkOnItsThreadsAndRefusesPastItsQueue) {
+  IoPool pool("test work", 1, 2);
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::promise<void> started;
@@ -40,14 +40,14 @@ TEST(GuestWorkPoolTest, RunsWorkOnItsThreadsAndRefusesPastItsQueue) {
   EXPECT_EQ(ran.load(), 2);
 }
 
-TEST(GuestWorkPoolTest, DestroyingFinishesRunningWorkAndDropsWaitingWorkUnrun) {
+TEST(IoPoolTest, DestroyingFinishesRunningWorkAndDropsWaitingWorkUnrun) {
   std::atomic<bool> finished{false};
   std::atomic<bool> waiting_ran{false};
   auto dropped = std::make_shared<int>(0);
   std::weak_ptr<int> watch = dropped;
   std::promise<void> started;
   {
-    GuestWorkPool pool("test work", 1, 4);
+    IoPool pool("test work", 1, 4);
     ASSERT_TRUE(pool.TrySubmit([&] {
       started.set_value();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -65,4 +65,4 @@ TEST(GuestWorkPoolTest, DestroyingFinishesRunningWorkAndDropsWaitingWorkUnrun) {
 }
 
 }  // namespace
-}  // namespace reef::apps::http
+}  // namespace reef

@@ -65,7 +65,7 @@ struct UnitState {
 
 struct ProgramRuntime::State {
   ProgramRuntimeOptions options;
-  std::unique_ptr<actor::Runtime> runtime;
+  std::shared_ptr<actor::Runtime> runtime;  // the fleet (ProgramRuntimeOptions::fleet)
   std::filesystem::path programs_dir;
 
   Mutex deploy_mu;  // one deploy at a time
