@@ -276,22 +276,28 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   // its record; events stored without a record (a crash in between) are found by their ids.
   void Start() {
     if (opts_.idempotency_key.empty()) return Resolve();
-    rt_.key_turns.Take(TurnKey(), [self = shared_from_this()] {
-      self->key_held_ = true;
-      self->OnIo([self] {
-        const std::string& key = self->opts_.idempotency_key;
-        if (auto stored = self->rt_.FindResult(self->name_, key)) {
-          return self->Finish(self->rt_.ReplayOutcome(*stored), /*record=*/false);
-        }
-        auto recovered = self->rt_.RecoverOutcome(self->name_, key);
-        if (!recovered.ok()) return self->Finish(recovered.status());
-        if (*recovered) return self->Finish(std::move(**recovered));
-        self->Resolve();
-      });
-    });
+    if (!rt_.key_turns.Take(TurnKey(), [self = shared_from_this()] { self->KeyTaken(); })) {
+      return;
+    }
+    KeyTaken();
   }
 
  private:
+  // This execution holds its idempotency key: answer from the key's record, if there is one.
+  void KeyTaken() {
+    key_held_ = true;
+    OnIo([self = shared_from_this()] {
+      const std::string& key = self->opts_.idempotency_key;
+      if (auto stored = self->rt_.FindResult(self->name_, key)) {
+        return self->Finish(self->rt_.ReplayOutcome(*stored), /*record=*/false);
+      }
+      auto recovered = self->rt_.RecoverOutcome(self->name_, key);
+      if (!recovered.ok()) return self->Finish(recovered.status());
+      if (*recovered) return self->Finish(std::move(**recovered));
+      self->Resolve();
+    });
+  }
+
   using WasmResults = Result<std::vector<wasm::WasmValue>>;
 
   std::string TurnKey() const { return name_ + '\n' + opts_.idempotency_key; }
@@ -318,9 +324,11 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
     }
     then(std::move(*results));
   }
-  // StartCall of export `name`, then RunGuest, decoding one value for `then`; failures finish.
+  // Borrows an instance, runs export `name` on it (StartCall, then RunGuest), gives the
+  // instance back and gives the decoded value to `then`; failures finish the execution.
   void CallForValue(std::string_view name, std::initializer_list<const Value*> inputs,
                     std::function<void(Value)> then) {
+    if (Status taken = TakeInstance(); !taken.ok()) return Finish(taken);
     Status started = instance_->StartCall(name, inputs);
     if (!started.ok()) return FailOnReactor(started);
     RunGuest([self = shared_from_this(), export_name = std::string(name),
@@ -328,22 +336,30 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
       if (!results.ok()) return self->FailOnReactor(results.status());
       auto value = self->instance_->ValueOf(export_name, *results);
       if (!value.ok()) return self->FailOnReactor(value.status());
+      self->ReturnInstance();
       then(std::move(*value));
     });
   }
 
-  // ---- resolve the active version (I/O) ----
+  // ---- resolve the active version (from memory, else on an I/O thread) ----
   void Resolve() {
-    OnIo([self = shared_from_this()] { self->ResolveOnIo(); });
-  }
-  void ResolveOnIo() {
     // Read before the version is resolved: a lifecycle change after this point supersedes the
     // execution, whatever it resolved.
     generation_ = rt_.CommandGeneration(name_);
+    if (auto cached = rt_.CachedCommand(name_)) {
+      active_ = std::move(cached->active);
+      module_ = std::move(cached->module);
+      env_ = std::move(cached->env);
+      return Resolved();
+    }
+    OnIo([self = shared_from_this()] { self->ResolveOnIo(); });
+  }
+  void ResolveOnIo() {
     auto active = rt_.ActiveCommand(name_);
     if (!active.ok()) return Finish(active.status());
-    if (!*active)
+    if (!*active) {
       return Finish(Status::NotFound(fmt::format("no active command named '{}'", name_)));
+    }
     active_ = **active;
     auto module = rt_.LoadModule(ModuleKind::kCommand, name_, active_.version, active_.sha256);
     if (!module.ok()) return Finish(module.status());
@@ -351,6 +367,9 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
     auto env = rt_.CommandEnv(name_);
     if (!env.ok()) return Finish(env.status());
     env_ = std::move(*env);
+    Resolved();
+  }
+  void Resolved() {
     // A module that declares its fold ignores the input shares decision states across inputs.
     fold_ignores_input_ = module_->FindExport(kFoldIgnoresInputExport) != nullptr;
     if (outcome_.execution_id.empty()) {
@@ -370,17 +389,23 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   // ---- one attempt: init, fold, decide (reactor) ----
   void Attempt() {
     outcome_.attempts = attempt_ + 1;
-    if (Status taken = TakeInstance(); !taken.ok()) return Finish(taken);
-    ModuleCallContext& ctx = instance_->context();
-    ctx.env = env_;
-    ctx.fixed_now_ms = now_;
-    ctx.random_seed = Sha256(outcome_.execution_id);
-    ctx.random_counter = 0;
+    // What the imports act on, for every call of this attempt (ModuleCallContext): it moves
+    // into the instance that runs a call and back out after it.
+    ctx_ = ModuleCallContext{};
+    ctx_.kind = ModuleKind::kCommand;
+    ctx_.label = fmt::format("commands/{}@{}", name_, active_.version);
+    ctx_.env = env_;
+    ctx_.fixed_now_ms = now_;
+    ctx_.random_seed = Sha256(outcome_.execution_id);
+    ctx_.random_counter = 0;
     CallForValue("reef_command_init", {&input_},
                  [self = shared_from_this()](Value init) { self->Init(std::move(init)); });
   }
 
-  // An instance of the module for this attempt, from this reactor's pool or new, reset.
+  // An instance of the module for one guest call, from this reactor's pool (reset) or new,
+  // with the attempt's context moved in. Instances are borrowed for a call, not for the
+  // execution: one waiting for its turn or for a read holds none, and every call starts from
+  // the module's memory right after instantiation.
   Status TakeInstance() {
     auto& idle = rt_.reactor_instances[reactor_][active_.sha256];
     while (!idle.empty() && !instance_) {
@@ -390,21 +415,23 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
       if (!candidate->Outdated()) instance_ = std::move(candidate);
     }
     if (!instance_) {
-      REEF_ASSIGN_OR_RETURN(
-          instance_, ModuleInstance::Create(ModuleKind::kCommand, module_,
-                                            fmt::format("commands/{}@{}", name_, active_.version)));
+      REEF_ASSIGN_OR_RETURN(instance_,
+                            ModuleInstance::Create(ModuleKind::kCommand, module_, ctx_.label));
     } else {
       REEF_RETURN_IF_ERROR(instance_->Reset());
     }
+    std::swap(instance_->context(), ctx_);
     MutexLock lock(rt_.mu);
     // Two commands with the same bytes share instances: each records the tier it ran on.
     rt_.command_counters[name_].tier = wasm::TierName(instance_->tier());
     return Status::Ok();
   }
-  // Gives the instance back to this reactor's pool (kept: a few per module).
+  // Moves the context back out and gives the instance back to this reactor's pool (kept: a
+  // few per module).
   void ReturnInstance() {
     constexpr size_t kIdlePerModule = 8;
     if (!instance_) return;
+    std::swap(instance_->context(), ctx_);
     auto& idle = rt_.reactor_instances[reactor_][active_.sha256];
     if (idle.size() < kIdlePerModule) idle.push_back(std::move(instance_));
     instance_.reset();
@@ -434,10 +461,16 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
     // other queries run in parallel, and conflicts with them are retried.
     query_turn_ =
         std::string(reinterpret_cast<const char*>(query_bytes_.data()), query_bytes_.size());
-    rt_.query_turns.Take(*query_turn_, [self = shared_from_this()] {
-      self->query_turn_held_ = true;
-      self->OnReactor([self] { self->StartFold(); });
-    });
+    // A free turn is taken here and the fold starts at once; a turn another execution frees
+    // is handed over on that one's thread, and the fold moves back to this reactor.
+    if (!rt_.query_turns.Take(*query_turn_, [self = shared_from_this()] {
+          self->query_turn_held_ = true;
+          self->OnReactor([self] { self->StartFold(); });
+        })) {
+      return;
+    }
+    query_turn_held_ = true;
+    StartFold();
   }
 
   void StartFold() {
@@ -454,7 +487,7 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
       from_ = kept->folded_to + 1;
     }
     fold_start_ = from_;
-    instance_->context().read_clock_or_random = false;
+    ctx_.read_clock_or_random = false;
     ReadPage();
   }
 
@@ -507,7 +540,7 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   void FoldDone() {
     // Kept when the fold moved on and depended only on its key: not on the clock or random
     // bytes, and no lifecycle change came in (the generation is part of the key).
-    if (from_ != fold_start_ && !instance_->context().read_clock_or_random &&
+    if (from_ != fold_start_ && !ctx_.read_clock_or_random &&
         rt_.CommandGeneration(name_) == generation_) {
       rt_.fold_cache.Put(fold_key_, name_, state_, head_, cache_epoch_);
     }
@@ -516,11 +549,9 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   }
 
   void Decide() {
-    CallForValue("reef_command_decide", {&state_, &input_},
-                 [self = shared_from_this()](Value decision) {
-                   self->ReturnInstance();  // the attempt's guest calls are over
-                   self->Decided(std::move(decision));
-                 });
+    CallForValue(
+        "reef_command_decide", {&state_, &input_},
+        [self = shared_from_this()](Value decision) { self->Decided(std::move(decision)); });
   }
 
   void Decided(Value decision) {
@@ -611,9 +642,10 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
     uint64_t cap_ms = static_cast<uint64_t>(rt_.options.command_retry_base.count())
                       << std::min(attempt_, 10u);
     std::uniform_int_distribution<uint64_t> pick(0, std::max<uint64_t>(cap_ms * 1000, 1));
+    thread_local std::mt19937_64 jitter{std::random_device{}()};  // seeded once per I/O thread
     ++attempt_;
     OnReactor([self = shared_from_this()] { self->Attempt(); },
-              std::chrono::microseconds(pick(jitter_)));
+              std::chrono::microseconds(pick(jitter)));
   }
 
   // A lifecycle change came in after the version was resolved: run again from the start.
@@ -689,11 +721,11 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   std::map<std::string, std::string> env_;
   bool fold_ignores_input_ = false;
   int64_t now_ = 0;
-  std::mt19937_64 jitter_{std::random_device{}()};
 
   // The attempt.
   uint32_t attempt_ = 0;
-  std::unique_ptr<ModuleInstance> instance_;  // this reactor's, from Attempt to Decide
+  ModuleCallContext ctx_;                     // the attempt's, between its guest calls
+  std::unique_ptr<ModuleInstance> instance_;  // this reactor's, during one guest call
   Value state_;
   events::Query query_;
   std::vector<uint8_t> query_bytes_;

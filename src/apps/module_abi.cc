@@ -338,79 +338,38 @@ std::optional<std::pair<std::string, Value>> SqlArgs(HostCall& call, HostCallOut
   return std::make_pair(std::move(*sql), std::move(*params));
 }
 
-HostCallOutcome SqlExec(HostCall& call) {
+// An sql_exec or sql_query call: run now on the context's database, or (sql_suspends) handed
+// to the host as the context's pending_sql while the invocation suspends.
+HostCallOutcome Sql(HostCall& call, bool query) {
   HostCallOutcome outcome;
   auto args = SqlArgs(call, &outcome);
   if (!args) return outcome;
-  sqlite3* db = Ctx(call).db;
-  SqlHeapBudget heap(kMaxSqlHeapBytes);
-  auto statement = Prepare(db, args->first, args->second);
-  if (!statement.ok()) return HostError(call, "sql_exec: " + statement.status().message());
-  int rc;
-  {
-    SqlDeadline deadline(db, kMaxSqlTime);
-    while ((rc = sqlite3_step(statement->get())) == SQLITE_ROW) {
-    }
+  SqlRequest request;
+  request.query = query;
+  request.sql = std::move(args->first);
+  request.params = std::move(args->second);
+  if (query) {
+    request.out_ptr = U32(call, 4);
+    request.out_cap = U32(call, 5);
   }
-  if (rc != SQLITE_DONE) {
-    return HostError(call, "sql_exec: " + SqlError(db, rc, args->first, heap));
+  ModuleCallContext& ctx = Ctx(call);
+  if (ctx.sql_suspends) {
+    ctx.pending_sql = std::move(request);
+    return HostCallOutcome::kSuspend;
   }
-  call.results()[0] = static_cast<int64_t>(sqlite3_changes64(db));
+  SqlOutcome done = RunSql(ctx.db, request);
+  if (!done.error.empty()) return HostError(call, std::move(done.error));
+  if (query) return WriteSized(call, 4, 5, done.rows);
+  call.results()[0] = done.changes;
   return HostCallOutcome::kComplete;
 }
 
+HostCallOutcome SqlExec(HostCall& call) {
+  return Sql(call, /*query=*/false);
+}
+
 HostCallOutcome SqlQuery(HostCall& call) {
-  HostCallOutcome outcome;
-  auto args = SqlArgs(call, &outcome);
-  if (!args) return outcome;
-  sqlite3* db = Ctx(call).db;
-  SqlHeapBudget heap(kMaxSqlHeapBytes);
-  auto statement = Prepare(db, args->first, args->second);
-  if (!statement.ok()) return HostError(call, "sql_query: " + statement.status().message());
-  sqlite3_stmt* s = statement->get();
-  List rows;
-  int rc;
-  uint64_t row_bytes = 0;
-  SqlDeadline deadline(db, kMaxSqlTime);
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    for (int c = 0; c < sqlite3_column_count(s); ++c) row_bytes += 9 + sqlite3_column_bytes(s, c);
-    if (row_bytes > kMaxSqlRowBytes) {
-      return HostError(call, fmt::format("sql_query: the rows exceed {} bytes; add a LIMIT "
-                                         "(in: {})",
-                                         kMaxSqlRowBytes, args->first));
-    }
-    Record row;
-    for (int c = 0; c < sqlite3_column_count(s); ++c) {
-      std::string name = sqlite3_column_name(s, c);
-      switch (sqlite3_column_type(s, c)) {
-        case SQLITE_INTEGER:
-          row[name] = Value::Int(sqlite3_column_int64(s, c));
-          break;
-        case SQLITE_FLOAT:
-          row[name] = Value::Float(sqlite3_column_double(s, c));
-          break;
-        case SQLITE_TEXT:
-          row[name] =
-              Value::String(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, c)),
-                                        sqlite3_column_bytes(s, c)));
-          break;
-        case SQLITE_NULL:
-          row[name] = Value::Null();
-          break;
-        default:
-          return HostError(call, fmt::format("sql_query: column '{}' is a BLOB; ABI v1 values "
-                                             "have no bytes (in: {})",
-                                             name, args->first));
-      }
-    }
-    rows.push_back(Value::RecordOf(std::move(row)));
-  }
-  if (rc != SQLITE_DONE) {
-    return HostError(call, "sql_query: " + SqlError(db, rc, args->first, heap));
-  }
-  auto encoded = EncodeCbor(Value::ListOf(std::move(rows)), ModuleValueLimits());
-  if (!encoded.ok()) return HostError(call, "sql_query: the rows " + encoded.status().message());
-  return WriteSized(call, 4, 5, *encoded);
+  return Sql(call, /*query=*/true);
 }
 
 HostCallOutcome Append(HostCall& call) {
@@ -513,6 +472,77 @@ ValueLimits ModuleValueLimits() {
   limits.max_cbor_bytes = 32u << 20;
   limits.max_json_bytes = 32u << 20;
   return limits;
+}
+
+SqlOutcome RunSql(sqlite3* db, const SqlRequest& request) {
+  const char* what = request.query ? "sql_query: " : "sql_exec: ";
+  SqlOutcome out;
+  SqlHeapBudget heap(kMaxSqlHeapBytes);
+  auto statement = Prepare(db, request.sql, request.params);
+  if (!statement.ok()) {
+    out.error = what + statement.status().message();
+    return out;
+  }
+  sqlite3_stmt* s = statement->get();
+  int rc;
+  SqlDeadline deadline(db, kMaxSqlTime);
+  if (!request.query) {
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    }
+    if (rc != SQLITE_DONE) {
+      out.error = what + SqlError(db, rc, request.sql, heap);
+    } else {
+      out.changes = static_cast<int64_t>(sqlite3_changes64(db));
+    }
+    return out;
+  }
+  List rows;
+  uint64_t row_bytes = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    for (int c = 0; c < sqlite3_column_count(s); ++c) row_bytes += 9 + sqlite3_column_bytes(s, c);
+    if (row_bytes > kMaxSqlRowBytes) {
+      out.error = fmt::format("sql_query: the rows exceed {} bytes; add a LIMIT (in: {})",
+                              kMaxSqlRowBytes, request.sql);
+      return out;
+    }
+    Record row;
+    for (int c = 0; c < sqlite3_column_count(s); ++c) {
+      std::string name = sqlite3_column_name(s, c);
+      switch (sqlite3_column_type(s, c)) {
+        case SQLITE_INTEGER:
+          row[name] = Value::Int(sqlite3_column_int64(s, c));
+          break;
+        case SQLITE_FLOAT:
+          row[name] = Value::Float(sqlite3_column_double(s, c));
+          break;
+        case SQLITE_TEXT:
+          row[name] =
+              Value::String(std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, c)),
+                                        sqlite3_column_bytes(s, c)));
+          break;
+        case SQLITE_NULL:
+          row[name] = Value::Null();
+          break;
+        default:
+          out.error =
+              fmt::format("sql_query: column '{}' is a BLOB; ABI v1 values have no bytes (in: {})",
+                          name, request.sql);
+          return out;
+      }
+    }
+    rows.push_back(Value::RecordOf(std::move(row)));
+  }
+  if (rc != SQLITE_DONE) {
+    out.error = what + SqlError(db, rc, request.sql, heap);
+    return out;
+  }
+  auto encoded = EncodeCbor(Value::ListOf(std::move(rows)), ModuleValueLimits());
+  if (!encoded.ok()) {
+    out.error = "sql_query: the rows " + encoded.status().message();
+    return out;
+  }
+  out.rows = std::move(*encoded);
+  return out;
 }
 
 const wasm::HostRegistry& ModuleRegistry(ModuleKind kind) {

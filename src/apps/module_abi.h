@@ -48,6 +48,26 @@ inline constexpr uint64_t kModuleAllocBudget = 1'000'000;
 // Largest buffer `random` fills in one call, in bytes.
 inline constexpr uint32_t kMaxRandomBytes = 65'536;
 
+// One `sql_exec` or `sql_query` call of a module, as the import read it from the guest.
+struct SqlRequest {
+  bool query = false;  // sql_query (rows) or sql_exec (rows changed)
+  std::string sql;
+  Value params;
+  uint32_t out_ptr = 0;  // sql_query: the guest's buffer for the rows
+  uint32_t out_cap = 0;
+};
+
+// What one SQL call gave.
+struct SqlOutcome {
+  std::string error;          // non-empty: the call traps host_error ("sql_exec: ...")
+  int64_t changes = 0;        // sql_exec: rows changed
+  std::vector<uint8_t> rows;  // sql_query: its rows, a CBOR list of records (column -> value)
+};
+
+// Runs `request` on `db` within the bounds of every module SQL call (10 s, 32 MiB of rows,
+// 64 MiB of SQLite heap). Thread: the one using `db`.
+SqlOutcome RunSql(sqlite3* db, const SqlRequest& request);
+
 // What the imports of one call act on. Set up by the host that owns the instance.
 struct ModuleCallContext {
   ModuleKind kind = ModuleKind::kCommand;
@@ -58,8 +78,13 @@ struct ModuleCallContext {
   // `random`: SHA-256(seed || counter) blocks (commands) or OpenSSL's CSPRNG (nullopt).
   std::optional<std::array<uint8_t, 32>> random_seed;
   uint64_t random_counter = 0;
-  // `sql_exec` / `sql_query`: the module's own database (projectors and effects).
+  // `sql_exec` / `sql_query`: the module's own database (projectors and effects), used on the
+  // instance's thread. With `sql_suspends` instead, a call is not run here: the import leaves
+  // it in `pending_sql` and suspends the invocation, and the host runs it on the database's
+  // own thread and resumes (ModuleInstance::CompleteSql). Projectors run so on the fleet.
   sqlite3* db = nullptr;
+  bool sql_suspends = false;
+  std::optional<SqlRequest> pending_sql;
   // `append` (effects): appends a list of new events (a Value as the guest wrote it) and
   // returns the last position.
   std::function<Result<uint64_t>(const Value& new_events)> append;
@@ -117,6 +142,15 @@ class ModuleInstance {
   Status StartCall(std::string_view name, std::initializer_list<const Value*> inputs,
                    uint64_t budget = kModuleCallBudget);
   std::optional<Result<std::vector<wasm::WasmValue>>> RunSlice(uint64_t slice);
+  // True while the call in progress waits in a host import (RunSlice gave nullopt), e.g. an
+  // SQL call left in context().pending_sql.
+  bool suspended() const;
+  // Resumes a call suspended in an SQL import with what the SQL call gave: sql_query's rows
+  // are written to the guest's buffer when they fit (the call returns their length either
+  // way), sql_exec returns the rows changed, and an outcome's error traps the call
+  // (host_error, kept in context().host_error). Errors: FailedPrecondition when no call is
+  // suspended.
+  Status CompleteSql(const SqlRequest& request, const SqlOutcome& outcome);
   // Decodes the packed i64 result (ptr | len << 32) of export `name` as one value.
   // Errors: InvalidArgument when the buffer is outside memory or not a value.
   Result<Value> ValueOf(std::string_view name, const std::vector<wasm::WasmValue>& results);
@@ -149,7 +183,8 @@ class ModuleInstance {
     std::string name;
     std::unique_ptr<wasm::Invocation> invocation;
     uint64_t budget = 0;
-    uint64_t charged = 0;  // instructions run so far
+    uint64_t charged = 0;    // instructions run so far
+    bool suspended = false;  // waiting in a host import
   };
 
   ModuleCallContext context_;

@@ -34,8 +34,14 @@ Result<std::vector<wasm::WasmValue>> ModuleInstance::Call(
     std::string_view name, std::initializer_list<const Value*> inputs, uint64_t budget) {
   Status started = StartCall(name, inputs, budget);
   if (!started.ok()) return started;
-  auto results = RunSlice(budget);  // the whole budget: it ends, one way or the other
-  if (!results) return Status::Internal(fmt::format("{}: {} did not end", context_.label, name));
+  auto results = RunSlice(budget);  // the whole budget: it ends, unless an import suspends it
+  if (!results) {
+    pending_.reset();
+    Status reset = instance_->Reset();
+    return Status::FailedPrecondition(
+        fmt::format("{}: {} waits in a host import, which a call run to its end cannot serve{}",
+                    context_.label, name, reset.ok() ? "" : "; " + reset.message()));
+  }
   return std::move(*results);
 }
 
@@ -59,6 +65,10 @@ std::optional<Result<std::vector<wasm::WasmValue>>> ModuleInstance::RunSlice(uin
         Status::FailedPrecondition(fmt::format("{}: no call is in progress", context_.label)));
   }
   Pending& call = *pending_;
+  if (call.suspended) {
+    return Result<std::vector<WasmValue>>(Status::FailedPrecondition(fmt::format(
+        "{}: {} waits in a host import; complete it first", context_.label, call.name)));
+  }
   const uint64_t left = call.budget - std::min(call.budget, call.charged);
   wasm::RunState state = call.invocation->Run(std::max<uint64_t>(1, std::min(slice, left)));
   Result<std::vector<WasmValue>> out = Status::Internal("unset");
@@ -71,8 +81,9 @@ std::optional<Result<std::vector<wasm::WasmValue>>> ModuleInstance::RunSlice(uin
     out =
         Status(Code::kTrapped, fmt::format("{}: {} failed: {}", context_.label, call.name, reason));
   } else if (state == wasm::RunState::kSuspended) {
-    out = Status::Internal(fmt::format("{}: {} suspended in {}, which modules cannot do",
-                                       context_.label, call.name, call.invocation->suspended_in()));
+    call.suspended = true;
+    call.charged = call.invocation->telemetry().instructions;
+    return std::nullopt;  // the host completes the import (CompleteSql), then runs on
   } else {
     call.charged = call.invocation->telemetry().instructions;
     if (call.charged < call.budget) return std::nullopt;  // more slices to run
@@ -86,6 +97,34 @@ std::optional<Result<std::vector<wasm::WasmValue>>> ModuleInstance::RunSlice(uin
       return Result<std::vector<WasmValue>>(reset.WithContext(out.status().message()));
   }
   return out;
+}
+
+bool ModuleInstance::suspended() const {
+  return pending_ && pending_->suspended;
+}
+
+Status ModuleInstance::CompleteSql(const SqlRequest& request, const SqlOutcome& outcome) {
+  if (!suspended()) {
+    return Status::FailedPrecondition(fmt::format("{}: no call waits for SQL", context_.label));
+  }
+  Pending& call = *pending_;
+  call.suspended = false;
+  if (!outcome.error.empty()) {
+    context_.host_error = outcome.error;
+    return call.invocation->FailHostCall(wasm::TrapKind::kHostError, outcome.error);
+  }
+  if (!request.query) {
+    const std::vector<WasmValue> results = {outcome.changes};
+    return call.invocation->CompleteHostCall(results);
+  }
+  if (outcome.rows.size() <= request.out_cap) {
+    Status written = instance_->memory().Write(request.out_ptr, outcome.rows);
+    if (!written.ok()) {
+      return call.invocation->FailHostCall(wasm::TrapKind::kHostBounds, written.message());
+    }
+  }
+  const std::vector<WasmValue> results = {static_cast<int32_t>(outcome.rows.size())};
+  return call.invocation->CompleteHostCall(results);
 }
 
 Status ModuleInstance::StartOnce(std::string_view name, std::initializer_list<const Value*> inputs,

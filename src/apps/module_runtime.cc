@@ -95,6 +95,8 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   spec.keys = keys.get();
   spec.options = &options;
   spec.initial_position = position;  // shown until the runner has read its database
+  spec.fleet = fleet;
+  spec.reactor = next_reactor.fetch_add(1) % fleet->ReactorCount();
   std::unique_ptr<Runner> runner;
   {
     MutexLock lock(mu);
@@ -166,6 +168,26 @@ Result<std::map<std::string, std::string>> ModuleRuntime::Impl::CommandEnv(std::
   MutexLock lock(mu);
   if (command_generations[std::string(name)] == generation) env_cache[std::string(name)] = env;
   return env;
+}
+
+std::optional<ModuleRuntime::Impl::CachedCommandFacts> ModuleRuntime::Impl::CachedCommand(
+    std::string_view name) {
+  CachedCommandFacts facts;
+  {
+    MutexLock lock(mu);
+    auto active = active_commands.find(name);
+    auto env = env_cache.find(name);
+    if (active == active_commands.end() || !active->second || env == env_cache.end()) {
+      return std::nullopt;
+    }
+    facts.active = *active->second;
+    facts.env = env->second;
+  }
+  MutexLock lock(compiled_mu);
+  auto module = compiled.find(facts.active.sha256);
+  if (module == compiled.end()) return std::nullopt;
+  facts.module = module->second;
+  return facts;
 }
 
 uint64_t ModuleRuntime::Impl::CommandGeneration(std::string_view name) {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <thread>
 
+#include "actor/runtime.h"
 #include "apps/event_values.h"
 #include "apps/module_runtime.h"
 #include "core/mutex.h"
@@ -73,6 +74,10 @@ struct RunnerSpec {
   const RuntimeOptions* options = nullptr;
   uint64_t restarts = 0;
   uint64_t initial_position = 0;  // the status's position until the runner reads its own
+  // Projectors: the fleet their guest calls run on, and the reactor (docs/runtime.md "One
+  // fleet").
+  std::shared_ptr<actor::Runtime> fleet;
+  uint32_t reactor = 0;
 };
 
 class Runner {

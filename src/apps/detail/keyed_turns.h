@@ -5,8 +5,8 @@
 // record), and executions with the same query take turns from read to append (they never
 // conflict with each other). Entries exist only while some caller holds or awaits them.
 //
-// Thread ownership: any thread. `go` runs on the thread of Take (a free key) or of the Release
-// that frees the key, without the lock held; it must not block.
+// Thread ownership: any thread. A queued `go` runs on the thread of the Release that hands it
+// the key, without the lock held; it must not block.
 #pragma once
 
 #include <deque>
@@ -21,18 +21,14 @@ namespace reef::apps::detail {
 
 class KeyedTurns {
  public:
-  // Runs `go` now if `key` is free (the caller then holds it), else once every earlier taker
-  // of `key` has released it, in order. The holder must call Release(key) exactly once.
-  void Take(const std::string& key, std::function<void()> go) EXCLUDES(mu_) {
-    {
-      MutexLock lock(mu_);
-      auto [it, free] = waiting_.try_emplace(key);
-      if (!free) {
-        it->second.push_back(std::move(go));
-        return;
-      }
-    }
-    go();
+  // True when `key` is free: the caller holds it now, and `go` is dropped unrun. Otherwise
+  // false, and `go` runs once every earlier taker of `key` has released it, in order (the
+  // key is then held for it). The holder must call Release(key) exactly once.
+  bool Take(const std::string& key, std::function<void()> go) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    auto [it, free] = waiting_.try_emplace(key);
+    if (!free) it->second.push_back(std::move(go));
+    return free;
   }
 
   // Ends the holder's turn: the next taker of `key`, if any, goes.

@@ -156,6 +156,15 @@ struct ModuleRuntime::Impl {
 
   Result<std::map<std::string, std::string>> CommandEnv(std::string_view name);
 
+  // The command's active version, module and env when all three are in memory (the usual
+  // case), so an execution starts without a trip to the module store; nullopt otherwise.
+  struct CachedCommandFacts {
+    store::ActiveModule active;
+    std::shared_ptr<const wasm::Module> module;
+    std::map<std::string, std::string> env;
+  };
+  std::optional<CachedCommandFacts> CachedCommand(std::string_view name);
+
   // The command's lifecycle generation (command_generations; 0 before any change).
   uint64_t CommandGeneration(std::string_view name);
 
