@@ -29,20 +29,12 @@ std::shared_ptr<CallSlot> Runtime::State::FindCall(const ActorRef& ref) {
 }
 
 bool Runtime::State::IsReplyAddress(const ActorRef& ref) {
-  MutexLock lock(calls_mu);
-  return calls.count(ref) > 0 || retired_index.count(ref) > 0;
+  return ref.is_reply_address();
 }
 
 void Runtime::State::RetireCall(const ActorRef& ref) {
-  constexpr size_t kRetiredCalls = 65'536;
   MutexLock lock(calls_mu);
   calls.erase(ref);
-  retired_calls.push_back(ref);
-  retired_index.emplace(ref, true);
-  if (retired_calls.size() > kRetiredCalls) {
-    retired_index.erase(retired_calls.front());
-    retired_calls.pop_front();
-  }
 }
 
 Status Runtime::State::OnReactor(Reactor& reactor, const std::function<Status(Reactor&)>& fn) {
@@ -442,7 +434,7 @@ void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRe
   // Checked once up front, so LimitExceeded from a send attempt can only mean a full mailbox.
   Status limits = CheckLimits(message, options.value_limits).WithContext("message");
   if (!limits.ok()) return (void)slot->Complete(limits);
-  auto address = ActorRef::Generate();
+  auto address = ActorRef::GenerateReplyAddress();
   if (!address.ok()) return (void)slot->Complete(address.status());
   // Whoever completes the slot (the reply, a timer, a kill, shutdown) ends its registration.
   slot->on_done = [this, address = *address, done = std::move(slot->on_done)](Result<Value> reply,

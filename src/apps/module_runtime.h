@@ -5,7 +5,8 @@
 //               execution is a task on the reactor fleet (actor::Runtime::Post): its guest
 //               calls run there in slices, its reads, appends and records on I/O threads
 //               (IoPool), so no thread waits for it
-//   projectors  one thread each, one subscription each; each event's handler and the
+//   projectors  one subscription each, the guest on a reactor of the fleet and every SQL
+//               statement on the projector's own SQLite thread; each event's handler and the
 //               projector's position commit in one transaction of projectors/<name>.sqlite
 //   effects     a dispatcher thread routes events by partition key to a global worker or one of
 //               8 keyed workers; the watermark (highest contiguous handled position) is
@@ -59,8 +60,8 @@ struct RuntimeOptions {
   uint32_t effect_max_in_flight = 4'096;
   // Projectors: events per SQLite transaction while catching up.
   uint32_t projector_batch_events = 512;
-  // The reactor fleet command executions run on (shared with the program runtime by `reef
-  // serve`); empty: the runtime starts a free-running fleet of its own with `reactors`
+  // The reactor fleet command executions and projectors run on (shared with the program
+  // runtime by `reef serve`); empty: the runtime starts a free-running fleet of its own with `reactors`
   // reactors (0: one per core, at least 2).
   std::shared_ptr<actor::Runtime> fleet;
   uint32_t reactors = 0;

@@ -18,7 +18,15 @@ Result<ActorRef> ActorRef::Parse(std::string_view text) {
 }
 
 Result<ActorRef> ActorRef::Generate() {
+  for (;;) {  // 1 in 4,096 NanoIDs has the reply addresses' prefix: draw again
+    REEF_ASSIGN_OR_RETURN(std::string id, NewNanoId());
+    if (!std::string_view(id).starts_with(kReplyAddressPrefix)) return ActorRef(id);
+  }
+}
+
+Result<ActorRef> ActorRef::GenerateReplyAddress() {
   REEF_ASSIGN_OR_RETURN(std::string id, NewNanoId());
+  id.replace(0, kReplyAddressPrefix.size(), kReplyAddressPrefix);
   return ActorRef(id);
 }
 

@@ -33,8 +33,17 @@ class ActorRef {
   // Parses `text` as an actor ref. Errors: InvalidArgument naming the broken rule (length or
   // alphabet, see ValidateNanoId).
   static Result<ActorRef> Parse(std::string_view text);
-  // A fresh random actor ref (NewNanoId). Errors: Unavailable when the CSPRNG fails.
+  // A fresh random actor ref (NewNanoId), never one that starts with kReplyAddressPrefix.
+  // Errors: Unavailable when the CSPRNG fails.
   static Result<ActorRef> Generate();
+  // A fresh reply address: kReplyAddressPrefix and 19 random characters. The actor runtime
+  // sends a call's request from one (docs/runtime.md "Calls between actors"); its shape alone
+  // tells that a send to it is a reply, whether the call is still waiting or not.
+  // Errors: Unavailable when the CSPRNG fails.
+  static Result<ActorRef> GenerateReplyAddress();
+  // The first characters of every reply address, and of no generated actor ref.
+  static constexpr std::string_view kReplyAddressPrefix = "__";
+  bool is_reply_address() const { return str().starts_with(kReplyAddressPrefix); }
 
   // The 21 characters of the NanoID; valid as long as this ActorRef lives.
   std::string_view str() const { return {id_.data(), id_.size()}; }

@@ -192,11 +192,9 @@ struct Runtime::State {
   std::map<ActorRef, std::shared_ptr<ActorCell>> directory GUARDED_BY(directory_mu);
 
   Mutex calls_mu;
+  // Calls waiting for a reply, by reply address (ActorRef::GenerateReplyAddress). A send to a
+  // reply address that is not here is a late reply: dropped, never an error for its sender.
   std::map<ActorRef, std::shared_ptr<CallSlot>> calls GUARDED_BY(calls_mu);
-  // Reply addresses of calls that ended (timed out or answered), newest last, so a late
-  // reply is dropped instead of failing its sender. Bounded.
-  std::deque<ActorRef> retired_calls GUARDED_BY(calls_mu);
-  std::map<ActorRef, bool> retired_index GUARDED_BY(calls_mu);
 
   // The wait-for graph of actor calls: caller -> callee for every awaiting call, so a call
   // that would close a cycle (A calls B calls A) is refused at once, across reactors.
@@ -208,9 +206,9 @@ struct Runtime::State {
   // ---- helpers (runtime.cc) ----
   std::shared_ptr<ActorCell> FindCell(const ActorRef& ref) EXCLUDES(directory_mu);
   std::shared_ptr<CallSlot> FindCall(const ActorRef& ref) EXCLUDES(calls_mu);
-  // True for the reply address of a pending or recently ended call.
-  bool IsReplyAddress(const ActorRef& ref) EXCLUDES(calls_mu);
-  // Ends a call's registration; its address stays a reply address for a while.
+  // True for a reply address (by its shape: a pending call's, or one that ended).
+  bool IsReplyAddress(const ActorRef& ref);
+  // Ends a call's registration; a later send to its address is a late reply.
   void RetireCall(const ActorRef& ref) EXCLUDES(calls_mu);
   // Registers `slot` under a fresh address and starts sending (SendAsync, CallAsync): one
   // attempt now, retries on reactor timers while the mailbox is full, and for a call a

@@ -131,6 +131,21 @@ TEST_P(CallTest, ATimedOutCallReturnsTimeoutAndItsLateReplyIsDroppedAndCounted) 
   EXPECT_NE(logs->entries[0].message.find("dropped a late reply"), std::string::npos);
 }
 
+TEST_P(CallTest, ASendToAReplyAddressOfAnyAgeIsALateReplyNeverAnError) {
+  // Reply addresses are known by their shape, not remembered: one that was never registered
+  // (as good as one whose call ended any number of calls ago) takes a send as a late reply.
+  auto address = ActorRef::GenerateReplyAddress();
+  ASSERT_TRUE(address.ok());
+  ASSERT_TRUE(address->is_reply_address());
+  ActorRef sender = Spawn(0);
+  Send(sender,
+       fmt::format(R"({{"op":"send","target":{{"$actor":"{}"}},"count":1}})", address->str()));
+  ActorSnapshot snap = WaitIdle(sender);
+  EXPECT_EQ(snap.status, ActorStatus::kIdle) << "the sender's transition committed";
+  EXPECT_EQ(snap.state, Value::Int(1));
+  EXPECT_EQ(runtime_->LateReplies(), 1u);
+}
+
 TEST_P(CallTest, KillActsAtOnceOnAnAwaitingActorAndItsReplyIsLate) {
   ActorRef caller = Spawn(7);
   ActorRef callee = Spawn(42);

@@ -111,6 +111,23 @@ TEST(ValueActorRefTest, GenerateGivesDistinctValidRefs) {
   EXPECT_NE(*a, *b);
 }
 
+TEST(ValueActorRefTest, ReplyAddressesHaveAShapeNoGeneratedRefHas) {
+  // Without the rule about 1 in 4,096 NanoIDs starts with "__": 40,000 draws would give ~10.
+  for (int i = 0; i < 40'000; ++i) {
+    auto ref = ActorRef::Generate();
+    ASSERT_TRUE(ref.ok());
+    ASSERT_FALSE(ref->is_reply_address()) << ref->str();
+  }
+  auto address = ActorRef::GenerateReplyAddress();
+  ASSERT_TRUE(address.ok());
+  EXPECT_TRUE(address->is_reply_address());
+  EXPECT_TRUE(address->str().starts_with("__"));
+  auto parsed = ActorRef::Parse(address->str());
+  ASSERT_TRUE(parsed.ok()) << "a reply address is a valid actor ref";
+  EXPECT_EQ(*parsed, *address);
+  EXPECT_NE(*ActorRef::GenerateReplyAddress(), *address);
+}
+
 TEST(ValueUtf8Test, AcceptsWellFormedText) {
   EXPECT_TRUE(IsValidUtf8(""));
   EXPECT_TRUE(IsValidUtf8("plain"));
