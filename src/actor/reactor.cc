@@ -123,6 +123,13 @@ uint32_t Runtime::ReactorCount() const {
   return static_cast<uint32_t>(state_->reactors.size());
 }
 
+Result<uint32_t> Runtime::PlaceWork() {
+  SpawnOptions round_robin;
+  round_robin.placement = PlacementPolicy::kRoundRobin;
+  REEF_ASSIGN_OR_RETURN(Reactor * reactor, state_->Place(round_robin));
+  return reactor->id;
+}
+
 Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn) {
   if (spawn.reactor) {
     if (*spawn.reactor >= reactors.size()) {

@@ -252,6 +252,10 @@ class Runtime {
               std::chrono::microseconds delay = std::chrono::microseconds(0));
   // The number of reactors (constant). Any thread.
   uint32_t ReactorCount() const;
+  // The reactor the next piece of host work should go to: the next Up one in turn (like
+  // Spawn's round-robin placement), so a drained reactor gets no new work. Any thread.
+  // Errors: FailedPrecondition when no reactor is Up.
+  Result<uint32_t> PlaceWork();
 
   // ---- observation ----------------------------------------------------------------------
 

@@ -254,13 +254,14 @@ constexpr int kMaxSuperseded = 8;
 // fleet or pool stopping) answers Unavailable from its destructor.
 class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execution> {
  public:
-  Execution(Impl& rt, std::string name, Value input, ExecuteOptions opts, CommandDone done)
+  Execution(Impl& rt, uint32_t reactor, std::string name, Value input, ExecuteOptions opts,
+            CommandDone done)
       : rt_(rt),
         name_(std::move(name)),
         input_(std::move(input)),
         opts_(std::move(opts)),
         done_(std::move(done)),
-        reactor_(rt.next_reactor.fetch_add(1) % rt.fleet->ReactorCount()) {}
+        reactor_(reactor) {}
 
   ~Execution() {
     if (!done_) return;
@@ -751,11 +752,17 @@ void ModuleRuntime::ExecuteAsync(std::string_view name, Value input, ExecuteOpti
           fmt::format("the idempotency key is not valid UTF-8 (byte {}); nothing was run", *bad)));
     }
   }
+  // Its reactor: the next Up one (a drained reactor takes no new executions).
+  auto reactor = impl_->fleet->PlaceWork();
+  if (!reactor.ok()) {
+    return done(Status::Unavailable(
+        fmt::format("commands/{}: no reactor takes work: {}", name, reactor.status().message())));
+  }
   if (Status entered = impl_->Enter(fmt::format("commands/{}", name)); !entered.ok()) {
     return done(entered);
   }
-  auto execution = std::make_shared<Impl::Execution>(*impl_, std::string(name), std::move(input),
-                                                     std::move(options), std::move(done));
+  auto execution = std::make_shared<Impl::Execution>(
+      *impl_, *reactor, std::string(name), std::move(input), std::move(options), std::move(done));
   execution->Start();
 }
 

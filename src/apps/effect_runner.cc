@@ -1,21 +1,31 @@
 // The effect runner (spec 000 "Effects (parallel)", "Watermark algorithm", "Backoff and
-// retry"): a dispatcher thread reads the subscription, asks the module for each event's
-// partition key and queues the event on the global worker (no key) or on keyed worker
-// 1 + hash(key) % 8. Each worker runs its events in order, each until it succeeds: a failure
-// waits effect_backoff_initial, doubling up to effect_backoff_max, and the delay resets after
-// the next success. Workers acknowledge handled positions; the watermark is the highest
-// position below which everything dispatched is handled, and it is persisted in
-// effects/<name>.sqlite, so a restart resumes after it (at-least-once delivery).
+// retry"): a dispatcher reads the subscription, asks the module for each event's partition key
+// and queues the event on the global worker (no key) or on keyed worker 1 + hash(key) % 8.
+// Each worker runs its events in order, each until it succeeds: a failure waits
+// effect_backoff_initial, doubling up to effect_backoff_max, and the delay resets after the
+// next success. Workers acknowledge handled positions; the watermark is the highest position
+// below which everything dispatched is handled, and it is persisted in effects/<name>.sqlite,
+// so a restart resumes after it (at-least-once delivery).
+//
+// Guest code runs on the reactor fleet (docs/runtime.md "One fleet"): the dispatcher's
+// reef_query and reef_partition_key on the effect's reactor, each worker's reef_effect on a
+// reactor of its own choosing. What waits runs on threads that may wait: the dispatcher's
+// thread (the subscription, the watermark, its SQL) and one I/O thread per worker (its
+// connection to the database, its SQL and its appends), which the guest's sql_exec, sql_query
+// and append suspend for.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
 #include <deque>
 #include <functional>
+#include <future>
 #include <set>
 
+#include "apps/guest_driver.h"
 #include "apps/module_abi.h"
 #include "apps/runners.h"
+#include "core/io_pool.h"
 #include "core/mutex.h"
 
 namespace reef::apps {
@@ -30,40 +40,62 @@ struct Item {
   Value value;
 };
 
+// Runs `step` on `reactor` and waits for it to end (it runs on that reactor's thread, where
+// engine instances must end). False when the fleet could not run it (stopping).
+bool RunOnReactorAndWait(actor::Runtime& fleet, uint32_t reactor, std::function<void()> step) {
+  std::promise<void> ran;
+  auto done = ran.get_future();
+  Status posted = fleet.Post(reactor, [&ran, step = std::move(step)] {
+    step();
+    ran.set_value();
+  });
+  if (!posted.ok()) return false;
+  done.wait();
+  return true;
+}
+
 class EffectRunner;
 
-class Worker {
+class Worker : public std::enable_shared_from_this<Worker> {
  public:
-  Worker(EffectRunner& runner, uint32_t index) : runner_(runner), index_(index) {}
-  void Start() {
-    thread_ = std::thread([this] { Run(); });
-  }
-  void Push(Item item) {
-    MutexLock lock(mu_);
-    queue_.push_back(std::move(item));
-    cv_.NotifyOne();
-  }
-  void Stop() {
-    {
-      MutexLock lock(mu_);
-      stop_ = true;
-      cv_.NotifyAll();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
+  Worker(EffectRunner& runner, uint32_t index, uint32_t reactor);
+  // Opens the worker's connection on its I/O thread.
+  void Start();
+  // Queues an event; the worker runs it after those before it. Any thread.
+  void Push(Item item);
+  // Takes no more events, waits for the one in progress (a retry's wait ends at once), ends
+  // the instance on its reactor and closes the connection. Not from a reactor thread.
+  void Stop();
   double backoff_seconds() const { return backoff_ms_.load() / 1000.0; }
 
  private:
-  void Run();
+  void Next();  // on the reactor: runs reef_effect on the first queued event
+  void Handled(GuestResults results);
+  // Ends the chain of steps (no event left, stopping, or no instance); `why` fails the status.
+  void Idle(const std::string& why = "");
 
   EffectRunner& runner_;
   const uint32_t index_;
+  const uint32_t reactor_;
+  const RunnerSpec& spec_;
+  std::shared_ptr<const GuestDriver> driver_;
+
   Mutex mu_;
-  CondVar cv_;
+  CondVar idle_;
   std::deque<Item> queue_ GUARDED_BY(mu_);
+  bool busy_ GUARDED_BY(mu_) = false;           // a chain of steps runs or is scheduled
+  bool waiting_retry_ GUARDED_BY(mu_) = false;  // ... as a retry after a backoff
   bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<int64_t> backoff_ms_{0};
-  std::thread thread_;
+
+  // The reactor's (and, through the hand-over, the I/O thread's while a call waits there).
+  std::unique_ptr<ModuleInstance> instance_;
+  std::shared_ptr<const Item> current_;
+  int64_t delay_ms_ = 0;
+  bool switch_failed_logged_ = false;
+  // The I/O thread's.
+  sqlite3* db_ = nullptr;
+  IoPool io_;  // last: its thread ends first
 };
 
 class EffectRunner final : public Runner {
@@ -76,8 +108,9 @@ class EffectRunner final : public Runner {
   void Start() override {
     status_.SetState("starting");
     // The workers exist before any thread runs, so Snapshot may read them from any thread.
+    const uint32_t reactors = spec_.fleet->ReactorCount();
     for (uint32_t i = 0; i <= kKeyedWorkers; ++i) {
-      workers_.push_back(std::make_unique<Worker>(*this, i));
+      workers_.push_back(std::make_shared<Worker>(*this, i, (spec_.reactor + 1 + i) % reactors));
     }
     dispatcher_ = std::thread([this] { RunDispatcher(); });
   }
@@ -102,8 +135,8 @@ class EffectRunner final : public Runner {
 
   // ---- Called by workers ----
 
-  // A new instance; `slot` numbers it for the status's tier (0: the dispatcher, 1 + i: worker
-  // i).
+  // A new instance; `slot` numbers it for the status's tier (0: the
+  // dispatcher, 1 + i: worker i).
   Result<std::unique_ptr<ModuleInstance>> NewInstance(uint32_t slot) {
     REEF_ASSIGN_OR_RETURN(auto instance,
                           ModuleInstance::Create(store::ModuleKind::kEffect, spec_.module, label_));
@@ -113,7 +146,6 @@ class EffectRunner final : public Runner {
   }
   const RunnerSpec& spec() const { return spec_; }
   RunnerStatus& status() { return status_; }
-  bool stopping() const { return stop_; }
 
   void Ack(events::Position position) {
     MutexLock lock(mu_);
@@ -157,6 +189,10 @@ class EffectRunner final : public Runner {
   void RunDispatcher() {
     Status done = Dispatch();
     for (auto& w : workers_) w->Stop();
+    // The dispatcher's instance ends on its reactor.
+    if (!RunOnReactorAndWait(*spec_.fleet, spec_.reactor, [this] { instance_.reset(); })) {
+      instance_.reset();
+    }
     if (db_ != nullptr) {
       Status persisted = MaybePersist();
       if (!persisted.ok() && done.ok()) done = persisted;
@@ -171,6 +207,79 @@ class EffectRunner final : public Runner {
     }
   }
 
+  // Runs export `name` on the dispatcher's instance (made or renewed first) for each of
+  // `inputs` on the reactor, one after the other, and waits here for their values; the SQL
+  // they ask for runs here meanwhile, on the dispatcher's connection.
+  Result<std::vector<Value>> CallOnReactor(const char* name, std::vector<const Value*> inputs) {
+    struct Round {
+      Mutex mu;
+      CondVar cv;
+      std::deque<std::function<void()>> steps GUARDED_BY(mu);
+      std::optional<Result<std::vector<Value>>> result GUARDED_BY(mu);
+    };
+    auto round = std::make_shared<Round>();
+    auto driver = std::make_shared<GuestDriver>();
+    driver->fleet = spec_.fleet;
+    driver->reactor = spec_.reactor;
+    driver->on_io = [round](std::function<void()> step) {
+      MutexLock lock(round->mu);
+      round->steps.push_back(std::move(step));
+      round->cv.NotifyAll();
+      return true;
+    };
+    driver->run_sql = [this](const SqlRequest& request) { return RunSql(db_, request); };
+    auto finish = [round](Result<std::vector<Value>> result) {
+      MutexLock lock(round->mu);
+      round->result = std::move(result);
+      round->cv.NotifyAll();
+    };
+    auto values = std::make_shared<std::vector<Value>>();
+    // One call per input, each started once the one before ended.
+    auto call = std::make_shared<std::function<void(size_t)>>();
+    *call = [this, name, inputs, driver, values, finish, call](size_t i) {
+      if (i == inputs.size()) return finish(std::move(*values));
+      if (i == 0 && (!instance_ || instance_->Outdated())) {
+        // Its native code became ready (TierChoice::kAuto): move to it between batches.
+        auto made = NewInstance(0);
+        if (!made.ok()) return finish(made.status());
+        instance_ = std::move(*made);
+      }
+      std::initializer_list<const Value*> none = {};
+      Status started = inputs[i] == nullptr ? instance_->StartCall(name, none)
+                                            : instance_->StartCall(name, {inputs[i]});
+      if (!started.ok()) return finish(started);
+      DriveGuest(driver, instance_.get(),
+                 [this, name, values, finish, call, i](GuestResults results) {
+                   if (!results.ok()) return finish(results.status());
+                   auto value = instance_->ValueOf(name, *results);
+                   if (!value.ok()) return finish(value.status());
+                   values->push_back(std::move(*value));
+                   // The next call in a later turn: a long batch neither deepens the stack nor
+                   // holds the reactor.
+                   Status posted = spec_.fleet->Post(spec_.reactor, [call, i] { (*call)(i + 1); });
+                   if (!posted.ok()) finish(posted);
+                 });
+    };
+    Status posted = spec_.fleet->Post(spec_.reactor, [call] { (*call)(0); });
+    if (!posted.ok()) return posted;
+    for (;;) {
+      std::function<void()> step;
+      {
+        MutexLock lock(round->mu);
+        while (round->steps.empty() && !round->result) round->cv.Wait(round->mu);
+        if (round->steps.empty()) {
+          auto result = std::move(*round->result);
+          // The chain holds itself through `call`; break the cycle now that it ended.
+          (void)spec_.fleet->Post(spec_.reactor, [call] { *call = nullptr; });
+          return result;
+        }
+        step = std::move(round->steps.front());
+        round->steps.pop_front();
+      }
+      step();
+    }
+  }
+
   Status Dispatch() {
     REEF_ASSIGN_OR_RETURN(db_, OpenModuleDatabase(spec_.db_path));
     REEF_ASSIGN_OR_RETURN(events::Position watermark,
@@ -181,10 +290,8 @@ class EffectRunner final : public Runner {
       dispatched_ = watermark;
     }
     status_.SetPosition(watermark);
-    REEF_ASSIGN_OR_RETURN(auto instance, NewInstance(0));
-    instance->context().db = db_;  // reef_query and reef_partition_key may use SQL too
-    REEF_ASSIGN_OR_RETURN(Value query_value, instance->CallForValue("reef_query", {}));
-    REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_value));
+    REEF_ASSIGN_OR_RETURN(auto query_values, CallOnReactor("reef_query", {nullptr}));
+    REEF_ASSIGN_OR_RETURN(events::Query query, QueryFromValue(query_values.at(0)));
     status_.SetQuery(query);
     for (auto& w : workers_) w->Start();
     REEF_ASSIGN_OR_RETURN(auto subscription, spec_.events->Subscribe(query, watermark));
@@ -210,14 +317,20 @@ class EffectRunner final : public Runner {
       }
       REEF_ASSIGN_OR_RETURN(auto batch,
                             subscription->Next(std::min<size_t>(room, 256), kPollTimeout));
-      // Its native code became ready (TierChoice::kAuto): move to it between batches.
-      if (!batch.empty() && instance->Outdated()) {
-        REEF_ASSIGN_OR_RETURN(instance, NewInstance(0));
-        instance->context().db = db_;
-      }
-      for (events::SequencedEvent& event : batch) {
+      std::vector<Value> values;
+      values.reserve(batch.size());
+      for (const events::SequencedEvent& event : batch) {
         REEF_ASSIGN_OR_RETURN(Value value, EventToValue(events::EventView::Of(event), spec_.keys));
-        REEF_ASSIGN_OR_RETURN(Value key, instance->CallForValue("reef_partition_key", {&value}));
+        values.push_back(std::move(value));
+      }
+      std::vector<const Value*> inputs;
+      for (const Value& value : values) inputs.push_back(&value);
+      std::vector<Value> keys;
+      if (!inputs.empty()) {
+        REEF_ASSIGN_OR_RETURN(keys, CallOnReactor("reef_partition_key", inputs));
+      }
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const Value& key = keys[i];
         if (!key.is_null() && !key.is_string()) {
           return Status::InvalidArgument(
               fmt::format("{}: reef_partition_key returned a {}; expected a string or null", label_,
@@ -226,10 +339,10 @@ class EffectRunner final : public Runner {
         uint32_t worker = WorkerFor(key);
         {
           MutexLock lock(mu_);
-          in_flight_.insert(event.position);
-          dispatched_ = event.position;
+          in_flight_.insert(batch[i].position);
+          dispatched_ = batch[i].position;
         }
-        workers_[worker]->Push(Item{std::move(event), std::move(value)});
+        workers_[worker]->Push(Item{std::move(batch[i]), std::move(values[i])});
       }
       auto now = std::chrono::steady_clock::now();
       if (now - last_persist >= kPollTimeout) {
@@ -245,10 +358,11 @@ class EffectRunner final : public Runner {
   std::string label_;
   std::atomic<bool> stop_{false};
   std::thread dispatcher_;
-  sqlite3* db_ = nullptr;           // dispatcher thread only
-  events::Position persisted_ = 0;  // dispatcher thread only
+  sqlite3* db_ = nullptr;                     // dispatcher thread only
+  events::Position persisted_ = 0;            // dispatcher thread only
+  std::unique_ptr<ModuleInstance> instance_;  // the dispatcher's, on spec_.reactor
   // Created by Start before the dispatcher runs, never resized after: any thread may read.
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::shared_ptr<Worker>> workers_;
 
   Mutex mu_;
   CondVar cv_;
@@ -256,91 +370,164 @@ class EffectRunner final : public Runner {
   events::Position dispatched_ GUARDED_BY(mu_) = 0;
 };
 
-void Worker::Run() {
-  const RunnerSpec& spec = runner_.spec();
-  sqlite3* db = nullptr;
-  auto opened = OpenModuleDatabase(spec.db_path);
-  if (!opened.ok()) {
-    runner_.status().Fail(opened.status().message());
-    return;
-  }
-  db = *opened;
-  // Made for the first event this worker gets (an idle worker holds none), and again when
-  // the module's native code becomes ready (TierChoice::kAuto), between two events.
-  std::unique_ptr<ModuleInstance> instance;
-  const Item* current = nullptr;
-  auto append = [&spec, &current](const Value& list) -> Result<uint64_t> {
+Worker::Worker(EffectRunner& runner, uint32_t index, uint32_t reactor)
+    : runner_(runner),
+      index_(index),
+      reactor_(reactor),
+      spec_(runner.spec()),
+      delay_ms_(runner.spec().options->effect_backoff_initial.count()),
+      io_(fmt::format("effects/{} worker {} I/O", runner.spec().name, index), 1, 4) {
+  auto driver = std::make_shared<GuestDriver>();
+  driver->fleet = spec_.fleet;
+  driver->reactor = reactor_;
+  driver->on_io = [this](std::function<void()> step) { return io_.TrySubmit(std::move(step)); };
+  driver->run_sql = [this](const SqlRequest& request) { return RunSql(db_, request); };
+  // The event being handled is current_: set on the reactor before its call started.
+  driver->run_append = [this](const Value& list) -> Result<uint64_t> {
+    const events::SequencedEvent& cause = current_->event;
     events::EventMetadata metadata;
-    metadata.causation_id = events::FormatEventId(current->event.event.id);
-    metadata.correlation_id = current->event.event.metadata.correlation_id.empty()
+    metadata.causation_id = events::FormatEventId(cause.event.id);
+    metadata.correlation_id = cause.event.metadata.correlation_id.empty()
                                   ? metadata.causation_id
-                                  : current->event.event.metadata.correlation_id;
-    REEF_ASSIGN_OR_RETURN(auto new_events, NewEventsFromValue(list, spec.keys, metadata));
-    if (new_events.empty()) return spec.events->Head();
-    return spec.events->Append(std::move(new_events), std::nullopt);
+                                  : cause.event.metadata.correlation_id;
+    REEF_ASSIGN_OR_RETURN(auto new_events, NewEventsFromValue(list, spec_.keys, metadata));
+    if (new_events.empty()) return spec_.events->Head();
+    return spec_.events->Append(std::move(new_events), std::nullopt);
   };
-  auto attach = [db, &append](ModuleInstance& attached) {
-    attached.context().db = db;
-    attached.context().append = append;
-  };
-  const int64_t initial = spec.options->effect_backoff_initial.count();
-  const int64_t cap = spec.options->effect_backoff_max.count();
-  int64_t delay = initial;
-  bool switch_failed_logged = false;
-  while (true) {
-    Item item;
+  driver_ = std::move(driver);
+}
+
+void Worker::Start() {
+  io_.TrySubmit([self = shared_from_this()] {
+    auto opened = OpenModuleDatabase(self->spec_.db_path);
+    if (!opened.ok()) return self->runner_.status().Fail(opened.status().message());
+    self->db_ = *opened;
+  });
+}
+
+void Worker::Push(Item item) {
+  bool schedule = false;
+  {
+    MutexLock lock(mu_);
+    queue_.push_back(std::move(item));
+    if (!busy_ && !stop_) busy_ = schedule = true;
+  }
+  if (!schedule) return;
+  if (!spec_.fleet->Post(reactor_, [self = shared_from_this()] { self->Next(); }).ok()) Idle();
+}
+
+void Worker::Idle(const std::string& why) {
+  if (!why.empty()) runner_.status().Fail(why);  // the event stays unacknowledged
+  MutexLock lock(mu_);
+  busy_ = false;
+  waiting_retry_ = false;
+  idle_.NotifyAll();
+}
+
+void Worker::Next() {
+  {
+    MutexLock lock(mu_);
+    waiting_retry_ = false;
+    if (stop_ || queue_.empty()) {
+      busy_ = false;
+      idle_.NotifyAll();
+      return;
+    }
+    current_ = std::make_shared<const Item>(queue_.front());
+  }
+  // Made for the first event this worker gets (an idle worker holds none), and again when
+  // the module's native code becomes ready (TierChoice::kAuto), between two events. A failed
+  // instantiation keeps the instance that works, if there is one.
+  if (instance_ == nullptr || instance_->Outdated()) {
+    if (auto fresh = runner_.NewInstance(index_ + 1); fresh.ok()) {
+      instance_ = std::move(*fresh);
+    } else if (instance_ == nullptr) {
+      return Idle(fresh.status().message());
+    } else if (!switch_failed_logged_) {
+      switch_failed_logged_ = true;
+      spdlog::warn("effects/{} (worker {}): stays on its instance: a new one failed: {}",
+                   spec_.name, index_, fresh.status().message());
+    }
+  }
+  Status started = instance_->StartCall("reef_effect", {&current_->value});
+  if (!started.ok()) return Handled(started);
+  DriveGuest(driver_, instance_.get(), [self = shared_from_this()](GuestResults results) {
+    self->Handled(std::move(results));
+  });
+}
+
+void Worker::Handled(GuestResults results) {
+  const int64_t initial = spec_.options->effect_backoff_initial.count();
+  const int64_t cap = spec_.options->effect_backoff_max.count();
+  const events::Position position = current_->event.position;
+  if (results.ok() && std::get<int32_t>(results->at(0)) == 0) {
+    delay_ms_ = initial;
+    backoff_ms_ = 0;
+    runner_.Ack(position);
     {
       MutexLock lock(mu_);
-      while (!stop_ && queue_.empty()) cv_.Wait(mu_);
-      if (stop_) break;
-      item = std::move(queue_.front());
       queue_.pop_front();
     }
-    current = &item;
-    // A failed instantiation keeps the instance that works, if there is one.
-    if (instance == nullptr || instance->Outdated()) {
-      if (auto fresh = runner_.NewInstance(index_ + 1); fresh.ok()) {
-        instance = std::move(*fresh);
-        attach(*instance);
-      } else if (instance == nullptr) {
-        runner_.status().Fail(fresh.status().message());  // the event stays unacknowledged
-        break;
-      } else if (!switch_failed_logged) {
-        switch_failed_logged = true;
-        spdlog::warn("effects/{} (worker {}): stays on its instance: a new one failed: {}",
-                     spec.name, index_, fresh.status().message());
-      }
-    }
-    while (true) {
-      auto rc = instance->CallForStatus("reef_effect", {&item.value});
-      if (rc.ok() && *rc == 0) {
-        delay = initial;
-        backoff_ms_ = 0;
-        runner_.Ack(item.event.position);
-        break;
-      }
-      std::string error =
-          rc.ok() ? fmt::format("reef_effect returned {}", *rc) : rc.status().message();
-      error = fmt::format("event at position {}: {}", item.event.position, error);
-      spdlog::warn("effects/{} (worker {}): {}; retrying in {} ms", spec.name,
-                   index_ == 0 ? std::string("global") : std::to_string(index_), error, delay);
-      runner_.status().CountFailure(error);
-      backoff_ms_ = delay;
-      {
-        MutexLock lock(mu_);
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay);
-        while (!stop_) {
-          if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout) break;
-        }
-        if (stop_) break;
-      }
-      delay = std::min(delay * 2, cap);
-    }
-    current = nullptr;
-    MutexLock lock(mu_);
-    if (stop_) break;
+    // The next event in a later turn of the reactor.
+    if (!spec_.fleet->Post(reactor_, [self = shared_from_this()] { self->Next(); }).ok()) Idle();
+    return;
   }
-  sqlite3_close_v2(db);
+  std::string error =
+      results.ok() ? fmt::format("reef_effect returned {}", std::get<int32_t>(results->at(0)))
+                   : results.status().message();
+  error = fmt::format("event at position {}: {}", position, error);
+  spdlog::warn("effects/{} (worker {}): {}; retrying in {} ms", spec_.name,
+               index_ == 0 ? std::string("global") : std::to_string(index_), error, delay_ms_);
+  runner_.status().CountFailure(error);
+  backoff_ms_ = delay_ms_;
+  {
+    MutexLock lock(mu_);
+    if (stop_) {
+      busy_ = false;
+      idle_.NotifyAll();
+      return;
+    }
+    waiting_retry_ = true;  // Stop need not wait for the retry
+  }
+  // The retry finds the worker gone, or stopped, and does nothing then.
+  std::weak_ptr<Worker> weak = weak_from_this();
+  Status posted = spec_.fleet->Post(
+      reactor_,
+      [weak] {
+        auto self = weak.lock();
+        if (!self) return;
+        {
+          MutexLock lock(self->mu_);
+          if (self->stop_ || !self->waiting_retry_) return;
+        }
+        self->Next();
+      },
+      std::chrono::milliseconds(delay_ms_));
+  if (!posted.ok()) Idle();
+  delay_ms_ = std::min(delay_ms_ * 2, cap);
+}
+
+void Worker::Stop() {
+  {
+    MutexLock lock(mu_);
+    stop_ = true;
+    if (waiting_retry_) {
+      waiting_retry_ = false;
+      busy_ = false;
+    }
+    while (busy_) idle_.Wait(mu_);
+  }
+  if (!RunOnReactorAndWait(*spec_.fleet, reactor_, [this] { instance_.reset(); })) {
+    instance_.reset();
+  }
+  std::promise<void> closed;
+  if (io_.TrySubmit([this, &closed] {
+        if (db_ != nullptr) sqlite3_close_v2(db_);
+        db_ = nullptr;
+        closed.set_value();
+      })) {
+    closed.get_future().wait();
+  }
 }
 
 }  // namespace

@@ -338,8 +338,8 @@ std::optional<std::pair<std::string, Value>> SqlArgs(HostCall& call, HostCallOut
   return std::make_pair(std::move(*sql), std::move(*params));
 }
 
-// An sql_exec or sql_query call: run now on the context's database, or (sql_suspends) handed
-// to the host as the context's pending_sql while the invocation suspends.
+// An sql_exec or sql_query call: handed to the host as the context's pending_sql while the
+// invocation suspends.
 HostCallOutcome Sql(HostCall& call, bool query) {
   HostCallOutcome outcome;
   auto args = SqlArgs(call, &outcome);
@@ -352,16 +352,8 @@ HostCallOutcome Sql(HostCall& call, bool query) {
     request.out_ptr = U32(call, 4);
     request.out_cap = U32(call, 5);
   }
-  ModuleCallContext& ctx = Ctx(call);
-  if (ctx.sql_suspends) {
-    ctx.pending_sql = std::move(request);
-    return HostCallOutcome::kSuspend;
-  }
-  SqlOutcome done = RunSql(ctx.db, request);
-  if (!done.error.empty()) return HostError(call, std::move(done.error));
-  if (query) return WriteSized(call, 4, 5, done.rows);
-  call.results()[0] = done.changes;
-  return HostCallOutcome::kComplete;
+  Ctx(call).pending_sql = std::move(request);
+  return HostCallOutcome::kSuspend;
 }
 
 HostCallOutcome SqlExec(HostCall& call) {
@@ -372,16 +364,14 @@ HostCallOutcome SqlQuery(HostCall& call) {
   return Sql(call, /*query=*/true);
 }
 
+// The events of an append, handed to the host as the context's pending_append while the
+// invocation suspends.
 HostCallOutcome Append(HostCall& call) {
   HostCallOutcome outcome;
   auto events = ReadValue(call, 0, 1, &outcome, "append");
   if (!events) return outcome;
-  ModuleCallContext& ctx = Ctx(call);
-  if (!ctx.append) return HostError(call, "append: not available to this module");
-  auto position = ctx.append(*events);
-  if (!position.ok()) return HostError(call, "append: " + position.status().message());
-  call.results()[0] = static_cast<int64_t>(*position);
-  return HostCallOutcome::kComplete;
+  Ctx(call).pending_append = std::move(*events);
+  return HostCallOutcome::kSuspend;
 }
 
 wasm::HostRegistry BuildRegistry(ModuleKind kind) {

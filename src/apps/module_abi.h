@@ -78,16 +78,13 @@ struct ModuleCallContext {
   // `random`: SHA-256(seed || counter) blocks (commands) or OpenSSL's CSPRNG (nullopt).
   std::optional<std::array<uint8_t, 32>> random_seed;
   uint64_t random_counter = 0;
-  // `sql_exec` / `sql_query`: the module's own database (projectors and effects), used on the
-  // instance's thread. With `sql_suspends` instead, a call is not run here: the import leaves
-  // it in `pending_sql` and suspends the invocation, and the host runs it on the database's
-  // own thread and resumes (ModuleInstance::CompleteSql). Projectors run so on the fleet.
-  sqlite3* db = nullptr;
-  bool sql_suspends = false;
+  // `sql_exec`, `sql_query` (projectors and effects) and `append` (effects) are never run
+  // inside the import: it leaves the SQL call in `pending_sql` or the events in
+  // `pending_append` and suspends the invocation; the host runs it on a thread that may wait
+  // and resumes the call (ModuleInstance::CompleteSql, CompleteAppend; DriveGuest in
+  // apps/guest_driver.h does both). docs/runtime.md "One fleet".
   std::optional<SqlRequest> pending_sql;
-  // `append` (effects): appends a list of new events (a Value as the guest wrote it) and
-  // returns the last position.
-  std::function<Result<uint64_t>(const Value& new_events)> append;
+  std::optional<Value> pending_append;
 
   // Set by `now_ms` and `random` when called; cleared by whoever wants to know (a fold that
   // reads the clock or random bytes is not kept in the fold cache).
@@ -143,7 +140,7 @@ class ModuleInstance {
                    uint64_t budget = kModuleCallBudget);
   std::optional<Result<std::vector<wasm::WasmValue>>> RunSlice(uint64_t slice);
   // True while the call in progress waits in a host import (RunSlice gave nullopt), e.g. an
-  // SQL call left in context().pending_sql.
+  // SQL call left in context().pending_sql or an append in pending_append.
   bool suspended() const;
   // Resumes a call suspended in an SQL import with what the SQL call gave: sql_query's rows
   // are written to the guest's buffer when they fit (the call returns their length either
@@ -151,6 +148,10 @@ class ModuleInstance {
   // (host_error, kept in context().host_error). Errors: FailedPrecondition when no call is
   // suspended.
   Status CompleteSql(const SqlRequest& request, const SqlOutcome& outcome);
+  // Resumes a call suspended in `append` with the append's last position, or traps it
+  // (host_error "append: ...") with the append's error. Errors: FailedPrecondition when no
+  // call is suspended.
+  Status CompleteAppend(const Result<uint64_t>& appended);
   // Decodes the packed i64 result (ptr | len << 32) of export `name` as one value.
   // Errors: InvalidArgument when the buffer is outside memory or not a value.
   Result<Value> ValueOf(std::string_view name, const std::vector<wasm::WasmValue>& results);

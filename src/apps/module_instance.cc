@@ -127,6 +127,21 @@ Status ModuleInstance::CompleteSql(const SqlRequest& request, const SqlOutcome& 
   return call.invocation->CompleteHostCall(results);
 }
 
+Status ModuleInstance::CompleteAppend(const Result<uint64_t>& appended) {
+  if (!suspended()) {
+    return Status::FailedPrecondition(
+        fmt::format("{}: no call waits for an append", context_.label));
+  }
+  Pending& call = *pending_;
+  call.suspended = false;
+  if (!appended.ok()) {
+    context_.host_error = "append: " + appended.status().message();
+    return call.invocation->FailHostCall(wasm::TrapKind::kHostError, context_.host_error);
+  }
+  const std::vector<WasmValue> results = {static_cast<int64_t>(*appended)};
+  return call.invocation->CompleteHostCall(results);
+}
+
 Status ModuleInstance::StartOnce(std::string_view name, std::initializer_list<const Value*> inputs,
                                  uint64_t budget) {
   context_.failure.reset();

@@ -96,7 +96,7 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   spec.options = &options;
   spec.initial_position = position;  // shown until the runner has read its database
   spec.fleet = fleet;
-  spec.reactor = next_reactor.fetch_add(1) % fleet->ReactorCount();
+  REEF_ASSIGN_OR_RETURN(spec.reactor, fleet->PlaceWork());
   std::unique_ptr<Runner> runner;
   {
     MutexLock lock(mu);

@@ -9,7 +9,9 @@
 //               statement on the projector's own SQLite thread; each event's handler and the
 //               projector's position commit in one transaction of projectors/<name>.sqlite
 //   effects     a dispatcher thread routes events by partition key to a global worker or one of
-//               8 keyed workers; the watermark (highest contiguous handled position) is
+//               8 keyed workers, their guest calls on the fleet and each worker's SQL and
+//               appends on an I/O thread of its own; the watermark (highest contiguous handled
+//               position) is
 //               persisted in effects/<name>.sqlite; failures retried with backoff 1 s doubling
 //               to 600 s, reset after progress
 // Lifecycle (spec 000 "Module lifecycle"): upload a version, activate (a rolling upgrade: the
@@ -60,9 +62,9 @@ struct RuntimeOptions {
   uint32_t effect_max_in_flight = 4'096;
   // Projectors: events per SQLite transaction while catching up.
   uint32_t projector_batch_events = 512;
-  // The reactor fleet command executions and projectors run on (shared with the program
-  // runtime by `reef serve`); empty: the runtime starts a free-running fleet of its own with `reactors`
-  // reactors (0: one per core, at least 2).
+  // The reactor fleet command executions, projectors and effects run on (shared with the
+  // program runtime by `reef serve`); empty: the runtime starts a free-running fleet of its own
+  // with `reactors` reactors (0: one per core, at least 2).
   std::shared_ptr<actor::Runtime> fleet;
   uint32_t reactors = 0;
   // Threads for the executions' event-store reads, appends and idempotency records, and for

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include "apps/guest_driver.h"
 #include "apps/module_abi.h"
 #include "apps/runners.h"
 #include "core/io_pool.h"
@@ -33,6 +34,16 @@ class ProjectorRunner final : public Runner {
 
   void Start() override {
     status_.SetState("starting");
+    auto driver = std::make_shared<GuestDriver>();
+    driver->fleet = spec_.fleet;
+    driver->reactor = spec_.reactor;
+    driver->on_io = [this](std::function<void()> step) {
+      return sqlite_.TrySubmit(std::move(step));
+    };
+    driver->run_sql = [this](const SqlRequest& request) {
+      return RunEventSql(driving_event_, request);
+    };
+    driver_ = std::move(driver);
     {
       MutexLock lock(mu_);
       running_ = true;
@@ -147,43 +158,28 @@ class ProjectorRunner final : public Runner {
     REEF_ASSIGN_OR_RETURN(
         instance_, ModuleInstance::Create(store::ModuleKind::kProjector, spec_.module, label_));
     instance_->context().env = spec_.env;
-    instance_->context().sql_suspends = true;
     status_.SetTier(0, instance_->tier());
     return Status::Ok();
   }
 
-  // Runs the call StartCall began to its end, a slice per reactor turn; SQL it asks for runs
-  // on the SQLite thread (as event `event`'s) and resumes it here. Then `then`.
-  void Drive(int64_t event, std::function<void(Result<std::vector<wasm::WasmValue>>)> then) {
-    auto results = instance_->RunSlice(spec_.fleet->options().free_slice);
-    if (results) return then(std::move(*results));
-    if (!instance_->suspended()) {
-      return OnReactor(
-          [this, event, then = std::move(then)]() mutable { Drive(event, std::move(then)); });
-    }
-    auto request = std::make_shared<SqlRequest>(std::move(*instance_->context().pending_sql));
-    instance_->context().pending_sql.reset();
-    OnSqlite([this, event, request, then = std::move(then)]() mutable {
-      auto outcome = std::make_shared<SqlOutcome>(RunEventSql(event, *request));
-      OnReactor([this, event, request, outcome, then = std::move(then)]() mutable {
-        Status resumed = instance_->CompleteSql(*request, *outcome);
-        if (!resumed.ok()) return then(resumed);
-        Drive(event, std::move(then));
-      });
-    });
+  // Runs the call StartCall began to its end (DriveGuest); its SQL runs on the SQLite thread
+  // as event `event`'s (-1: reef_query's, outside any batch).
+  void Drive(int64_t event, std::function<void(GuestResults)> then) {
+    driving_event_ = event;
+    DriveGuest(driver_, instance_.get(), std::move(then));
   }
 
   void AskQuery() {
     if (Status made = EnsureInstance(); !made.ok()) return OnSqlite([this, made] { End(made); });
     Status started = instance_->StartCall("reef_query", {});
     if (!started.ok()) return OnSqlite([this, started] { End(started); });
-    Drive(-1, [this](Result<std::vector<wasm::WasmValue>> results) {
-      Result<events::Query> query = results.status();
-      if (results.ok()) {
-        auto value = instance_->ValueOf("reef_query", *results);
-        query = value.ok() ? QueryFromValue(*value) : Result<events::Query>(value.status());
-      }
-      if (!query.ok()) return OnSqlite([this, status = query.status()] { End(status); });
+    Drive(-1, [this](GuestResults results) {
+      auto fail = [this](Status status) { OnSqlite([this, status] { End(status); }); };
+      if (!results.ok()) return fail(results.status());
+      auto value = instance_->ValueOf("reef_query", *results);
+      if (!value.ok()) return fail(value.status());
+      auto query = QueryFromValue(*value);
+      if (!query.ok()) return fail(query.status());
       query_ = std::move(*query);
       status_.SetQuery(query_);
       OnSqlite([this] { Subscribe(); });
@@ -208,7 +204,7 @@ class ProjectorRunner final : public Runner {
     Status started = instance_->StartCall("reef_project", {&(*values)[index]});
     if (!started.ok()) return end(index, failed(started));
     Drive(static_cast<int64_t>(index), [this, values, positions, index, end,
-                                        failed](Result<std::vector<wasm::WasmValue>> results) {
+                                        failed](GuestResults results) {
       if (!results.ok()) return end(index, failed(results.status()));
       int32_t rc = std::get<int32_t>(results->at(0));
       if (rc != 0) {
@@ -256,6 +252,10 @@ class ProjectorRunner final : public Runner {
   events::Query query_;      // written on the reactor before Subscribe is handed over
   // The reactor's.
   std::unique_ptr<ModuleInstance> instance_;
+  std::shared_ptr<const GuestDriver> driver_;
+  // The event whose handler runs now; written on the reactor before its call starts, read by
+  // its SQL on the SQLite thread (the hand-over orders the two).
+  int64_t driving_event_ = -1;
 
   IoPool sqlite_;  // last: its thread ends first, before the members its steps use
 };

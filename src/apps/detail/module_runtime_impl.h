@@ -75,7 +75,6 @@ struct ModuleRuntime::Impl {
   // Where executions run: guest calls on the fleet's reactors, store work on `io`.
   std::shared_ptr<actor::Runtime> fleet;
   std::unique_ptr<IoPool> io;
-  std::atomic<uint32_t> next_reactor{0};
   // Idle command instances by module SHA-256, one pool per reactor (index = reactor id), each
   // touched only on its reactor's thread: an execution takes one for an attempt's guest calls
   // and gives it back, reset before its next use, so no execution sees another's memory.
