@@ -23,8 +23,10 @@ FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
 # These also run on the native tier under ASan: invocations on fibers that end at shutdown
-# (fibers started on one thread must unwind there) and calls that suspend across reactors.
-ASAN_NATIVE_TESTS ?= FreeRunningTest.Destroying*:Modes/CallTest.*
+# (fibers started on one thread must unwind there), calls that suspend across reactors, and
+# commands, projectors and effects, whose guest calls run on reactors and suspend for SQL and
+# appends.
+ASAN_NATIVE_TESTS ?= FreeRunningTest.Destroying*:Modes/CallTest.*:ModuleRuntimeTest.*Command*:ModuleRuntimeTest.*Projector*:ModuleRuntimeTest.*Effect*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:ModuleRuntimeTest.AnEffectWorkerThatTraps10000TimesStillDeliversAfterwards
 # The ASan build compiles at -O0: clang's ASan+UBSan instrumentation of Beast-heavy code takes
 # about 3x the CPU at -O1 (66 s against 23 s for one server source), and the unit tests it runs
 # are not compute-bound.
