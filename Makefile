@@ -3,7 +3,7 @@
 #
 #   make run     build, then start `reef serve` with the example modules uploaded (scripts/run.sh)
 #   make test    build, run every test (release), then one clang ASan+UBSan build that runs the
-#                unit tests and a 10 s smoke of each fuzzer, then the ThreadSanitizer build of the
+#                unit tests and a 5 s smoke of each fuzzer, then the ThreadSanitizer build of the
 #                threaded runtime's tests; both clang builds compile src/ with clang's
 #                thread-safety analysis as errors, and scripts/thread_safety.sh checks the src/
 #                units they do not compile
@@ -21,7 +21,7 @@ ASAN_BUILD ?= build-asan
 ASAN_EXCLUDE ?= *TenThousandActorsExchangeAMillion*
 FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
-FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_SMOKE_SECONDS ?= 5
 # These also run on the native tier under ASan: invocations on fibers that end at shutdown
 # (fibers started on one thread must unwind there), calls that suspend across reactors, and
 # commands, projectors and effects, whose guest calls run on reactors and suspend for SQL and

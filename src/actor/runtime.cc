@@ -111,6 +111,14 @@ Runtime::~Runtime() {
   state_->StopThreads();
 }
 
+Result<std::shared_ptr<Runtime>> Runtime::CreateFleet(uint32_t reactors) {
+  RuntimeOptions options;
+  options.mode = SchedulingMode::kFreeRunning;
+  options.reactors = reactors != 0 ? reactors : std::max(2u, std::thread::hardware_concurrency());
+  REEF_ASSIGN_OR_RETURN(auto fleet, Create(options));
+  return std::shared_ptr<Runtime>(std::move(fleet));
+}
+
 Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options) {
   if (options.reactors == 0) return Status::InvalidArgument("reactors must be at least 1");
   if (options.default_mailbox_capacity == 0 || options.manual_slice == 0 ||

@@ -120,6 +120,10 @@ class Runtime {
  public:
   // Errors: InvalidArgument for zero reactors or zero capacities.
   static Result<std::unique_ptr<Runtime>> Create(RuntimeOptions options);
+  // A free-running runtime with the other options at their defaults, to be shared as a fleet
+  // (docs/runtime.md "One fleet"): `reactors` reactors, 0 = one per core (at least 2).
+  // Errors: those of Create.
+  static Result<std::shared_ptr<Runtime>> CreateFleet(uint32_t reactors);
   // Stops reactor threads (free-running) after their current slice.
   ~Runtime();
   Runtime(const Runtime&) = delete;

@@ -1,15 +1,15 @@
 // Command executions (docs/abi.md "One command execution"): read, fold, decide, append under
-// the DCB condition, with one execution per idempotency key and the records that answer
-// repeats. Part of ModuleRuntime (apps/detail/module_runtime_impl.h).
+// the DCB condition, as tasks on the reactor fleet (docs/runtime.md "One fleet"); their
+// idempotency records are command_records.cc's. Part of ModuleRuntime
+// (apps/detail/module_runtime_impl.h).
 #include <fmt/format.h>
-#include <openssl/sha.h>
 #include <spdlog/spdlog.h>
-#include <sqlite3.h>
 
 #include <future>
 #include <memory>
 #include <random>
 
+#include "apps/detail/command_ids.h"
 #include "apps/detail/module_runtime_impl.h"
 #include "core/cbor.h"
 #include "core/clock.h"
@@ -22,50 +22,12 @@ using json = nlohmann::json;
 
 namespace {
 
+using detail::CommandEventId;
+using detail::KeyedExecutionId;
+using detail::OutcomeJson;
+using detail::Sha256;
+
 constexpr size_t kFoldBatchEvents = 256;
-
-std::array<uint8_t, 32> Sha256(std::string_view text) {
-  std::array<uint8_t, 32> out;
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), out.data());
-  return out;
-}
-
-// A UUID (version 8, RFC 9562 section 5.8) made of the first 16 bytes of SHA-256(text).
-events::EventId DerivedId(std::string_view text) {
-  auto digest = Sha256(text);
-  events::EventId id;
-  std::copy_n(digest.begin(), id.size(), id.begin());
-  id[6] = static_cast<uint8_t>((id[6] & 0x0f) | 0x80);
-  id[8] = static_cast<uint8_t>((id[8] & 0x3f) | 0x80);
-  return id;
-}
-
-// The execution id of a command run with an idempotency key: the same for every run of that
-// key, so its events get the same ids (execution id + "#" + index) and the event store, where
-// ids are unique, stores them once whatever happens between append and record.
-std::string KeyedExecutionId(std::string_view command, std::string_view key) {
-  return events::FormatEventId(
-      DerivedId(fmt::format("command {}\nidempotency key {}", command, key)));
-}
-
-events::EventId CommandEventId(std::string_view execution_id, size_t index) {
-  return DerivedId(fmt::format("{}#{}", execution_id, index));
-}
-
-// The idempotency record of an outcome: what happened and where, never event data (data
-// may be encrypted, and a record must not keep a copy that crypto-shredding cannot reach).
-json OutcomeJson(const CommandOutcome& outcome) {
-  json j;
-  j["kind"] = outcome.kind == CommandOutcome::Kind::kRejected ? "rejected" : "appended";
-  j["message"] = outcome.message;
-  j["position"] = outcome.position;
-  j["execution_id"] = outcome.execution_id;
-  j["attempts"] = outcome.attempts;
-  json positions = json::array();
-  for (const auto& event : outcome.events) positions.push_back(event.position);
-  j["positions"] = std::move(positions);
-  return j;
-}
 
 // The fold cache's key for one execution: SHA-256 over the command's name (commands with the
 // same bytes have their own env), the module's SHA-256, the command's lifecycle generation
@@ -96,147 +58,7 @@ Result<detail::FoldCache::Key> FoldKey(std::string_view command, std::string_vie
 
 }  // namespace
 
-// ---- Idempotency records ------------------------------------------------------------------
-
-Status ModuleRuntime::Impl::OpenResults() {
-  MutexLock lock(results_mu);  // never waited for: Open runs before the runtime is shared
-  int rc =
-      sqlite3_open_v2((options.data_dir / "reef.sqlite").c_str(), &results_db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
-  if (rc != SQLITE_OK) return Status::Unavailable("cannot open reef.sqlite for command results");
-  sqlite3_busy_timeout(results_db, 5'000);
-  return ExecSql(results_db,
-                 "CREATE TABLE IF NOT EXISTS command_results ("
-                 " command TEXT NOT NULL, idempotency_key TEXT NOT NULL,"
-                 " response TEXT NOT NULL, created_at INTEGER NOT NULL,"
-                 " PRIMARY KEY (command, idempotency_key))");
-}
-
-std::optional<json> ModuleRuntime::Impl::FindResult(std::string_view command,
-                                                    std::string_view key) {
-  MutexLock lock(results_mu);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(results_db,
-                     "SELECT response FROM command_results WHERE command = ?1 AND "
-                     "idempotency_key = ?2",
-                     -1, &s, nullptr);
-  sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-  std::optional<json> out;
-  if (sqlite3_step(s) == SQLITE_ROW) {
-    out = json::parse(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), nullptr, false);
-    if (out->is_discarded()) out.reset();
-  }
-  sqlite3_finalize(s);
-  return out;
-}
-
-void ModuleRuntime::Impl::SaveResult(std::string_view command, std::string_view key,
-                                     const json& response) {
-  MutexLock lock(results_mu);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(results_db,
-                     "INSERT OR IGNORE INTO command_results (command, idempotency_key, "
-                     "response, created_at) VALUES (?1, ?2, ?3, ?4)",
-                     -1, &s, nullptr);
-  std::string text = response.dump();
-  sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 3, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s, 4, UnixNowMs());
-  if (sqlite3_step(s) != SQLITE_DONE) {
-    spdlog::warn("command {}: could not store the idempotency record: {}", command,
-                 sqlite3_errmsg(results_db));
-  }
-  sqlite3_finalize(s);
-}
-
-void ModuleRuntime::Impl::Count(std::string_view command, const CommandCounters& delta) {
-  MutexLock lock(mu);
-  auto& c = command_counters[std::string(command)];
-  c.appended += delta.appended;
-  c.rejected += delta.rejected;
-  c.conflicts += delta.conflicts;
-  c.failed += delta.failed;
-  if (!delta.last_error.empty()) c.last_error = delta.last_error;
-}
-
-Result<CommandOutcome> ModuleRuntime::Impl::ReplayOutcome(const json& record) {
-  CommandOutcome out;
-  out.kind = record.value("kind", "") == "rejected" ? CommandOutcome::Kind::kRejected
-                                                    : CommandOutcome::Kind::kAppended;
-  out.message = record.value("message", "");
-  out.position = record.value("position", uint64_t{0});
-  out.execution_id = record.value("execution_id", "");
-  out.attempts = record.value("attempts", 1u);
-  out.replayed = true;
-  for (const json& p : record.value("positions", json::array())) {
-    if (!p.is_number_unsigned()) continue;
-    auto read = events.Read({}, {.from = p.get<uint64_t>(), .limit = 1});
-    if (!read.ok()) return read.status();
-    if (read->events.empty() || read->events[0].position != p.get<uint64_t>()) {
-      return Status::DataLoss(
-          fmt::format("the idempotency record names position {}, which the "
-                      "event store does not hold",
-                      p.get<uint64_t>()));
-    }
-    REEF_RETURN_IF_ERROR(AddStoredEvent(out, std::move(read->events[0])));
-  }
-  return out;
-}
-
-Status ModuleRuntime::Impl::AddStoredEvent(CommandOutcome& out, events::SequencedEvent event) {
-  REEF_ASSIGN_OR_RETURN(Value v, EventToValue(events::EventView::Of(event), keys.get()));
-  out.event_data.push_back(v.as_record().at("data"));
-  out.events.push_back(std::move(event));
-  return Status::Ok();
-}
-
-Result<std::optional<CommandOutcome>> ModuleRuntime::Impl::RecoverOutcome(std::string_view command,
-                                                                          std::string_view key) {
-  CommandOutcome out;
-  out.execution_id = KeyedExecutionId(command, key);
-  out.kind = CommandOutcome::Kind::kAppended;
-  out.replayed = true;
-  for (size_t i = 0;; ++i) {
-    const events::EventId id = CommandEventId(out.execution_id, i);
-    REEF_ASSIGN_OR_RETURN(auto found, events.ReadById(id));
-    if (!found) break;
-    // Anyone may append an event with a chosen id, so only an event this execution wrote (its
-    // causation id and key) answers for it; a look-alike must not pass for a replay.
-    const events::EventMetadata& metadata = found->event.metadata;
-    if (metadata.causation_id != out.execution_id || metadata.idempotency_key != key) {
-      return Status::DuplicateEventId(fmt::format(
-          "Idempotency-Key '{}' of command '{}' gives event id {}, but position {} holds an "
-          "event with that id that this command did not write; use another key",
-          key, command, events::FormatEventId(id), found->position));
-    }
-    out.position = found->position;
-    REEF_RETURN_IF_ERROR(AddStoredEvent(out, std::move(*found)));
-  }
-  if (out.events.empty()) return std::optional<CommandOutcome>();
-  return std::optional<CommandOutcome>(std::move(out));
-}
-
 // ---- Executions ---------------------------------------------------------------------------
-
-Status ModuleRuntime::Impl::Enter(std::string_view what) {
-  MutexLock lock(flight_mu);
-  if (stopping) return Status::Unavailable(fmt::format("{}: the server is stopping", what));
-  if (in_flight >= options.max_executions) {
-    return Status::Unavailable(
-        fmt::format("{}: {} command executions and projector queries are in progress, the "
-                    "limit; retry later",
-                    what, in_flight));
-  }
-  ++in_flight;
-  return Status::Ok();
-}
-
-void ModuleRuntime::Impl::Leave() {
-  MutexLock lock(flight_mu);
-  if (--in_flight == 0) flight_cv.NotifyAll();
-}
 
 namespace {
 
@@ -507,11 +329,10 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
           return self->OnReactor([self, status = v.status()] { self->FailOnReactor(status); });
         batch.push_back(std::move(*v));
       }
-      auto read = std::make_shared<PageRead>();
-      read->head = page->head;
-      read->count = page->events.size();
-      read->next = page->events.empty() ? self->from_ : page->events.back().position + 1;
-      read->batch = Value::ListOf(std::move(batch));
+      auto read = std::make_shared<PageRead>(
+          PageRead{page->head, page->events.size(),
+                   page->events.empty() ? self->from_ : page->events.back().position + 1,
+                   Value::ListOf(std::move(batch))});
       self->OnReactor([self, read] { self->Fold(std::move(*read)); });
     });
   }

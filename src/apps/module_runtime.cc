@@ -214,13 +214,7 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
   REEF_RETURN_IF_ERROR(impl->OpenResults());
   impl->fleet = impl->options.fleet;
   if (!impl->fleet) {
-    actor::RuntimeOptions fleet_options;
-    fleet_options.mode = actor::SchedulingMode::kFreeRunning;
-    fleet_options.reactors = impl->options.reactors != 0
-                                 ? impl->options.reactors
-                                 : std::max(2u, std::thread::hardware_concurrency());
-    REEF_ASSIGN_OR_RETURN(auto fleet, actor::Runtime::Create(fleet_options));
-    impl->fleet = std::move(fleet);
+    REEF_ASSIGN_OR_RETURN(impl->fleet, actor::Runtime::CreateFleet(impl->options.reactors));
   }
   impl->options.fleet.reset();  // held once, in impl->fleet
   impl->reactor_instances.resize(impl->fleet->ReactorCount());
@@ -382,6 +376,24 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
     return Status::NotFound(fmt::format("projector '{}' has no database yet", name));
   }
   return QueryReadModel(path, sql, params);
+}
+
+Status ModuleRuntime::Impl::Enter(std::string_view what) {
+  MutexLock lock(flight_mu);
+  if (stopping) return Status::Unavailable(fmt::format("{}: the server is stopping", what));
+  if (in_flight >= options.max_executions) {
+    return Status::Unavailable(
+        fmt::format("{}: {} command executions and projector queries are in progress, the "
+                    "limit; retry later",
+                    what, in_flight));
+  }
+  ++in_flight;
+  return Status::Ok();
+}
+
+void ModuleRuntime::Impl::Leave() {
+  MutexLock lock(flight_mu);
+  if (--in_flight == 0) flight_cv.NotifyAll();
 }
 
 void ModuleRuntime::QueryProjectorAsync(std::string name, std::string sql, json params,

@@ -204,13 +204,9 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   server_options.limits.shutdown_timeout = o.shutdown_timeout;
   server_options.auth_token = o.auth_token;
 
-  // One fleet of reactors for the guest code of programs and commands (docs/runtime.md "One
-  // fleet").
-  actor::RuntimeOptions fleet_options;
-  fleet_options.mode = actor::SchedulingMode::kFreeRunning;
-  fleet_options.reactors =
-      o.reactors != 0 ? o.reactors : std::max(2u, std::thread::hardware_concurrency());
-  auto fleet = actor::Runtime::Create(fleet_options);
+  // One fleet of reactors for all guest code of programs and event-sourced modules
+  // (docs/runtime.md "One fleet").
+  auto fleet = actor::Runtime::CreateFleet(o.reactors);
   if (!fleet.ok()) return opened(fleet.status(), "the reactor fleet");
   n.fleet_ = std::move(*fleet);
 

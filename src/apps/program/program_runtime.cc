@@ -432,12 +432,7 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
   }
   state->runtime = std::move(state->options.fleet);
   if (!state->runtime) {
-    actor::RuntimeOptions runtime_options;
-    runtime_options.mode = actor::SchedulingMode::kFreeRunning;
-    runtime_options.reactors = state->options.reactors != 0
-                                   ? state->options.reactors
-                                   : std::max(2u, std::thread::hardware_concurrency());
-    REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::Create(runtime_options));
+    REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::CreateFleet(state->options.reactors));
   }
 
   auto kept = KeptPrograms(state->programs_dir);
