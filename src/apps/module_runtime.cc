@@ -218,9 +218,10 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
   }
   impl->options.fleet.reset();  // held once, in impl->fleet
   impl->reactor_instances.resize(impl->fleet->ReactorCount());
-  impl->io =
-      std::make_unique<IoPool>("command and query I/O", std::max(1u, impl->options.io_threads),
-                               impl->options.max_executions);
+  impl->io = std::make_unique<IoPool>("command I/O", std::max(1u, impl->options.io_threads),
+                                      impl->options.max_executions);
+  impl->query_io = std::make_unique<IoPool>(
+      "projector queries", std::max(1u, impl->options.query_threads), impl->options.max_executions);
   std::unique_ptr<ModuleRuntime> runtime(new ModuleRuntime(std::move(impl)));
   Impl& r = *runtime->impl_;
   REEF_ASSIGN_OR_RETURN(auto active, r.store->ListActive());
@@ -402,7 +403,7 @@ void ModuleRuntime::QueryProjectorAsync(std::string name, std::string sql, json 
   if (Status entered = impl_->Enter(label); !entered.ok()) return done(entered);
   // The pool's queue is bounded by max_executions, which Enter counted: it takes this.
   auto work = std::make_shared<QueryDone>(std::move(done));
-  bool queued = impl_->io->TrySubmit(
+  bool queued = impl_->query_io->TrySubmit(
       [this, name = std::move(name), sql = std::move(sql), params = std::move(params), work] {
         (*work)(QueryProjector(name, sql, params));
         impl_->Leave();

@@ -67,9 +67,11 @@ struct RuntimeOptions {
   // with `reactors` reactors (0: one per core, at least 2).
   std::shared_ptr<actor::Runtime> fleet;
   uint32_t reactors = 0;
-  // Threads for the executions' event-store reads, appends and idempotency records, and for
-  // projector queries; the work waiting for them is bounded by max_executions.
+  // Threads for the executions' event-store reads, appends and idempotency records, and
+  // threads for projector queries (5 s of SQLite at most each: fewer at once keeps each within
+  // its time bound); the work waiting for them is bounded by max_executions.
   uint32_t io_threads = 16;
+  uint32_t query_threads = 8;
   // Command executions and projector queries in progress at once, at most; past that they are
   // refused with Unavailable (HTTP 503) at once.
   uint32_t max_executions = 1'024;

@@ -75,6 +75,10 @@ struct ModuleRuntime::Impl {
   // Where executions run: guest calls on the fleet's reactors, store work on `io`.
   std::shared_ptr<actor::Runtime> fleet;
   std::unique_ptr<IoPool> io;
+  // Projector queries have threads of their own (RuntimeOptions::query_threads): slow ones
+  // neither hold up the executions' store work nor run so many at once that each misses its
+  // time bound.
+  std::unique_ptr<IoPool> query_io;
   // Idle command instances by module SHA-256, one pool per reactor (index = reactor id), each
   // touched only on its reactor's thread: an execution takes one for an attempt's guest calls
   // and gives it back, reset before its next use, so no execution sees another's memory.
