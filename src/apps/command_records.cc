@@ -61,6 +61,20 @@ json OutcomeJson(const CommandOutcome& outcome) {
 
 }  // namespace detail
 
+namespace {
+
+// A statement of `sql` on `db` with ?1 = the command and ?2 = the idempotency key bound.
+sqlite3_stmt* PrepareForKey(sqlite3* db, const char* sql, std::string_view command,
+                            std::string_view key) {
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, sql, -1, &s, nullptr);
+  sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  return s;
+}
+
+}  // namespace
+
 using detail::CommandEventId;
 using detail::KeyedExecutionId;
 
@@ -83,13 +97,10 @@ Status ModuleRuntime::Impl::OpenResults() {
 std::optional<json> ModuleRuntime::Impl::FindResult(std::string_view command,
                                                     std::string_view key) {
   MutexLock lock(results_mu);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(results_db,
-                     "SELECT response FROM command_results WHERE command = ?1 AND "
-                     "idempotency_key = ?2",
-                     -1, &s, nullptr);
-  sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  sqlite3_stmt* s = PrepareForKey(results_db,
+                                  "SELECT response FROM command_results WHERE command = ?1 AND "
+                                  "idempotency_key = ?2",
+                                  command, key);
   std::optional<json> out;
   if (sqlite3_step(s) == SQLITE_ROW) {
     out = json::parse(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)), nullptr, false);
@@ -102,14 +113,11 @@ std::optional<json> ModuleRuntime::Impl::FindResult(std::string_view command,
 void ModuleRuntime::Impl::SaveResult(std::string_view command, std::string_view key,
                                      const json& response) {
   MutexLock lock(results_mu);
-  sqlite3_stmt* s = nullptr;
-  sqlite3_prepare_v2(results_db,
-                     "INSERT OR IGNORE INTO command_results (command, idempotency_key, "
-                     "response, created_at) VALUES (?1, ?2, ?3, ?4)",
-                     -1, &s, nullptr);
+  sqlite3_stmt* s = PrepareForKey(results_db,
+                                  "INSERT OR IGNORE INTO command_results (command, "
+                                  "idempotency_key, response, created_at) VALUES (?1, ?2, ?3, ?4)",
+                                  command, key);
   std::string text = response.dump();
-  sqlite3_bind_text(s, 1, command.data(), static_cast<int>(command.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, 2, key.data(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   sqlite3_bind_text(s, 3, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
   sqlite3_bind_int64(s, 4, UnixNowMs());
   if (sqlite3_step(s) != SQLITE_DONE) {

@@ -54,9 +54,7 @@ TEST_F(ModuleRuntimeTest, CommandReadsFoldsDecidesAndAppendsWithItsTags) {
 TEST_F(ModuleRuntimeTest, ConcurrentCommandsRetryConflictsAndNeverDecideOnStaleState) {
   RuntimeOptions options;
   options.command_max_retries = 1000;
-  Close();
-  Open(options);
-  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ReopenWithCount(options);
   constexpr int kThreads = 8;
   constexpr int kEach = 15;
   std::vector<std::thread> threads;
@@ -98,9 +96,7 @@ TEST_F(ModuleRuntimeTest, ConcurrentCommandsRetryConflictsAndNeverDecideOnStaleS
 TEST_F(ModuleRuntimeTest, CommandsWithTheSameQueryTakeTurnsInsteadOfConflicting) {
   RuntimeOptions options;
   options.command_max_retries = 0;  // any conflict would fail an execution
-  Close();
-  Open(options);
-  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ReopenWithCount(options);
   std::vector<std::thread> threads;
   std::atomic<int> failures{0};
   for (int t = 0; t < 16; ++t) {
@@ -124,9 +120,7 @@ TEST_F(ModuleRuntimeTest, WaitingExecutionsHoldNoThreadOnOneReactorAndOneIoThrea
   options.reactors = 1;
   options.io_threads = 1;
   options.command_max_retries = 0;
-  Close();
-  Open(options);
-  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ReopenWithCount(options);
   constexpr int kExecutions = 200;
   std::atomic<int> ended{0};
   std::atomic<int> failures{0};
@@ -152,9 +146,7 @@ TEST_F(ModuleRuntimeTest, ExecutionsPastTheLimitAreRefusedAtOnceAndStopAnswersEv
   options.reactors = 1;
   options.io_threads = 1;
   options.max_executions = 3;
-  Close();
-  Open(options);
-  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ReopenWithCount(options);
   std::atomic<int> ended{0};
   std::atomic<int> refused{0};
   // Started from one thread faster than they can end: some find the limit reached.
@@ -191,9 +183,7 @@ TEST_F(ModuleRuntimeTest, ExecutionsShareAFleetWithActorsAndItsReactorsKeepRunni
   std::shared_ptr<actor::Runtime> shared = std::move(*fleet);
   RuntimeOptions options;
   options.fleet = shared;
-  Close();
-  Open(options);
-  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  ReopenWithCount(options);
   for (int i = 0; i < 20; ++i) {
     auto outcome = runtime_->Execute("count", Input({{"tag", fmt::format("t{}", i % 3)}}));
     ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
@@ -498,9 +488,7 @@ TEST_F(ModuleRuntimeTest, TheFoldCacheStaysWithinItsBytesAndCanBeTurnedOff) {
   for (uint64_t bytes : {uint64_t{0}, uint64_t{2'000}}) {
     RuntimeOptions options;
     options.command_fold_cache_bytes = bytes;
-    Close();
-    Open(options);
-    Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+    ReopenWithCount(options);
     // 50 tags, each executed twice: the second finds the first's state when it is kept.
     for (int round = 0; round < 2; ++round) {
       for (int t = 0; t < 50; ++t) {

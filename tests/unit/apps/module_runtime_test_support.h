@@ -100,6 +100,13 @@ class ModuleRuntimeTest : public ::testing::Test {
     events_.reset();
   }
 
+  // Reopens the runtime with `options`, the test_command guest active as command "count".
+  void ReopenWithCount(const RuntimeOptions& options) {
+    Close();
+    Open(options);
+    Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  }
+
   void Upload(ModuleKind kind, const std::string& name, const std::string& version,
               const std::string& guest, bool activate = true) {
     auto bytes = GuestBytes(guest);
