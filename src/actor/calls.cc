@@ -24,7 +24,7 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Val
                                        std::chrono::milliseconds timeout) {
   const ActorRef& self = actor.cell->ref;
   if (target == self) return kCallCycle;
-  if (IsReplyAddress(target)) return kCallUnavailable;
+  if (target.is_reply_address()) return kCallUnavailable;
   std::shared_ptr<ActorCell> cell = FindCell(target);
   if (!cell || !cell->Accepting()) return kCallUnavailable;
   {

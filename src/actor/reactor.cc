@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 
 #include "actor/detail/runtime_state.h"
 
@@ -116,6 +117,17 @@ Status Runtime::Post(uint32_t reactor, std::function<void()> work,
     target.AddTimer(std::chrono::steady_clock::now() + delay, state_->timer_owner,
                     [work = std::move(work)](Reactor&) { work(); });
   }
+  return Status::Ok();
+}
+
+Status Runtime::PostAndWait(uint32_t reactor, std::function<void()> work) {
+  std::promise<void> ran;
+  std::future<void> done = ran.get_future();
+  REEF_RETURN_IF_ERROR(Post(reactor, [&ran, &work] {
+    work();
+    ran.set_value();
+  }));
+  done.wait();
   return Status::Ok();
 }
 

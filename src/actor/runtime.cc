@@ -28,10 +28,6 @@ std::shared_ptr<CallSlot> Runtime::State::FindCall(const ActorRef& ref) {
   return it == calls.end() ? nullptr : it->second;
 }
 
-bool Runtime::State::IsReplyAddress(const ActorRef& ref) {
-  return ref.is_reply_address();
-}
-
 void Runtime::State::RetireCall(const ActorRef& ref) {
   MutexLock lock(calls_mu);
   calls.erase(ref);

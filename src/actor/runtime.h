@@ -254,6 +254,9 @@ class Runtime {
   // mode), Unavailable (shutting down).
   Status Post(uint32_t reactor, std::function<void()> work,
               std::chrono::microseconds delay = std::chrono::microseconds(0));
+  // Post, then waits until `work` has run. REQUIRES: not on a reactor thread of this runtime.
+  // Errors: those of Post (`work` did not run).
+  Status PostAndWait(uint32_t reactor, std::function<void()> work);
   // The number of reactors (constant). Any thread.
   uint32_t ReactorCount() const;
   // The reactor the next piece of host work should go to: the next Up one in turn (like

@@ -162,7 +162,7 @@ static Status ReserveEffects(
     reserved->clear();
   };
   for (const auto& [target, count] : counts) {
-    if (state.IsReplyAddress(target)) continue;  // a host call's reply address: no mailbox
+    if (target.is_reply_address()) continue;  // a call's reply address: no mailbox
     std::shared_ptr<ActorCell> cell = state.FindCell(target);
     if (!cell) {
       rollback();

@@ -23,38 +23,12 @@ using json = nlohmann::json;
 namespace {
 
 using detail::CommandEventId;
+using detail::FoldKey;
 using detail::KeyedExecutionId;
 using detail::OutcomeJson;
 using detail::Sha256;
 
 constexpr size_t kFoldBatchEvents = 256;
-
-// The fold cache's key for one execution: SHA-256 over the command's name (commands with the
-// same bytes have their own env), the module's SHA-256, the command's lifecycle generation
-// (an env change or a new version makes new keys), the query, the initial state and the input
-// (null when the module's fold ignores it), each length-prefixed.
-Result<detail::FoldCache::Key> FoldKey(std::string_view command, std::string_view module_sha256,
-                                       uint64_t generation, const std::vector<uint8_t>& query_bytes,
-                                       const Value& initial_state, const Value* input) {
-  std::string material;
-  auto add = [&material](std::string_view part) {
-    material += fmt::format("{}:", part.size());
-    material += part;
-  };
-  add(command);
-  add(module_sha256);
-  add(fmt::format("{}", generation));
-  add(std::string_view(reinterpret_cast<const char*>(query_bytes.data()), query_bytes.size()));
-  REEF_ASSIGN_OR_RETURN(auto state_bytes, EncodeCbor(initial_state, ModuleValueLimits()));
-  add(std::string_view(reinterpret_cast<const char*>(state_bytes.data()), state_bytes.size()));
-  if (input != nullptr) {
-    REEF_ASSIGN_OR_RETURN(auto input_bytes, EncodeCbor(*input, ModuleValueLimits()));
-    add(std::string_view(reinterpret_cast<const char*>(input_bytes.data()), input_bytes.size()));
-  } else {
-    add("");
-  }
-  return Sha256(material);
-}
 
 }  // namespace
 
@@ -215,6 +189,7 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
     // What the imports act on, for every call of this attempt (ModuleCallContext): it moves
     // into the instance that runs a call and back out after it.
     ctx_ = ModuleCallContext{};
+    tier_noted_ = false;
     ctx_.kind = ModuleKind::kCommand;
     ctx_.label = fmt::format("commands/{}@{}", name_, active_.version);
     ctx_.env = env_;
@@ -244,9 +219,12 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
       REEF_RETURN_IF_ERROR(instance_->Reset());
     }
     std::swap(instance_->context(), ctx_);
-    MutexLock lock(rt_.mu);
-    // Two commands with the same bytes share instances: each records the tier it ran on.
-    rt_.command_counters[name_].tier = wasm::TierName(instance_->tier());
+    if (!tier_noted_) {  // once per attempt, not per guest call
+      tier_noted_ = true;
+      MutexLock lock(rt_.mu);
+      // Two commands with the same bytes share instances: each records the tier it ran on.
+      rt_.command_counters[name_].tier = wasm::TierName(instance_->tier());
+    }
     return Status::Ok();
   }
   // Moves the context back out and gives the instance back to this reactor's pool (kept: a
@@ -547,6 +525,7 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   // The attempt.
   uint32_t attempt_ = 0;
   ModuleCallContext ctx_;                     // the attempt's, between its guest calls
+  bool tier_noted_ = false;                   // the attempt's tier is in command_counters
   std::unique_ptr<ModuleInstance> instance_;  // this reactor's, during one guest call
   Value state_;
   events::Query query_;

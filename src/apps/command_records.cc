@@ -9,6 +9,7 @@
 
 #include "apps/detail/command_ids.h"
 #include "apps/detail/module_runtime_impl.h"
+#include "core/cbor.h"
 #include "core/clock.h"
 
 namespace reef::apps {
@@ -57,6 +58,29 @@ json OutcomeJson(const CommandOutcome& outcome) {
   for (const auto& event : outcome.events) positions.push_back(event.position);
   j["positions"] = std::move(positions);
   return j;
+}
+
+Result<FoldCache::Key> FoldKey(std::string_view command, std::string_view module_sha256,
+                               uint64_t generation, const std::vector<uint8_t>& query_bytes,
+                               const Value& initial_state, const Value* input) {
+  std::string material;
+  auto add = [&material](std::string_view part) {
+    material += fmt::format("{}:", part.size());
+    material += part;
+  };
+  add(command);
+  add(module_sha256);
+  add(fmt::format("{}", generation));
+  add(std::string_view(reinterpret_cast<const char*>(query_bytes.data()), query_bytes.size()));
+  REEF_ASSIGN_OR_RETURN(auto state_bytes, EncodeCbor(initial_state, ModuleValueLimits()));
+  add(std::string_view(reinterpret_cast<const char*>(state_bytes.data()), state_bytes.size()));
+  if (input != nullptr) {
+    REEF_ASSIGN_OR_RETURN(auto input_bytes, EncodeCbor(*input, ModuleValueLimits()));
+    add(std::string_view(reinterpret_cast<const char*>(input_bytes.data()), input_bytes.size()));
+  } else {
+    add("");
+  }
+  return Sha256(material);
 }
 
 }  // namespace detail

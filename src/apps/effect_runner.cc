@@ -40,20 +40,6 @@ struct Item {
   Value value;
 };
 
-// Runs `step` on `reactor` and waits for it to end (it runs on that reactor's thread, where
-// engine instances must end). False when the fleet could not run it (stopping).
-bool RunOnReactorAndWait(actor::Runtime& fleet, uint32_t reactor, std::function<void()> step) {
-  std::promise<void> ran;
-  auto done = ran.get_future();
-  Status posted = fleet.Post(reactor, [&ran, step = std::move(step)] {
-    step();
-    ran.set_value();
-  });
-  if (!posted.ok()) return false;
-  done.wait();
-  return true;
-}
-
 class EffectRunner;
 
 class Worker : public std::enable_shared_from_this<Worker> {
@@ -190,7 +176,7 @@ class EffectRunner final : public Runner {
     Status done = Dispatch();
     for (auto& w : workers_) w->Stop();
     // The dispatcher's instance ends on its reactor.
-    if (!RunOnReactorAndWait(*spec_.fleet, spec_.reactor, [this] { instance_.reset(); })) {
+    if (!spec_.fleet->PostAndWait(spec_.reactor, [this] { instance_.reset(); }).ok()) {
       instance_.reset();
     }
     if (db_ != nullptr) {
@@ -517,7 +503,7 @@ void Worker::Stop() {
     }
     while (busy_) idle_.Wait(mu_);
   }
-  if (!RunOnReactorAndWait(*spec_.fleet, reactor_, [this] { instance_.reset(); })) {
+  if (!spec_.fleet->PostAndWait(reactor_, [this] { instance_.reset(); }).ok()) {
     instance_.reset();
   }
   std::promise<void> closed;

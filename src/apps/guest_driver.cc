@@ -25,35 +25,22 @@ void DriveGuest(std::shared_ptr<const GuestDriver> driver, ModuleInstance* insta
     return Continue(
         driver, [driver, instance, then] { DriveGuest(driver, instance, then); }, then);
   }
-  // The import left its work in the context: run it on the I/O thread, resume here.
-  std::function<void()> io;
+  // The import left its work in the context: `work` runs it on the I/O thread and gives
+  // back how to resume the call with its result, which runs here.
+  std::function<std::function<Status()>()> work;
   if (ctx.pending_sql) {
     auto request = std::make_shared<SqlRequest>(std::move(*ctx.pending_sql));
     ctx.pending_sql.reset();
-    io = [driver, instance, request, then] {
+    work = [driver, instance, request]() -> std::function<Status()> {
       auto outcome = std::make_shared<SqlOutcome>(driver->run_sql(*request));
-      Continue(
-          driver,
-          [driver, instance, request, outcome, then] {
-            Status resumed = instance->CompleteSql(*request, *outcome);
-            if (!resumed.ok()) return then(resumed);
-            DriveGuest(driver, instance, then);
-          },
-          then);
+      return [instance, request, outcome] { return instance->CompleteSql(*request, *outcome); };
     };
   } else if (ctx.pending_append && driver->run_append) {
     auto events = std::make_shared<Value>(std::move(*ctx.pending_append));
     ctx.pending_append.reset();
-    io = [driver, instance, events, then] {
+    work = [driver, instance, events]() -> std::function<Status()> {
       auto appended = std::make_shared<Result<uint64_t>>(driver->run_append(*events));
-      Continue(
-          driver,
-          [driver, instance, appended, then] {
-            Status resumed = instance->CompleteAppend(*appended);
-            if (!resumed.ok()) return then(resumed);
-            DriveGuest(driver, instance, then);
-          },
-          then);
+      return [instance, appended] { return instance->CompleteAppend(*appended); };
     };
   } else {
     ctx.pending_append.reset();
@@ -62,6 +49,17 @@ void DriveGuest(std::shared_ptr<const GuestDriver> driver, ModuleInstance* insta
     if (!resumed.ok()) return then(resumed);
     return DriveGuest(driver, instance, then);
   }
+  auto io = [driver, instance, work, then] {
+    std::function<Status()> resume = work();
+    Continue(
+        driver,
+        [driver, instance, resume, then] {
+          Status resumed = resume();
+          if (!resumed.ok()) return then(resumed);
+          DriveGuest(driver, instance, then);
+        },
+        then);
+  };
   if (!driver->on_io(std::move(io))) {
     then(Status::Unavailable(
         fmt::format("{}: the I/O thread is stopping", instance->context().label)));

@@ -245,12 +245,8 @@ void ModuleRuntime::Stop() {
   }
   // The reactors' instances end on their reactors' threads, like any instance that ran there.
   for (uint32_t reactor = 0; reactor < impl_->reactor_instances.size(); ++reactor) {
-    std::promise<void> cleared;
-    auto posted = impl_->fleet->Post(reactor, [this, reactor, &cleared] {
-      impl_->reactor_instances[reactor].clear();
-      cleared.set_value();
-    });
-    if (posted.ok()) cleared.get_future().wait();
+    (void)impl_->fleet->PostAndWait(reactor,
+                                    [this, reactor] { impl_->reactor_instances[reactor].clear(); });
   }
   MutexLock lock(impl_->lifecycle_mu);
   std::vector<ModuleKey> keys;

@@ -206,8 +206,6 @@ struct Runtime::State {
   // ---- helpers (runtime.cc) ----
   std::shared_ptr<ActorCell> FindCell(const ActorRef& ref) EXCLUDES(directory_mu);
   std::shared_ptr<CallSlot> FindCall(const ActorRef& ref) EXCLUDES(calls_mu);
-  // True for a reply address (by its shape: a pending call's, or one that ended).
-  bool IsReplyAddress(const ActorRef& ref);
   // Ends a call's registration; a later send to its address is a late reply.
   void RetireCall(const ActorRef& ref) EXCLUDES(calls_mu);
   // Registers `slot` under a fresh address and starts sending (SendAsync, CallAsync): one
