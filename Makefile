@@ -17,8 +17,10 @@ BUILD ?= build
 # One clang build with ASan+UBSan serves both the sanitized unit tests and the fuzzers.
 ASAN_BUILD ?= build-asan
 # The million-message runtime test runs in the release build only: under a sanitizer it takes
-# minutes; its hundred-thousand-message twin runs everywhere.
-ASAN_EXCLUDE ?= *TenThousandActorsExchangeAMillion*
+# minutes. Its hundred-thousand-message twin runs in the release and TSan builds; under ASan it
+# took 41 s, a fifth of the ASan run, while the runtime's other tests there cover the same
+# message paths.
+ASAN_EXCLUDE ?= *TenThousandActorsExchange*
 FUZZ_BUILD ?= $(ASAN_BUILD)
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 5
@@ -79,7 +81,8 @@ test-asan: asan-configure
 	@cmake --build $(ASAN_BUILD) -j $(BUILD_JOBS) --target reef_unit_tests
 	@bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests $(JOBS) "-$(ASAN_EXCLUDE)" \
 	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-	@bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests 1 '$(ASAN_NATIVE_TESTS)' \
+	@SHARD_LOG=$(ASAN_BUILD)/tests/reef_unit_tests.native \
+	  bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests 1 '$(ASAN_NATIVE_TESTS)' \
 	  REEF_TEST_ENGINE=native ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 # ThreadSanitizer run of the threaded runtime's tests (the engine itself is reactor-owned), from

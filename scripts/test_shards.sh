@@ -10,12 +10,14 @@
 # shard and 91 s in the other; here the tests named in scripts/slow_tests.txt (with their
 # seconds under a sanitizer) are placed first, each on the least loaded shard, and the rest
 # are dealt out the same way at a nominal 0.2 s each. Each shard's full output is kept in
-# BINARY.shard<i>.log.
+# BINARY.shard<i>.log, or PREFIX.shard<i>.log with SHARD_LOG=PREFIX (so two runs of one
+# binary keep both).
 set -uo pipefail
 binary=$1
 shards=$2
 filter=$3
 shift 3
+log=${SHARD_LOG:-$binary}
 weights="$(cd "$(dirname "$0")" && pwd)/slow_tests.txt"
 
 # Full test names, one per line: "Suite.Test" (parameterised: "Prefix/Suite.Test/Param").
@@ -41,22 +43,22 @@ mapfile -t filters < <(awk -v shards="$shards" '
 pids=()
 for ((i = 0; i < shards; i++)); do
   env "$@" "$binary" --gtest_filter="${filters[$i]:-NoTestInThisShard}" \
-    >"$binary.shard$i.log" 2>&1 &
+    >"$log.shard$i.log" 2>&1 &
   pids+=($!)
 done
 
 failed=0
 for ((i = 0; i < shards; i++)); do
   if wait "${pids[$i]}"; then
-    tail -n 1 "$binary.shard$i.log" | sed "s/^/shard $i: /"
+    tail -n 1 "$log.shard$i.log" | sed "s/^/shard $i: /"
   else
     failed=1
-    echo "shard $i failed ($binary.shard$i.log); the last test it started:"
-    grep -E '^\[ RUN      \]' "$binary.shard$i.log" | tail -n 1
+    echo "shard $i failed ($log.shard$i.log); the last test it started:"
+    grep -E '^\[ RUN      \]' "$log.shard$i.log" | tail -n 1
     # The failures with their messages, and a sanitizer's report when one ended the shard.
     grep -n -E -A40 '^\[  FAILED  \]|^[^ ]*: Failure|ERROR: (Address|Leak|Thread)Sanitizer|runtime error:' \
-      "$binary.shard$i.log" | head -n 300
-    tail -n 20 "$binary.shard$i.log"
+      "$log.shard$i.log" | head -n 300
+    tail -n 20 "$log.shard$i.log"
   fi
 done
 exit $failed
