@@ -54,6 +54,10 @@
 //   bench apps=catchup events=... batch_events=512 seconds=... events_per_s=...
 //         cpu_us_per_event=...
 //
+// REEF_ENGINE=native puts every engine on the native tier, as `reef serve` does when a C
+// compiler is there (the modules compile untimed, during the warm-up); the first line says
+// which tier ran.
+//
 // Any other reply than 2xx (or a 409 in the shared case), a failed projector or a wrong row
 // count ends the run with exit 1.
 #include <fmt/format.h>
@@ -90,6 +94,8 @@
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
 #include "server/server.h"
+#include "wasm/engine.h"
+#include "wasm/native/code_source.h"
 
 namespace {
 
@@ -451,7 +457,8 @@ void RunHistory(uint16_t port, ev::EventStore& store, int64_t history, const Htt
     for (int i = 0; i < kHistorySamples; ++i) Deposit(c, account, env);
   });
   fmt::print("bench apps=deposit_history history={} samples={} p50_us={:.0f} p99_us={:.0f}\n",
-             before, f.answered, reef::bench::Quantile(f.latencies_us, 0.5), reef::bench::Quantile(f.latencies_us, 0.99));
+             before, f.answered, reef::bench::Quantile(f.latencies_us, 0.5),
+             reef::bench::Quantile(f.latencies_us, 0.99));
   std::fflush(stdout);
 }
 
@@ -651,8 +658,17 @@ int main(int argc, char** argv) {
   if (::mkdtemp(templ.data()) == nullptr) Die("mkdtemp {}: {}", templ, std::strerror(errno));
   g_work_dir = templ;
   std::atexit(RemoveWorkDir);
-  fmt::print("apps_bench: dir={} millis={} deposits={} shared_deposits={} events={}\n", g_work_dir,
-             sizes.millis, sizes.deposits, sizes.shared_deposits, sizes.events);
+  std::string_view tier = "interp";
+  if (const char* engine = std::getenv("REEF_ENGINE");
+      engine != nullptr && std::string_view(engine) == "native") {
+    auto code = reef::wasm::native::CodeSource::Create({});
+    if (!code.ok()) Die("{}", code.status().ToString());
+    reef::wasm::Engine::SetDefaultOptions(
+        reef::wasm::EngineOptions{.tier = reef::wasm::TierChoice::kNative, .native_code = *code});
+    tier = "native";
+  }
+  fmt::print("apps_bench: dir={} millis={} deposits={} shared_deposits={} events={} tier={}\n",
+             g_work_dir, sizes.millis, sizes.deposits, sizes.shared_deposits, sizes.events, tier);
 
   if (sizes.http != 0) RunHttp(sizes);
   if (sizes.catchup != 0) {

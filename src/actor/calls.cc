@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "actor/detail/runtime_state.h"
+#include "actor/guest_abi.h"
 #include "core/cbor.h"
 
 namespace reef::actor {
@@ -26,7 +27,7 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Val
   if (target == self) return kCallCycle;
   if (target.is_reply_address()) return kCallUnavailable;
   std::shared_ptr<ActorCell> cell = FindCell(target);
-  if (!cell || !cell->Accepting()) return kCallUnavailable;
+  if (!CheckTarget(cell, target).ok()) return kCallUnavailable;
   {
     // Following the wait-for edges from the target: back here means a cycle. The edge is
     // added under the same lock, so two actors calling each other at once cannot both pass.
@@ -72,7 +73,7 @@ void Runtime::State::ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t 
       actor.context->call_reply = std::move(*encoded);
       code = static_cast<int32_t>(actor.context->call_reply.size());
     } else {
-      code = -2;  // over this runtime's value limits
+      code = kAbiLimit;  // over this runtime's value limits
     }
   } else {
     code = FailureCode(reply.status(), queued);

@@ -18,10 +18,6 @@ namespace {
 
 constexpr std::array<std::string_view, 6> kLevelNames = {"trace", "debug", "info",
                                                          "warn",  "error", "fatal"};
-// Return codes of the i32 imports (docs/abi.md).
-constexpr int32_t kOk = 0;
-constexpr int32_t kInvalid = -1;
-constexpr int32_t kLimit = -2;
 
 ActorCallContext& ContextOf(HostCall& call) {
   return *static_cast<ActorCallContext*>(call.context());
@@ -34,7 +30,7 @@ Result<std::span<const uint8_t>> Buffer(HostCall& call, size_t index) {
 }
 
 int32_t CodeFor(const Status& status) {
-  return status.code() == Code::kLimitExceeded ? kLimit : kInvalid;
+  return status.code() == Code::kLimitExceeded ? kAbiLimit : kAbiInvalid;
 }
 
 // Decodes a value argument; on failure stores the ABI code in *code.
@@ -68,7 +64,7 @@ HostCallOutcome Send(HostCall& call, int sender_index) {
   }
   std::span<const uint8_t> target_bytes = buffers[first / 2];
   std::span<const uint8_t> message_bytes = buffers[first / 2 + 1];
-  int32_t code = kOk;
+  int32_t code = kAbiOk;
   if (sender_index >= 0) {
     auto value = DecodeArg(buffers[0], ctx.value_limits, &code);
     if (!value) return reply(code);
@@ -77,19 +73,19 @@ HostCallOutcome Send(HostCall& call, int sender_index) {
     } else if (value->is_actor_ref()) {
       sender = value->as_actor_ref();
     } else {
-      return reply(kInvalid);
+      return reply(kAbiInvalid);
     }
   }
   auto target = DecodeArg(target_bytes, ctx.value_limits, &code);
   if (!target) return reply(code);
-  if (!target->is_actor_ref()) return reply(kInvalid);
+  if (!target->is_actor_ref()) return reply(kAbiInvalid);
   auto message = DecodeArg(message_bytes, ctx.value_limits, &code);
   if (!message) return reply(code);
   if (ctx.effects.sends.size() >= ctx.transition_limits.max_sends_per_transition) {
-    return reply(kLimit);
+    return reply(kAbiLimit);
   }
   ctx.effects.sends.push_back({sender, target->as_actor_ref(), std::move(*message)});
-  return reply(kOk);
+  return reply(kAbiOk);
 }
 
 // The (buf_ptr, buf_cap) convention of `self` and `call_reply`: writes `bytes` to the
@@ -118,11 +114,11 @@ HostCallOutcome Call(HostCall& call) {
     return call.Fail(TrapKind::kHostBounds, message_bytes.status().message());
   }
   int32_t timeout_ms = call.i32(4);
-  if (timeout_ms <= 0 || timeout_ms > kMaxCallTimeoutMs) return reply(kInvalid);
-  int32_t code = kOk;
+  if (timeout_ms <= 0 || timeout_ms > kMaxCallTimeoutMs) return reply(kAbiInvalid);
+  int32_t code = kAbiOk;
   auto target = DecodeArg(*target_bytes, ctx.value_limits, &code);
   if (!target) return reply(code);
-  if (!target->is_actor_ref()) return reply(kInvalid);
+  if (!target->is_actor_ref()) return reply(kAbiInvalid);
   auto message = DecodeArg(*message_bytes, ctx.value_limits, &code);
   if (!message) return reply(code);
   ctx.call_reply.clear();
@@ -139,7 +135,7 @@ HostCallOutcome CallReply(HostCall& call) {
   auto buffer = Buffer(call, 0);
   if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
   if (ctx.call_reply.empty()) {
-    call.results()[0] = kInvalid;
+    call.results()[0] = kAbiInvalid;
     return HostCallOutcome::kComplete;
   }
   return CopyOut(call, ctx.call_reply);
@@ -151,15 +147,15 @@ HostCallOutcome Log(HostCall& call) {
   auto buffer = Buffer(call, 1);
   if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
   std::string_view text(reinterpret_cast<const char*>(buffer->data()), buffer->size());
-  int32_t code = kOk;
+  int32_t code = kAbiOk;
   if (level < 0 || level >= static_cast<int32_t>(kLevelNames.size())) {
-    code = kInvalid;
+    code = kAbiInvalid;
   } else if (level < static_cast<int32_t>(ctx.min_log_level)) {
     // Below the actor's minimum level: neither stored nor checked further (spec 001).
   } else if (!IsValidUtf8(text)) {
-    code = kInvalid;
+    code = kAbiInvalid;
   } else if (text.size() > ctx.transition_limits.max_log_message_bytes) {
-    code = kLimit;
+    code = kAbiLimit;
   } else {
     ctx.effects.logs.push_back({static_cast<LogLevel>(level), std::string(text)});
     if (ctx.on_log) ctx.on_log(static_cast<LogLevel>(level), ctx.effects.logs.back().message);

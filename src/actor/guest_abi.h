@@ -58,8 +58,14 @@ struct Effects {
   std::optional<std::string> failure;  // the reason passed to `fail`
 };
 
-// Return codes of the `call` import besides -1 (invalid argument) and -2 (limit exceeded);
-// a result >= 0 is the reply's length in bytes (docs/abi.md "Calling another actor").
+// Return codes every i32 import shares (docs/abi.md "Imports the host provides").
+inline constexpr int32_t kAbiOk = 0;
+inline constexpr int32_t kAbiInvalid = -1;  // a bad argument: pointer, UTF-8, level, value
+inline constexpr int32_t kAbiLimit = -2;    // a limit exceeded: value, log line, sends
+
+// Return codes of the `call` import besides kAbiInvalid and kAbiLimit (also for a reply over
+// the caller's value limits); a result >= 0 is the reply's length in bytes (docs/abi.md
+// "Calling another actor").
 enum CallCode : int32_t {
   kCallUnavailable = -3,  // the message was not taken: unknown target, stopped, failed, full
   kCallTimedOut = -4,     // no reply within the timeout

@@ -267,7 +267,8 @@ Status Runtime::SetLogLevel(const ActorRef& ref, LogLevel level) {
 std::vector<ReactorInfo> Runtime::Reactors() {
   std::vector<ReactorInfo> out;
   for (auto& r : state_->reactors)
-    out.push_back({r->id, r->liveness.load(), r->actor_count.load()});
+    out.push_back({r->id, r->liveness.load(), r->actor_count.load(), r->tasks_waiting.load(),
+                   r->tasks_run.load()});
   return out;
 }
 

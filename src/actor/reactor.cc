@@ -111,11 +111,17 @@ Status Runtime::Post(uint32_t reactor, std::function<void()> work,
     return Status::Unavailable("the actor runtime is shutting down");
   }
   Reactor& target = *state_->reactors[reactor];
+  // Work destroyed unrun (the runtime stopping) stays counted as waiting: nobody asks then.
+  target.tasks_waiting.fetch_add(1, std::memory_order_relaxed);
+  auto run = [work = std::move(work)](Reactor& r) {
+    r.tasks_waiting.fetch_sub(1, std::memory_order_relaxed);
+    r.tasks_run.fetch_add(1, std::memory_order_relaxed);
+    work();
+  };
   if (delay.count() <= 0) {
-    target.Post([work = std::move(work)](Reactor&) { work(); });
+    target.Post(std::move(run));
   } else {
-    target.AddTimer(std::chrono::steady_clock::now() + delay, state_->timer_owner,
-                    [work = std::move(work)](Reactor&) { work(); });
+    target.AddTimer(std::chrono::steady_clock::now() + delay, state_->timer_owner, std::move(run));
   }
   return Status::Ok();
 }

@@ -273,8 +273,6 @@ Status Runtime::Remove(const ActorRef& ref) {
 // ---------------------------------------------------------------------------------------
 // Host sends
 
-namespace {
-
 Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& target) {
   if (!cell) return Status::NotFound(fmt::format("no actor @{}", target.str()));
   if (!cell->Accepting()) {
@@ -283,8 +281,6 @@ Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& targe
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 static SendOutcome SendAs(Runtime::State& s, const ActorRef& target, Value message,
                           std::optional<ActorRef> sender) {

@@ -110,6 +110,10 @@ struct ReactorInfo {
   uint32_t id = 0;
   ReactorLiveness liveness = ReactorLiveness::kUp;
   uint64_t actors = 0;
+  // Host work (Runtime::Post: steps of command executions, projectors' and effects' guest
+  // calls, their timers) waiting to run on this reactor now, and run on it so far.
+  uint64_t tasks_waiting = 0;
+  uint64_t tasks_run = 0;
 };
 
 // A host-provided state migration for InstallWithMigration: gets a copy of the committed

@@ -56,6 +56,10 @@ struct ActorCell {
   std::atomic<uint32_t> incarnation{1};  // mirrors Actor::incarnation for Runtime::Mailbox
 };
 
+// Whether `cell` (State::FindCell's answer for `target`) takes messages now. Any thread.
+// Errors: NotFound (no such actor), FailedPrecondition (stopped or failed).
+Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& target);
+
 // A host send or call in progress (Runtime::SendAsync, CallAsync, Call). Registered in
 // State::calls under its address until it completes; for a call the address is the reply
 // address the handler sees as its sender (a fresh ref that is never an actor).
@@ -129,6 +133,9 @@ class Reactor {
   const uint32_t id;
   std::atomic<ReactorLiveness> liveness{ReactorLiveness::kUp};
   std::atomic<uint64_t> actor_count{0};
+  // Host work posted here (Runtime::Post) and not run yet, and run so far (ReactorInfo).
+  std::atomic<uint64_t> tasks_waiting{0};
+  std::atomic<uint64_t> tasks_run{0};
   // The reactor this reactor's thread is blocked on in Runtime::Call, or -1: the edges of
   // the wait-for graph used to refuse call cycles.
   std::atomic<int32_t> waiting_for{-1};

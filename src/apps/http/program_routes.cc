@@ -79,7 +79,11 @@ json InstanceJson(const program::InstanceInfo& i) {
 }
 
 json ReactorJson(const actor::ReactorInfo& r) {
-  return {{"id", r.id}, {"liveness", actor::ReactorLivenessName(r.liveness)}, {"actors", r.actors}};
+  return {{"id", r.id},
+          {"liveness", actor::ReactorLivenessName(r.liveness)},
+          {"actors", r.actors},
+          {"tasks_waiting", r.tasks_waiting},
+          {"tasks_run", r.tasks_run}};
 }
 
 Result<HttpResponse> Deploy(ProgramRuntime& runtime, const HttpRequest& r) {

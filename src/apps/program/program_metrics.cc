@@ -38,6 +38,12 @@ void ProgramRuntime::CollectMetrics(MetricFamilies& out) {
                                          "1 while the reactor takes new unit instances, else 0."};
   static constexpr MetricDesc kReactorInstances{"reef_reactor_instances", MetricType::kGauge,
                                                 "Unit instances hosted by the reactor."};
+  static constexpr MetricDesc kReactorTasksWaiting{
+      "reef_reactor_tasks_waiting", MetricType::kGauge,
+      "Host tasks (command steps, projector and effect guest calls, their timers) waiting to "
+      "run on the reactor."};
+  static constexpr MetricDesc kReactorTasksRun{"reef_reactor_tasks_run_total", MetricType::kCounter,
+                                               "Host tasks run on the reactor since the start."};
   auto current = Current();
   out.Add(kGeneration, {}, current ? current->generation : uint64_t{0});
   std::vector<UnitInfo> units = Units();
@@ -49,10 +55,14 @@ void ProgramRuntime::CollectMetrics(MetricFamilies& out) {
   }
   out.Declare(kReactorUp);
   out.Declare(kReactorInstances);
+  out.Declare(kReactorTasksWaiting);
+  out.Declare(kReactorTasksRun);
   for (const actor::ReactorInfo& r : Reactors()) {
     MetricLabels labels{{"reactor", std::to_string(r.id)}};
     out.Add(kReactorUp, labels, uint64_t{r.liveness == actor::ReactorLiveness::kUp ? 1u : 0u});
-    out.Add(kReactorInstances, std::move(labels), r.actors);
+    out.Add(kReactorInstances, labels, r.actors);
+    out.Add(kReactorTasksWaiting, labels, r.tasks_waiting);
+    out.Add(kReactorTasksRun, std::move(labels), r.tasks_run);
   }
 }
 

@@ -140,6 +140,22 @@ TEST(FreeRunningTest, CallWaitsForTheHandlersReply) {
   EXPECT_NE(silent.status().message().find("without replying"), std::string::npos);
 }
 
+TEST(FreeRunningTest, ReactorsCountTheHostTasksWaitingAndRun) {
+  auto runtime = FreeRunning(2);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(runtime->PostAndWait(1, [] {}).ok());
+  // One task held back by its delay is waiting; it is destroyed unrun with the runtime.
+  ASSERT_TRUE(runtime
+                  ->Post(
+                      1, [] {}, std::chrono::seconds(600))
+                  .ok());
+  const std::vector<ReactorInfo> reactors = runtime->Reactors();
+  ASSERT_EQ(reactors.size(), 2u);
+  EXPECT_EQ(reactors[0].tasks_run, 0u);
+  EXPECT_EQ(reactors[0].tasks_waiting, 0u);
+  EXPECT_EQ(reactors[1].tasks_run, 5u);
+  EXPECT_EQ(reactors[1].tasks_waiting, 1u);
+}
+
 TEST(FreeRunningTest, SendWaitsForCapacityAndTrySendNeverBlocks) {
   auto runtime = FreeRunning(1);
   auto probe = LoadGuest("probe");

@@ -189,6 +189,9 @@ TEST_F(ModuleRuntimeTest, ExecutionsShareAFleetWithActorsAndItsReactorsKeepRunni
     ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
   }
   EXPECT_EQ(events_->Head(), 20u);
+  uint64_t tasks = 0;  // each execution's guest calls ran as tasks on the fleet
+  for (const actor::ReactorInfo& r : shared->Reactors()) tasks += r.tasks_run;
+  EXPECT_GE(tasks, 20u * 2) << "an attempt and a fold for each of 20 executions";
   Close();
   // The fleet still runs work after the module runtime is gone.
   std::promise<void> ran;
