@@ -18,8 +18,9 @@
 
 /* Largest amount one deposit or withdrawal may move: 10^12 (cents, say). */
 #define BANK_MAX_AMOUNT 1000000000000LL
-/* Longest account id, in bytes: its tag "account:<id>" stays well within the host's 1,024. */
-#define BANK_MAX_ACCOUNT_ID 256u
+/* Longest account id, in bytes: its tag "account:<id>" is also the owner's encryption scope,
+ * which the host limits to 256 bytes (docs/abi.md). */
+#define BANK_MAX_ACCOUNT_ID 248u
 
 typedef struct bank_input {
   reef_str account_id;
@@ -28,6 +29,16 @@ typedef struct bank_input {
   const char* error; /* NULL, or why the input is unusable (decide rejects with it) */
 } bank_input;
 
+/* True when `id` has a control character (bytes 0-31 and 127). A NUL would end the text where
+ * reef_strf's "%.*s" formats the tag, so "a\u0000x" would act on account "a". */
+static inline bool bank_has_control(reef_str id) {
+  for (uint32_t i = 0; i < id.len; ++i) {
+    unsigned char c = (unsigned char)id.ptr[i];
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
 /* Reads {"account_id": str, "amount"?: int, "owner"?: str}. A bad input is not a module failure
  * but the caller's mistake: `error` says what is wrong and decide rejects with it (HTTP 422). */
 static inline bank_input bank_read_input(reef_cbor input, int need_amount) {
@@ -35,8 +46,9 @@ static inline bank_input bank_read_input(reef_cbor input, int need_amount) {
   if (reef_peek(&input) != REEF_KIND_RECORD) {
     in.error = "input must be a JSON object with a string \"account_id\"";
   } else if (reef_field_text(input, "account_id", &in.account_id) != REEF_OK ||
-             in.account_id.len == 0 || in.account_id.len > BANK_MAX_ACCOUNT_ID) {
-    in.error = "input needs a string \"account_id\" of 1 to 256 bytes";
+             in.account_id.len == 0 || in.account_id.len > BANK_MAX_ACCOUNT_ID ||
+             bank_has_control(in.account_id)) {
+    in.error = "input needs a string \"account_id\" of 1 to 248 bytes without control characters";
   } else if (need_amount && (reef_field_int(input, "amount", &in.amount) != REEF_OK ||
                              in.amount <= 0 || in.amount > BANK_MAX_AMOUNT)) {
     in.error = "input needs an integer \"amount\" from 1 to 1000000000000";

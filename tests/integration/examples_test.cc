@@ -120,6 +120,23 @@ TEST_F(ExamplesTest, BankRejectsADepositOfInt64MaxAndKeepsTheBalance) {
   EXPECT_EQ(rows.body["rows"], json::parse(R"([{"balance": 0}])")) << rows.text;
 }
 
+TEST_F(ExamplesTest, BankRefusesAccountIdsThatWouldNameAnotherAccountOrPassTheScopeLimit) {
+  UploadBank();
+  ASSERT_EQ(Execute("open-account", {{"account_id", "a"}, {"owner", "Ada"}}).status, 200u);
+  const int64_t head = Head();
+  // "a\0x" formats into the tag "account:a" ("%.*s" stops at the NUL): it must not act on "a".
+  const std::string rule = "1 to 248 bytes without control characters";
+  ExpectRejected(Execute("deposit", {{"account_id", std::string("a\0x", 3)}, {"amount", 5}}), rule);
+  ExpectRejected(Execute("open-account", {{"account_id", "b\n"}, {"owner", "Bo"}}), rule);
+  // "account:" + 249 bytes would pass the 256-byte encryption scope limit: a rejection too,
+  // not a 400 from the host; 248 bytes is fine.
+  ExpectRejected(Execute("open-account", {{"account_id", std::string(249, 'z')}, {"owner", "Z"}}),
+                 rule);
+  EXPECT_EQ(Head(), head) << "nothing appended";
+  EXPECT_EQ(Execute("open-account", {{"account_id", std::string(248, 'z')}, {"owner", "Z"}}).status,
+            200u);
+}
+
 TEST_F(ExamplesTest, BankRejectsADepositThatWouldOverflowTheBalance) {
   UploadBank();
   ASSERT_EQ(Execute("open-account", {{"account_id", "a1"}, {"owner", "Ada"}}).status, 200u);
