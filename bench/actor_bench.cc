@@ -48,10 +48,10 @@
 
 #include "actor/actor.h"
 #include "actor/runtime.h"
+#include "bench_engine.h"
 #include "core/value.h"
 #include "wasm/engine.h"
 #include "wasm/module.h"
-#include "wasm/native/code_source.h"
 
 namespace {
 
@@ -430,14 +430,9 @@ int main(int argc, char** argv) {
                                      : fmt::format("{}_threads", reactors);
   // REEF_ENGINE=native: every engine of the runtime on the native tier (compiled on first
   // use, before the untimed warm-up run); the lines say engine=reef-native.
-  if (const char* engine = std::getenv("REEF_ENGINE");
-      engine != nullptr && std::string_view(engine) == "native") {
-    auto code = reef::wasm::native::CodeSource::Create({});
-    if (!code.ok()) Die(code.status().ToString());
-    reef::wasm::Engine::SetDefaultOptions(
-        reef::wasm::EngineOptions{.tier = reef::wasm::TierChoice::kNative, .native_code = *code});
-    g_engine_name = "reef-native";
-  }
+  auto tier = reef::bench::UseEngineFromEnvironment();
+  if (!tier.ok()) Die(tier.status().ToString());
+  if (*tier == "native") g_engine_name = "reef-native";
   std::vector<std::string_view> workloads(argv + 3, argv + argc);
   bool memory = std::find(workloads.begin(), workloads.end(), "memory") != workloads.end();
   if (memory && workloads.size() > 1) Die("memory must run alone (it needs a fresh process)");

@@ -62,22 +62,17 @@
 // count ends the run with exit 1.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <latch>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -89,13 +84,14 @@
 
 #include "apps/http/module_routes.h"
 #include "apps/module_runtime.h"
+#include "apps_bench_support.h"
+#include "apps_catchup.h"
+#include "bench_engine.h"
 #include "bench_flags.h"
 #include "bench_http.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
 #include "server/server.h"
-#include "wasm/engine.h"
-#include "wasm/native/code_source.h"
 
 namespace {
 
@@ -104,7 +100,16 @@ namespace ev = reef::events;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using Clock = std::chrono::steady_clock;
+using reef::bench::apps::Check;
+using reef::bench::apps::Clock;
+using reef::bench::apps::Die;
+using reef::bench::apps::GuestBytes;
+using reef::bench::apps::Micros;
+using reef::bench::apps::PerSecond;
+using reef::bench::apps::ProcessCpuSeconds;
+using reef::bench::apps::RunCatchup;
+using reef::bench::apps::RunSqlite;
+using reef::bench::apps::Seconds;
 using json = nlohmann::json;
 using reef::store::ModuleKind;
 
@@ -143,53 +148,11 @@ constexpr int kHistorySamples = 10;                      // deposit_history: dep
 constexpr uint32_t kHandlerThreads = 32;                 // as `reef serve`
 constexpr auto kStepTimeout = std::chrono::seconds(30);  // connect, write or read, each
 constexpr int64_t kStmtRows = 200000;  // sqlite_stmt: rows at most (a rate; saves ~8 s)
-constexpr int kFillBatch = 1000;       // Tick events per append, untimed fill
-constexpr int kFillThreads = 4;
-constexpr auto kPoll = std::chrono::milliseconds(2);  // projector position polling
-constexpr auto kCatchupDeadline = std::chrono::minutes(20);
-
-template <typename... Args>
-[[noreturn]] void Die(fmt::format_string<Args...> format, Args&&... args) {
-  fmt::print(stderr, "apps_bench: {}\n", fmt::format(format, std::forward<Args>(args)...));
-  std::fflush(stdout);
-  std::_Exit(1);
-}
-
-template <typename T>
-T Check(reef::Result<T> result, std::string_view what) {
-  if (!result.ok()) Die("{}: {}", what, result.status().ToString());
-  return std::move(result).value();
-}
-void Check(const reef::Status& status, std::string_view what) {
-  if (!status.ok()) Die("{}: {}", what, status.ToString());
-}
 
 std::string g_work_dir;  // removed at exit
 void RemoveWorkDir() {
   std::error_code ignored;
   if (!g_work_dir.empty()) fs::remove_all(g_work_dir, ignored);
-}
-
-double ProcessCpuSeconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-double Micros(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
-double Seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-double PerSecond(double n, double seconds) {
-  return seconds > 0 ? n / seconds : 0;
-}
-
-std::vector<uint8_t> GuestBytes(std::string_view name) {
-  const std::string path = fmt::format("{}/{}.wasm", REEF_GUEST_DIR, name);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Die("missing guest module {} (build the guests first)", path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -515,136 +478,6 @@ void RunHttp(const Sizes& sizes) {
   fs::remove_all(dir);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Projector catch-up and its SQLite anchors
-
-/// Appends `events` Tick events {"n": i} to `store` untimed, kFillBatch per append.
-void FillTicks(ev::EventStore& store, int64_t events) {
-  const Clock::time_point start = Clock::now();
-  std::atomic<int64_t> next{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kFillThreads; ++t) {
-    threads.emplace_back([&] {
-      for (;;) {
-        const int64_t first = next.fetch_add(kFillBatch);
-        if (first >= events) return;
-        std::vector<ev::Event> batch;
-        for (int64_t n = first; n < std::min<int64_t>(first + kFillBatch, events); ++n) {
-          ev::Event e;
-          e.type = "Tick";
-          e.tags = {"tick"};
-          e.data = fmt::format(R"({{"n":{}}})", n);
-          batch.push_back(std::move(e));
-        }
-        Check(store.Append(std::move(batch)), "fill");
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  fmt::print("apps_bench: store filled: {} Tick events in {:.1f} s (untimed)\n", store.Head(),
-             Seconds(Clock::now() - start));
-  std::fflush(stdout);
-}
-
-void RunCatchup(const Sizes& sizes) {
-  const fs::path dir = fs::path(g_work_dir) / "catchup";
-  std::unique_ptr<ev::EventStore> store = Check(ev::OpenEventStore(dir / "events"), "open store");
-  FillTicks(*store, sizes.events);
-  const ev::Position head = store->Head();
-  reef::apps::RuntimeOptions runtime_options;
-  runtime_options.data_dir = dir;
-  const uint32_t batch = runtime_options.projector_batch_events;
-  std::unique_ptr<reef::apps::ModuleRuntime> runtime =
-      Check(reef::apps::ModuleRuntime::Open(*store, runtime_options), "open runtime");
-  Check(runtime->Upload(ModuleKind::kProjector, "ticks", "1.0.0", GuestBytes("test_projector_v1"),
-                        false),
-        "upload projector");
-
-  const double cpu_before = ProcessCpuSeconds();
-  const Clock::time_point start = Clock::now();
-  Check(runtime->Activate(ModuleKind::kProjector, "ticks", "1.0.0"), "activate projector");
-  for (;;) {
-    std::optional<reef::apps::ModuleStatus> status =
-        runtime->StatusOf(ModuleKind::kProjector, "ticks");
-    if (status && status->position >= head) break;
-    if (status && !status->error.empty()) Die("projector failed: {}", status->error);
-    if (Clock::now() - start > kCatchupDeadline) Die("projector did not catch up in time");
-    std::this_thread::sleep_for(kPoll);
-  }
-  const double seconds = Seconds(Clock::now() - start);
-  const double cpu = ProcessCpuSeconds() - cpu_before;
-  json rows =
-      Check(runtime->QueryProjector("ticks", "SELECT count(*) AS n FROM ticks", json::array()),
-            "count rows");
-  if (rows.size() != 1 || rows[0]["n"].get<int64_t>() != static_cast<int64_t>(head)) {
-    Die("projector: {} rows for {} events", rows.dump(), head);
-  }
-  fmt::print(
-      "bench apps=catchup events={} batch_events={} seconds={:.3f} events_per_s={:.0f} "
-      "cpu_us_per_event={:.1f}\n",
-      head, batch, seconds, PerSecond(static_cast<double>(head), seconds),
-      cpu * 1e6 / static_cast<double>(head));
-  std::fflush(stdout);
-  runtime.reset();
-  store.reset();
-  fs::remove_all(dir);
-}
-
-void Exec(sqlite3* db, const char* sql) {
-  char* error = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-    Die("sqlite: {}: {}", sql, error != nullptr ? error : sqlite3_errmsg(db));
-  }
-}
-
-/// Inserts `rows` rows into ticks in transactions of `batch`; `like_runner`: per row a
-/// savepoint and a freshly prepared statement, as the projector runner and sql_exec do.
-void RunSqlite(int64_t rows, uint32_t batch, bool like_runner) {
-  const fs::path path = fs::path(g_work_dir) / "anchor.sqlite";
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
-    Die("sqlite open {}", path.string());
-  }
-  Exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
-  Exec(db, "CREATE TABLE ticks (position INTEGER, version INTEGER, n INTEGER)");
-  const char* kInsert = "INSERT INTO ticks (position, version, n) VALUES (?1, ?2, ?3)";
-  sqlite3_stmt* insert = nullptr;
-  const auto step = [&](sqlite3_stmt* s, int64_t i) {
-    sqlite3_bind_int64(s, 1, i + 1);
-    sqlite3_bind_int64(s, 2, 1);
-    sqlite3_bind_int64(s, 3, i);
-    if (sqlite3_step(s) != SQLITE_DONE) Die("sqlite insert: {}", sqlite3_errmsg(db));
-  };
-  const Clock::time_point start = Clock::now();
-  if (!like_runner) sqlite3_prepare_v2(db, kInsert, -1, &insert, nullptr);
-  for (int64_t i = 0; i < rows;) {
-    Exec(db, "BEGIN IMMEDIATE");
-    for (uint32_t k = 0; k < batch && i < rows; ++k, ++i) {
-      if (like_runner) {
-        Exec(db, "SAVEPOINT reef_event");
-        sqlite3_stmt* s = nullptr;
-        sqlite3_prepare_v2(db, kInsert, -1, &s, nullptr);
-        step(s, i);
-        sqlite3_finalize(s);
-        Exec(db, "RELEASE reef_event");
-      } else {
-        step(insert, i);
-        sqlite3_reset(insert);
-      }
-    }
-    Exec(db, "COMMIT");
-  }
-  sqlite3_finalize(insert);
-  const double seconds = Seconds(Clock::now() - start);
-  sqlite3_close_v2(db);
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix);
-  fmt::print("bench apps={} rows={} batch_rows={} seconds={:.3f} rows_per_s={:.0f}\n",
-             like_runner ? "sqlite_stmt" : "sqlite", rows, batch, seconds,
-             PerSecond(static_cast<double>(rows), seconds));
-  std::fflush(stdout);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -658,24 +491,16 @@ int main(int argc, char** argv) {
   if (::mkdtemp(templ.data()) == nullptr) Die("mkdtemp {}: {}", templ, std::strerror(errno));
   g_work_dir = templ;
   std::atexit(RemoveWorkDir);
-  std::string_view tier = "interp";
-  if (const char* engine = std::getenv("REEF_ENGINE");
-      engine != nullptr && std::string_view(engine) == "native") {
-    auto code = reef::wasm::native::CodeSource::Create({});
-    if (!code.ok()) Die("{}", code.status().ToString());
-    reef::wasm::Engine::SetDefaultOptions(
-        reef::wasm::EngineOptions{.tier = reef::wasm::TierChoice::kNative, .native_code = *code});
-    tier = "native";
-  }
+  const std::string_view tier = Check(reef::bench::UseEngineFromEnvironment(), "REEF_ENGINE");
   fmt::print("apps_bench: dir={} millis={} deposits={} shared_deposits={} events={} tier={}\n",
              g_work_dir, sizes.millis, sizes.deposits, sizes.shared_deposits, sizes.events, tier);
 
   if (sizes.http != 0) RunHttp(sizes);
   if (sizes.catchup != 0) {
     const uint32_t batch = reef::apps::RuntimeOptions{}.projector_batch_events;
-    RunSqlite(sizes.events, batch, false);
-    RunSqlite(std::min(sizes.events, kStmtRows), batch, true);
-    RunCatchup(sizes);
+    RunSqlite(g_work_dir, sizes.events, batch, false);
+    RunSqlite(g_work_dir, std::min(sizes.events, kStmtRows), batch, true);
+    RunCatchup(g_work_dir, sizes.events);
   }
   return 0;
 }
