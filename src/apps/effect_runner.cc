@@ -32,7 +32,6 @@ namespace reef::apps {
 
 namespace {
 
-constexpr auto kPollTimeout = std::chrono::milliseconds(100);
 constexpr uint32_t kKeyedWorkers = 8;
 
 struct Item {
@@ -286,7 +285,7 @@ class EffectRunner final : public Runner {
     while (!stop_) {
       {
         MutexLock lock(mu_);
-        const auto deadline = std::chrono::steady_clock::now() + kPollTimeout;
+        const auto deadline = std::chrono::steady_clock::now() + kRunnerPollTimeout;
         while (!stop_ && in_flight_.size() >= spec_.options->effect_max_in_flight) {
           if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout) break;
         }
@@ -302,7 +301,7 @@ class EffectRunner final : public Runner {
         room = spec_.options->effect_max_in_flight - in_flight_.size();
       }
       REEF_ASSIGN_OR_RETURN(auto batch,
-                            subscription->Next(std::min<size_t>(room, 256), kPollTimeout));
+                            subscription->Next(std::min<size_t>(room, 256), kRunnerPollTimeout));
       std::vector<Value> values;
       values.reserve(batch.size());
       for (const events::SequencedEvent& event : batch) {
@@ -331,7 +330,7 @@ class EffectRunner final : public Runner {
         workers_[worker]->Push(Item{std::move(batch[i]), std::move(values[i])});
       }
       auto now = std::chrono::steady_clock::now();
-      if (now - last_persist >= kPollTimeout) {
+      if (now - last_persist >= kRunnerPollTimeout) {
         REEF_RETURN_IF_ERROR(MaybePersist());
         last_persist = now;
       }

@@ -21,8 +21,6 @@ namespace reef::apps {
 
 namespace {
 
-constexpr auto kPollTimeout = std::chrono::milliseconds(100);
-
 class ProjectorRunner final : public Runner {
  public:
   explicit ProjectorRunner(RunnerSpec spec)
@@ -51,7 +49,7 @@ class ProjectorRunner final : public Runner {
     OnSqlite([this] { Open(); });
   }
 
-  // Asks the steps to stop (at the next batch boundary, within kPollTimeout when idle) and
+  // Asks the steps to stop (at the next batch boundary, within kRunnerPollTimeout when idle) and
   // waits until the last one ended.
   void Stop() override {
     stop_ = true;
@@ -91,12 +89,12 @@ class ProjectorRunner final : public Runner {
     NextBatch();
   }
 
-  // Waits (at most kPollTimeout) for events after the position, then opens the batch's
+  // Waits (at most kRunnerPollTimeout) for events after the position, then opens the batch's
   // transaction and hands the events to the reactor.
   void NextBatch() {
     if (stop_) return End(Status::Ok());
     status_.SetState(subscription_->live() ? "running" : "catching_up");
-    auto batch = subscription_->Next(spec_.options->projector_batch_events, kPollTimeout);
+    auto batch = subscription_->Next(spec_.options->projector_batch_events, kRunnerPollTimeout);
     if (!batch.ok()) return End(batch.status());
     if (batch->empty()) return OnSqlite([this] { NextBatch(); });
     auto values = std::make_shared<std::vector<Value>>();

@@ -35,6 +35,10 @@ uint64_t Fnv1a64(std::string_view bytes);
 // string or blob a statement may build), bytes of SQL text, the time one query may run, and
 // the SQLite heap one query may hold (SqlHeapBudget; sorts larger than the page cache spill
 // to temporary files, so this bounds aggregates and the like, not the size of a read model).
+// How long a projector or effect runner waits for new events before it looks at its stop
+// flag again (and an effect runner persists its watermark).
+inline constexpr auto kRunnerPollTimeout = std::chrono::milliseconds(100);
+
 inline constexpr size_t kMaxReadModelRows = 10'000;
 inline constexpr uint64_t kMaxReadModelAnswerBytes = 16u << 20;
 inline constexpr uint64_t kMaxReadModelSqlBytes = 64u << 10;

@@ -166,8 +166,9 @@ class Instance {
   // (data segments applied, start function run), zeroing memory grown since. Memory keeps its
   // current size (wasm memories never shrink). Tables are not restored. Use it before an
   // instance serves another actor, so no actor's data is readable by another's invocation.
-  // Cost: one copy of the initial memory image. Errors: FailedPrecondition while an
-  // invocation of this instance is active.
+  // Cost: on the native tier, the 4 KiB chunks written since the last reset (by the guest or
+  // through GuestMemory::Write); on the interpreter, the whole memory (it cannot tell what a
+  // guest wrote). Errors: FailedPrecondition while an invocation of this instance is active.
   virtual Status Reset() = 0;
 
   // Current value of exported global `name` (a mutable global changes as the guest runs).

@@ -33,7 +33,9 @@ Status LinearMemory::Write(uint32_t ptr, std::span<const uint8_t> bytes) {
     return Status::InvalidArgument("buffer larger than 4 GiB");
   }
   REEF_ASSIGN_OR_RETURN(uint8_t * data, Span(ptr, static_cast<uint32_t>(bytes.size())));
-  if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
+  if (bytes.empty()) return Status::Ok();
+  std::memcpy(data, bytes.data(), bytes.size());
+  Written(ptr, static_cast<uint32_t>(bytes.size()));
   return Status::Ok();
 }
 

@@ -25,6 +25,9 @@ class LinearMemory : public GuestMemory {
   virtual bool has_memory() const = 0;
   virtual uint8_t* base() const = 0;  // REQUIRES: has_memory()
   virtual uint64_t byte_size() const = 0;
+  // Called after Write copied `len` bytes to [ptr, ptr + len) (inside the memory), for a tier
+  // that keeps track of what was written since its last reset.
+  virtual void Written(uint32_t /*ptr*/, uint32_t /*len*/) {}
 
  private:
   // base() + ptr when [ptr, ptr + len) lies inside the memory. Errors: FailedPrecondition

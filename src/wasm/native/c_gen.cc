@@ -118,6 +118,28 @@ Status ReplaceOnce(std::string& c, std::string_view from, std::string_view to) {
   return Status::Ok();
 }
 
+// Every write of the generated code to a memory marks the chunks it wrote (rt/wasm-rt.h,
+// wasm_rt_memory_t::dirty), after its bounds check passed: stores (of at most 8 bytes, so
+// the chunk they start in: the reset restores REEF_RT_CHUNK_SPILL bytes past each marked
+// chunk), memory.fill, memory.copy and memory.init. The data segments that instantiation
+// copies in are not marked: they are the state a reset goes back to.
+Status RewriteMemoryWrites(std::string& c) {
+  REEF_RETURN_IF_ERROR(
+      ReplaceOnce(c, "    wasm_rt_memcpy(&mem->data[addr], &wrapped, sizeof(t1));            \\\n",
+                  "    wasm_rt_memcpy(&mem->data[addr], &wrapped, sizeof(t1));            \\\n"
+                  "    mem->dirty[addr >> REEF_RT_CHUNK_SHIFT] = 1;                       \\\n"));
+  REEF_RETURN_IF_ERROR(ReplaceOnce(c, "  memset(mem->data + d, val, n);\n",
+                                   "  memset(mem->data + d, val, n);\n"
+                                   "  reef_rt_mark_written(mem, d, n);\n"));
+  REEF_RETURN_IF_ERROR(
+      ReplaceOnce(c, "  memmove(dest->data + dest_addr, src->data + src_addr, n);\n}\n",
+                  "  memmove(dest->data + dest_addr, src->data + src_addr, n);\n"
+                  "  reef_rt_mark_written(dest, dest_addr, n);\n}\n"));
+  return ReplaceOnce(c, "  LOAD_DATA((*dest), dest_addr, src + src_addr, n);\n}\n",
+                     "  LOAD_DATA((*dest), dest_addr, src + src_addr, n);\n"
+                     "  reef_rt_mark_written(dest, dest_addr, n);\n}\n");
+}
+
 // What a fuel check calls when the fuel ran out (RewriteFuel): the meter table's function,
 // with the checks CALL_INDIRECT makes. Out of line, so a check costs a compare and a branch.
 constexpr std::string_view kOutOfFuelHelper =
@@ -403,6 +425,7 @@ Result<GeneratedC> Generate(const Module& module, const IrPass& pass) {
   out.module_source = Text(c_stream);
   out.module_header = Text(h_stream);
   REEF_RETURN_IF_ERROR(RewriteTableTraps(out.module_source));
+  REEF_RETURN_IF_ERROR(RewriteMemoryWrites(out.module_source));
   const std::string fuel_accessor =
       pass_result.fuel_global.has_value()
           ? std::string(detail::MangleName(kCModuleName)) +

@@ -46,7 +46,7 @@ namespace reef::wasm::native {
 // Version of what the native tier makes of a module beyond the inputs the key names (the C
 // generation, Reef's rewrites of wabt's output, the glue's code). Bump it with any change to
 // c_gen.cc or c_glue.cc that changes the C for the same module, so old libraries are rebuilt.
-inline constexpr uint32_t kNativeTierVersion = 2;
+inline constexpr uint32_t kNativeTierVersion = 3;
 
 struct CodeCacheOptions {
   // Bound on the bytes of all libraries in the directory. After each store, the least

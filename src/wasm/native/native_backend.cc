@@ -282,6 +282,10 @@ void NativeInstance::TakeSnapshot() {
   if (compiled.has_snapshot) return;
   if (memory_ != nullptr) {
     compiled.initial_memory = wasm::detail::MemoryImage::Capture(memory_->data, memory_->size);
+    // What the start function wrote is the state resets go back to.
+    if (memory_->dirty != nullptr) {
+      std::memset(memory_->dirty, 0, memory_->size >> REEF_RT_CHUNK_SHIFT);
+    }
   }
   const GlueEntryPoints& entry = compiled.code->entry_points();
   const std::vector<NativeGlobal>& globals = compiled.code->globals();
@@ -295,7 +299,12 @@ void NativeInstance::TakeSnapshot() {
 Status NativeInstance::Reset() {
   if (active != nullptr)
     return Status::FailedPrecondition("cannot reset an instance while it runs");
-  if (memory_ != nullptr) compiled_->initial_memory.Restore(memory_->data, memory_->size);
+  // Only the chunks written since the last reset (wasm_rt_memory_t::dirty): a guest that
+  // grew its memory to megabytes and wrote a few pages costs a few pages.
+  if (memory_ != nullptr && memory_->dirty != nullptr) {
+    compiled_->initial_memory.RestoreMarked(memory_->data, memory_->size, memory_->dirty,
+                                            REEF_RT_CHUNK_SHIFT, REEF_RT_CHUNK_SPILL);
+  }
   const GlueEntryPoints& entry = compiled_->code->entry_points();
   const std::vector<NativeGlobal>& globals = compiled_->code->globals();
   for (uint32_t i = 0; i < globals.size(); ++i) {
@@ -340,6 +349,10 @@ uint8_t* NativeInstance::base() const {
 
 uint64_t NativeInstance::byte_size() const {
   return memory_->size;
+}
+
+void NativeInstance::Written(uint32_t ptr, uint32_t len) {
+  reef_rt_mark_written(memory_, ptr, len);
 }
 
 }  // namespace reef::wasm::native

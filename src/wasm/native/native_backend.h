@@ -182,6 +182,7 @@ class NativeInstance final : public Instance, public wasm::detail::LinearMemory 
   // detail::LinearMemory (memory 0)
   bool has_memory() const override { return memory_ != nullptr; }
   uint8_t* base() const override;
+  void Written(uint32_t ptr, uint32_t len) override;
   uint64_t byte_size() const override;
   static uint32_t CallImport(::reef_rt_host* host, uint32_t index, const ::reef_rt_value* args,
                              ::reef_rt_value* results);

@@ -437,9 +437,16 @@ void wasm_rt_allocate_memory(wasm_rt_memory_t* memory, uint32_t initial_pages, u
   if (initial_pages > max_pages) rt::TrapHostKind(reef::wasm::TrapKind::kOther);
   const size_t bytes = size_t{initial_pages} * rt::kPageBytes;
   memory->data = nullptr;
+  memory->dirty = nullptr;
   if (bytes > 0) {
     memory->data = static_cast<uint8_t*>(std::calloc(bytes, 1));
-    if (memory->data == nullptr) rt::TrapHostKind(reef::wasm::TrapKind::kOther);
+    memory->dirty = static_cast<uint8_t*>(std::calloc(bytes >> REEF_RT_CHUNK_SHIFT, 1));
+    if (memory->data == nullptr || memory->dirty == nullptr) {
+      std::free(memory->data);
+      std::free(memory->dirty);
+      memory->data = memory->dirty = nullptr;
+      rt::TrapHostKind(reef::wasm::TrapKind::kOther);
+    }
   }
   memory->pages = initial_pages;
   memory->max_pages = max_pages;
@@ -454,9 +461,16 @@ uint32_t wasm_rt_grow_memory(wasm_rt_memory_t* memory, uint32_t pages) {
   if (new_pages > memory->max_pages) return UINT32_MAX;
   const size_t old_bytes = memory->size;
   const size_t new_bytes = new_pages * rt::kPageBytes;
+  // The dirty map first: when the memory cannot grow after it did, the longer map is unused.
+  void* map = std::realloc(memory->dirty, new_bytes >> REEF_RT_CHUNK_SHIFT);
+  if (map == nullptr) return UINT32_MAX;
+  memory->dirty = static_cast<uint8_t*>(map);
+  std::memset(memory->dirty + (old_bytes >> REEF_RT_CHUNK_SHIFT), 0,
+              (new_bytes - old_bytes) >> REEF_RT_CHUNK_SHIFT);
   void* grown = std::realloc(memory->data, new_bytes);
   if (grown == nullptr) return UINT32_MAX;
   memory->data = static_cast<uint8_t*>(grown);
+  // Fresh pages are zero, as the reset leaves them: not written.
   std::memset(memory->data + old_bytes, 0, new_bytes - old_bytes);
   memory->pages = static_cast<uint32_t>(new_pages);
   memory->size = static_cast<uint32_t>(new_bytes);
@@ -465,7 +479,9 @@ uint32_t wasm_rt_grow_memory(wasm_rt_memory_t* memory, uint32_t pages) {
 
 void wasm_rt_free_memory(wasm_rt_memory_t* memory) {
   std::free(memory->data);
+  std::free(memory->dirty);
   memory->data = nullptr;
+  memory->dirty = nullptr;
   memory->pages = 0;
   memory->size = 0;
 }

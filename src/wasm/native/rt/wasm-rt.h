@@ -137,7 +137,25 @@ typedef struct wasm_rt_memory_t {
   uint8_t* data;
   uint32_t pages, max_pages;
   uint32_t size;
+  /* One byte per REEF_RT_CHUNK_BYTES of `data`, set to 1 by every write the generated code
+   * or the host makes (stores, memory.fill/copy/init, GuestMemory::Write), so resetting an
+   * instance restores only the chunks an invocation wrote (NativeInstance::Reset). A store of
+   * up to 8 bytes marks the chunk it starts in; the reset also restores the first
+   * REEF_RT_CHUNK_SPILL bytes after every marked chunk. (size / REEF_RT_CHUNK_BYTES) bytes. */
+  uint8_t* dirty;
 } wasm_rt_memory_t;
+
+#define REEF_RT_CHUNK_SHIFT 12
+#define REEF_RT_CHUNK_BYTES (1u << REEF_RT_CHUNK_SHIFT)
+#define REEF_RT_CHUNK_SPILL 8u
+
+/* Marks the chunks of [at, at + n) written. REQUIRES: the range lies inside the memory. */
+static inline void reef_rt_mark_written(wasm_rt_memory_t* memory, uint64_t at, uint64_t n) {
+  if (n == 0) return;
+  const uint64_t first = at >> REEF_RT_CHUNK_SHIFT;
+  const uint64_t last = (at + n - 1) >> REEF_RT_CHUNK_SHIFT;
+  memset(memory->dirty + first, 1, (size_t)(last - first + 1));
+}
 
 typedef struct wasm_rt_funcref_table_t {
   wasm_rt_funcref_t* data;
