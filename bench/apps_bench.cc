@@ -91,6 +91,7 @@
 #include "bench_http.h"
 #include "events/event_store.h"
 #include "events/http/event_routes.h"
+#include "heap_counter.h"
 #include "server/server.h"
 
 namespace {
@@ -181,11 +182,12 @@ class Connection {
 
 /// What one case measured.
 struct Figures {
-  int64_t answered = 0;    // 2xx replies
-  int64_t retries = 0;     // deposits: conflict retries (attempts - 1; max_retries per gave_up)
-  int64_t gave_up = 0;     // deposits: 409, still conflicting after the last retry
-  double seconds = 0;      // from the start until the last reply
-  double cpu_seconds = 0;  // the whole process's CPU time (server, runtime, store, clients)
+  int64_t answered = 0;      // 2xx replies
+  int64_t retries = 0;       // deposits: conflict retries (attempts - 1; max_retries per gave_up)
+  int64_t gave_up = 0;       // deposits: 409, still conflicting after the last retry
+  double seconds = 0;        // from the start until the last reply
+  double cpu_seconds = 0;    // the whole process's CPU time (server, runtime, store, clients)
+  uint64_t allocations = 0;  // the whole process's operator new calls (bench/heap_counter.h)
   std::vector<double> latencies_us;
 };
 
@@ -271,12 +273,14 @@ Figures RunClients(std::vector<Client>& clients, Clock::duration duration, Work 
     });
   }
   const double cpu_before = ProcessCpuSeconds();
+  const uint64_t allocations_before = reef::bench::HeapAllocations();
   start = Clock::now();
   deadline = start + duration;
   go.count_down();
   for (std::thread& t : threads) t.join();
   Figures out;
   out.cpu_seconds = ProcessCpuSeconds() - cpu_before;
+  out.allocations = reef::bench::HeapAllocations() - allocations_before;
   Clock::time_point end = start;
   for (Client& c : clients) {
     end = std::max(end, c.finished);
@@ -301,10 +305,11 @@ void PrintRate(std::string_view head, const Figures& f) {
   const double requests = static_cast<double>(f.answered + f.gave_up);
   fmt::print(
       "bench apps={} requests={} seconds={:.3f} per_s={:.0f} p50_us={:.0f} p99_us={:.0f} "
-      "cpu_us_per_request={:.0f}",
+      "cpu_us_per_request={:.0f} allocations_per_request={:.0f}",
       head, f.answered, f.seconds, PerSecond(static_cast<double>(f.answered), f.seconds),
       reef::bench::Quantile(f.latencies_us, 0.5), reef::bench::Quantile(f.latencies_us, 0.99),
-      requests > 0 ? f.cpu_seconds * 1e6 / requests : 0.0);
+      requests > 0 ? f.cpu_seconds * 1e6 / requests : 0.0,
+      requests > 0 ? static_cast<double>(f.allocations) / requests : 0.0);
 }
 
 void PrintDeposits(std::string_view head, const Figures& f, uint64_t history_end) {
@@ -336,6 +341,7 @@ void Add(Figures& into, const Figures& f) {
   into.gave_up += f.gave_up;
   into.seconds += f.seconds;
   into.cpu_seconds += f.cpu_seconds;
+  into.allocations += f.allocations;
   into.latencies_us.insert(into.latencies_us.end(), f.latencies_us.begin(), f.latencies_us.end());
 }
 

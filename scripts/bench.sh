@@ -527,6 +527,9 @@ if [[ $apps != 0 ]]; then
              num(get(own64, "cpu_us_per_request")), num(get(shared, "cpu_us_per_request")),
              num(get("ap/append/1", "cpu_us_per_request")),
              num(get("ap/append/64", "cpu_us_per_request"))
+      printf "heap allocations per request (operator new, the whole process): deposit %s " \
+             "(1 client), append %s (1 client)\n", num(get(own1, "allocations_per_request")),
+             num(get("ap/append/1", "allocations_per_request"))
       printf "catch-up: %.1f us of process CPU per event, %d events per transaction; " \
              "SQLite anchors: one connection, same table\n", get("ap/catchup", "cpu_us_per_event"),
              get("ap/catchup", "batch_events")

@@ -1,13 +1,16 @@
 #include "core/cbor.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cfloat>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/utf8.h"
 
@@ -166,14 +169,27 @@ class Encoder {
   Status Record(const reef::Record& fields) {
     // RFC 8949 §4.2.1: keys sorted by their encoded bytes. A text key's head grows with its
     // length, so that order is: shorter keys first, equal lengths bytewise.
-    std::vector<const reef::Record::value_type*> sorted;
-    sorted.reserve(fields.size());
-    for (const auto& field : fields) sorted.push_back(&field);
-    std::stable_sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) {
-      return a->first.size() < b->first.size();  // equal sizes keep the map's bytewise order
+    // The order is built on the stack for the records most values hold (up to 16 fields):
+    // encoding a record allocates nothing but its output.
+    using Field = const reef::Record::value_type*;
+    constexpr size_t kInlineFields = 16;
+    std::array<Field, kInlineFields> inline_order;
+    std::vector<Field> heap_order;
+    std::span<Field> order(inline_order.data(), fields.size());
+    if (fields.size() > kInlineFields) {
+      heap_order.resize(fields.size());
+      order = heap_order;
+    }
+    size_t next = 0;
+    for (const auto& field : fields) order[next++] = &field;
+    // Keys are distinct, so the order is total: (length, bytes). std::string compares bytes
+    // as unsigned char, as the map does.
+    std::sort(order.begin(), order.end(), [](Field a, Field b) {
+      if (a->first.size() != b->first.size()) return a->first.size() < b->first.size();
+      return a->first < b->first;
     });
     Head(kMajorMap, fields.size());
-    for (const auto* field : sorted) {
+    for (Field field : order) {
       REEF_RETURN_IF_ERROR(Text(field->first, "record key"));
       REEF_RETURN_IF_ERROR(Item(field->second));
     }
