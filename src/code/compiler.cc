@@ -220,6 +220,11 @@ std::string Join(const std::vector<std::string>& items) {
 
 }  // namespace
 
+struct Compiler::SdkObjects {
+  std::unique_ptr<TempDir> dir;
+  std::vector<fs::path> objects;  // absolute paths, in SdkSources order
+};
+
 std::shared_ptr<const Compiler> Compiler::Create(CompilerOptions options) {
   if (options.clang.empty()) options.clang = REEF_GUEST_CC_PATH;
   if (options.sdk_dir.empty()) options.sdk_dir = REEF_SDK_C_DIR;
@@ -318,9 +323,10 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
   for (const SandboxFile& file : files) visible.push_back(file.name);
   REEF_RETURN_IF_ERROR(WriteFile(cwd / kSandboxOverlayFile, SandboxOverlay(cwd, files)));
 
-  // Runs one clang step; a failure carries its diagnostics verbatim.
+  // Runs one clang step (the source's compile, the link); a failure carries its diagnostics,
+  // with lines of files outside the sandbox left out.
   std::string warnings;
-  auto step = [&](std::vector<std::string> args, bool user_error) -> Status {
+  auto step = [&](std::vector<std::string> args) -> Status {
     args.insert(args.begin(), options_.clang);
     REEF_ASSIGN_OR_RETURN(ProcessResult run,
                           RunProcess(args, cwd, options_.timeout, options_.max_diagnostics_bytes));
@@ -329,12 +335,8 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
           fmt::format("compile of '{}' exceeded the {} ms compiler timeout", source_file,
                       options_.timeout.count()));
     }
-    if (user_error) run.output = FilterDiagnostics(run.output, cwd, visible);
-    if (run.exit_code != 0) {
-      if (user_error) return Status::InvalidArgument("compile error:\n" + run.output);
-      return Status::Internal(fmt::format("compiler: the C SDK in '{}' does not build:\n{}",
-                                          options_.sdk_dir, run.output));
-    }
+    run.output = FilterDiagnostics(run.output, cwd, visible);
+    if (run.exit_code != 0) return Status::InvalidArgument("compile error:\n" + run.output);
     warnings += run.output;
     return Status::Ok();
   };
@@ -342,22 +344,16 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
   std::vector<std::string> user = kCompileFlags;
   user.insert(user.end(), kSandboxFlags.begin(), kSandboxFlags.end());
   user.insert(user.end(), {"-o", kSourceObject, source_file});
-  REEF_RETURN_IF_ERROR(step(user, true));
+  REEF_RETURN_IF_ERROR(step(user));
   std::string user_warnings = std::move(warnings);
   warnings.clear();
 
-  std::vector<fs::path> sdk_sources = SdkSources(options_.sdk_dir);
-  std::vector<std::string> sdk = kCompileFlags;
-  sdk.push_back("-I" + options_.sdk_dir);
+  REEF_ASSIGN_OR_RETURN(std::shared_ptr<const SdkObjects> sdk, BuildSdkObjects());
   std::vector<std::string> link = kLinkFlags;
   link.insert(link.end(), {"-o", kOutputWasm, kSourceObject});
-  for (const fs::path& source : sdk_sources) {
-    sdk.push_back(source.string());
-    link.push_back(source.stem().string() + ".o");
-  }
-  if (!sdk_sources.empty()) REEF_RETURN_IF_ERROR(step(sdk, false));
-  warnings.clear();  // SDK warnings are not the user's
-  REEF_RETURN_IF_ERROR(step(link, true));
+  for (const fs::path& object : sdk->objects) link.push_back(object.string());
+  warnings.clear();
+  REEF_RETURN_IF_ERROR(step(link));
   user_warnings += warnings;
 
   auto wasm = ReadFile(cwd / kOutputWasm, wasm::ModuleLimits{}.max_module_bytes + 1);
@@ -365,6 +361,34 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
   auto module = wasm::Module::FromBinary(AsBytes(*wasm), std::string(stem) + ".wasm");
   if (!module.ok()) return module.status().WithContext("compiler: clang's output");
   return CompileOutput{std::move(*module), std::move(user_warnings)};
+}
+
+Result<std::shared_ptr<const Compiler::SdkObjects>> Compiler::BuildSdkObjects() const {
+  MutexLock lock(sdk_mu_);
+  if (sdk_objects_ != nullptr) return sdk_objects_;
+  auto built = std::make_shared<SdkObjects>();
+  REEF_ASSIGN_OR_RETURN(built->dir, TempDir::Create());
+  std::vector<std::string> args = {options_.clang};
+  args.insert(args.end(), kCompileFlags.begin(), kCompileFlags.end());
+  args.push_back("-I" + options_.sdk_dir);
+  for (const fs::path& source : SdkSources(options_.sdk_dir)) {
+    args.push_back(source.string());
+    built->objects.push_back(built->dir->path() / (source.stem().string() + ".o"));
+  }
+  if (!built->objects.empty()) {
+    REEF_ASSIGN_OR_RETURN(ProcessResult run, RunProcess(args, built->dir->path(), options_.timeout,
+                                                        options_.max_diagnostics_bytes));
+    if (run.timed_out) {
+      return Status::LimitExceeded(fmt::format(
+          "compile of the C SDK exceeded the {} ms compiler timeout", options_.timeout.count()));
+    }
+    if (run.exit_code != 0) {  // SDK warnings are not the user's; its errors are Reef's
+      return Status::Internal(fmt::format("compiler: the C SDK in '{}' does not build:\n{}",
+                                          options_.sdk_dir, run.output));
+    }
+  }
+  sdk_objects_ = std::move(built);
+  return sdk_objects_;
 }
 
 }  // namespace reef::code

@@ -1,8 +1,11 @@
 // Compiling sources (.wat in-process, .c through clang) and the compile cache.
 #include "code/compiler.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -68,6 +71,30 @@ TEST_F(CompilerTest, CompileCReturnsClangDiagnostics) {
   EXPECT_TRUE(message.starts_with("compile error:\n")) << message;
   EXPECT_NE(message.find("actors/broken.c:3:"), std::string::npos) << message;
   EXPECT_NE(message.find("error:"), std::string::npos) << message;
+}
+
+TEST_F(CompilerTest, AnSdkThatDoesNotBuildIsReefsErrorAndIsTriedAgain) {
+  RequireClang();
+  // Given an SDK directory whose one source has a syntax error
+  const std::filesystem::path sdk =
+      std::filesystem::temp_directory_path() / fmt::format("reef-sdk-test-{}", ::getpid());
+  std::filesystem::create_directories(sdk);
+  auto write = [&sdk](const char* name, const char* text) { std::ofstream(sdk / name) << text; };
+  write("reef.h", "int reef_sdk_answer(void);\n");
+  write("reef_broken.c", "int reef_sdk_answer(void) { return 1 +; }\n");
+  CompilerOptions options;
+  options.sdk_dir = sdk.string();
+  std::shared_ptr<const Compiler> compiler = Compiler::Create(options);
+  // when a guest that is fine compiles, it fails as Reef's fault, not the guest's
+  const std::string source = "#include \"reef.h\"\nint f(void) { return reef_sdk_answer(); }\n";
+  auto broken = compiler->Compile(SourceKind::kC, source, "actors/fine");
+  EXPECT_EQ(broken.status().code(), Code::kInternal) << broken.status().ToString();
+  EXPECT_NE(broken.status().message().find("the C SDK"), std::string::npos);
+  // and once the SDK builds, the same compiler builds its objects and links them
+  write("reef_broken.c", "int reef_sdk_answer(void) { return 1; }\n");
+  auto mended = compiler->Compile(SourceKind::kC, source, "actors/fine");
+  EXPECT_TRUE(mended.ok()) << mended.status().ToString();
+  std::filesystem::remove_all(sdk);
 }
 
 TEST_F(CompilerTest, CompileCProducesAnActorImplementation) {
