@@ -16,29 +16,15 @@
 #include <utility>
 #include <vector>
 
+#include "bench_die.h"
 #include "core/status.h"
 
 namespace reef::bench::apps {
 
 using Clock = std::chrono::steady_clock;
 
-// Prints "apps_bench: <message>" and exits 1: a benchmark that cannot measure what it says
-// has no figure to give.
-template <typename... Args>
-[[noreturn]] void Die(fmt::format_string<Args...> format, Args&&... args) {
-  fmt::print(stderr, "apps_bench: {}\n", fmt::format(format, std::forward<Args>(args)...));
-  std::fflush(stdout);
-  std::_Exit(1);
-}
-
-template <typename T>
-T Check(reef::Result<T> result, std::string_view what) {
-  if (!result.ok()) Die("{}: {}", what, result.status().ToString());
-  return std::move(result).value();
-}
-inline void Check(const reef::Status& status, std::string_view what) {
-  if (!status.ok()) Die("{}: {}", what, status.ToString());
-}
+using reef::bench::Check;
+using reef::bench::Die;
 
 inline double ProcessCpuSeconds() {
   timespec ts{};

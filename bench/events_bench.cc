@@ -66,6 +66,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_die.h"
 #include "bench_flags.h"
 #include "events/detail/event_id_index.h"
 #include "events/event.h"
@@ -114,18 +115,8 @@ constexpr Flag kFlags[] = {
     {"--reads", &Sizes::reads, 0, "1: run the read cases, 0: skip them"},
 };
 
-template <typename... Args>
-[[noreturn]] void Die(fmt::format_string<Args...> format, Args&&... args) {
-  fmt::print(stderr, "events_bench: {}\n", fmt::format(format, std::forward<Args>(args)...));
-  std::fflush(stdout);
-  std::_Exit(1);
-}
-
-template <typename T>
-T Check(reef::Result<T> result, std::string_view what) {
-  if (!result.ok()) Die("{}: {}", what, result.status().ToString());
-  return std::move(result).value();
-}
+using reef::bench::Check;
+using reef::bench::Die;
 
 // The work directory, removed at exit.
 std::string g_work_dir;

@@ -130,14 +130,14 @@ Status RewriteMemoryWrites(std::string& c) {
                   "    mem->dirty[addr >> REEF_RT_CHUNK_SHIFT] = 1;                       \\\n"));
   REEF_RETURN_IF_ERROR(ReplaceOnce(c, "  memset(mem->data + d, val, n);\n",
                                    "  memset(mem->data + d, val, n);\n"
-                                   "  reef_rt_mark_written(mem, d, n);\n"));
+                                   "  if (n) reef_rt_mark_written(mem, d, n);\n"));
   REEF_RETURN_IF_ERROR(
       ReplaceOnce(c, "  memmove(dest->data + dest_addr, src->data + src_addr, n);\n}\n",
                   "  memmove(dest->data + dest_addr, src->data + src_addr, n);\n"
-                  "  reef_rt_mark_written(dest, dest_addr, n);\n}\n"));
+                  "  if (n) reef_rt_mark_written(dest, dest_addr, n);\n}\n"));
   return ReplaceOnce(c, "  LOAD_DATA((*dest), dest_addr, src + src_addr, n);\n}\n",
                      "  LOAD_DATA((*dest), dest_addr, src + src_addr, n);\n"
-                     "  reef_rt_mark_written(dest, dest_addr, n);\n}\n");
+                     "  if (n) reef_rt_mark_written(dest, dest_addr, n);\n}\n");
 }
 
 // What a fuel check calls when the fuel ran out (RewriteFuel): the meter table's function,

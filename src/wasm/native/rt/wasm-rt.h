@@ -1,21 +1,14 @@
-/* Reef's wasm-rt.h: the runtime interface that wasm2c 1.0.32's generated C compiles against.
+/* Reef's wasm-rt.h: the runtime interface wasm2c 1.0.32's generated C compiles against. Same
+ * ABI as wabt's for what the generated code uses, but for the memory's dirty map, with Reef's
+ * configuration fixed: explicit bounds checks (no guard pages or signal handler), call depth in
+ * a thread-local counter. native/rt/runtime.cc implements every function declared here; the
+ * generated library resolves them from the host process. compiler.cc writes this text next to
+ * the generated C, which never sees Debian's /usr/include/wasm-rt.h. Valid C and C++.
  *
- * Same ABI as wabt 1.0.32's wasm-rt.h for every type and function the generated code uses,
- * with Reef's configuration fixed: memories are bounds-checked explicitly (no guard pages, no
- * signal handler) and the call depth is counted in a thread-local counter. Reef implements
- * every function declared here (native/rt/runtime.cc); the generated shared object resolves
- * them from the host process when it is loaded.
- *
- * The compiler writes this file next to the generated C (compiler.cc embeds its text), so the
- * generated code never sees Debian's /usr/include/wasm-rt.h.
- *
- * Thread ownership: the unwind target and the call depth counter are per thread; whoever
- * switches between invocations on one thread saves and restores them (native/rt/runtime.h).
- * The function-type registry is process-wide and thread-safe. Memories and tables belong to
- * one instance and are used by one thread at a time.
- *
- * This header is C (the generated code) and C++ (the runtime); it must stay valid in both.
- */
+ * Thread ownership: the unwind target and call depth are per thread (whoever switches
+ * invocations on a thread saves and restores them: native/rt/runtime.h); the function-type
+ * registry is process-wide and thread-safe; memories and tables belong to one instance, used
+ * by one thread at a time. */
 #ifndef REEF_WASM_NATIVE_RT_WASM_RT_H_
 #define REEF_WASM_NATIVE_RT_WASM_RT_H_
 
@@ -137,24 +130,17 @@ typedef struct wasm_rt_memory_t {
   uint8_t* data;
   uint32_t pages, max_pages;
   uint32_t size;
-  /* One byte per REEF_RT_CHUNK_BYTES of `data`, set to 1 by every write the generated code
-   * or the host makes (stores, memory.fill/copy/init, GuestMemory::Write), so resetting an
-   * instance restores only the chunks an invocation wrote (NativeInstance::Reset). A store of
-   * up to 8 bytes marks the chunk it starts in; the reset also restores the first
-   * REEF_RT_CHUNK_SPILL bytes after every marked chunk. (size / REEF_RT_CHUNK_BYTES) bytes. */
+  /* A byte per 4 KiB chunk of `data` (size >> REEF_RT_CHUNK_SHIFT), set to 1 by every write
+   * (c_gen.cc RewriteMemoryWrites, GuestMemory::Write): a reset restores only those chunks. */
   uint8_t* dirty;
 } wasm_rt_memory_t;
-
 #define REEF_RT_CHUNK_SHIFT 12
-#define REEF_RT_CHUNK_BYTES (1u << REEF_RT_CHUNK_SHIFT)
-#define REEF_RT_CHUNK_SPILL 8u
+#define REEF_RT_CHUNK_SPILL 8u /* a store marks its first chunk; resets take 8 bytes more */
 
-/* Marks the chunks of [at, at + n) written. REQUIRES: the range lies inside the memory. */
-static inline void reef_rt_mark_written(wasm_rt_memory_t* memory, uint64_t at, uint64_t n) {
-  if (n == 0) return;
-  const uint64_t first = at >> REEF_RT_CHUNK_SHIFT;
-  const uint64_t last = (at + n - 1) >> REEF_RT_CHUNK_SHIFT;
-  memset(memory->dirty + first, 1, (size_t)(last - first + 1));
+/* Marks the chunks of [at, at + n) written. REQUIRES: n > 0, inside the memory. */
+static inline void reef_rt_mark_written(wasm_rt_memory_t* m, uint64_t at, uint64_t n) {
+  const uint64_t first = at >> REEF_RT_CHUNK_SHIFT, last = (at + n - 1) >> REEF_RT_CHUNK_SHIFT;
+  memset(m->dirty + first, 1, (size_t)(last - first + 1));
 }
 
 typedef struct wasm_rt_funcref_table_t {
@@ -189,15 +175,12 @@ uint32_t wasm_rt_grow_externref_table(wasm_rt_externref_table_t* table, uint32_t
 
 /* ---- Lifecycle ------------------------------------------------------------------------- */
 
-/* Nothing to set up: no signal handler, no global buffers. Present for the ABI. */
-void wasm_rt_init(void);
+void wasm_rt_init(void); /* nothing to set up (no signal handler, no buffers): the ABI's */
 bool wasm_rt_is_initialized(void);
 void wasm_rt_free(void);
 
-/* ---- Exceptions: refused ------------------------------------------------------------- */
-/* Reef reads modules with the exceptions proposal disabled, so generated code never calls
- * these; if it did, each traps with WASM_RT_TRAP_UNCAUGHT_EXCEPTION. */
-
+/* ---- Exceptions: refused (the proposal is disabled, so generated code never calls these;
+ * if it did, each traps with WASM_RT_TRAP_UNCAUGHT_EXCEPTION) ------------------------- */
 #define WASM_RT_UNWIND_TARGET jmp_buf
 #define WASM_RT_SETJMP(buf) setjmp(buf)
 #define wasm_rt_try(target) WASM_RT_SETJMP(target)
