@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
 #include <exception>
 #include <utility>
@@ -219,38 +220,92 @@ std::string ToText(const json& message) {
   return message.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-Status ProtocolDispatcher::Register(std::string name, std::string summary, OpHandler handler) {
-  if (name.empty()) return Status::InvalidArgument("an op needs a name");
-  if (!handler) return Status::InvalidArgument(fmt::format("op \"{}\" has no handler", name));
-  if (rows_.contains(name)) {
-    return Status::AlreadyExists(fmt::format("op \"{}\" is registered already", name));
+namespace {
+
+// The one answer of an asynchronous op, shared by the copies of its OpDone: the first Answer
+// responds; the last copy, gone unanswered, answers `internal`.
+class OpAnswer {
+ public:
+  OpAnswer(json id, std::string op, std::function<void(std::string)> respond)
+      : id_(std::move(id)), op_(std::move(op)), respond_(std::move(respond)) {}
+  ~OpAnswer() { Answer(Status::Internal(fmt::format("op \"{}\" ended without answering", op_))); }
+  OpAnswer(const OpAnswer&) = delete;
+  OpAnswer& operator=(const OpAnswer&) = delete;
+
+  void Answer(Result<json> result) {
+    if (answered_.exchange(true)) return;
+    respond_(result.ok() ? ToText(OkResponse(id_, std::move(result).value()))
+                         : ToText(ErrorResponse(id_, result.status())));
   }
-  OpRow row{name, std::move(summary), std::move(handler)};
+
+ private:
+  const json id_;
+  const std::string op_;
+  std::function<void(std::string)> respond_;
+  std::atomic<bool> answered_{false};
+};
+
+}  // namespace
+
+Status ProtocolDispatcher::Register(std::string name, std::string summary, OpHandler handler) {
+  if (!handler) return Status::InvalidArgument(fmt::format("op \"{}\" has no handler", name));
+  return AddRow(OpRow{std::move(name), std::move(summary), std::move(handler), nullptr});
+}
+
+Status ProtocolDispatcher::RegisterAsync(std::string name, std::string summary,
+                                         AsyncOpHandler handler) {
+  if (!handler) return Status::InvalidArgument(fmt::format("op \"{}\" has no handler", name));
+  return AddRow(OpRow{std::move(name), std::move(summary), nullptr, std::move(handler)});
+}
+
+Status ProtocolDispatcher::AddRow(OpRow row) {
+  if (row.name.empty()) return Status::InvalidArgument("an op needs a name");
+  if (rows_.contains(row.name)) {
+    return Status::AlreadyExists(fmt::format("op \"{}\" is registered already", row.name));
+  }
+  std::string name = row.name;
   rows_.emplace(std::move(name), std::move(row));
   return Status::Ok();
 }
 
-std::string ProtocolDispatcher::HandleFrame(std::string_view frame, Connection& connection) const {
+void ProtocolDispatcher::HandleFrame(std::string_view frame, Connection& connection,
+                                     std::function<void(std::string)> respond) const {
   json id;
   Result<Request> request = ParseRequest(frame, &id);
-  if (!request.ok()) return ToText(ErrorResponse(id, request.status()));
+  if (!request.ok()) return respond(ToText(ErrorResponse(id, request.status())));
   auto row = rows_.find(request->op);
   if (row == rows_.end()) {
     std::string known;
     for (const auto& [name, unused] : rows_) {
       known += known.empty() ? name : ", " + name;
     }
-    return ToText(ErrorResponse(
-        id, Status::NotFound(fmt::format("unknown op \"{}\"; known ops: {}", request->op, known))));
+    return respond(ToText(ErrorResponse(
+        id,
+        Status::NotFound(fmt::format("unknown op \"{}\"; known ops: {}", request->op, known)))));
   }
+  auto failed = [&](const std::exception& e) {
+    return Status::Internal(fmt::format("op \"{}\" failed: {}", request->op, e.what()));
+  };
+  if (row->second.async_handler) {
+    auto answer = std::make_shared<OpAnswer>(id, request->op, std::move(respond));
+    try {
+      row->second.async_handler(request->args, connection, [answer](Result<json> result) {
+        answer->Answer(std::move(result));
+      });
+    } catch (const std::exception& e) {
+      answer->Answer(failed(e));
+    }
+    return;
+  }
+  std::string text;
   try {
     Result<json> result = row->second.handler(request->args, connection);
-    if (!result.ok()) return ToText(ErrorResponse(id, result.status()));
-    return ToText(OkResponse(id, std::move(result).value()));
+    text = result.ok() ? ToText(OkResponse(id, std::move(result).value()))
+                       : ToText(ErrorResponse(id, result.status()));
   } catch (const std::exception& e) {
-    return ToText(ErrorResponse(
-        id, Status::Internal(fmt::format("op \"{}\" failed: {}", request->op, e.what()))));
+    text = ToText(ErrorResponse(id, failed(e)));
   }
+  respond(std::move(text));
 }
 
 std::vector<const OpRow*> ProtocolDispatcher::ops() const {

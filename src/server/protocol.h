@@ -74,11 +74,23 @@ class Connection {
 // Runs on a server handler thread, never on a network I/O thread.
 using OpHandler = std::function<Result<nlohmann::json>(const nlohmann::json& args, Connection&)>;
 
-// One row of the operation table.
+// Answers an asynchronous op: the "result" of the response or the error to answer with. The
+// first call wins, later ones are ignored; when the last copy goes without a call, the op
+// is answered `internal` ("ended without answering"), so no request is left unanswered. Any
+// thread; never blocks (the answer is queued for the connection).
+using OpDone = std::function<void(Result<nlohmann::json>)>;
+// Starts an operation that waits (for a guest, a reactor, a deadline) and returns at once;
+// `done` answers it later, so the wait holds no handler thread. `args` and the Connection
+// reference are valid only during the call (keep Connection::Handle() for later). Requests
+// of one connection still run in arrival order: the next starts once `done` has answered.
+using AsyncOpHandler = std::function<void(const nlohmann::json& args, Connection&, OpDone done)>;
+
+// One row of the operation table: exactly one of the handlers is set.
 struct OpRow {
   std::string name;     // "ping"; lowercase words joined by '-'
   std::string summary;  // one line for `ops`, help output and docs
   OpHandler handler;
+  AsyncOpHandler async_handler;
 };
 
 // A request whose envelope has been validated.
@@ -129,12 +141,17 @@ class ProtocolDispatcher {
   // Errors: InvalidArgument for an empty name or a null handler; AlreadyExists when `name`
   // is registered already.
   Status Register(std::string name, std::string summary, OpHandler handler);
+  // Register for an op that answers through OpDone. Errors: those of Register.
+  Status RegisterAsync(std::string name, std::string summary, AsyncOpHandler handler);
 
-  // Answers one request frame with the response text (never fails: every problem becomes an
-  // error response). Errors reported: the ParseRequest errors; NotFound for an unknown op,
-  // naming it and listing the known ops; whatever the handler returns; Internal when the
-  // handler throws (the exception does not escape). Any thread, concurrently.
-  std::string HandleFrame(std::string_view frame, Connection& connection) const;
+  // Answers one request frame: `respond` gets the response text exactly once (never a
+  // failure: every problem becomes an error response), during the call for a synchronous op
+  // and from whatever thread answers an asynchronous one. Errors reported: the ParseRequest
+  // errors; NotFound for an unknown op, naming it and listing the known ops; whatever the
+  // handler answers; Internal when the handler throws (the exception does not escape) or an
+  // asynchronous one drops its OpDone unanswered. Any thread, concurrently.
+  void HandleFrame(std::string_view frame, Connection& connection,
+                   std::function<void(std::string response)> respond) const;
 
   // The rows, sorted by name.
   std::vector<const OpRow*> ops() const;
@@ -142,6 +159,8 @@ class ProtocolDispatcher {
   bool Has(std::string_view name) const;
 
  private:
+  Status AddRow(OpRow row);
+
   std::map<std::string, OpRow, std::less<>> rows_;
 };
 

@@ -1,7 +1,8 @@
 // WebSocket side of the listener: the reef.v1 session. Reads messages in chunks so a frame
 // over max_request_bytes is discarded as it arrives (never buffered) and answered with an
-// error; hands every message to the dispatcher on a per-connection handler strand (arrival
-// order kept), reading no further while max_inbound_bytes of requests wait there; writes
+// error; hands every message to the dispatcher on a per-connection handler strand, one at a
+// time in arrival order (an asynchronous op frees the thread while it waits), reading no
+// further while max_inbound_bytes of requests wait; writes
 // responses and events from an outbox bounded by max_outgoing_bytes. Pings keep an idle
 // connection checked (websocket_idle_timeout).
 #include <fmt/format.h>
@@ -209,32 +210,80 @@ class WsSession : public Session,
     MaybeRead();
   }
 
-  // Runs the request `frame` on this connection's handler strand and queues the response; or,
-  // when `refusal` is an error, queues it as an uncorrelated error response. Either way behind
-  // the responses to earlier messages, and charged to max_inbound_bytes until done.
+  // A request read and not yet answered: its text, or the refusal to answer instead.
+  struct Pending {
+    std::string frame;
+    Status refusal;
+    uint64_t cost = 0;  // charged to max_inbound_bytes until answered
+  };
+
+  // Queues the request `frame` (or, when `refusal` is an error, an uncorrelated error
+  // response) behind the earlier ones. One request of a connection runs at a time, in
+  // arrival order; the next starts once it is answered. An asynchronous op answers later,
+  // from any thread, and holds no handler thread meanwhile.
   void Submit(std::string frame, Status refusal) {
     uint64_t cost = frame.size() + ServerLimits::kInboundMessageOverhead;
     inbound_bytes_ += cost;
     ++in_flight_;
-    asio::post(handler_strand_, [self = shared_from_this(), frame = std::move(frame),
-                                 refusal = std::move(refusal), cost] {
-      // Past the shutdown deadline the connection is closed: nothing is run or answered.
-      if (!self->core_.abandoning()) (void)self->Enqueue(self->Respond(frame, refusal));
-      asio::post(self->strand_, [self, cost] { self->Done(cost); });
-    });
+    pending_.push_back(Pending{std::move(frame), std::move(refusal), cost});
+    RunNext();
   }
 
-  // Handler strand: the response text for one message.
-  std::string Respond(const std::string& frame, const Status& refusal) {
-    if (!refusal.ok()) return ToText(ErrorResponse(nullptr, refusal));
+  // Strand. Hands the oldest pending request to the handler strand unless one is running;
+  // with none left, reports a disconnect that is due.
+  void RunNext() {
+    if (running_) return;
+    if (pending_.empty()) return MaybeReportDisconnect();
+    running_ = true;
+    asio::post(handler_strand_,
+               [self = shared_from_this(), request = std::move(pending_.front())]() mutable {
+                 self->Respond(std::move(request));
+               });
+    pending_.pop_front();
+  }
+
+  // Handler strand: runs one request. Its answer, now or later, goes to Finish through the
+  // OwedReply, which Stop abandons: an answer after the server stopped goes nowhere.
+  void Respond(Pending request) {
+    // Past the shutdown deadline the connection is closed: nothing is run or answered.
+    if (core_.abandoning()) return Finish(request.cost, std::nullopt);
+    if (!request.refusal.ok()) {
+      return Finish(request.cost, ToText(ErrorResponse(nullptr, request.refusal)));
+    }
     if (core_.stopping()) {
       // Read, but not started before the server began stopping: refused, never run.
       nlohmann::json id;
-      (void)ParseRequest(frame, &id);
-      return ToText(ErrorResponse(
-          id, Status::Unavailable("server is shutting down; the request was not run")));
+      (void)ParseRequest(request.frame, &id);
+      return Finish(
+          request.cost,
+          ToText(ErrorResponse(
+              id, Status::Unavailable("server is shutting down; the request was not run"))));
     }
-    return core_.options.dispatcher.HandleFrame(frame, *this);
+    auto owed = std::make_shared<OwedReply>(core_.NextId(), shared_from_this());
+    core_.Owe(owed);
+    core_.options.dispatcher.HandleFrame(
+        request.frame, *this, [owed, cost = request.cost](std::string text) {
+          std::shared_ptr<Session> session;
+          {
+            MutexLock lock(owed->mu);
+            session = std::move(owed->session);
+            owed->session.reset();
+          }
+          if (!session) return;  // the server stopped meanwhile: nobody to answer
+          auto self = std::static_pointer_cast<WsSession>(std::move(session));
+          self->core_.ForgetOwed(owed->id);
+          self->Finish(cost, std::move(text));
+        });
+  }
+
+  // Any thread: queues the response (if any) and lets the next request of the connection run.
+  void Finish(uint64_t cost, std::optional<std::string> response) {
+    if (response) (void)Enqueue(std::move(*response));
+    asio::post(strand_, [self = shared_from_this(), cost] {
+      self->running_ = false;
+      self->Done(cost);
+      self->RunNext();
+    });
   }
 
   // A request submitted earlier was answered: read on if that makes room.
@@ -245,10 +294,17 @@ class WsSession : public Session,
     FinishShutdown();
   }
 
-  // Calls ServerOptions::on_disconnect on the handler strand, after the requests already
-  // queued for this connection.
+  // Strand. Reading ended: ServerOptions::on_disconnect is due once every request read has
+  // been answered.
   void ReportDisconnect() {
-    if (!core_.options.on_disconnect) return;
+    disconnect_due_ = true;
+    MaybeReportDisconnect();
+  }
+
+  // Strand. Calls on_disconnect on the handler strand when it is due and no request is left.
+  void MaybeReportDisconnect() {
+    if (!disconnect_due_ || running_ || !pending_.empty() || !core_.options.on_disconnect) return;
+    disconnect_due_ = false;
     asio::post(handler_strand_, [self = shared_from_this()] {
       if (!self->disconnect_reported_.exchange(true)) self->core_.options.on_disconnect(self->id_);
     });
@@ -350,11 +406,14 @@ class WsSession : public Session,
   HttpMessage upgrade_;
   std::unique_ptr<HttpReply> refusal_;
   std::array<char, kReadChunkBytes> chunk_;
-  std::string message_;         // the message being read (empty while oversized_)
-  bool oversized_ = false;      // the message being read passed max_request_bytes
-  bool reading_ = false;        // an async_read_some is pending
-  uint64_t inbound_bytes_ = 0;  // submitted requests not yet done (max_inbound_bytes)
-  uint32_t in_flight_ = 0;      // submitted requests not yet done
+  std::string message_;          // the message being read (empty while oversized_)
+  bool oversized_ = false;       // the message being read passed max_request_bytes
+  bool reading_ = false;         // an async_read_some is pending
+  uint64_t inbound_bytes_ = 0;   // submitted requests not yet done (max_inbound_bytes)
+  uint32_t in_flight_ = 0;       // submitted requests not yet done
+  std::deque<Pending> pending_;  // submitted requests waiting for the one running
+  bool running_ = false;         // a request is with the dispatcher, not yet answered
+  bool disconnect_due_ = false;  // reading ended; on_disconnect not yet posted
   std::deque<std::string> outbox_;
   bool writing_ = false;
   // Close() called before the handshake finished: sent once it does.
