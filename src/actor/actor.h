@@ -111,4 +111,16 @@ struct ActorSnapshot {
   wasm::Tier tier = wasm::Tier::kInterp;
 };
 
+// What a failed handler, or a kill, does to an actor.
+enum class FailurePolicy : uint8_t {
+  // Spec 001: the actor fails (a kill stops it) and keeps its state and the failed input for
+  // inspection and repair.
+  kRetain,
+  // Spec 003 poisoning, for program units: the failed input is dropped (a waiting Call gets
+  // the error), the state goes back to the spawn state, the incarnation goes up by one, and
+  // the actor goes on with its queued input. Nothing of the failed invocation survives: its
+  // engine instance is discarded.
+  kReset,
+};
+
 }  // namespace reef::actor

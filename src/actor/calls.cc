@@ -26,7 +26,7 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Val
   const ActorRef& self = actor.cell->ref;
   if (target == self) return kCallCycle;
   if (target.is_reply_address()) return kCallUnavailable;
-  std::shared_ptr<ActorCell> cell = FindCell(target);
+  std::shared_ptr<ActorCell> cell = FindCell(target, actor.cell->group.get());
   if (!CheckTarget(cell, target).ok()) return kCallUnavailable;
   {
     // Following the wait-for edges from the target: back here means a cycle. The edge is
@@ -91,7 +91,7 @@ void Runtime::State::ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t 
     return;
   }
   actor.SetStatus(ActorStatus::kRunning);
-  MarkRunnable(reactor, ref);
+  MarkRunnable(reactor, actor);
 }
 
 void Runtime::State::CancelAwait(Actor& actor) {
@@ -108,12 +108,13 @@ void Runtime::State::CancelAwait(Actor& actor) {
 }
 
 void Runtime::State::DropLateReply(const Actor& replier, const ActorRef& address) {
-  late_replies.fetch_add(1, std::memory_order_relaxed);
+  replier.cell->group->late_replies.fetch_add(1, std::memory_order_relaxed);
   std::string message = fmt::format(
       "dropped a late reply to @{}: that call was answered already or had ended (timed out, "
       "or its caller was stopped, killed or restarted)",
       address.str());
-  auto seq = logs.Append(replier.cell->ref, replier.incarnation, LogLevel::kWarn, message);
+  auto seq = replier.cell->group->logs.Append(replier.cell->ref, replier.incarnation,
+                                              LogLevel::kWarn, message);
   if (seq.ok()) Publish(LifecycleKind::kLog, replier, "warn: " + message);
 }
 

@@ -49,7 +49,7 @@ Status Runtime::Stop(const ActorRef& ref) {
     }
     if (a.status == ActorStatus::kFailed) a.SetStatus(ActorStatus::kIdle);
     if (a.stopping) {  // stopping already: the shutdown goes on (its call is not redone)
-      s.MarkRunnable(r, ref);
+      s.MarkRunnable(r, a);
       return Status::Ok();
     }
     if (a.awaiting) {
@@ -64,7 +64,7 @@ Status Runtime::Stop(const ActorRef& ref) {
       a.SetStatus(ActorStatus::kStopped);
       s.Publish(LifecycleKind::kStopped, a);
     }
-    s.MarkRunnable(r, ref);
+    s.MarkRunnable(r, a);
     return Status::Ok();
   });
 }
@@ -112,7 +112,7 @@ Status Runtime::Restart(const ActorRef& ref) {
     a.SetStatus(ActorStatus::kIdle);
     s.ApplyPendingInstall(a);
     s.Publish(LifecycleKind::kRestarted, a);
-    s.MarkRunnable(r, ref);
+    s.MarkRunnable(r, a);
     return Status::Ok();
   });
 }
@@ -138,7 +138,7 @@ Status Runtime::Resume(const ActorRef& ref) {
     a.SetStatus(a.paused_from.value_or(ActorStatus::kIdle));
     a.paused_from.reset();
     s.Publish(LifecycleKind::kResumed, a);
-    s.MarkRunnable(r, ref);
+    s.MarkRunnable(r, a);
     return Status::Ok();
   });
 }
@@ -158,7 +158,7 @@ Status Runtime::Cancel(const ActorRef& ref) {
       a.SetStatus(ActorStatus::kIdle);
     }
     s.ApplyPendingInstall(a);
-    s.MarkRunnable(r, ref);
+    s.MarkRunnable(r, a);
     return Status::Ok();
   });
 }
@@ -249,7 +249,7 @@ Status Runtime::SetMessages(const ActorRef& ref, std::vector<Value> reserved,
     a.queued = std::move(next);
     if (new_count > old_count) a.cell->used.fetch_add(new_count - old_count);
     if (old_count > new_count) a.cell->Release(old_count - new_count);
-    s.MarkRunnable(r, ref);
+    s.MarkRunnable(r, a);
     return Status::Ok();
   });
 }
@@ -289,10 +289,10 @@ Status Runtime::Drain(uint32_t reactor_id) {
   return s.OnReactor(from, [&](Reactor& r) {
     std::vector<ActorRef> movable;
     for (const auto& [ref, actor] : r.actors) {
-      if (!actor->active) movable.push_back(ref);
+      if (!actor->active && !s.Ticked(*actor)) movable.push_back(ref);
     }
     for (const ActorRef& ref : movable) {
-      REEF_ASSIGN_OR_RETURN(Reactor * to, s.Place({}));
+      REEF_ASSIGN_OR_RETURN(Reactor * to, s.Place({}, *s.default_group));
       auto owned = std::make_shared<std::unique_ptr<Actor>>(std::move(r.actors.at(ref)));
       r.actors.erase(ref);
       r.queued_to_run.erase(ref);
@@ -313,7 +313,8 @@ Status Runtime::Drain(uint32_t reactor_id) {
         }
         to->Post([&s, owned, ref](Reactor& target) {
           target.actors.emplace(ref, std::move(*owned));
-          if (s.Runnable(*target.actors.at(ref))) s.MarkRunnable(target, ref);
+          const Actor& arrived = *target.actors.at(ref);
+          if (s.Runnable(arrived)) s.MarkRunnable(target, arrived);
         });
         std::shared_ptr<ActorCell> cell = moved->cell;
         uint32_t to_id = to->id;

@@ -144,11 +144,18 @@ uint32_t Runtime::ReactorCount() const {
 Result<uint32_t> Runtime::PlaceWork() {
   SpawnOptions round_robin;
   round_robin.placement = PlacementPolicy::kRoundRobin;
-  REEF_ASSIGN_OR_RETURN(Reactor * reactor, state_->Place(round_robin));
+  REEF_ASSIGN_OR_RETURN(Reactor * reactor, state_->Place(round_robin, *state_->default_group));
   return reactor->id;
 }
 
-Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn) {
+Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn, const ActorGroup& group) {
+  if (options.mode == SchedulingMode::kFreeRunning && group.mode == SchedulingMode::kManual) {
+    if (spawn.reactor && *spawn.reactor != group.home) {
+      return Status::InvalidArgument(fmt::format(
+          "the actors of this group live on reactor {}, not {}", group.home, *spawn.reactor));
+    }
+    return reactors[group.home].get();
+  }
   if (spawn.reactor) {
     if (*spawn.reactor >= reactors.size()) {
       return Status::NotFound(
@@ -176,10 +183,10 @@ Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn) {
   return best;
 }
 
-void Runtime::State::MarkRunnable(Reactor& reactor, const ActorRef& ref) {
-  if (options.mode != SchedulingMode::kFreeRunning) return;
-  auto [it, inserted] = reactor.queued_to_run.emplace(ref, true);
-  if (inserted) reactor.run_queue.push_back(ref);
+void Runtime::State::MarkRunnable(Reactor& reactor, const Actor& actor) {
+  if (options.mode != SchedulingMode::kFreeRunning || Ticked(actor)) return;
+  auto [it, inserted] = reactor.queued_to_run.emplace(actor.cell->ref, true);
+  if (inserted) reactor.run_queue.push_back(actor.cell->ref);
 }
 
 void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope) {
@@ -246,7 +253,7 @@ void Turn(Runtime::State& state, Reactor& reactor) {
       if (charged == 0 && !actor.active) break;
       spent += charged;
     }
-    if (state.Runnable(actor)) state.MarkRunnable(reactor, ref);
+    if (state.Runnable(actor)) state.MarkRunnable(reactor, actor);
   }
 }
 

@@ -14,12 +14,22 @@ namespace reef::actor {
 
 Reactor* CurrentReactor();  // reactor.cc
 
-Runtime::State::State(RuntimeOptions opts) : options(std::move(opts)), logs(options.log_options) {}
+Runtime::State::State(RuntimeOptions opts)
+    : options(std::move(opts)),
+      default_group(std::make_shared<ActorGroup>(options.mode, 0, options.log_options)) {}
 
-std::shared_ptr<ActorCell> Runtime::State::FindCell(const ActorRef& ref) {
+std::shared_ptr<ActorCell> Runtime::State::FindCell(const ActorRef& ref, const ActorGroup* group) {
   ReaderLock lock(directory_mu);
   auto it = directory.find(ref);
-  return it == directory.end() ? nullptr : it->second;
+  if (it == directory.end() || (group != nullptr && it->second->group.get() != group)) {
+    return nullptr;
+  }
+  return it->second;
+}
+
+bool Runtime::State::Ticked(const Actor& actor) const {
+  return options.mode == SchedulingMode::kFreeRunning &&
+         actor.cell->group->mode == SchedulingMode::kManual;
 }
 
 std::shared_ptr<CallSlot> Runtime::State::FindCall(const ActorRef& ref) {
@@ -137,11 +147,12 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   REEF_RETURN_IF_ERROR(CheckLimits(initial, s.options.value_limits).WithContext("initial state"));
   uint32_t capacity = options.mailbox_capacity.value_or(s.options.default_mailbox_capacity);
   if (capacity == 0) return Status::InvalidArgument("mailbox capacity must be at least 1");
-  REEF_ASSIGN_OR_RETURN(Reactor * reactor, s.Place(options));
+  std::shared_ptr<ActorGroup> group = options.group ? options.group : s.default_group;
+  REEF_ASSIGN_OR_RETURN(Reactor * reactor, s.Place(options, *group));
   REEF_ASSIGN_OR_RETURN(ActorRef ref, ActorRef::Generate());
 
   auto actor = std::make_unique<Actor>();
-  actor->cell = std::make_shared<ActorCell>(ref, capacity, reactor->id);
+  actor->cell = std::make_shared<ActorCell>(ref, capacity, reactor->id, group);
   actor->implementation = std::move(implementation);
   if (options.failure_policy == FailurePolicy::kReset) actor->reset_state = initial;
   actor->state = std::move(initial);
@@ -151,7 +162,7 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   actor->context->min_log_level = options.log_level;
   Actor* raw = actor.get();
   actor->context->on_log = [&s, raw](LogLevel level, const std::string& message) {
-    auto seq = s.logs.Append(raw->cell->ref, raw->incarnation, level, message);
+    auto seq = raw->cell->group->logs.Append(raw->cell->ref, raw->incarnation, level, message);
     if (seq.ok()) {
       s.Publish(LifecycleKind::kLog, *raw, fmt::format("{}: {}", LogLevelName(level), message));
     }
@@ -169,6 +180,7 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   REEF_RETURN_IF_ERROR(s.OnReactor(*reactor, [&s, owned, ref](Reactor& r) {
     Actor& a = **owned;
     r.actors.emplace(ref, std::move(*owned));
+    if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.insert(ref);
     s.Publish(LifecycleKind::kSpawned, a, a.implementation->id);
     return Status::Ok();
   }));
@@ -212,14 +224,17 @@ ActorSnapshot Snapshot(const Reactor& reactor, const Actor& a) {
 
 }  // namespace
 
-std::vector<ActorSnapshot> Runtime::List() {
+std::vector<ActorSnapshot> Runtime::List(const ActorGroup* group) {
+  if (group == nullptr) group = state_->default_group.get();
   // Filled under all_mu by each reactor's thread in turn (a local: GUARDED_BY cannot mark it).
   std::vector<ActorSnapshot> all;
   Mutex all_mu;
   for (auto& reactor : state_->reactors) {
     Status listed = state_->OnReactor(*reactor, [&](Reactor& r) {
       MutexLock lock(all_mu);
-      for (const auto& [ref, actor] : r.actors) all.push_back(Snapshot(r, *actor));
+      for (const auto& [ref, actor] : r.actors) {
+        if (actor->cell->group.get() == group) all.push_back(Snapshot(r, *actor));
+      }
       return Status::Ok();
     });
     (void)listed;  // a reactor that does not answer in time is left out
@@ -260,6 +275,7 @@ Status Runtime::Remove(const ActorRef& ref) {
       return Status::FailedPrecondition(
           fmt::format("a message is on its way to @{}, so it stays", ref.str()));
     }
+    if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.erase(ref);
     r.actors.erase(ref);
     r.queued_to_run.erase(ref);  // a stale run_queue entry is skipped by Turn
     r.actor_count.fetch_sub(1);
@@ -512,59 +528,27 @@ void Runtime::State::FailPendingHostCalls(const std::string& why) {
   }
 }
 
-// ---------------------------------------------------------------------------------------
-// Manual scheduling
-
-Result<TickReport> Runtime::Tick(uint32_t count, uint64_t budget) {
-  State& s = *state_;
-  if (s.options.mode != SchedulingMode::kManual) {
-    return Status::FailedPrecondition("tick drives manual mode; this runtime is free-running");
-  }
-  if (budget == 0) budget = s.options.manual_slice;
-  std::lock_guard lock(s.manual_mu);
-  TickReport report;
-  for (uint32_t tick = 0; tick < count; ++tick) {
-    // What arrived since the last tick: call completions that wake awaiting actors, and the
-    // timers of calls (deadlines, retries on a full mailbox).
-    for (auto& reactor : s.reactors) {
-      for (auto& command : reactor->TakeCommands(false, {})) command(*reactor);
-      reactor->FireDueTimers({});
-    }
-    // Actor-ref order across every reactor, fixed at the start of the tick.
-    std::vector<std::pair<ActorRef, Reactor*>> order;
-    for (auto& reactor : s.reactors) {
-      for (const auto& [ref, actor] : reactor->actors) order.emplace_back(ref, reactor.get());
-    }
-    std::sort(order.begin(), order.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [ref, reactor] : order) {
-      auto it = reactor->actors.find(ref);
-      if (it == reactor->actors.end() || !s.Runnable(*it->second)) continue;
-      s.RunSlice(*reactor, *it->second, budget, &report);
-    }
-  }
-  return report;
-}
-
 LogStore& Runtime::logs() {
-  return state_->logs;
+  return state_->default_group->logs;
 }
 LifecycleEvents& Runtime::events() {
-  return state_->events;
+  return state_->default_group->events;
 }
 const RuntimeOptions& Runtime::options() const {
   return state_->options;
 }
-uint64_t Runtime::LateReplies() const {
-  return state_->late_replies.load(std::memory_order_relaxed);
+uint64_t Runtime::LateReplies(const ActorGroup* group) const {
+  if (group == nullptr) group = state_->default_group.get();
+  return group->late_replies.load(std::memory_order_relaxed);
 }
 
-void Runtime::CollectMetrics(std::string_view name, MetricFamilies& out) const {
+void Runtime::CollectMetrics(std::string_view name, MetricFamilies& out,
+                             const ActorGroup* group) const {
   static constexpr MetricDesc kLateReplies{
       "reef_actor_late_replies_total", MetricType::kCounter,
       "Replies dropped because their call had ended (timed out, or the caller was stopped, "
       "killed, restarted or cancelled), since the runtime started."};
-  out.Add(kLateReplies, {{"runtime", std::string(name)}}, LateReplies());
+  out.Add(kLateReplies, {{"runtime", std::string(name)}}, LateReplies(group));
 }
 
 }  // namespace reef::actor

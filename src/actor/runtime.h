@@ -4,8 +4,9 @@
 //
 // Two ways to drive it:
 // - Manual (RuntimeOptions::mode = kManual): nothing runs until Tick(count, budget), which
-//   gives every runnable actor one slice per tick, in actor-ref order. Deterministic; for the
-//   live image's REPL and for tests.
+//   gives every runnable actor one slice per tick, in actor-ref order. Deterministic; for
+//   tests. A manual ActorGroup brings the same to some actors of a free-running runtime (the
+//   live image's REPL on the fleet).
 // - Free-running (kFreeRunning): each reactor is an OS thread that drives its own actors,
 //   with a slice budget and a per-turn message cap so one busy actor cannot starve others.
 //
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "actor/actor.h"
+#include "actor/actor_group.h"
 #include "actor/lifecycle_events.h"
 #include "actor/log_store.h"
 #include "core/limits.h"
@@ -31,8 +33,6 @@
 #include "wasm/engine.h"
 
 namespace reef::actor {
-
-enum class SchedulingMode : uint8_t { kManual, kFreeRunning };
 
 // Where Spawn places an actor when no reactor is named (spec 003).
 enum class PlacementPolicy : uint8_t {
@@ -59,24 +59,16 @@ struct RuntimeOptions {
   LogStoreOptions log_options;
 };
 
-// What a failed handler, or a kill, does to an actor.
-enum class FailurePolicy : uint8_t {
-  // Spec 001: the actor fails (a kill stops it) and keeps its state and the failed input for
-  // inspection and repair.
-  kRetain,
-  // Spec 003 poisoning, for program units: the failed input is dropped (a waiting Call gets
-  // the error), the state goes back to the spawn state, the incarnation goes up by one, and
-  // the actor goes on with its queued input. Nothing of the failed invocation survives: its
-  // engine instance is discarded.
-  kReset,
-};
-
 struct SpawnOptions {
   std::optional<uint32_t> mailbox_capacity;  // default: RuntimeOptions'
   std::optional<uint32_t> reactor;           // pin to this reactor (must be Up)
   std::optional<PlacementPolicy> placement;  // default: RuntimeOptions'
   LogLevel log_level = LogLevel::kInfo;
   FailurePolicy failure_policy = FailurePolicy::kRetain;
+  // The group the actor joins; null = the runtime's default group. An actor of a manual group
+  // in a free-running runtime is placed on the group's home reactor (`reactor` must be that
+  // one or unset; placement and liveness do not apply).
+  std::shared_ptr<ActorGroup> group;
 };
 
 // A moment's view of one mailbox, read without a reactor round trip.
@@ -97,13 +89,6 @@ enum class ReplyPolicy : uint8_t {
 struct SendOutcome {
   Status status;
   std::optional<Value> returned;
-};
-
-struct TickReport {
-  uint64_t slices = 0;        // slices run
-  uint64_t instructions = 0;  // engine instructions charged
-  uint64_t commits = 0;       // handlers that committed
-  uint64_t failures = 0;      // handlers that failed
 };
 
 struct ReactorInfo {
@@ -141,8 +126,21 @@ class Runtime {
   Result<ActorRef> Spawn(std::shared_ptr<const Implementation> implementation, Value state,
                          const SpawnOptions& options = {});
 
-  // Every actor's snapshot, in actor-ref order.
-  std::vector<ActorSnapshot> List();
+  // ---- groups ---------------------------------------------------------------------------
+
+  // A new group (ActorGroup). Errors: InvalidArgument (a free-running group in a manual
+  // runtime), FailedPrecondition (no Up reactor to be a manual group's home).
+  Result<std::shared_ptr<ActorGroup>> CreateGroup(SchedulingMode mode);
+  // Removes every actor of `group` for good (invocations dropped, calls cancelled, sends to
+  // them NotFound). REQUIRES: not on a reactor thread. Errors: Unavailable (a reactor did not
+  // answer within call_timeout; its actors of the group stay).
+  Status RemoveGroup(const ActorGroup& group);
+  // NotFound ("no actor @ref") unless `ref` is an actor of `group` (host operations on behalf
+  // of one group: the image's ops). Any thread.
+  Status CheckMember(const ActorRef& ref, const ActorGroup& group);
+
+  // The snapshot of every actor of `group` (null = the default group), in actor-ref order.
+  std::vector<ActorSnapshot> List(const ActorGroup* group = nullptr);
   // Errors: NotFound.
   Result<ActorSnapshot> Inspect(const ActorRef& ref);
   // Mailbox occupancy, status and incarnation from the actor's atomics (no reactor round
@@ -178,12 +176,10 @@ class Runtime {
   // or an error as the blocking twin returns it, and whether the message got into the
   // mailbox (so Unavailable with `queued` means "no reply in time", without it "no room").
   using HostDone = std::function<void(Result<Value> reply, bool queued)>;
-  // Send without blocking: `done` runs exactly once, when the message is queued or when it
-  // cannot be (errors as Send: a mailbox that stays full for `timeout` is Unavailable). While
-  // the mailbox is full the send is retried on a reactor timer with backoff (20 us .. 2 ms).
-  // `done` runs on any thread (the caller's for an immediate answer, a reactor's otherwise,
-  // the destroying thread's at shutdown with Unavailable) and must not block. Manual mode:
-  // one TrySend, answered at once.
+  // Send without blocking: `done` runs once, when the message is queued or cannot be (errors
+  // as Send); a full mailbox is retried on a reactor timer (20 us .. 2 ms backoff). `done`
+  // runs on any thread (the caller's, a reactor's, or the destroying thread's at shutdown
+  // with Unavailable) and must not block. Manual mode: one TrySend, answered at once.
   void SendAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
                  HostDone done);
   // Call without blocking: as Call, with the reply (or error) given to `done`, exactly once,
@@ -199,10 +195,18 @@ class Runtime {
 
   // ---- scheduling -----------------------------------------------------------------------
 
-  // Manual mode only: `count` ticks; each gives every runnable actor one slice of `budget`
-  // engine instructions (0 = RuntimeOptions::manual_slice), in actor-ref order.
-  // Errors: FailedPrecondition in free-running mode.
-  Result<TickReport> Tick(uint32_t count, uint64_t budget = 0);
+  // `count` ticks of manual `group` (null = default): each gives its runnable actors one slice
+  // of `budget` instructions (0 = manual_slice) in actor-ref order; what arrived meanwhile
+  // (sends, replies, timers) is taken between two ticks. Free-running runtime: one reactor
+  // task per tick on the group's home. Errors: FailedPrecondition (free-running group),
+  // Unavailable (stopped first). REQUIRES (free-running): not on a reactor thread.
+  Result<TickReport> Tick(uint32_t count, uint64_t budget = 0, ActorGroup* group = nullptr);
+  // Tick without blocking: `done` gets the result once, on the home reactor (the caller's
+  // thread for an error found at once, and in a manual runtime), and must not block.
+  // `keep_going` (optional) is asked before every tick after the first: false ends early.
+  using TickDone = std::function<void(Result<TickReport>)>;
+  void TickAsync(std::shared_ptr<ActorGroup> group, uint32_t count, uint64_t budget,
+                 std::function<bool()> keep_going, TickDone done);
 
   // ---- lifecycle (host-only system messages; spec 001) ----------------------------------
 
@@ -242,18 +246,18 @@ class Runtime {
   std::vector<ReactorInfo> Reactors();
   // Stops new placement on `reactor` and moves its actors that have no active invocation
   // (state and mailbox, order kept) to Up reactors. The reactor is Down once it hosts no
-  // actor; actors busy at the time stay (call Drain again later). Errors: NotFound,
+  // actor; actors busy at the time stay (call Drain again later), and so do the actors of
+  // a manual group in a free-running runtime (they run only on their home). Errors: NotFound,
   // FailedPrecondition when no other reactor is Up.
   Status Drain(uint32_t reactor);
 
   // ---- host work on the reactors (free-running) --------------------------------------------
 
-  // Runs `work` on reactor `reactor`'s thread between actor turns: soon, or once `delay` has
-  // passed. This is how host-driven guest code (command executions, docs/runtime.md "One
-  // fleet") shares the reactors with actors: `work` runs guest slices and must not block, so
-  // it hands whatever waits (disk, SQLite) to other threads, which Post the rest back. Work
-  // still pending when the runtime stops is destroyed unrun, on the destroying thread: what
-  // it owns must answer its waiter when destroyed. Any thread.
+  // Runs `work` on reactor `reactor`'s thread between actor turns, soon or after `delay`: how
+  // host-driven guest code (command executions) shares the reactors. `work` must not block
+  // (it hands waits to other threads, which Post the rest back). Work pending when the
+  // runtime stops is destroyed unrun on the destroying thread, so what it owns must answer
+  // its waiter when destroyed. Any thread.
   // Errors (`work` destroyed unrun): NotFound (no such reactor), FailedPrecondition (manual
   // mode), Unavailable (shutting down).
   Status Post(uint32_t reactor, std::function<void()> work,
@@ -270,15 +274,16 @@ class Runtime {
 
   // ---- observation ----------------------------------------------------------------------
 
-  LogStore& logs();
-  LifecycleEvents& events();
+  LogStore& logs();           // the default group's
+  LifecycleEvents& events();  // the default group's
   const RuntimeOptions& options() const;
-  // Replies to calls that had already ended (timed out, or the caller was stopped, killed or
-  // restarted), dropped since the runtime started. Any thread.
-  uint64_t LateReplies() const;
-  // Adds this runtime's series to a /metrics scrape (core/metrics.h), each labelled
-  // runtime=`name`: reef_actor_late_replies_total. Any thread.
-  void CollectMetrics(std::string_view name, MetricFamilies& out) const;
+  // Replies by actors of `group` (null = default) to calls that had ended (timed out, caller
+  // stopped, killed or restarted), dropped. Any thread.
+  uint64_t LateReplies(const ActorGroup* group = nullptr) const;
+  // Adds `group`'s series to a /metrics scrape, labelled runtime=`name`:
+  // reef_actor_late_replies_total. Any thread.
+  void CollectMetrics(std::string_view name, MetricFamilies& out,
+                      const ActorGroup* group = nullptr) const;
 
   struct State;  // internals (detail/runtime_state.h)
 

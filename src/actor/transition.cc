@@ -68,7 +68,7 @@ bool Runtime::State::Runnable(const Actor& actor) const {
 }
 
 void Runtime::State::Publish(LifecycleKind kind, const Actor& actor, std::string detail) {
-  events.Publish(kind, actor.cell->ref, actor.incarnation, std::move(detail));
+  actor.cell->group->events.Publish(kind, actor.cell->ref, actor.incarnation, std::move(detail));
 }
 
 void Runtime::State::DropInvocation(Reactor& reactor, Actor& actor) {
@@ -88,7 +88,7 @@ void Runtime::State::ApplyPendingInstall(Actor& actor) {
 
 void Runtime::State::Deliver(Reactor& reactor, Actor& actor, Envelope envelope) {
   actor.queued.push_back(std::move(envelope));
-  MarkRunnable(reactor, actor.cell->ref);
+  MarkRunnable(reactor, actor);
 }
 
 namespace {
@@ -128,7 +128,7 @@ void Runtime::State::ResetPoisoned(Reactor& reactor, Actor& actor, std::string_v
   actor.SetStatus(ActorStatus::kIdle);
   ApplyPendingInstall(actor);
   Publish(LifecycleKind::kRestarted, actor, fmt::format("poisoned: {}", why));
-  if (actor.HasInput()) MarkRunnable(reactor, actor.cell->ref);
+  if (actor.HasInput()) MarkRunnable(reactor, actor);
 }
 
 // Fails the actor: committed state and the reserved input stay; no effect applies. With
@@ -163,7 +163,7 @@ static Status ReserveEffects(
   };
   for (const auto& [target, count] : counts) {
     if (target.is_reply_address()) continue;  // a call's reply address: no mailbox
-    std::shared_ptr<ActorCell> cell = state.FindCell(target);
+    std::shared_ptr<ActorCell> cell = state.FindCell(target, actor.cell->group.get());
     if (!cell) {
       rollback();
       return Status::NotFound(fmt::format("send to unknown actor @{}", target.str()));

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "image/detail/image_state.h"
@@ -16,11 +17,17 @@ using json = nlohmann::json;
 // ---- Opening ------------------------------------------------------------------------------------
 
 Result<std::unique_ptr<Image>> Image::Open(ImageOptions options) {
-  options.runtime.mode = actor::SchedulingMode::kManual;
   auto state = std::make_unique<State>();
   REEF_ASSIGN_OR_RETURN(state->store, code::SourceStore::Open(options.data_dir));
   state->cache = std::make_unique<code::CompileCache>(code::Compiler::Create(options.compiler));
-  REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::Create(options.runtime));
+  state->runtime = options.fleet;
+  if (!state->runtime) {
+    actor::RuntimeOptions own = options.runtime;
+    own.mode = actor::SchedulingMode::kFreeRunning;
+    own.reactors = 1;
+    REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::Create(own));
+  }
+  REEF_ASSIGN_OR_RETURN(state->group, state->runtime->CreateGroup(actor::SchedulingMode::kManual));
   for (const BundledSource& bundled : BundledSources()) {
     auto existing = state->store->Read(bundled.path);
     if (existing.ok()) continue;
@@ -30,6 +37,9 @@ Result<std::unique_ptr<Image>> Image::Open(ImageOptions options) {
       return written.status().WithContext("bundled source " + std::string(bundled.path));
     spdlog::info("image: bundled example written to working source {}", bundled.path);
   }
+  state->compile_pool =
+      std::make_unique<IoPool>("image compile", std::max(1u, options.limits.compile_threads),
+                               options.limits.max_waiting_compiles);
   state->options = std::move(options);
   return std::unique_ptr<Image>(new Image(std::move(state)));
 }
@@ -43,6 +53,9 @@ Image::~Image() {
     for (const auto& [id, connection] : state_->connections) ids.push_back(id);
   }
   for (uint64_t id : ids) state_->Forget(id);
+  state_->compile_pool.reset();  // waits for compiles running now: none spawns after this
+  Status removed = state_->runtime->RemoveGroup(*state_->group);
+  if (!removed.ok()) spdlog::warn("image: its actors stay on the fleet: {}", removed.ToString());
 }
 
 Status Image::Attach(server::ServerOptions& options) {
@@ -58,6 +71,9 @@ void Image::OnDisconnect(uint64_t connection_id) {
 
 actor::Runtime& Image::runtime() {
   return *state_->runtime;
+}
+actor::ActorGroup& Image::group() {
+  return *state_->group;
 }
 code::SourceStore& Image::sources() {
   return *state_->store;
@@ -157,8 +173,8 @@ Result<uint64_t> Image::State::FollowLogs(server::Connection& connection, actor:
     // Subscribing under mu orders this against a concurrent FollowLogs of the same
     // connection (the second replaces the first below).
     follow = std::make_unique<LogFollow>();
-    after = runtime->logs().last_seq();
-    follow->subscription = runtime->logs().Follow(filter);
+    after = group->logs.last_seq();
+    follow->subscription = group->logs.Follow(filter);
     follow->pump = std::thread(PumpLogs, follow->subscription, state.handle);
     std::swap(follow, state.follow);
   }

@@ -1,8 +1,8 @@
-// Image: the live image behind `reef serve` (spec 001; issue 4). It composes a manual-mode
-// actor runtime (actor/runtime.h), the source store in the data directory
-// (code/source_store.h) and the compile cache (code/compile_cache.h), and exposes them as the
-// protocol operations of docs/protocol.md ("Image operations", "Subscriptions and events"):
-// one table of ops (STYLE.md habit 6, image/ops.cc) registered on a ProtocolDispatcher.
+// Image: the live image behind `reef serve` (spec 001; issue 4). It composes a manual group of
+// actors on the node's reactor fleet (actor/runtime.h ActorGroup), the source store in the data
+// directory (code/source_store.h) and the compile cache (code/compile_cache.h), and exposes them as
+// the protocol operations of docs/protocol.md ("Image operations", "Subscriptions and events"): one
+// table of ops (STYLE.md habit 6, image/ops.cc) registered on a ProtocolDispatcher.
 //
 // Per-connection state (the `events` cursor, the log-follow subscription, the "changes"
 // subscription) is keyed by Connection::id() and dropped by OnDisconnect. A log follow is a
@@ -47,13 +47,19 @@ struct ImageLimits {
   std::size_t max_filter_entries = 1'024;     // entries of an `actors` or `kinds` array
   std::size_t max_queued_messages = 100'000;  // `queued` array of set-messages
   std::size_t max_log_followers = 64;         // live log follows across all connections
+  // Threads that run the ops that compile (spawn, reload, become), and how many such ops may
+  // wait for one; past that they are refused with `unavailable`.
+  uint32_t compile_threads = 2;
+  uint32_t max_waiting_compiles = 256;
 };
 
 struct ImageOptions {
   // The data directory; the source store is <data_dir>/reef.sqlite (DESIGN.md "Persistence").
   std::filesystem::path data_dir = "reef-data";
-  // Runtime options; `mode` is forced to SchedulingMode::kManual (the image only runs on
-  // `tick`).
+  // The reactor fleet the image's actors live on (a manual group: they run only on `tick`,
+  // on one reactor, between the fleet's other work). Null: the image makes its own, a
+  // free-running runtime of one reactor with `runtime`'s options.
+  std::shared_ptr<actor::Runtime> fleet;
   actor::RuntimeOptions runtime;
   code::CompilerOptions compiler;
   ImageLimits limits;
@@ -79,7 +85,8 @@ class Image {
   // (InvalidArgument), SourceStore::Write.
   static Result<std::unique_ptr<Image>> Open(ImageOptions options);
 
-  // Closes every log follow and joins its pump thread.
+  // Closes every log follow and joins its pump thread, and removes the image's actors from
+  // the fleet.
   ~Image();
   Image(const Image&) = delete;
   Image& operator=(const Image&) = delete;
@@ -96,7 +103,8 @@ class Image {
   // any thread, including a pump thread.
   void OnDisconnect(uint64_t connection_id);
 
-  actor::Runtime& runtime();
+  actor::Runtime& runtime();   // the fleet
+  actor::ActorGroup& group();  // the image's actors on it
   code::SourceStore& sources();
   code::CompileCache& cache();
   const ImageOptions& options() const;

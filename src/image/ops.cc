@@ -5,10 +5,8 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
-#include <chrono>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "actor/guest_abi.h"
@@ -24,34 +22,47 @@ namespace {
 using json = nlohmann::json;
 using detail::Args;
 
-// What a handler gets: the image, its args, the calling connection, and the change record
-// it fills in when it mutates the image.
+// What a handler gets: the image, its args, the calling connection (null for an op that runs
+// on the compile pool, whose handler must not need it), and the change record it fills in
+// when it mutates the image.
 struct Ctx {
   Image::State& s;
   const Args& args;
-  server::Connection& connection;
+  server::Connection* connection;
   Change& change;
 };
 
 using Handler = std::function<Result<json>(Ctx&)>;
+// An op that answers later through `done` (tick: it runs on a reactor of the fleet). It fills
+// in the change record before it returns.
+using AsyncHandler = std::function<void(Ctx&, server::OpDone done)>;
 
 struct OpSpec {
   std::string_view name;
   std::vector<std::string_view> args;  // accepted argument names; anything else is an error
   bool mutates;                        // success sends a "changed" notification
-  Handler handler;
+  Handler handler;                     // null for an asynchronous op
   std::string_view summary;
+  AsyncHandler async_handler = nullptr;
+  // Runs `handler` on the image's compile pool (it compiles), answering when it is done, so
+  // no server thread waits for the compiler.
+  bool compiles = false;
 };
-
-// Longest a multi-tick `tick` waits between two ticks for other ops to finish.
-constexpr auto kTickGiveWay = std::chrono::milliseconds(100);
 
 std::string RefText(const ActorRef& ref) {
   return std::string(ref.str());
 }
 
 const ValueLimits& Limits(Ctx& c) {
-  return c.s.options.runtime.value_limits;
+  return c.s.runtime->options().value_limits;
+}
+
+// The actor named by argument `name`: an actor of the image (the fleet's other actors, program
+// units, are not the image's to see or touch: NotFound as for an unknown ref).
+Result<ActorRef> ImageActor(Ctx& c, std::string_view name = "actor") {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor(name));
+  REEF_RETURN_IF_ERROR(c.s.runtime->CheckMember(ref, *c.s.group));
+  return ref;
 }
 
 // Instantiates `implementation` once under the runtime's engine limits, the first time it is
@@ -63,7 +74,7 @@ Status CheckInstantiates(Image::State& s, const actor::Implementation& implement
     MutexLock lock(s.mu);
     if (s.instantiable.contains(implementation.id)) return Status::Ok();
   }
-  wasm::Engine engine(actor::AbiV1Registry(), s.options.runtime.engine_limits);
+  wasm::Engine engine(actor::AbiV1Registry(), s.runtime->options().engine_limits);
   auto instance = engine.Instantiate(implementation.module);
   if (!instance.ok()) {
     // An unknown import is the module's fault, not a missing resource: invalid_argument, so
@@ -100,6 +111,7 @@ Result<json> Spawn(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(code::SourceFile file, c.s.store->Read(path));
   REEF_ASSIGN_OR_RETURN(auto implementation, Build(c.s, file));
   actor::SpawnOptions options;
+  options.group = c.s.group;
   if (capacity) options.mailbox_capacity = static_cast<uint32_t>(*capacity);
   REEF_ASSIGN_OR_RETURN(ActorRef ref,
                         c.s.runtime->Spawn(implementation, std::move(state), options));
@@ -112,7 +124,7 @@ Result<json> Spawn(Ctx& c) {
 }
 
 Result<json> Send(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
   REEF_ASSIGN_OR_RETURN(Value message, c.args.RequiredValue("message", Limits(c)));
   actor::SendOutcome outcome = c.s.runtime->TrySend(ref, std::move(message));
   REEF_RETURN_IF_ERROR(outcome.status);
@@ -120,39 +132,39 @@ Result<json> Send(Ctx& c) {
   return json{{"queued", true}};
 }
 
-Result<json> Tick(Ctx& c) {
+// Runs on the fleet: the ticks hop from task to task on the image's reactor, so they hold
+// no server thread and other ops (from any connection) run between two ticks. A client that
+// went away stops the rest of its ticks.
+void Tick(Ctx& c, server::OpDone done) {
   const ImageLimits& limits = c.s.options.limits;
-  REEF_ASSIGN_OR_RETURN(auto count, c.args.OptionalUint("count", 1, limits.max_tick_count));
-  REEF_ASSIGN_OR_RETURN(auto budget, c.args.OptionalUint("budget", 0, limits.max_tick_budget));
-  uint64_t ticks = count.value_or(1);
-  uint64_t slice = budget.value_or(0);
-  uint64_t effective = slice == 0 ? c.s.options.runtime.manual_slice : slice;
+  auto count = c.args.OptionalUint("count", 1, limits.max_tick_count);
+  if (!count.ok()) return done(count.status());
+  auto budget = c.args.OptionalUint("budget", 0, limits.max_tick_budget);
+  if (!budget.ok()) return done(budget.status());
+  uint64_t ticks = count->value_or(1);
+  uint64_t slice = budget->value_or(0);
+  uint64_t effective = slice == 0 ? c.s.runtime->options().manual_slice : slice;
   if (ticks * effective > limits.max_tick_instructions) {
-    return Status::LimitExceeded(
+    return done(Status::LimitExceeded(
         fmt::format("tick: count {} x budget {} = {} instructions per actor is over "
                     "max_tick_instructions ({}); ask for fewer ticks or a smaller budget",
-                    ticks, effective, ticks * effective, limits.max_tick_instructions));
-  }
-  // One runtime tick at a time: between ticks other ops get the runtime (the tick steps
-  // aside while any is running), and a client that went away stops the rest of its ticks.
-  actor::TickReport report;
-  for (uint64_t i = 0; i < ticks; ++i) {
-    REEF_ASSIGN_OR_RETURN(actor::TickReport one, c.s.runtime->Tick(1, slice));
-    report.slices += one.slices;
-    report.instructions += one.instructions;
-    report.commits += one.commits;
-    report.failures += one.failures;
-    if (c.connection.closed()) break;
-    const auto give_way_until = std::chrono::steady_clock::now() + kTickGiveWay;
-    while (c.s.other_ops.load() > 0 && std::chrono::steady_clock::now() < give_way_until) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
+                    ticks, effective, ticks * effective, limits.max_tick_instructions)));
   }
   c.change.actors = std::nullopt;
-  return json{{"slices", report.slices},
-              {"instructions", report.instructions},
-              {"commits", report.commits},
-              {"failures", report.failures}};
+  std::weak_ptr<server::Connection> handle = c.connection->Handle();
+  auto keep_going = [handle, tracked = !handle.expired()] {
+    if (!tracked) return true;  // a connection without shared ownership (test fakes)
+    auto connection = handle.lock();
+    return connection != nullptr && !connection->closed();
+  };
+  c.s.runtime->TickAsync(c.s.group, static_cast<uint32_t>(ticks), slice, std::move(keep_going),
+                         [done = std::move(done)](Result<actor::TickReport> report) {
+                           if (!report.ok()) return done(report.status());
+                           done(json{{"slices", report->slices},
+                                     {"instructions", report->instructions},
+                                     {"commits", report->commits},
+                                     {"failures", report->failures}});
+                         });
 }
 
 std::string PendingLabel(Image::State& s, const ActorRef& ref) {
@@ -162,14 +174,14 @@ std::string PendingLabel(Image::State& s, const ActorRef& ref) {
 }
 
 Result<json> Inspect(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
   REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
   return detail::SnapshotJson(snapshot, PendingLabel(c.s, ref));
 }
 
 Result<json> Ps(Ctx& c) {
   json actors = json::array();
-  for (const actor::ActorSnapshot& snapshot : c.s.runtime->List()) {
+  for (const actor::ActorSnapshot& snapshot : c.s.runtime->List(c.s.group.get())) {
     actors.push_back(detail::PsRowJson(snapshot));
   }
   return json{{"actors", std::move(actors)}};
@@ -187,15 +199,15 @@ Result<json> Events(Ctx& c) {
     start = *after;
   } else {
     MutexLock lock(c.s.mu);
-    start = c.s.ConnectionLocked(c.connection).events_cursor;
+    start = c.s.ConnectionLocked(*c.connection).events_cursor;
   }
   REEF_ASSIGN_OR_RETURN(
       actor::LifecyclePage page,
-      c.s.runtime->events().Recent(start, limit.value_or(limits.default_page), filter));
+      c.s.group->events.Recent(start, limit.value_or(limits.default_page), filter));
   if (!after) {
     // Requests of one connection are handled in order, so nothing moved the cursor since.
     MutexLock lock(c.s.mu);
-    c.s.ConnectionLocked(c.connection).events_cursor = page.next_after;
+    c.s.ConnectionLocked(*c.connection).events_cursor = page.next_after;
   }
   json events = json::array();
   for (const actor::LifecycleEvent& event : page.events) events.push_back(detail::EventJson(event));
@@ -208,7 +220,7 @@ Result<json> Events(Ctx& c) {
 // stop, kill, restart, pause, resume: one runtime call, then the actor's new status.
 Handler Lifecycle(Status (actor::Runtime::*call)(const ActorRef&)) {
   return [call](Ctx& c) -> Result<json> {
-    REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+    REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
     REEF_RETURN_IF_ERROR((c.s.runtime.get()->*call)(ref));
     c.change.actors = std::vector<std::string>{RefText(ref)};
     REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
@@ -239,7 +251,7 @@ Result<json> InstallFrom(Ctx& c, const ActorRef& ref, const std::string& path) {
 }
 
 Result<json> Reload(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
   REEF_ASSIGN_OR_RETURN(actor::ActorSnapshot snapshot, c.s.runtime->Inspect(ref));
   const std::string& path = snapshot.implementation_label;
   if (!code::ValidateSourcePath(path).ok()) {
@@ -252,16 +264,15 @@ Result<json> Reload(Ctx& c) {
 }
 
 Result<json> Become(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
   REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
-  REEF_RETURN_IF_ERROR(c.s.runtime->Inspect(ref).status());
   return InstallFrom(c, ref, path);
 }
 
 // ---- repair -------------------------------------------------------------------------------------
 
 Result<json> SetState(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
   REEF_ASSIGN_OR_RETURN(Value state, c.args.RequiredValue("state", Limits(c)));
   REEF_RETURN_IF_ERROR(c.s.runtime->SetState(ref, std::move(state)));
   c.change.actors = std::vector<std::string>{RefText(ref)};
@@ -269,7 +280,7 @@ Result<json> SetState(Ctx& c) {
 }
 
 Result<json> SetMessages(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
   if (const json* raw = c.args.Find("reserved");
       raw != nullptr && raw->is_array() && raw->size() > 1) {
     return c.args.Invalid("reserved", "holds zero or one message (the reserved input)");
@@ -283,7 +294,7 @@ Result<json> SetMessages(Ctx& c) {
 }
 
 Result<json> LogLevelOp(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(ActorRef ref, c.args.Actor("actor"));
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
   REEF_ASSIGN_OR_RETURN(auto level, c.args.OptionalLevel("level"));
   if (!level)
     return c.args.Invalid("level", "is required (trace, debug, info, warn, error, fatal)");
@@ -383,7 +394,7 @@ Result<actor::LogFilter> LogFilterArgs(Ctx& c) {
   filter.min_level = level.value_or(actor::LogLevel::kTrace);
   // A named actor must exist: a typo would otherwise read as "no logs" forever.
   for (const ActorRef& ref : filter.actors) {
-    REEF_RETURN_IF_ERROR(c.s.runtime->Inspect(ref).status());
+    REEF_RETURN_IF_ERROR(c.s.runtime->CheckMember(ref, *c.s.group));
   }
   return filter;
 }
@@ -395,7 +406,7 @@ Result<json> Logs(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(auto limit, c.args.OptionalUint("limit", 1, limits.max_page));
   REEF_ASSIGN_OR_RETURN(
       actor::LogPage page,
-      c.s.runtime->logs().History(filter, after.value_or(0), limit.value_or(limits.default_page)));
+      c.s.group->logs.History(filter, after.value_or(0), limit.value_or(limits.default_page)));
   json entries = json::array();
   for (const actor::LogEntry& entry : page.entries) entries.push_back(detail::LogEntryJson(entry));
   return json{
@@ -419,20 +430,20 @@ Result<json> Subscribe(Ctx& c) {
         return c.args.Invalid(name, "applies to topic \"logs\" only");
       }
     }
-    c.s.SetChanges(c.connection, true);
-    return json{{"topic", topic}, {"after", c.s.runtime->events().last_seq()}};
+    c.s.SetChanges(*c.connection, true);
+    return json{{"topic", topic}, {"after", c.s.group->events.last_seq()}};
   }
   REEF_ASSIGN_OR_RETURN(actor::LogFilter filter, LogFilterArgs(c));
-  REEF_ASSIGN_OR_RETURN(uint64_t after, c.s.FollowLogs(c.connection, std::move(filter)));
+  REEF_ASSIGN_OR_RETURN(uint64_t after, c.s.FollowLogs(*c.connection, std::move(filter)));
   return json{{"topic", topic}, {"after", after}};
 }
 
 Result<json> Unsubscribe(Ctx& c) {
   REEF_ASSIGN_OR_RETURN(std::string topic, Topic(c));
   if (topic == "changes") {
-    c.s.SetChanges(c.connection, false);
+    c.s.SetChanges(*c.connection, false);
   } else {
-    c.s.UnfollowLogs(c.connection.id());
+    c.s.UnfollowLogs(c.connection->id());
   }
   return json{{"topic", topic}, {"subscribed", false}};
 }
@@ -446,13 +457,16 @@ const std::vector<OpSpec>& OpTable() {
        {"path", "state", "mailbox_capacity"},
        true,
        Spawn,
-       "Compile the working source at path and spawn an actor with an explicit initial state"},
+       "Compile the working source at path and spawn an actor with an explicit initial state",
+       nullptr,
+       true},
       {"send", {"actor", "message"}, true, Send, "Queue a message (sender: the host)"},
       {"tick",
        {"count", "budget"},
        true,
-       Tick,
-       "Advance the scheduler count ticks, one slice of budget instructions per runnable actor"},
+       nullptr,
+       "Advance the scheduler count ticks, one slice of budget instructions per runnable actor",
+       Tick},
       {"inspect", {"actor"}, false, Inspect, "One actor's snapshot"},
       {"ps", {}, false, Ps, "Every actor, in actor order"},
       {"events",
@@ -481,12 +495,16 @@ const std::vector<OpSpec>& OpTable() {
        {"actor"},
        true,
        Reload,
-       "Recompile the actor's source path and switch at the next handler boundary"},
+       "Recompile the actor's source path and switch at the next handler boundary",
+       nullptr,
+       true},
       {"become",
        {"actor", "path"},
        true,
        Become,
-       "Compile the source at path and switch the actor to it at the next handler boundary"},
+       "Compile the source at path and switch the actor to it at the next handler boundary",
+       nullptr,
+       true},
       {"sources", {}, false, Sources, "Every working source, ordered by path"},
       {"read", {"path", "revision"}, false, Read, "The text of a working source or a revision"},
       {"write",
@@ -529,27 +547,91 @@ const std::vector<OpSpec>& OpTable() {
 
 }  // namespace
 
+namespace {
+
+// The end of every op: a debug line, and the "changed" notification of a mutation.
+void Finished(Image::State& s, const OpSpec& spec, uint64_t connection_id,
+              const Result<json>& result, const Change& change) {
+  spdlog::debug("connection {}: {} -> {}", connection_id, spec.name,
+                result.ok() ? "ok" : result.status().ToString());
+  if (result.ok() && spec.mutates) s.NotifyChanged(spec.name, change);
+}
+
+// An op handed to the compile pool. Destroyed unrun (the image closing), it answers
+// `unavailable`.
+struct CompileJob {
+  Image::State* state = nullptr;
+  const OpSpec* spec = nullptr;
+  json raw;
+  uint64_t connection_id = 0;
+  server::OpDone done;
+
+  CompileJob() = default;
+  CompileJob(const CompileJob&) = delete;
+  CompileJob& operator=(const CompileJob&) = delete;
+  ~CompileJob() {
+    if (done) done(Status::Unavailable("the image is closing; the request was not run"));
+  }
+  void Run() {
+    Args args(spec->name, raw);
+    Change change;
+    Ctx ctx{*state, args, nullptr, change};
+    Result<json> result = spec->handler(ctx);
+    Finished(*state, *spec, connection_id, result, change);
+    std::exchange(done, nullptr)(std::move(result));
+  }
+};
+
+}  // namespace
+
 Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
   State* state = state_.get();
   for (const OpSpec& spec : OpTable()) {
+    if (spec.compiles) {
+      auto handler = [state, &spec](const json& raw, server::Connection& connection,
+                                    server::OpDone done) {
+        Args args(spec.name, raw);
+        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
+        auto job = std::make_shared<CompileJob>();
+        job->state = state;
+        job->spec = &spec;
+        job->raw = raw;
+        job->connection_id = connection.id();
+        job->done = std::move(done);
+        if (!state->compile_pool->TrySubmit([job] { job->Run(); })) {
+          std::exchange(job->done, nullptr)(Status::Unavailable(
+              fmt::format("{}: {} compiles are waiting already; try again shortly", spec.name,
+                          state->compile_pool->max_waiting())));
+        }
+      };
+      REEF_RETURN_IF_ERROR(
+          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
+      continue;
+    }
+    if (spec.async_handler) {
+      auto handler = [state, &spec](const json& raw, server::Connection& connection,
+                                    server::OpDone done) {
+        Args args(spec.name, raw);
+        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
+        auto change = std::make_shared<Change>();
+        Ctx ctx{*state, args, &connection, *change};
+        spec.async_handler(ctx, [state, &spec, change, id = connection.id(),
+                                 done = std::move(done)](Result<json> result) {
+          Finished(*state, spec, id, result, *change);
+          done(std::move(result));
+        });
+      };
+      REEF_RETURN_IF_ERROR(
+          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
+      continue;
+    }
     auto handler = [state, &spec](const json& raw, server::Connection& connection) -> Result<json> {
       Args args(spec.name, raw);
       REEF_RETURN_IF_ERROR(args.OnlyKnown(spec.args));
       Change change;
-      Ctx ctx{*state, args, connection, change};
-      const bool is_tick = spec.name == "tick";
-      if (!is_tick) state->other_ops.fetch_add(1);
-      struct Done {
-        Image::State* state;
-        bool counted;
-        ~Done() {
-          if (counted) state->other_ops.fetch_sub(1);
-        }
-      } done{state, !is_tick};
+      Ctx ctx{*state, args, &connection, change};
       Result<json> result = spec.handler(ctx);
-      spdlog::debug("connection {}: {} -> {}", connection.id(), spec.name,
-                    result.ok() ? "ok" : result.status().ToString());
-      if (result.ok() && spec.mutates) state->NotifyChanged(spec.name, change);
+      Finished(*state, spec, connection.id(), result, change);
       return result;
     };
     REEF_RETURN_IF_ERROR(

@@ -38,7 +38,7 @@ Result<std::vector<MetricsRegistration>> RegisterMetrics(MetricsRegistry& regist
   const std::pair<std::string, MetricsCollector> collectors[] = {
       {"actors",
        [&image, &programs](MetricFamilies& out) {
-         image.runtime().CollectMetrics("image", out);
+         image.runtime().CollectMetrics("image", out, &image.group());
          programs.runtime().CollectMetrics("programs", out);
        }},
       {"engine",
@@ -170,8 +170,15 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
                   fmt::format("cannot open {} in data dir {}: {}", what, dir, status.ToString()));
   };
 
+  // One fleet of reactors for all guest code: the image's actors, program units and
+  // event-sourced modules (docs/runtime.md "One fleet").
+  auto fleet = actor::Runtime::CreateFleet(o.reactors);
+  if (!fleet.ok()) return opened(fleet.status(), "the reactor fleet");
+  n.fleet_ = std::move(*fleet);
+
   image::ImageOptions image_options;
   image_options.data_dir = o.data_dir;
+  image_options.fleet = n.fleet_;
   auto image = image::Image::Open(std::move(image_options));
   if (!image.ok()) return opened(image.status(), "the image");
   n.image_ = std::move(*image);
@@ -203,12 +210,6 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   server_options.handler_threads = 32;
   server_options.limits.shutdown_timeout = o.shutdown_timeout;
   server_options.auth_token = o.auth_token;
-
-  // One fleet of reactors for all guest code of programs and event-sourced modules
-  // (docs/runtime.md "One fleet").
-  auto fleet = actor::Runtime::CreateFleet(o.reactors);
-  if (!fleet.ok()) return opened(fleet.status(), "the reactor fleet");
-  n.fleet_ = std::move(*fleet);
 
   // The event-sourced modules: the module store in reef.sqlite, active projectors and effects
   // started now.

@@ -57,8 +57,8 @@ struct NodeOptions {
   events::EventLimits event_limits;
   // Commands, projectors and effects; `data_dir` is set from the node's.
   apps::RuntimeOptions modules;
-  // Reactor threads of the fleet that runs program units and command executions; 0 = cores
-  // (at least 2).
+  // Reactor threads of the fleet that runs all guest code (the image's actors, program units,
+  // command executions); 0 = cores (at least 2).
   uint32_t reactors = 0;
   std::chrono::milliseconds shutdown_timeout{5'000};  // for requests in flight at Stop
   wasm::TierChoice engine = wasm::TierChoice::kAuto;  // for every engine of the process
@@ -88,9 +88,9 @@ class Node {
   NodeOptions options_;
   bool stopped_ = false;
   // Declared in opening order; Stop resets them in its own order.
-  std::unique_ptr<image::Image> image_;
-  // The reactor fleet: program units and command executions run on it.
+  // The reactor fleet: the image's actors, program units and command executions run on it.
   std::shared_ptr<actor::Runtime> fleet_;
+  std::unique_ptr<image::Image> image_;
   std::unique_ptr<events::EventStore> events_;
   std::unique_ptr<apps::ModuleRuntime> modules_;
   std::unique_ptr<events::http::EventSubscriptions> subscriptions_;

@@ -68,6 +68,10 @@ Status ServerCore::TrackUpgrade(uint64_t http_id, uint64_t ws_id, std::weak_ptr<
   return Status::Ok();
 }
 
+TrackedSlot::~TrackedSlot() {
+  core_.Untrack(id_);
+}
+
 void ServerCore::Untrack(uint64_t id) {
   MutexLock lock(mu);
   auto it = sessions.find(id);

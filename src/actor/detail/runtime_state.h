@@ -26,8 +26,9 @@ namespace reef::actor {
 
 // The cross-thread face of an actor.
 struct ActorCell {
-  explicit ActorCell(ActorRef r, uint32_t cap, uint32_t reactor_id)
-      : ref(r), capacity(cap), reactor(reactor_id) {}
+  explicit ActorCell(ActorRef r, uint32_t cap, uint32_t reactor_id,
+                     std::shared_ptr<ActorGroup> actor_group)
+      : ref(r), capacity(cap), reactor(reactor_id), group(std::move(actor_group)) {}
 
   // Reserves `n` mailbox slots; false (nothing reserved) when that would pass capacity.
   bool Reserve(uint32_t n);
@@ -39,7 +40,8 @@ struct ActorCell {
 
   const ActorRef ref;
   std::atomic<uint32_t> capacity;
-  std::atomic<uint32_t> reactor;  // owner; changes only when draining moves the actor
+  std::atomic<uint32_t> reactor;            // owner; changes only when draining moves the actor
+  const std::shared_ptr<ActorGroup> group;  // never null
 
   // Moving between reactors (free-running Drain) without reordering messages: while
   // `moving`, other threads wait to route here, and the old owner forwards what it still
@@ -181,8 +183,8 @@ struct Runtime::State {
   explicit State(RuntimeOptions opts);
 
   RuntimeOptions options;
-  LogStore logs;
-  LifecycleEvents events;
+  // Actors spawned without a group: the runtime's mode, logs() and events().
+  std::shared_ptr<ActorGroup> default_group;
   std::vector<std::unique_ptr<Reactor>> reactors;  // constant after Create
   std::atomic<bool> shutting_down{false};
   std::atomic<uint32_t> round_robin{0};
@@ -207,11 +209,16 @@ struct Runtime::State {
   // that would close a cycle (A calls B calls A) is refused at once, across reactors.
   Mutex awaits_mu;
   std::map<ActorRef, ActorRef> awaits GUARDED_BY(awaits_mu);
-  // Replies that found their call ended (timed out, cancelled, the caller gone): dropped.
-  std::atomic<uint64_t> late_replies{0};
 
   // ---- helpers (runtime.cc) ----
-  std::shared_ptr<ActorCell> FindCell(const ActorRef& ref) EXCLUDES(directory_mu);
+  // The cell of `ref`; with `group` set, null unless the actor is of that group (what guest
+  // code of one group sees of another).
+  std::shared_ptr<ActorCell> FindCell(const ActorRef& ref, const ActorGroup* group = nullptr)
+      EXCLUDES(directory_mu);
+  // True when `actor` runs only in Tick although its runtime is free-running (a manual group).
+  bool Ticked(const Actor& actor) const;
+  // One tick of manual `group` (Runtime::Tick), on the thread driving its actors.
+  void RunTick(ActorGroup& group, uint64_t budget, TickReport* report);
   std::shared_ptr<CallSlot> FindCall(const ActorRef& ref) EXCLUDES(calls_mu);
   // Ends a call's registration; a later send to its address is a late reply.
   void RetireCall(const ActorRef& ref) EXCLUDES(calls_mu);
@@ -268,10 +275,12 @@ struct Runtime::State {
   void Publish(LifecycleKind kind, const Actor& actor, std::string detail = {});
 
   // ---- reactors (reactor.cc) ----
-  Result<Reactor*> Place(const SpawnOptions& options);
+  // Where a new actor of `group` goes. Errors: as Spawn's.
+  Result<Reactor*> Place(const SpawnOptions& options, const ActorGroup& group);
   void StartThreads();
   void StopThreads();
-  void MarkRunnable(Reactor& reactor, const ActorRef& ref);
+  // Queues `actor` for a turn (free-running; not for actors that only Tick runs).
+  void MarkRunnable(Reactor& reactor, const Actor& actor);
   // Routes an envelope to `cell`'s owner (inline in manual mode).
   void Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope);
 };

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "actor/log_store.h"
+#include "core/io_pool.h"
 #include "core/mutex.h"
 #include "image/image.h"
 
@@ -48,11 +49,10 @@ struct Image::State {
   ImageOptions options;
   std::unique_ptr<code::SourceStore> store;
   std::unique_ptr<code::CompileCache> cache;
-  std::unique_ptr<actor::Runtime> runtime;
-
-  // Ops other than `tick` running right now. A multi-tick `tick` steps aside between ticks
-  // while it is non-zero, so inspect, kill, ps, ... are not starved by a long tick.
-  std::atomic<uint32_t> other_ops{0};
+  // The fleet the image's actors live on (ImageOptions::fleet, or the image's own), and their
+  // group: manual, so they run only in `tick`, with logs and events of their own.
+  std::shared_ptr<actor::Runtime> runtime;
+  std::shared_ptr<actor::ActorGroup> group;
 
   // ---- Protected by mu ----------------------------------------------------------------------
   Mutex mu;
@@ -79,6 +79,11 @@ struct Image::State {
   void NotifyChanged(std::string_view op, const Change& change);
   // Drops a connection's state (OnDisconnect).
   void Forget(uint64_t connection_id);
+
+  // ---- Last, so destroyed first: its running jobs use everything above -------------------
+  // Threads for the ops that compile (spawn, reload, become): they run here, not on a server
+  // thread, and answer when done (ImageLimits::compile_threads, max_waiting_compiles).
+  std::unique_ptr<IoPool> compile_pool;
 };
 
 }  // namespace reef::image

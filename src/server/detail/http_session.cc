@@ -52,11 +52,8 @@ bool IsSingletonField(std::string_view lowercase_name) {
 class HttpSession : public Session, public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(ServerCore& core, uint64_t id, tcp::socket socket)
-      : core_(core), id_(id), stream_(std::move(socket)) {}
-  ~HttpSession() override {
-    ReleaseBody();
-    core_.Untrack(id_);
-  }
+      : tracked_(core, id), core_(core), id_(id), stream_(std::move(socket)) {}
+  ~HttpSession() override { ReleaseBody(); }
 
   void Run() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
@@ -463,6 +460,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     stream_.close();
   }
 
+  TrackedSlot tracked_;  // first: untracked after everything else is gone
   ServerCore& core_;
   const uint64_t id_;
 

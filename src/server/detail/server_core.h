@@ -77,6 +77,25 @@ class Session {
   std::atomic<State> state_{State::kBusy};
 };
 
+struct ServerCore;
+
+// A session's place in ServerCore::sessions, given up when destroyed. A session declares it
+// as its first member, so it is destroyed last, after the socket and stream: Stop waits until
+// every session is untracked before it destroys the io_context, and this way that holds even
+// when the last reference to a session goes on a thread of its own (a reactor answering an
+// asynchronous op, a log-follow pump), not on an I/O thread Stop joins.
+class TrackedSlot {
+ public:
+  TrackedSlot(ServerCore& core, uint64_t id) : core_(core), id_(id) {}
+  ~TrackedSlot();
+  TrackedSlot(const TrackedSlot&) = delete;
+  TrackedSlot& operator=(const TrackedSlot&) = delete;
+
+ private:
+  ServerCore& core_;
+  const uint64_t id_;
+};
+
 // An asynchronous route's answer still owed to a connection (HttpRoute::async_handler). The
 // responder takes `session` when it answers; Stop takes it from every reply still owed, so
 // nothing reaches a session, or the io_context, after the server stopped.

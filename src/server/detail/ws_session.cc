@@ -50,14 +50,14 @@ class WsSession : public Session,
                   public std::enable_shared_from_this<WsSession> {
  public:
   WsSession(ServerCore& core, uint64_t id, beast::tcp_stream stream)
-      : core_(core),
+      : tracked_(core, id),
+        core_(core),
         id_(id),
         ws_(std::move(stream)),
         strand_(ws_.get_executor()),
         close_timer_(strand_),
         handler_strand_(asio::make_strand(core.handlers)) {}
   ~WsSession() override {
-    core_.Untrack(id_);
     // Normally reported from the handler strand when reading ended (ReportDisconnect); this
     // covers a server that stopped before that task ran.
     if (accepted_ && !disconnect_reported_.exchange(true) && core_.options.on_disconnect) {
@@ -217,52 +217,79 @@ class WsSession : public Session,
     uint64_t cost = 0;  // charged to max_inbound_bytes until answered
   };
 
-  // Queues the request `frame` (or, when `refusal` is an error, an uncorrelated error
-  // response) behind the earlier ones. One request of a connection runs at a time, in
-  // arrival order; the next starts once it is answered. An asynchronous op answers later,
-  // from any thread, and holds no handler thread meanwhile.
+  // Strand. Queues the request `frame` (or, when `refusal` is an error, an uncorrelated error
+  // response) behind the earlier ones. One request of a connection runs at a time, in arrival
+  // order; the next starts once it is answered. An asynchronous op answers later, from any
+  // thread, and holds no handler thread meanwhile.
   void Submit(std::string frame, Status refusal) {
     uint64_t cost = frame.size() + ServerLimits::kInboundMessageOverhead;
     inbound_bytes_ += cost;
     ++in_flight_;
-    pending_.push_back(Pending{std::move(frame), std::move(refusal), cost});
-    RunNext();
+    bool start = false;
+    {
+      MutexLock lock(requests_mu_);
+      pending_.push_back(Pending{std::move(frame), std::move(refusal), cost});
+      start = !running_;
+      running_ = true;
+    }
+    if (start) asio::post(handler_strand_, [self = shared_from_this()] { self->Drain(); });
   }
 
-  // Strand. Hands the oldest pending request to the handler strand unless one is running;
-  // with none left, reports a disconnect that is due.
-  void RunNext() {
-    if (running_) return;
-    if (pending_.empty()) return MaybeReportDisconnect();
-    running_ = true;
-    asio::post(handler_strand_,
-               [self = shared_from_this(), request = std::move(pending_.front())]() mutable {
-                 self->Respond(std::move(request));
-               });
-    pending_.pop_front();
+  // Handler strand. Runs the pending requests one after the other on this thread while they
+  // answer at once (a burst is served by one thread's heap, as a strand would); stops at one
+  // that waits, whose answer drains on. With none left, reports a disconnect that is due.
+  void Drain() {
+    for (;;) {
+      std::optional<Pending> request;
+      bool report = false;
+      {
+        MutexLock lock(requests_mu_);
+        if (pending_.empty()) {
+          running_ = false;
+          report = std::exchange(disconnect_due_, false);
+        } else {
+          request = std::move(pending_.front());
+          pending_.pop_front();
+        }
+      }
+      if (!request) {
+        if (report) ReportDisconnectNow();
+        return;
+      }
+      if (!Respond(std::move(*request))) return;
+    }
   }
 
-  // Handler strand: runs one request. Its answer, now or later, goes to Finish through the
-  // OwedReply, which Stop abandons: an answer after the server stopped goes nowhere.
-  void Respond(Pending request) {
+  // Handler strand: runs one request. True when it is answered already; false when an
+  // asynchronous op answers later. The answer goes through the OwedReply, which Stop
+  // abandons, so an answer after the server stopped goes nowhere.
+  bool Respond(Pending request) {
     // Past the shutdown deadline the connection is closed: nothing is run or answered.
-    if (core_.abandoning()) return Finish(request.cost, std::nullopt);
+    if (core_.abandoning()) {
+      Finish(request.cost, std::nullopt);
+      return true;
+    }
     if (!request.refusal.ok()) {
-      return Finish(request.cost, ToText(ErrorResponse(nullptr, request.refusal)));
+      Finish(request.cost, ToText(ErrorResponse(nullptr, request.refusal)));
+      return true;
     }
     if (core_.stopping()) {
       // Read, but not started before the server began stopping: refused, never run.
       nlohmann::json id;
       (void)ParseRequest(request.frame, &id);
-      return Finish(
-          request.cost,
-          ToText(ErrorResponse(
-              id, Status::Unavailable("server is shutting down; the request was not run"))));
+      Finish(request.cost,
+             ToText(ErrorResponse(id, Status::Unavailable("server is shutting down; the request "
+                                                          "was not run"))));
+      return true;
     }
+    // kRunning -> kAnswered (answered during HandleFrame) or kWaiting (HandleFrame returned
+    // first; the answer then drains on).
+    enum Progress : int { kRunning, kAnswered, kWaiting };
+    auto progress = std::make_shared<std::atomic<int>>(kRunning);
     auto owed = std::make_shared<OwedReply>(core_.NextId(), shared_from_this());
     core_.Owe(owed);
     core_.options.dispatcher.HandleFrame(
-        request.frame, *this, [owed, cost = request.cost](std::string text) {
+        request.frame, *this, [owed, progress, cost = request.cost](std::string text) {
           std::shared_ptr<Session> session;
           {
             MutexLock lock(owed->mu);
@@ -273,20 +300,21 @@ class WsSession : public Session,
           auto self = std::static_pointer_cast<WsSession>(std::move(session));
           self->core_.ForgetOwed(owed->id);
           self->Finish(cost, std::move(text));
+          if (progress->exchange(kAnswered) == kWaiting) {
+            asio::post(self->handler_strand_, [self] { self->Drain(); });
+          }
         });
+    return progress->exchange(kWaiting) == kAnswered;
   }
 
-  // Any thread: queues the response (if any) and lets the next request of the connection run.
+  // Any thread: queues the response (if any); the request's inbound bytes are released on the
+  // connection's strand.
   void Finish(uint64_t cost, std::optional<std::string> response) {
     if (response) (void)Enqueue(std::move(*response));
-    asio::post(strand_, [self = shared_from_this(), cost] {
-      self->running_ = false;
-      self->Done(cost);
-      self->RunNext();
-    });
+    asio::post(strand_, [self = shared_from_this(), cost] { self->Done(cost); });
   }
 
-  // A request submitted earlier was answered: read on if that makes room.
+  // Strand. A request submitted earlier was answered: read on if that makes room.
   void Done(uint64_t cost) {
     inbound_bytes_ -= cost;
     --in_flight_;
@@ -295,19 +323,23 @@ class WsSession : public Session,
   }
 
   // Strand. Reading ended: ServerOptions::on_disconnect is due once every request read has
-  // been answered.
+  // been answered (Drain reports it then).
   void ReportDisconnect() {
-    disconnect_due_ = true;
-    MaybeReportDisconnect();
+    {
+      MutexLock lock(requests_mu_);
+      if (running_) {
+        disconnect_due_ = true;
+        return;
+      }
+    }
+    asio::post(handler_strand_, [self = shared_from_this()] { self->ReportDisconnectNow(); });
   }
 
-  // Strand. Calls on_disconnect on the handler strand when it is due and no request is left.
-  void MaybeReportDisconnect() {
-    if (!disconnect_due_ || running_ || !pending_.empty() || !core_.options.on_disconnect) return;
-    disconnect_due_ = false;
-    asio::post(handler_strand_, [self = shared_from_this()] {
-      if (!self->disconnect_reported_.exchange(true)) self->core_.options.on_disconnect(self->id_);
-    });
+  // Handler strand: calls on_disconnect once.
+  void ReportDisconnectNow() {
+    if (core_.options.on_disconnect && !disconnect_reported_.exchange(true)) {
+      core_.options.on_disconnect(id_);
+    }
   }
 
   // While shutting down: once every request read is answered and written, close with 1001.
@@ -396,6 +428,7 @@ class WsSession : public Session,
     });
   }
 
+  TrackedSlot tracked_;  // first: untracked after everything else is gone
   ServerCore& core_;
   const uint64_t id_;
 
@@ -406,14 +439,11 @@ class WsSession : public Session,
   HttpMessage upgrade_;
   std::unique_ptr<HttpReply> refusal_;
   std::array<char, kReadChunkBytes> chunk_;
-  std::string message_;          // the message being read (empty while oversized_)
-  bool oversized_ = false;       // the message being read passed max_request_bytes
-  bool reading_ = false;         // an async_read_some is pending
-  uint64_t inbound_bytes_ = 0;   // submitted requests not yet done (max_inbound_bytes)
-  uint32_t in_flight_ = 0;       // submitted requests not yet done
-  std::deque<Pending> pending_;  // submitted requests waiting for the one running
-  bool running_ = false;         // a request is with the dispatcher, not yet answered
-  bool disconnect_due_ = false;  // reading ended; on_disconnect not yet posted
+  std::string message_;         // the message being read (empty while oversized_)
+  bool oversized_ = false;      // the message being read passed max_request_bytes
+  bool reading_ = false;        // an async_read_some is pending
+  uint64_t inbound_bytes_ = 0;  // submitted requests not yet done (max_inbound_bytes)
+  uint32_t in_flight_ = 0;      // submitted requests not yet done
   std::deque<std::string> outbox_;
   bool writing_ = false;
   // Close() called before the handshake finished: sent once it does.
@@ -428,6 +458,11 @@ class WsSession : public Session,
   std::atomic<uint64_t> queued_bytes_{0};
   std::atomic<bool> accepted_{false};             // the handshake completed: ops may have run
   std::atomic<bool> disconnect_reported_{false};  // on_disconnect was called
+  // Requests between Submit (strand) and Drain (handler strand).
+  Mutex requests_mu_;
+  std::deque<Pending> pending_ GUARDED_BY(requests_mu_);  // submitted, not yet started
+  bool running_ GUARDED_BY(requests_mu_) = false;         // Drain runs, or a started one waits
+  bool disconnect_due_ GUARDED_BY(requests_mu_) = false;  // reading ended while running_
   asio::strand<asio::thread_pool::executor_type> handler_strand_;
 };
 

@@ -3,8 +3,10 @@
 // boundary, compile errors, argument validation, and bad frames next to a working client.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "image/detail/args.h"
@@ -422,6 +424,64 @@ TEST_F(ImageOpsTest, OtherClientsGetTheirTurnDuringALongTick) {
   ASSERT_EQ(response["ok"], true) << response.dump();
   EXPECT_LT(response["result"]["slices"].get<uint64_t>(), 100000u) << response.dump();
   EXPECT_EQ(other->Ok("inspect", {{"actor", actor}})["status"], "stopped");
+}
+
+TEST_F(ImageOpsTest, TicksHoldNoServerThread) {
+  // Given an actor whose handler practically never ends, and two clients each asking for
+  // 100,000 ticks: more waiting ticks than the server has handler threads (2)
+  auto first = Connect();
+  auto second = Connect();
+  auto other = Connect();
+  Create(*other, "actors/spin", "wat", ConstantActorWat(1, 2000000000));
+  std::string actor = SpawnActor(*other, "actors/spin", 0);
+  other->Ok("send", {{"actor", actor}, {"message", 1}});
+  ASSERT_FALSE(
+      first->SendText(R"({"v":1,"id":"a","op":"tick","args":{"count":100000,"budget":1000}})"));
+  ASSERT_FALSE(
+      second->SendText(R"({"v":1,"id":"b","op":"tick","args":{"count":100000,"budget":1000}})"));
+  // when a third client's ops run while both ticks wait on the fleet
+  for (int i = 0; i < 10000; ++i) {
+    json snapshot = other->Ok("inspect", {{"actor", actor}});
+    if (snapshot["telemetry"].is_object() && snapshot["telemetry"].value("instructions", 0) > 0) {
+      break;
+    }
+  }
+  EXPECT_EQ(other->Ok("kill", {{"actor", actor}})["status"], "stopped");
+  // then both ticks end early: the kill ran before either finished
+  for (auto* ticker : {first.get(), second.get()}) {
+    json response = ticker->NextResponse();
+    ASSERT_EQ(response["ok"], true) << response.dump();
+    EXPECT_LT(response["result"]["slices"].get<uint64_t>(), 100000u) << response.dump();
+  }
+}
+
+TEST_F(ImageOpsTest, CompilesHoldNoServerThread) {
+  if (!HaveClang()) GTEST_SKIP() << "no C compiler";
+  // Given three clients each spawning from a C source of its own (three compiles: more than
+  // the server's two handler threads)
+  auto reader = Connect();
+  const std::string counter = reader->Ok("read", {{"path", "actors/counter"}})["text"];
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> spawned(3);
+  std::vector<std::thread> spawners;
+  for (int i = 0; i < 3; ++i) {
+    const std::string path = "actors/copy" + std::to_string(i);
+    Create(*reader, path, "c", counter + "\n/* copy " + std::to_string(i) + " */\n");
+    spawners.emplace_back([this, path, &spawned, i] {
+      auto client = Connect();
+      EXPECT_NE(SpawnActor(*client, path, 0), "");
+      spawned[i] = Clock::now();
+    });
+  }
+  // when a fourth client pings while they compile
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  auto pinger = Connect();
+  EXPECT_EQ(pinger->Ok("ping")["pong"], true);
+  const Clock::time_point pinged = Clock::now();
+  for (std::thread& spawner : spawners) spawner.join();
+  // then the ping was answered before any compile ended: none held a server thread
+  for (int i = 0; i < 3; ++i) EXPECT_LT(pinged, spawned[i]) << "spawn " << i;
+  EXPECT_EQ(reader->Ok("ps")["actors"].size(), 3u);
 }
 
 TEST_F(ImageOpsTest, UnknownActorsAndPathsAreNotFoundForLogsAndHistory) {

@@ -1,0 +1,54 @@
+// ActorGroup: a set of actors of one actor runtime that share a scheduling mode, a log store
+// and a lifecycle event stream (docs/runtime.md "One fleet"); and the scheduling modes.
+//
+// Thread ownership: below, per member.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <set>
+
+#include "actor/actor.h"
+#include "actor/lifecycle_events.h"
+#include "actor/log_store.h"
+
+namespace reef::actor {
+
+// How actors run (runtime.h): only in Tick (manual) or on reactor threads (free-running).
+enum class SchedulingMode : uint8_t { kManual, kFreeRunning };
+
+// What Runtime::Tick ran.
+struct TickReport {
+  uint64_t slices = 0;        // slices run
+  uint64_t instructions = 0;  // engine instructions charged
+  uint64_t commits = 0;       // handlers that committed
+  uint64_t failures = 0;      // handlers that failed
+};
+
+// A set of actors of one runtime that share a scheduling mode, a log store and a lifecycle
+// event stream (docs/runtime.md "One fleet"). Every runtime has a default group (the
+// runtime's mode, Runtime::logs() and events()). The live image is another: a manual group on
+// the free-running fleet, whose actors all live on one reactor (`home`) and run only in
+// Tick, one slice each in actor-ref order, with logs and events of their own. An actor of
+// one group cannot send to or call an actor of another: to its guest code the other is
+// unknown. Made by Runtime::CreateGroup; the runtime's actors keep it alive.
+//
+// Thread ownership: mode and home are constant; logs, events and late_replies are
+// thread-safe; members belong to the thread driving `home` (manual_mu's holder in a manual
+// runtime).
+struct ActorGroup {
+  ActorGroup(SchedulingMode group_mode, uint32_t home_reactor, const LogStoreOptions& log_options)
+      : mode(group_mode), home(home_reactor), logs(log_options) {}
+
+  const SchedulingMode mode;
+  // A manual group in a free-running runtime: the reactor every actor of the group lives on.
+  const uint32_t home;
+  LogStore logs;
+  LifecycleEvents events;
+  // Replies actors of this group sent to calls that had already ended (Runtime::LateReplies).
+  std::atomic<uint64_t> late_replies{0};
+  // Manual groups: the group's actors in ref order, the order of Tick.
+  std::set<ActorRef> members;
+};
+
+}  // namespace reef::actor

@@ -1,0 +1,160 @@
+// Groups of actors (ActorGroup) and manual scheduling: Tick runs a manual group's actors one
+// slice each in actor-ref order, inline under manual_mu in a manual runtime and as one task
+// per tick on the group's home reactor in a free-running one.
+#include <fmt/format.h>
+
+#include <future>
+#include <utility>
+
+#include "actor/detail/runtime_state.h"
+
+namespace reef::actor {
+
+void Runtime::State::RunTick(ActorGroup& group, uint64_t budget, TickReport* report) {
+  // Actor-ref order, fixed at the start of the tick: an actor spawned by a slice of this tick
+  // runs from the next one.
+  std::vector<ActorRef> order(group.members.begin(), group.members.end());
+  for (const ActorRef& ref : order) {
+    auto cell = FindCell(ref);
+    if (!cell) continue;
+    Reactor& reactor = *reactors[cell->reactor.load(std::memory_order_acquire)];
+    auto it = reactor.actors.find(ref);
+    if (it == reactor.actors.end() || !Runnable(*it->second)) continue;
+    RunSlice(reactor, *it->second, budget, report);
+  }
+}
+
+namespace {
+
+// A Runtime::TickAsync in a free-running runtime: it hops from task to task on the home
+// reactor, one tick each. Destroyed unrun (the runtime stopped), it answers Unavailable.
+struct TickRun {
+  std::shared_ptr<ActorGroup> group;
+  uint32_t left = 0;
+  uint64_t budget = 0;
+  TickReport report;
+  std::function<bool()> keep_going;
+  Runtime::TickDone done;
+
+  TickRun() = default;
+  TickRun(const TickRun&) = delete;
+  TickRun& operator=(const TickRun&) = delete;
+  ~TickRun() {
+    if (done) done(Status::Unavailable("the actor runtime stopped before the ticks ran"));
+  }
+  void Finish(Result<TickReport> result) { std::exchange(done, nullptr)(std::move(result)); }
+};
+
+void TickStep(Runtime::State& s, Reactor& home, std::shared_ptr<TickRun> run) {
+  s.RunTick(*run->group, run->budget, &run->report);
+  if (--run->left == 0 || (run->keep_going && !run->keep_going())) {
+    return run->Finish(run->report);
+  }
+  // Behind what arrived during this tick: the next tick sees it (spec 001 tick order).
+  home.Post([&s, run = std::move(run)](Reactor& r) mutable { TickStep(s, r, std::move(run)); });
+}
+
+}  // namespace
+
+void Runtime::TickAsync(std::shared_ptr<ActorGroup> group, uint32_t count, uint64_t budget,
+                        std::function<bool()> keep_going, TickDone done) {
+  State& s = *state_;
+  if (!group) group = s.default_group;
+  if (group->mode != SchedulingMode::kManual) {
+    return done(Status::FailedPrecondition("tick drives manual groups; this one is free-running"));
+  }
+  if (budget == 0) budget = s.options.manual_slice;
+  if (count == 0) return done(TickReport{});
+  if (s.options.mode == SchedulingMode::kManual) {
+    std::lock_guard lock(s.manual_mu);
+    TickReport report;
+    for (uint32_t tick = 0; tick < count; ++tick) {
+      if (tick > 0 && keep_going && !keep_going()) break;
+      // What arrived since the last tick: call completions that wake awaiting actors, and the
+      // timers of calls (deadlines, retries on a full mailbox).
+      for (auto& reactor : s.reactors) {
+        for (auto& command : reactor->TakeCommands(false, {})) command(*reactor);
+        reactor->FireDueTimers({});
+      }
+      s.RunTick(*group, budget, &report);
+    }
+    return done(report);
+  }
+  if (s.shutting_down.load(std::memory_order_acquire)) {
+    return done(Status::Unavailable("the actor runtime is shutting down"));
+  }
+  auto run = std::make_shared<TickRun>();
+  run->group = std::move(group);
+  run->left = count;
+  run->budget = budget;
+  run->keep_going = std::move(keep_going);
+  run->done = std::move(done);
+  Reactor& home = *s.reactors[run->group->home];
+  home.Post([&s, run = std::move(run)](Reactor& r) mutable { TickStep(s, r, std::move(run)); });
+}
+
+Result<TickReport> Runtime::Tick(uint32_t count, uint64_t budget, ActorGroup* group) {
+  std::shared_ptr<ActorGroup> shared;
+  if (group != nullptr) {
+    // The caller holds the group; an aliasing pointer keeps it without owning it twice.
+    shared = std::shared_ptr<ActorGroup>(std::shared_ptr<ActorGroup>(), group);
+  }
+  std::promise<Result<TickReport>> answer;
+  std::future<Result<TickReport>> future = answer.get_future();
+  TickAsync(std::move(shared), count, budget, nullptr,
+            [&answer](Result<TickReport> report) { answer.set_value(std::move(report)); });
+  return future.get();
+}
+
+// ---------------------------------------------------------------------------------------
+// Groups
+
+Result<std::shared_ptr<ActorGroup>> Runtime::CreateGroup(SchedulingMode mode) {
+  State& s = *state_;
+  if (s.options.mode == SchedulingMode::kManual && mode == SchedulingMode::kFreeRunning) {
+    return Status::InvalidArgument("a manual runtime has no free-running groups");
+  }
+  uint32_t home = 0;
+  if (s.options.mode == SchedulingMode::kFreeRunning && mode == SchedulingMode::kManual) {
+    REEF_ASSIGN_OR_RETURN(home, PlaceWork());
+  }
+  return std::make_shared<ActorGroup>(mode, home, s.options.log_options);
+}
+
+Status Runtime::CheckMember(const ActorRef& ref, const ActorGroup& group) {
+  if (!state_->FindCell(ref, &group))
+    return Status::NotFound(fmt::format("no actor @{}", ref.str()));
+  return Status::Ok();
+}
+
+Status Runtime::RemoveGroup(const ActorGroup& group) {
+  State& s = *state_;
+  Status result = Status::Ok();
+  for (auto& reactor : s.reactors) {
+    std::vector<ActorRef> removed;
+    Status status = s.OnReactor(*reactor, [&](Reactor& r) {
+      for (auto it = r.actors.begin(); it != r.actors.end();) {
+        Actor& a = *it->second;
+        if (a.cell->group.get() != &group) {
+          ++it;
+          continue;
+        }
+        s.DropInvocation(r, a);
+        // Sends already on their way find no actor and release their slot (Route).
+        a.cell->removed.store(true);
+        if (group.mode == SchedulingMode::kManual) a.cell->group->members.erase(it->first);
+        removed.push_back(it->first);
+        r.queued_to_run.erase(it->first);
+        r.actor_count.fetch_sub(1);
+        it = r.actors.erase(it);
+      }
+      return Status::Ok();
+    });
+    if (!status.ok()) result = status;
+    WriterLock lock(s.directory_mu);
+    for (const ActorRef& ref : removed) s.directory.erase(ref);
+  }
+  return result;
+}
+
+}  // namespace reef::actor
