@@ -1,6 +1,6 @@
 // The image's protocol operations: one table row per op (name, accepted args, whether it
-// changes the image, handler, summary), registered by Image::RegisterOps. The wire shapes
-// are in docs/protocol.md "Image operations"; the JSON builders in wire.cc.
+// changes the image, handler, summary), registered by Image::RegisterOps (register_ops.cc). The
+// wire shapes are in docs/protocol.md "Image operations"; the JSON builders in wire.cc.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +13,7 @@
 #include "code/source.h"
 #include "image/detail/args.h"
 #include "image/detail/image_state.h"
+#include "image/detail/op_table.h"
 #include "image/detail/wire.h"
 #include "wasm/engine.h"
 
@@ -21,33 +22,9 @@ namespace {
 
 using json = nlohmann::json;
 using detail::Args;
-
-// What a handler gets: the image, its args, the calling connection (null for an op that runs
-// on the compile pool, whose handler must not need it), and the change record it fills in
-// when it mutates the image.
-struct Ctx {
-  Image::State& s;
-  const Args& args;
-  server::Connection* connection;
-  Change& change;
-};
-
-using Handler = std::function<Result<json>(Ctx&)>;
-// An op that answers later through `done` (tick: it runs on a reactor of the fleet). It fills
-// in the change record before it returns.
-using AsyncHandler = std::function<void(Ctx&, server::OpDone done)>;
-
-struct OpSpec {
-  std::string_view name;
-  std::vector<std::string_view> args;  // accepted argument names; anything else is an error
-  bool mutates;                        // success sends a "changed" notification
-  Handler handler;                     // null for an asynchronous op
-  std::string_view summary;
-  AsyncHandler async_handler = nullptr;
-  // Runs `handler` on the image's compile pool (it compiles), answering when it is done, so
-  // no server thread waits for the compiler.
-  bool compiles = false;
-};
+using detail::Ctx;
+using detail::Handler;
+using detail::OpSpec;
 
 std::string RefText(const ActorRef& ref) {
   return std::string(ref.str());
@@ -450,7 +427,7 @@ Result<json> Unsubscribe(Ctx& c) {
 
 // ---- the table ----------------------------------------------------------------------------------
 
-const std::vector<OpSpec>& OpTable() {
+const std::vector<OpSpec>& Table() {
   using R = actor::Runtime;
   static const std::vector<OpSpec> table = {
       {"spawn",
@@ -547,97 +524,11 @@ const std::vector<OpSpec>& OpTable() {
 
 }  // namespace
 
-namespace {
+namespace detail {
 
-// The end of every op: a debug line, and the "changed" notification of a mutation.
-void Finished(Image::State& s, const OpSpec& spec, uint64_t connection_id,
-              const Result<json>& result, const Change& change) {
-  spdlog::debug("connection {}: {} -> {}", connection_id, spec.name,
-                result.ok() ? "ok" : result.status().ToString());
-  if (result.ok() && spec.mutates) s.NotifyChanged(spec.name, change);
+const std::vector<OpSpec>& OpTable() {
+  return Table();
 }
 
-// An op handed to the compile pool. Destroyed unrun (the image closing), it answers
-// `unavailable`.
-struct CompileJob {
-  Image::State* state = nullptr;
-  const OpSpec* spec = nullptr;
-  json raw;
-  uint64_t connection_id = 0;
-  server::OpDone done;
-
-  CompileJob() = default;
-  CompileJob(const CompileJob&) = delete;
-  CompileJob& operator=(const CompileJob&) = delete;
-  ~CompileJob() {
-    if (done) done(Status::Unavailable("the image is closing; the request was not run"));
-  }
-  void Run() {
-    Args args(spec->name, raw);
-    Change change;
-    Ctx ctx{*state, args, nullptr, change};
-    Result<json> result = spec->handler(ctx);
-    Finished(*state, *spec, connection_id, result, change);
-    std::exchange(done, nullptr)(std::move(result));
-  }
-};
-
-}  // namespace
-
-Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
-  State* state = state_.get();
-  for (const OpSpec& spec : OpTable()) {
-    if (spec.compiles) {
-      auto handler = [state, &spec](const json& raw, server::Connection& connection,
-                                    server::OpDone done) {
-        Args args(spec.name, raw);
-        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
-        auto job = std::make_shared<CompileJob>();
-        job->state = state;
-        job->spec = &spec;
-        job->raw = raw;
-        job->connection_id = connection.id();
-        job->done = std::move(done);
-        if (!state->compile_pool->TrySubmit([job] { job->Run(); })) {
-          std::exchange(job->done, nullptr)(Status::Unavailable(
-              fmt::format("{}: {} compiles are waiting already; try again shortly", spec.name,
-                          state->compile_pool->max_waiting())));
-        }
-      };
-      REEF_RETURN_IF_ERROR(
-          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
-      continue;
-    }
-    if (spec.async_handler) {
-      auto handler = [state, &spec](const json& raw, server::Connection& connection,
-                                    server::OpDone done) {
-        Args args(spec.name, raw);
-        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
-        auto change = std::make_shared<Change>();
-        Ctx ctx{*state, args, &connection, *change};
-        spec.async_handler(ctx, [state, &spec, change, id = connection.id(),
-                                 done = std::move(done)](Result<json> result) {
-          Finished(*state, spec, id, result, *change);
-          done(std::move(result));
-        });
-      };
-      REEF_RETURN_IF_ERROR(
-          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
-      continue;
-    }
-    auto handler = [state, &spec](const json& raw, server::Connection& connection) -> Result<json> {
-      Args args(spec.name, raw);
-      REEF_RETURN_IF_ERROR(args.OnlyKnown(spec.args));
-      Change change;
-      Ctx ctx{*state, args, &connection, change};
-      Result<json> result = spec.handler(ctx);
-      Finished(*state, spec, connection.id(), result, change);
-      return result;
-    };
-    REEF_RETURN_IF_ERROR(
-        dispatcher.Register(std::string(spec.name), std::string(spec.summary), handler));
-  }
-  return Status::Ok();
-}
-
+}  // namespace detail
 }  // namespace reef::image

@@ -1,0 +1,50 @@
+// The image's op table (ops.cc), shared with its registration (register_ops.cc). Internal to
+// src/image.
+//
+// Thread ownership: the table is built once and read-only; a handler runs on the thread that
+// calls it (a server handler thread, or the compile pool for the ops that compile).
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "image/detail/args.h"
+#include "image/detail/image_state.h"
+#include "server/protocol.h"
+
+namespace reef::image::detail {
+
+// What a handler gets: the image, its args, the calling connection (null for an op that runs
+// on the compile pool, whose handler must not need it), and the change record it fills in
+// when it mutates the image.
+struct Ctx {
+  Image::State& s;
+  const Args& args;
+  server::Connection* connection;
+  Change& change;
+};
+
+using Handler = std::function<Result<nlohmann::json>(Ctx&)>;
+// An op that answers later through `done` (tick: it runs on a reactor of the fleet). It fills
+// in the change record before it returns.
+using AsyncHandler = std::function<void(Ctx&, server::OpDone done)>;
+
+struct OpSpec {
+  std::string_view name;
+  std::vector<std::string_view> args;  // accepted argument names; anything else is an error
+  bool mutates;                        // success sends a "changed" notification
+  Handler handler;                     // null for an asynchronous op
+  std::string_view summary;
+  AsyncHandler async_handler = nullptr;
+  // Runs `handler` on the image's compile pool (it compiles), answering when it is done, so
+  // no server thread waits for the compiler.
+  bool compiles = false;
+};
+
+// Every op of the image, in the order of docs/protocol.md. Static storage.
+const std::vector<OpSpec>& OpTable();
+
+}  // namespace reef::image::detail

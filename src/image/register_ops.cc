@@ -1,0 +1,112 @@
+// Registering the image's ops on a dispatcher: each row of detail::OpTable() becomes a
+// synchronous op, an asynchronous one (tick), or one run on the compile pool (spawn, reload,
+// become), with the same checks of its arguments and the same "changed" notification.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <utility>
+
+#include "image/detail/op_table.h"
+
+namespace reef::image {
+namespace {
+
+using json = nlohmann::json;
+using detail::Args;
+using detail::Ctx;
+using detail::OpSpec;
+using detail::OpTable;
+
+// The end of every op: a debug line, and the "changed" notification of a mutation.
+void Finished(Image::State& s, const OpSpec& spec, uint64_t connection_id,
+              const Result<json>& result, const Change& change) {
+  spdlog::debug("connection {}: {} -> {}", connection_id, spec.name,
+                result.ok() ? "ok" : result.status().ToString());
+  if (result.ok() && spec.mutates) s.NotifyChanged(spec.name, change);
+}
+
+// An op handed to the compile pool. Destroyed unrun (the image closing), it answers
+// `unavailable`.
+struct CompileJob {
+  Image::State* state = nullptr;
+  const OpSpec* spec = nullptr;
+  json raw;
+  uint64_t connection_id = 0;
+  server::OpDone done;
+
+  CompileJob() = default;
+  CompileJob(const CompileJob&) = delete;
+  CompileJob& operator=(const CompileJob&) = delete;
+  ~CompileJob() {
+    if (done) done(Status::Unavailable("the image is closing; the request was not run"));
+  }
+  void Run() {
+    Args args(spec->name, raw);
+    Change change;
+    Ctx ctx{*state, args, nullptr, change};
+    Result<json> result = spec->handler(ctx);
+    Finished(*state, *spec, connection_id, result, change);
+    std::exchange(done, nullptr)(std::move(result));
+  }
+};
+
+}  // namespace
+
+Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
+  State* state = state_.get();
+  for (const OpSpec& spec : OpTable()) {
+    if (spec.compiles) {
+      auto handler = [state, &spec](const json& raw, server::Connection& connection,
+                                    server::OpDone done) {
+        Args args(spec.name, raw);
+        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
+        auto job = std::make_shared<CompileJob>();
+        job->state = state;
+        job->spec = &spec;
+        job->raw = raw;
+        job->connection_id = connection.id();
+        job->done = std::move(done);
+        if (!state->compile_pool->TrySubmit([job] { job->Run(); })) {
+          std::exchange(job->done, nullptr)(Status::Unavailable(
+              fmt::format("{}: {} compiles are waiting already; try again shortly", spec.name,
+                          state->compile_pool->max_waiting())));
+        }
+      };
+      REEF_RETURN_IF_ERROR(
+          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
+      continue;
+    }
+    if (spec.async_handler) {
+      auto handler = [state, &spec](const json& raw, server::Connection& connection,
+                                    server::OpDone done) {
+        Args args(spec.name, raw);
+        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
+        auto change = std::make_shared<Change>();
+        Ctx ctx{*state, args, &connection, *change};
+        spec.async_handler(ctx, [state, &spec, change, id = connection.id(),
+                                 done = std::move(done)](Result<json> result) {
+          Finished(*state, spec, id, result, *change);
+          done(std::move(result));
+        });
+      };
+      REEF_RETURN_IF_ERROR(
+          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
+      continue;
+    }
+    auto handler = [state, &spec](const json& raw, server::Connection& connection) -> Result<json> {
+      Args args(spec.name, raw);
+      REEF_RETURN_IF_ERROR(args.OnlyKnown(spec.args));
+      Change change;
+      Ctx ctx{*state, args, &connection, change};
+      Result<json> result = spec.handler(ctx);
+      Finished(*state, spec, connection.id(), result, change);
+      return result;
+    };
+    REEF_RETURN_IF_ERROR(
+        dispatcher.Register(std::string(spec.name), std::string(spec.summary), handler));
+  }
+  return Status::Ok();
+}
+
+}  // namespace reef::image
