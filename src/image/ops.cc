@@ -45,18 +45,23 @@ Result<ActorRef> ImageActor(Ctx& c, std::string_view name = "actor") {
 // Instantiates `implementation` once under the runtime's engine limits, the first time it is
 // seen, so a module that can never run (an unknown import, memory over the page limit, a
 // start function that traps or exceeds its budget) is refused at spawn/reload/become with
-// the engine's error instead of failing at its first tick.
+// the engine's error instead of failing at its first tick. The start function is guest code:
+// it runs on the image's reactor, like all of the image's guest code, while this thread (a
+// compile-pool one) waits.
 Status CheckInstantiates(Image::State& s, const actor::Implementation& implementation) {
   {
     MutexLock lock(s.mu);
     if (s.instantiable.contains(implementation.id)) return Status::Ok();
   }
-  wasm::Engine engine(actor::AbiV1Registry(), s.runtime->options().engine_limits);
-  auto instance = engine.Instantiate(implementation.module);
-  if (!instance.ok()) {
+  Status instantiated = Status::Ok();
+  REEF_RETURN_IF_ERROR(s.runtime->PostAndWait(s.group->home, [&] {
+    wasm::Engine engine(actor::AbiV1Registry(), s.runtime->options().engine_limits);
+    instantiated = engine.Instantiate(implementation.module).status();
+  }));
+  if (!instantiated.ok()) {
     // An unknown import is the module's fault, not a missing resource: invalid_argument, so
     // it is not mistaken for "no source at this path" (not_found).
-    Status status = instance.status();
+    Status status = instantiated;
     if (status.code() == Code::kNotFound) status = Status::InvalidArgument(status.message());
     return status.WithContext(fmt::format("{} cannot be instantiated", implementation.label));
   }
