@@ -10,9 +10,9 @@
 // Guest code runs on the reactor fleet (docs/runtime.md "One fleet"): the dispatcher's
 // reef_query and reef_partition_key on the effect's reactor, each worker's reef_effect on a
 // reactor of its own choosing. What waits runs on threads that may wait: the dispatcher's
-// thread (the subscription, the watermark, its SQL) and one I/O thread per worker (its
-// connection to the database, its SQL and its appends), which the guest's sql_exec, sql_query
-// and append suspend for.
+// thread (the subscription, the watermark, its SQL), and for each worker a serial queue on the
+// pool all effects' workers share (its connection to the database, its SQL and its appends,
+// one at a time), which the guest's sql_exec, sql_query and append suspend for.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sqlite3.h>
@@ -25,8 +25,8 @@
 #include "apps/guest_driver.h"
 #include "apps/module_abi.h"
 #include "apps/runners.h"
-#include "core/io_pool.h"
 #include "core/mutex.h"
+#include "core/serial_queue.h"
 
 namespace reef::apps {
 
@@ -44,7 +44,7 @@ class EffectRunner;
 class Worker : public std::enable_shared_from_this<Worker> {
  public:
   Worker(EffectRunner& runner, uint32_t index, uint32_t reactor);
-  // Opens the worker's connection on its I/O thread.
+  // Opens the worker's connection on its serial queue.
   void Start();
   // Queues an event; the worker runs it after those before it. Any thread.
   void Push(Item item);
@@ -73,14 +73,14 @@ class Worker : public std::enable_shared_from_this<Worker> {
   bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<int64_t> backoff_ms_{0};
 
-  // The reactor's (and, through the hand-over, the I/O thread's while a call waits there).
+  // The reactor's (and, through the hand-over, the serial queue's while a call waits there).
   std::unique_ptr<ModuleInstance> instance_;
   std::shared_ptr<const Item> current_;
   int64_t delay_ms_ = 0;
   bool switch_failed_logged_ = false;
-  // The I/O thread's.
+  // The serial queue's (one item at a time, on any thread of the shared pool).
   sqlite3* db_ = nullptr;
-  IoPool io_;  // last: its thread ends first
+  SerialQueue io_;  // last: it ends first, waiting for the item running
 };
 
 class EffectRunner final : public Runner {
@@ -361,7 +361,7 @@ Worker::Worker(EffectRunner& runner, uint32_t index, uint32_t reactor)
       reactor_(reactor),
       spec_(runner.spec()),
       delay_ms_(runner.spec().options->effect_backoff_initial.count()),
-      io_(fmt::format("effects/{} worker {} I/O", runner.spec().name, index), 1, 4) {
+      io_(*runner.spec().effect_io, 4) {
   auto driver = std::make_shared<GuestDriver>();
   driver->fleet = spec_.fleet;
   driver->reactor = reactor_;

@@ -96,6 +96,7 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   spec.options = &options;
   spec.initial_position = position;  // shown until the runner has read its database
   spec.fleet = fleet;
+  spec.effect_io = effect_io.get();
   REEF_ASSIGN_OR_RETURN(spec.reactor, fleet->PlaceWork());
   std::unique_ptr<Runner> runner;
   {
@@ -222,6 +223,9 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
                                       impl->options.max_executions);
   impl->query_io = std::make_unique<IoPool>(
       "projector queries", std::max(1u, impl->options.query_threads), impl->options.max_executions);
+  // Each effect worker has one task at most waiting here (SerialQueue), so the bound is loose.
+  impl->effect_io = std::make_unique<IoPool>(
+      "effect workers' I/O", std::max(1u, impl->options.effect_io_threads), 1u << 16);
   std::unique_ptr<ModuleRuntime> runtime(new ModuleRuntime(std::move(impl)));
   Impl& r = *runtime->impl_;
   REEF_ASSIGN_OR_RETURN(auto active, r.store->ListActive());

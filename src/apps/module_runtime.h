@@ -72,6 +72,9 @@ struct RuntimeOptions {
   // its time bound); the work waiting for them is bounded by max_executions.
   uint32_t io_threads = 16;
   uint32_t query_threads = 8;
+  // Threads shared by every effect's workers for their SQL and appends (each worker's work
+  // runs in order, one item at a time, on any of them: core/serial_queue.h).
+  uint32_t effect_io_threads = 8;
   // Command executions and projector queries in progress at once, at most; past that they are
   // refused with Unavailable (HTTP 503) at once.
   uint32_t max_executions = 1'024;

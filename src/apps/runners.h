@@ -18,6 +18,7 @@
 #include "actor/runtime.h"
 #include "apps/event_values.h"
 #include "apps/module_runtime.h"
+#include "core/io_pool.h"
 #include "core/mutex.h"
 #include "events/event_store.h"
 #include "wasm/module.h"
@@ -82,6 +83,8 @@ struct RunnerSpec {
   // fleet").
   std::shared_ptr<actor::Runtime> fleet;
   uint32_t reactor = 0;
+  // Effects: the pool their workers' SQL and appends share (outlives the runner).
+  IoPool* effect_io = nullptr;
 };
 
 class Runner {

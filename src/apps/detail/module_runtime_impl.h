@@ -79,6 +79,8 @@ struct ModuleRuntime::Impl {
   // neither hold up the executions' store work nor run so many at once that each misses its
   // time bound.
   std::unique_ptr<IoPool> query_io;
+  // The effects' workers' SQL and appends (RuntimeOptions::effect_io_threads), shared.
+  std::unique_ptr<IoPool> effect_io;
   // Idle command instances by module SHA-256, one pool per reactor (index = reactor id), each
   // touched only on its reactor's thread: an execution takes one for an attempt's guest calls
   // and gives it back, reset before its next use, so no execution sees another's memory.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -352,6 +353,37 @@ TEST_F(ModuleRuntimeTest, EffectRetriesAFailingEventWithGrowingDelaysThenProgres
   EXPECT_EQ(status->failures, 4u);
   EXPECT_EQ(status->backoff_seconds, 0);  // reset after progress
   EXPECT_TRUE(status->up);
+}
+
+// The threads of this process (Linux: /proc/self/task).
+size_t ThreadCount() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+TEST_F(ModuleRuntimeTest, EffectsShareTheirWorkersIoThreads) {
+  // Given one effect running (its dispatcher, its 9 workers' first events handled)
+  Upload(ModuleKind::kEffect, "jobs", "1.0.0", "test_effect");
+  ASSERT_TRUE(events_->Append({MakeEvent("Job", {}, "{\"key\":\"a\"}")}, std::nullopt).ok());
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, "jobs") == 1; }));
+  const size_t one = ThreadCount();
+  // when three more effects run, with events for many keys
+  for (const char* name : {"jobs2", "jobs3", "jobs4"}) {
+    Upload(ModuleKind::kEffect, name, "1.0.0", "test_effect");
+  }
+  std::vector<events::Event> more;
+  for (int i = 0; i < 32; ++i) {
+    more.push_back(MakeEvent("Job", {}, "{\"key\":\"k" + std::to_string(i) + "\"}"));
+  }
+  ASSERT_TRUE(events_->Append(std::move(more), std::nullopt).ok());
+  for (const char* name : {"jobs", "jobs2", "jobs3", "jobs4"}) {
+    ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kEffect, name) == 33; })) << name;
+  }
+  // then each added effect costs its dispatcher's thread, not one more per worker (it cost
+  // 10 each when every worker had an I/O thread of its own)
+  EXPECT_LE(ThreadCount(), one + 3) << "threads with one effect: " << one;
 }
 
 TEST_F(ModuleRuntimeTest, AnEffectWorkerThatTraps10000TimesStillDeliversAfterwards) {
