@@ -55,8 +55,12 @@ Status CheckInstantiates(Image::State& s, const actor::Implementation& implement
   }
   Status instantiated = Status::Ok();
   REEF_RETURN_IF_ERROR(s.runtime->PostAndWait(s.group->home, [&] {
-    wasm::Engine engine(actor::AbiV1Registry(), s.runtime->options().engine_limits);
-    instantiated = engine.Instantiate(implementation.module).status();
+    try {
+      wasm::Engine engine(actor::AbiV1Registry(), s.runtime->options().engine_limits);
+      instantiated = engine.Instantiate(implementation.module).status();
+    } catch (const std::exception& e) {  // on a reactor: never let it end the process
+      instantiated = Status::Internal(fmt::format("instantiating failed: {}", e.what()));
+    }
   }));
   if (!instantiated.ok()) {
     // An unknown import is the module's fault, not a missing resource: invalid_argument, so

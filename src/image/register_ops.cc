@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <exception>
 #include <memory>
 #include <utility>
 
@@ -45,7 +46,14 @@ struct CompileJob {
     Args args(spec->name, raw);
     Change change;
     Ctx ctx{*state, args, nullptr, change};
-    Result<json> result = spec->handler(ctx);
+    // Off the dispatcher, so its guard too: an exception is the op's `internal` answer, never
+    // the end of the process.
+    Result<json> result = Status::Internal("not run");
+    try {
+      result = spec->handler(ctx);
+    } catch (const std::exception& e) {
+      result = Status::Internal(fmt::format("op \"{}\" failed: {}", spec->name, e.what()));
+    }
     Finished(*state, *spec, connection_id, result, change);
     std::exchange(done, nullptr)(std::move(result));
   }

@@ -235,11 +235,19 @@ class WsSession : public Session,
     if (start) asio::post(handler_strand_, [self = shared_from_this()] { self->Drain(); });
   }
 
+  // Requests one Drain runs before it gives its handler thread back to other connections.
+  static constexpr int kDrainBatch = 16;
+
   // Handler strand. Runs the pending requests one after the other on this thread while they
-  // answer at once (a burst is served by one thread's heap, as a strand would); stops at one
-  // that waits, whose answer drains on. With none left, reports a disconnect that is due.
+  // answer at once (a burst is served by one thread's heap, as a strand would), up to
+  // kDrainBatch before it lets other connections have the thread; stops at one that waits,
+  // whose answer drains on. With none left, reports a disconnect that is due.
   void Drain() {
-    for (;;) {
+    for (int ran = 0;; ++ran) {
+      if (ran == kDrainBatch) {
+        asio::post(handler_strand_, [self = shared_from_this()] { self->Drain(); });
+        return;
+      }
       std::optional<Pending> request;
       bool report = false;
       {

@@ -16,13 +16,14 @@ namespace reef {
 namespace {
 
 TEST(SerialQueueTest, ItemsOfOneQueueRunOneAtATimeInOrderAcrossPoolThreads) {
-  IoPool pool("test", 4, 1'000);
-  SerialQueue queue(pool, 10'000);
+  // Declared before the pool and the queue: their items use it until the queue is gone.
   std::atomic<int> running{0};
   std::atomic<bool> overlapped{false};
   std::vector<int> order;  // touched only by the queue's items, one at a time
   std::promise<void> done;
   constexpr int kItems = 2'000;
+  IoPool pool("test", 4, 1'000);
+  SerialQueue queue(pool, 10'000);
   for (int i = 0; i < kItems; ++i) {
     ASSERT_TRUE(queue.TrySubmit([&, i] {
       if (running.fetch_add(1) != 0) overlapped = true;
@@ -38,20 +39,21 @@ TEST(SerialQueueTest, ItemsOfOneQueueRunOneAtATimeInOrderAcrossPoolThreads) {
 }
 
 TEST(SerialQueueTest, ManyQueuesShareAFewThreadsAndABusyOneDoesNotStarveTheOthers) {
+  // Declared before the pool and the queues: their items use it until the queues are gone.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> busy_ran{0};
+  std::promise<int> other_ran;
   IoPool pool("test", 1, 1'000);
   SerialQueue busy(pool, 10'000);
   SerialQueue other(pool, 10);
   // A queue with more items than one batch, and another queue's item submitted behind them
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> busy_ran{0};
   for (int i = 0; i < 100; ++i) {
     ASSERT_TRUE(busy.TrySubmit([&, released] {
       released.wait();
       ++busy_ran;
     }));
   }
-  std::promise<int> other_ran;
   ASSERT_TRUE(other.TrySubmit([&] { other_ran.set_value(busy_ran.load()); }));
   release.set_value();
   // The one pool thread gives the other queue its turn after one batch of the busy one
@@ -90,9 +92,10 @@ TEST(SerialQueueTest, BoundsRefuseAndTheDestructorWaitsForTheRunningItem) {
 }
 
 TEST(SerialQueueTest, APoolThatRefusesIsAnsweredFalseAndTheQueueStaysUsable) {
-  IoPool pool("test", 1, 1);
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
+  std::promise<void> ran;
+  IoPool pool("test", 1, 1);
   // Fill the pool: one running, one waiting
   ASSERT_TRUE(pool.TrySubmit([released] { released.wait(); }));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -100,7 +103,6 @@ TEST(SerialQueueTest, APoolThatRefusesIsAnsweredFalseAndTheQueueStaysUsable) {
   SerialQueue queue(pool, 10);
   EXPECT_FALSE(queue.TrySubmit([] {}));
   release.set_value();
-  std::promise<void> ran;
   for (int attempt = 0; attempt < 1000; ++attempt) {
     if (queue.TrySubmit([&] { ran.set_value(); })) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -31,6 +31,23 @@ class ImageOpsTest : public test_support::ImageFixture {
   std::string SpawnActor(Client& client, const std::string& path, json state) {
     return client.Ok("spawn", {{"path", path}, {"state", std::move(state)}}).value("actor", "");
   }
+  // An actor whose handler practically never ends, with one message queued: its ref.
+  std::string SpawnSpinner(Client& client) {
+    Create(client, "actors/spin", "wat", ConstantActorWat(1, 2000000000));
+    std::string actor = SpawnActor(client, "actors/spin", 0);
+    client.Ok("send", {{"actor", actor}, {"message", 1}});
+    return actor;
+  }
+  // Kills `actor` once its handler has run (within 10,000 inspects): the kill's answer.
+  json KillOnceRunning(Client& client, const std::string& actor) {
+    for (int i = 0; i < 10000; ++i) {
+      json snapshot = client.Ok("inspect", {{"actor", actor}});
+      if (snapshot["telemetry"].is_object() && snapshot["telemetry"].value("instructions", 0) > 0) {
+        break;
+      }
+    }
+    return client.Ok("kill", {{"actor", actor}});
+  }
 };
 
 TEST_F(ImageOpsTest, BundledCounterIsInWorkingSource) {
@@ -404,20 +421,12 @@ TEST_F(ImageOpsTest, OtherClientsGetTheirTurnDuringALongTick) {
   auto ticker = Connect();
   auto other = Connect();
   // Given an actor whose handler practically never ends
-  Create(*other, "actors/spin", "wat", ConstantActorWat(1, 2000000000));
-  std::string actor = SpawnActor(*other, "actors/spin", 0);
-  other->Ok("send", {{"actor", actor}, {"message", 1}});
+  std::string actor = SpawnSpinner(*other);
   // when one client asks for 100,000 ticks of 1,000 instructions
   ASSERT_FALSE(
       ticker->SendText(R"({"v":1,"id":"long","op":"tick","args":{"count":100000,"budget":1000}})"));
   // and another client, once the handler is running, kills the actor
-  for (int i = 0; i < 10000; ++i) {
-    json snapshot = other->Ok("inspect", {{"actor", actor}});
-    if (snapshot["telemetry"].is_object() && snapshot["telemetry"].value("instructions", 0) > 0) {
-      break;
-    }
-  }
-  EXPECT_EQ(other->Ok("kill", {{"actor", actor}})["status"], "stopped");
+  EXPECT_EQ(KillOnceRunning(*other, actor)["status"], "stopped");
   // then the kill landed between two ticks: the long tick ran out of runnable actors
   // before its last tick instead of holding the image for all of them
   json response = ticker->NextResponse();
@@ -432,21 +441,13 @@ TEST_F(ImageOpsTest, TicksHoldNoServerThread) {
   auto first = Connect();
   auto second = Connect();
   auto other = Connect();
-  Create(*other, "actors/spin", "wat", ConstantActorWat(1, 2000000000));
-  std::string actor = SpawnActor(*other, "actors/spin", 0);
-  other->Ok("send", {{"actor", actor}, {"message", 1}});
+  std::string actor = SpawnSpinner(*other);
   ASSERT_FALSE(
       first->SendText(R"({"v":1,"id":"a","op":"tick","args":{"count":100000,"budget":1000}})"));
   ASSERT_FALSE(
       second->SendText(R"({"v":1,"id":"b","op":"tick","args":{"count":100000,"budget":1000}})"));
   // when a third client's ops run while both ticks wait on the fleet
-  for (int i = 0; i < 10000; ++i) {
-    json snapshot = other->Ok("inspect", {{"actor", actor}});
-    if (snapshot["telemetry"].is_object() && snapshot["telemetry"].value("instructions", 0) > 0) {
-      break;
-    }
-  }
-  EXPECT_EQ(other->Ok("kill", {{"actor", actor}})["status"], "stopped");
+  EXPECT_EQ(KillOnceRunning(*other, actor)["status"], "stopped");
   // then both ticks end early: the kill ran before either finished
   for (auto* ticker : {first.get(), second.get()}) {
     json response = ticker->NextResponse();
