@@ -5,6 +5,7 @@
 #include <future>
 
 #include "actor/detail/runtime_state.h"
+#include "core/spin_wait.h"
 
 namespace reef::actor {
 
@@ -51,12 +52,17 @@ void Reactor::Post(Command command) {
   {
     MutexLock lock(mu_);
     commands_.push_back(std::move(command));
+    posted_.store(commands_.size(), std::memory_order_release);
   }
   cv_.NotifyOne();
 }
 
 std::deque<Reactor::Command> Reactor::TakeCommands(bool idle,
                                                    std::chrono::steady_clock::duration timeout) {
+  if (idle) {
+    SpinBriefly([this] { return posted_.load(std::memory_order_acquire) != 0; },
+                std::min<std::chrono::steady_clock::duration>(timeout, kSpinBeforeSleep));
+  }
   MutexLock lock(mu_);
   if (idle && commands_.empty()) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -66,6 +72,7 @@ std::deque<Reactor::Command> Reactor::TakeCommands(bool idle,
   }
   std::deque<Command> taken;
   taken.swap(commands_);
+  posted_.store(0, std::memory_order_release);
   return taken;
 }
 

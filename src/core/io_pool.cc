@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/spin_wait.h"
+
 namespace reef {
 
 IoPool::IoPool(std::string name, uint32_t threads, uint32_t max_waiting)
@@ -27,6 +29,7 @@ bool IoPool::TrySubmit(std::function<void()> work) {
     MutexLock lock(mu_);
     if (stopping_ || waiting_.size() >= max_waiting_) return false;
     waiting_.push_back(std::move(work));
+    queued_.store(waiting_.size(), std::memory_order_release);
   }
   ready_.NotifyOne();
   return true;
@@ -35,12 +38,14 @@ bool IoPool::TrySubmit(std::function<void()> work) {
 void IoPool::Run() {
   for (;;) {
     std::function<void()> work;
+    SpinBriefly([this] { return queued_.load(std::memory_order_acquire) != 0; });
     {
       MutexLock lock(mu_);
       while (!stopping_ && waiting_.empty()) ready_.Wait(mu_);
       if (stopping_) return;
       work = std::move(waiting_.front());
       waiting_.pop_front();
+      queued_.store(waiting_.size(), std::memory_order_release);
     }
     work();
   }

@@ -9,6 +9,7 @@
 // captured must answer its waiter when destroyed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -44,6 +45,8 @@ class IoPool {
   CondVar ready_;
   std::deque<std::function<void()>> waiting_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
+  // waiting_.size(), readable without the lock (SpinBriefly).
+  std::atomic<size_t> queued_{0};
   std::vector<std::thread> threads_;
 };
 

@@ -177,6 +177,8 @@ class Reactor {
   Mutex mu_;
   CondVar cv_;
   std::deque<Command> commands_ GUARDED_BY(mu_);
+  // commands_.size(), readable without the lock (SpinBriefly in TakeCommands).
+  std::atomic<size_t> posted_{0};
 };
 
 struct Runtime::State {
