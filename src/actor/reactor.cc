@@ -134,13 +134,23 @@ Status Runtime::Post(uint32_t reactor, std::function<void()> work,
 }
 
 Status Runtime::PostAndWait(uint32_t reactor, std::function<void()> work) {
-  std::promise<void> ran;
-  std::future<void> done = ran.get_future();
-  REEF_RETURN_IF_ERROR(Post(reactor, [&ran, &work] {
+  // Answers false when the task is destroyed unrun (the runtime stopping), so the wait ends.
+  struct Answer {
+    std::promise<bool> ran;
+    bool answered = false;
+    ~Answer() {
+      if (!answered) ran.set_value(false);
+    }
+  };
+  auto answer = std::make_shared<Answer>();
+  std::future<bool> ran = answer->ran.get_future();
+  REEF_RETURN_IF_ERROR(Post(reactor, [answer, &work] {
     work();
-    ran.set_value();
+    answer->answered = true;
+    answer->ran.set_value(true);
   }));
-  done.wait();
+  answer.reset();
+  if (!ran.get()) return Status::Unavailable("the actor runtime stopped before the work ran");
   return Status::Ok();
 }
 

@@ -263,7 +263,8 @@ class Runtime {
   Status Post(uint32_t reactor, std::function<void()> work,
               std::chrono::microseconds delay = std::chrono::microseconds(0));
   // Post, then waits until `work` has run. REQUIRES: not on a reactor thread of this runtime.
-  // Errors: those of Post (`work` did not run).
+  // Errors: those of Post, and Unavailable when the runtime stopped before `work` ran (in
+  // both cases `work` did not run).
   Status PostAndWait(uint32_t reactor, std::function<void()> work);
   // The number of reactors (constant). Any thread.
   uint32_t ReactorCount() const;

@@ -126,6 +126,39 @@ void ServerCore::AbandonOwedReplies() {
   }
 }
 
+bool ServerCore::BeginAnswer() {
+  MutexLock lock(answers_mu);
+  if (answers_closed) return false;
+  ++answering;
+  return true;
+}
+
+void ServerCore::EndAnswer() {
+  MutexLock lock(answers_mu);
+  if (--answering == 0) answers_ended.NotifyAll();
+}
+
+void ServerCore::CloseAnswers() {
+  MutexLock lock(answers_mu);
+  answers_closed = true;
+  while (answering > 0) answers_ended.Wait(answers_mu);
+}
+
+TakenReply::TakenReply(OwedReply& owed) {
+  MutexLock lock(owed.mu);
+  if (!owed.session || !owed.core->BeginAnswer()) return;
+  core_ = owed.core;
+  session_ = std::move(owed.session);
+  owed.session.reset();
+  core_->ForgetOwed(owed.id);
+}
+
+TakenReply::~TakenReply() {
+  if (core_ == nullptr) return;
+  session_.reset();  // before EndAnswer: Stop may go on, and end the io_context, right after it
+  core_->EndAnswer();
+}
+
 HttpReply JsonReply(const HttpMessage& request, http::status status, const nlohmann::json& body) {
   HttpReply reply(status, request.version());
   reply.set(http::field::server, "reef");
@@ -393,12 +426,16 @@ class Server::Impl {
     core_->ioc.stop();
     for (auto& thread : io_threads_) thread.join();
     io_threads_.clear();
+    // Answers from now on go nowhere; one in progress (on a reactor, say) has taken its
+    // session and may still post work to the handler pool: wait for it, so that work is in
+    // the pool before the join below runs it.
+    core_->CloseAnswers();
+    core_->AbandonOwedReplies();
     // No stop(): the pool runs what is queued and then ends, so no task is left to be
     // destroyed with it. Tasks that start now are refusals or, past the deadline, dropped
     // (ServerCore::abandoning); a handler still running is waited for.
     core_->handlers.join();
-    // Asynchronous routes still working (a guest that has not answered) answer no one now;
-    // this also takes replies owed by handlers that ran after the abort above.
+    // Replies owed by handlers that ran after the abandon above answer no one either.
     core_->AbandonOwedReplies();
     // Requests still waiting for room for their bodies are dropped with their connections,
     // while the io_context their sockets belong to is alive.

@@ -86,17 +86,25 @@ json ReactorJson(const actor::ReactorInfo& r) {
           {"tasks_run", r.tasks_run}};
 }
 
-Result<HttpResponse> Deploy(ProgramRuntime& runtime, const HttpRequest& r) {
+// Asynchronous: the deploy (trial instantiations on the fleet, the fsync of the kept file)
+// runs on the program runtime's deploy thread and answers from there.
+void Deploy(ProgramRuntime& runtime, const HttpRequest& r,
+            std::shared_ptr<server::HttpResponder> responder) {
   auto body = server::ParseJsonDocument(r.body, kDeployLimits);
-  if (!body.ok()) return body.status().WithContext("POST /programs: the body is not valid JSON");
-  REEF_ASSIGN_OR_RETURN(program::DeployReport report, runtime.Deploy(*body));
-  return HttpResponse::Json(200, {{"generation", report.generation},
-                                  {"program", report.program},
-                                  {"units",
-                                   {{"added", report.added},
-                                    {"changed", report.changed},
-                                    {"unchanged", report.unchanged},
-                                    {"removed", report.removed}}}});
+  if (!body.ok()) {
+    return responder->Send(body.status().WithContext("POST /programs: the body is not valid JSON"));
+  }
+  runtime.DeployAsync(
+      std::move(*body), [responder = std::move(responder)](Result<program::DeployReport> report) {
+        if (!report.ok()) return responder->Send(report.status());
+        responder->Send(HttpResponse::Json(200, {{"generation", report->generation},
+                                                 {"program", report->program},
+                                                 {"units",
+                                                  {{"added", report->added},
+                                                   {"changed", report->changed},
+                                                   {"unchanged", report->unchanged},
+                                                   {"removed", report->removed}}}}));
+      });
 }
 
 // The answer to POST /units/{unit}/invoke for `outcome` (docs/http-api.md).
@@ -182,7 +190,10 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
   deploy.path = "/programs";
   deploy.summary = "deploy a program ({\"manifest\": ..., \"modules\": {name: base64}})";
   deploy.max_body_bytes = kMaxDeployBytes;
-  deploy.response_handler = [rt](const HttpRequest& r) { return Deploy(*rt, r); };
+  deploy.async_handler = [rt](const HttpRequest& r,
+                              std::shared_ptr<server::HttpResponder> responder) {
+    Deploy(*rt, r, std::move(responder));
+  };
   routes.push_back(std::move(deploy));
 
   routes.push_back({"GET", "/programs/current",

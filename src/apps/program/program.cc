@@ -14,15 +14,15 @@ namespace {
 using json = nlohmann::json;
 
 Result<ProgramModule> LoadModule(const std::string& name, const json& encoded,
-                                 const ProgramLimits& limits, wasm::Engine& engine) {
+                                 const ProgramLimits& limits, const TrialInstantiate& trial) {
   if (!encoded.is_string()) {
     return Status::InvalidArgument(
         fmt::format("modules.{} must be the module's .wasm bytes in base64", name));
   }
   const std::string& text = encoded.get_ref<const std::string&>();
   if (text.size() / 4 * 3 > limits.max_module_bytes + 3) {
-    return Status::LimitExceeded(fmt::format("module {} is over the limit of {} bytes", name,
-                                             limits.max_module_bytes));
+    return Status::LimitExceeded(
+        fmt::format("module {} is over the limit of {} bytes", name, limits.max_module_bytes));
   }
   auto bytes = events::http::Base64Decode(text);
   if (!bytes.ok()) return bytes.status().WithContext(fmt::format("modules.{}", name));
@@ -35,9 +35,8 @@ Result<ProgramModule> LoadModule(const std::string& name, const json& encoded,
   if (!module.ok()) return module.status().WithContext(fmt::format("module {}", name));
   // A trial instantiation finds unknown imports, over-limit memories and trapping start
   // functions now, not at the first invocation after the deploy.
-  auto instance = engine.Instantiate(*module);
-  if (!instance.ok()) {
-    return instance.status().WithContext(fmt::format("module {} cannot be instantiated", name));
+  if (Status instantiated = trial(*module); !instantiated.ok()) {
+    return instantiated.WithContext(fmt::format("module {} cannot be instantiated", name));
   }
   return ProgramModule{name, Sha256Hex(view), bytes->size(), std::move(*module)};
 }
@@ -54,7 +53,8 @@ std::string CodeFingerprint(const ProgramModule& module, const UnitSpec& unit) {
 
 Result<std::shared_ptr<const Program>> BuildProgram(const json& body, uint64_t generation,
                                                     int64_t deployed_at_ms,
-                                                    const ProgramLimits& limits) {
+                                                    const ProgramLimits& limits,
+                                                    const TrialInstantiate& trial) {
   if (!body.is_object() || !body.contains("manifest") || !body.contains("modules")) {
     return Status::InvalidArgument(
         "a deploy needs {\"manifest\": <program.json>, \"modules\": {\"<name>\": \"<base64 "
@@ -62,9 +62,8 @@ Result<std::shared_ptr<const Program>> BuildProgram(const json& body, uint64_t g
   }
   for (const auto& [key, value] : body.items()) {
     if (key != "manifest" && key != "modules") {
-      return Status::InvalidArgument(
-          fmt::format("the deploy body has an unknown field \"{}\" (known: manifest, modules)",
-                      key));
+      return Status::InvalidArgument(fmt::format(
+          "the deploy body has an unknown field \"{}\" (known: manifest, modules)", key));
     }
   }
   auto program = std::make_shared<Program>();
@@ -81,14 +80,18 @@ Result<std::shared_ptr<const Program>> BuildProgram(const json& body, uint64_t g
           "modules.{} has bytes, but the manifest's \"modules\" does not list it", name));
     }
   }
-  wasm::Engine engine(actor::AbiV1Registry(), limits.engine);
+  TrialInstantiate here = [&limits](const std::shared_ptr<const wasm::Module>& module) {
+    wasm::Engine engine(actor::AbiV1Registry(), limits.engine);
+    return engine.Instantiate(module).status();
+  };
   for (const auto& [name, file] : program->manifest.modules) {
     auto it = modules.find(name);
     if (it == modules.end()) {
       return Status::InvalidArgument(
           fmt::format("module {} ({}) is in the manifest but its bytes are missing", name, file));
     }
-    REEF_ASSIGN_OR_RETURN(ProgramModule module, LoadModule(name, *it, limits, engine));
+    REEF_ASSIGN_OR_RETURN(ProgramModule module,
+                          LoadModule(name, *it, limits, trial ? trial : here));
     program->modules.emplace(name, std::move(module));
   }
   for (const auto& [name, spec] : program->manifest.units) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -32,7 +33,7 @@ struct ProgramLimits {
 
 struct ProgramModule {
   std::string name;
-  std::string sha256;     // lowercase hex of the .wasm bytes
+  std::string sha256;  // lowercase hex of the .wasm bytes
   uint64_t size_bytes = 0;
   std::shared_ptr<const wasm::Module> module;
 };
@@ -53,6 +54,12 @@ struct Program {
   std::map<std::string, ProgramUnit> units;      // by unit name
 };
 
+// Instantiates `module` once, to find what would fail at its first invocation (unknown
+// imports, memories over the limits, a start function that traps or runs out of budget).
+// Returns the engine's error. ProgramRuntime runs it on a reactor of the fleet: the start
+// function is guest code.
+using TrialInstantiate = std::function<Status(const std::shared_ptr<const wasm::Module>& module)>;
+
 // Builds a Program from a deploy request body:
 //   {"manifest": <program.json>, "modules": {"<name>": "<base64 of the .wasm bytes>", ...}}
 // with exactly the modules the manifest lists.
@@ -60,8 +67,10 @@ struct Program {
 // rules, missing or extra module bytes, bad base64, invalid wasm with its byte offset,
 // unknown imports, a handler export missing or with the wrong signature); LimitExceeded for
 // a module over max_module_bytes or the engine limits.
-Result<std::shared_ptr<const Program>> BuildProgram(const nlohmann::json& body,
-                                                    uint64_t generation, int64_t deployed_at_ms,
-                                                    const ProgramLimits& limits = {});
+// `trial` runs once per module (null: on the calling thread, with limits.engine).
+Result<std::shared_ptr<const Program>> BuildProgram(const nlohmann::json& body, uint64_t generation,
+                                                    int64_t deployed_at_ms,
+                                                    const ProgramLimits& limits = {},
+                                                    const TrialInstantiate& trial = nullptr);
 
 }  // namespace reef::apps::program

@@ -312,12 +312,29 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
   return report;
 }
 
+Status ProgramRuntime::State::TrialInstantiate(const std::shared_ptr<const wasm::Module>& module) {
+  REEF_ASSIGN_OR_RETURN(uint32_t reactor, runtime->PlaceWork());
+  Status instantiated = Status::Ok();
+  REEF_RETURN_IF_ERROR(runtime->PostAndWait(reactor, [&] {
+    try {
+      wasm::Engine engine(actor::AbiV1Registry(), options.limits.engine);
+      instantiated = engine.Instantiate(module).status();
+    } catch (const std::exception& e) {  // on a reactor: never let it end the process
+      instantiated = Status::Internal(fmt::format("instantiating failed: {}", e.what()));
+    }
+  }));
+  return instantiated;
+}
+
 Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
   State& s = *state_;
   MutexLock lock(s.deploy_mu);
   uint64_t generation = s.last_generation + 1;
   REEF_ASSIGN_OR_RETURN(auto program,
-                        BuildProgram(body, generation, UnixNowMs(), s.options.limits));
+                        BuildProgram(body, generation, UnixNowMs(), s.options.limits,
+                                     [&s](const std::shared_ptr<const wasm::Module>& module) {
+                                       return s.TrialInstantiate(module);
+                                     }));
   json kept = {
       {"generation", generation}, {"deployed_at_ms", program->deployed_at_ms}, {"request", body}};
   REEF_RETURN_IF_ERROR(
@@ -338,6 +355,27 @@ Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
         report->unchanged.size(), report->removed.size());
   }
   return report;
+}
+
+void ProgramRuntime::DeployAsync(nlohmann::json body, DeployDone done) {
+  // The task owns the body and `done`; shared so a refused submission still has `done`.
+  auto owned =
+      std::make_shared<std::pair<nlohmann::json, DeployDone>>(std::move(body), std::move(done));
+  bool queued = state_->deploys->TrySubmit([this, owned] {
+    Result<DeployReport> report = [&]() -> Result<DeployReport> {
+      try {
+        return Deploy(owned->first);
+      } catch (const std::exception& e) {
+        return Status::Internal(fmt::format("the deploy failed: {}", e.what()));
+      }
+    }();
+    owned->second(std::move(report));
+  });
+  if (!queued) {
+    owned->second(Status::Unavailable(
+        fmt::format("{} deploys are waiting already (or Reef is shutting down); try again later",
+                    kMaxWaitingDeploys)));
+  }
 }
 
 std::shared_ptr<const Program> ProgramRuntime::Current() const {
@@ -411,6 +449,7 @@ actor::Runtime& ProgramRuntime::runtime() {
 ProgramRuntime::ProgramRuntime(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 ProgramRuntime::~ProgramRuntime() {
+  state_->deploys.reset();  // waits for the deploy in progress; drops those waiting
   {
     MutexLock lock(state_->stop_mu);
     state_->stopping = true;
@@ -449,7 +488,10 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
             ? Result<std::shared_ptr<const Program>>(
                   Status::DataLoss("not a program file (JSON with \"request\")"))
             : BuildProgram(file["request"], generation, file.value("deployed_at_ms", int64_t{0}),
-                           state->options.limits);
+                           state->options.limits,
+                           [raw = state.get()](const std::shared_ptr<const wasm::Module>& module) {
+                             return raw->TrialInstantiate(module);
+                           });
     if (program.ok()) {
       REEF_ASSIGN_OR_RETURN(DeployReport report, state->Publish(std::move(*program)));
       spdlog::info("program {} generation {} redeployed from {}", report.program, generation,
@@ -459,6 +501,7 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
                     path.string(), program.status().ToString());
     }
   }
+  state->deploys = std::make_unique<IoPool>("program deploys", 1, kMaxWaitingDeploys);
   State* raw = state.get();
   state->evictor = std::thread([raw] { raw->EvictLoop(); });
   return std::unique_ptr<ProgramRuntime>(new ProgramRuntime(std::move(state)));

@@ -136,9 +136,18 @@ class ProgramRuntime {
   ProgramRuntime(const ProgramRuntime&) = delete;
   ProgramRuntime& operator=(const ProgramRuntime&) = delete;
 
-  // Builds `body` (BuildProgram), keeps it on disk, publishes it. Deploys run one at a time.
+  // Builds `body` (BuildProgram; each module's trial instantiation runs on a reactor of the
+  // fleet, this thread waits), keeps it on disk (fsync), publishes it. Deploys run one at a
+  // time. REQUIRES: not on a reactor thread.
   // Errors: those of BuildProgram (nothing changes); Unavailable when it cannot be written.
   Result<DeployReport> Deploy(const nlohmann::json& body);
+  // Deploy on the runtime's deploy thread; `done` runs exactly once with the result, on that
+  // thread (or on this one when the deploy cannot be queued: Unavailable when
+  // kMaxWaitingDeploys wait already or the runtime is stopping). Used by the HTTP route, so a
+  // deploy holds no server thread.
+  using DeployDone = std::function<void(Result<DeployReport>)>;
+  void DeployAsync(nlohmann::json body, DeployDone done);
+  static constexpr uint32_t kMaxWaitingDeploys = 8;
   // The published program, or null before the first deploy.
   std::shared_ptr<const Program> Current() const;
 

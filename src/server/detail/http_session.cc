@@ -296,14 +296,12 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     }
 
     void Send(Result<HttpResponse> response) override {
-      MutexLock lock(owed_->mu);
-      if (!owed_->session) return;  // answered already, or the server stopped
-      auto session = std::static_pointer_cast<HttpSession>(std::move(owed_->session));
-      owed_->session.reset();
-      session->core_.ForgetOwed(owed_->id);
-      session->Answer(
-          response.ok() ? ResponseReply(head_, *response) : ErrorReply(head_, response.status()),
-          close_);
+      TakenReply taken(*owed_);
+      if (!taken) return;  // answered already, or the server stopped
+      static_cast<HttpSession&>(*taken.session())
+          .Answer(response.ok() ? ResponseReply(head_, *response)
+                                : ErrorReply(head_, response.status()),
+                  close_);
     }
 
    private:
@@ -348,7 +346,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       request.params = std::move(params);
       try {
         if (route.async_handler) {
-          auto owed = std::make_shared<OwedReply>(core_.NextId(), shared_from_this());
+          auto owed = std::make_shared<OwedReply>(core_.NextId(), &core_, shared_from_this());
           core_.Owe(owed);
           *owed_out = owed;
           auto responder = std::make_shared<Responder>(owed, message, close);

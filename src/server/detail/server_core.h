@@ -96,16 +96,42 @@ class TrackedSlot {
   const uint64_t id_;
 };
 
-// An asynchronous route's answer still owed to a connection (HttpRoute::async_handler). The
-// responder takes `session` when it answers; Stop takes it from every reply still owed, so
-// nothing reaches a session, or the io_context, after the server stopped.
+struct ServerCore;
+
+// An asynchronous route's or op's answer still owed to a connection (HttpRoute::async_handler,
+// ProtocolDispatcher::RegisterAsync). The answer takes `session` through a TakenReply; Stop
+// takes it from every reply still owed, so nothing reaches a session, or the io_context, after
+// the server stopped.
 struct OwedReply {
-  OwedReply(uint64_t reply_id, std::shared_ptr<Session> owed_to)
-      : id(reply_id), session(std::move(owed_to)) {}
+  OwedReply(uint64_t reply_id, ServerCore* owner, std::shared_ptr<Session> owed_to)
+      : id(reply_id), core(owner), session(std::move(owed_to)) {}
 
   const uint64_t id;
+  ServerCore* const core;  // alive while `session` is set
   Mutex mu;
   std::shared_ptr<Session> session GUARDED_BY(mu);  // null once answered or abandoned
+};
+
+// The session one answer of an OwedReply goes to, taken by that answer (any thread). Empty
+// when the reply was answered or abandoned already, or the server no longer takes answers
+// (ServerCore::CloseAnswers). While a TakenReply is not empty, Stop waits before it joins the
+// handler pool, so the work the answer posts (a write on the connection's strand, a WebSocket
+// connection's next request on its handler strand) never lands in a pool that has stopped
+// running tasks. Drop it as soon as that work is posted.
+class TakenReply {
+ public:
+  explicit TakenReply(OwedReply& owed);
+  ~TakenReply();
+  TakenReply(const TakenReply&) = delete;
+  TakenReply& operator=(const TakenReply&) = delete;
+
+  explicit operator bool() const { return session_ != nullptr; }
+  // The session; the reply is forgotten by the core already. REQUIRES: not empty.
+  const std::shared_ptr<Session>& session() const { return session_; }
+
+ private:
+  ServerCore* core_ = nullptr;
+  std::shared_ptr<Session> session_;
 };
 
 struct ServerCore {
@@ -128,9 +154,16 @@ struct ServerCore {
   // Registers a reply owed by an asynchronous route; Forget it once answered. Any thread.
   void Owe(std::shared_ptr<OwedReply> reply);
   void ForgetOwed(uint64_t id);
-  // Stop, after every handler task ended: drops the sessions of replies still owed (a late
-  // answer then goes nowhere). Any thread; takes each OwedReply::mu, never holding owed_mu.
+  // Stop: drops the sessions of replies still owed (a late answer then goes nowhere). Any
+  // thread; takes each OwedReply::mu, never holding owed_mu.
   void AbandonOwedReplies();
+  // The gate every answer of an OwedReply passes (TakenReply): Begin is false once Stop closed
+  // it; CloseAnswers closes it and waits until every answer that got through has ended. Any
+  // thread; Begin is called with the reply's OwedReply::mu held (lock order OwedReply::mu ->
+  // answers_mu).
+  bool BeginAnswer();
+  void EndAnswer();
+  void CloseAnswers();
   // True once Stop began. Any thread.
   bool stopping() const { return stop_requested.load(std::memory_order_acquire); }
   // True once Stop's deadline passed and it closed the connections still open: a handler task
@@ -166,6 +199,11 @@ struct ServerCore {
   // owed_mu.
   Mutex owed_mu;
   std::unordered_map<uint64_t, std::shared_ptr<OwedReply>> owed GUARDED_BY(owed_mu);
+
+  Mutex answers_mu;
+  CondVar answers_ended;  // signalled when answering drops to 0
+  uint32_t answering GUARDED_BY(answers_mu) = 0;
+  bool answers_closed GUARDED_BY(answers_mu) = false;
 
   // Request bodies being read, parsed and handled at once (max_concurrent_body_bytes).
   ByteBudget bodies{limits.max_concurrent_body_bytes};

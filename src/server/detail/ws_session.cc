@@ -294,19 +294,13 @@ class WsSession : public Session,
     // first; the answer then drains on).
     enum Progress : int { kRunning, kAnswered, kWaiting };
     auto progress = std::make_shared<std::atomic<int>>(kRunning);
-    auto owed = std::make_shared<OwedReply>(core_.NextId(), shared_from_this());
+    auto owed = std::make_shared<OwedReply>(core_.NextId(), &core_, shared_from_this());
     core_.Owe(owed);
     core_.options.dispatcher.HandleFrame(
         request.frame, *this, [owed, progress, cost = request.cost](std::string text) {
-          std::shared_ptr<Session> session;
-          {
-            MutexLock lock(owed->mu);
-            session = std::move(owed->session);
-            owed->session.reset();
-          }
-          if (!session) return;  // the server stopped meanwhile: nobody to answer
-          auto self = std::static_pointer_cast<WsSession>(std::move(session));
-          self->core_.ForgetOwed(owed->id);
+          TakenReply taken(*owed);
+          if (!taken) return;  // the server stopped meanwhile: nobody to answer
+          auto self = std::static_pointer_cast<WsSession>(taken.session());
           self->Finish(cost, std::move(text));
           if (progress->exchange(kAnswered) == kWaiting) {
             asio::post(self->handler_strand_, [self] { self->Drain(); });

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -460,6 +462,52 @@ TEST_F(ProgramRuntimeTest, TheNewestProgramIsDeployedAgainAfterARestart) {
   EXPECT_EQ(current->units.size(), 2u);
   EXPECT_EQ(Invoke("r", R"({"op":"reply"})").result, Value::Int(0));
   EXPECT_EQ(Deploy({{"c", kSingleton}}).generation, 3u);
+}
+
+TEST_F(ProgramRuntimeTest, TrialInstantiationsRunOnTheFleet) {
+  // A module's start function is guest code: the deploy's trial instantiation of each module
+  // is a task on a reactor, not work on the deploying thread.
+  auto tasks_run = [&] {
+    uint64_t total = 0;
+    for (const actor::ReactorInfo& r : runtime_->Reactors()) total += r.tasks_run;
+    return total;
+  };
+  uint64_t before = tasks_run();
+  Deploy({{"s", kSingleton}});
+  EXPECT_GE(tasks_run(), before + 1);
+}
+
+TEST_F(ProgramRuntimeTest, DeployAsyncAnswersEachDeployOnceAndRefusesPastItsQueue) {
+  // Given 20 deploys handed over at once (each writes and fsyncs its file: milliseconds)
+  constexpr int kDeploys = 20;
+  std::mutex mu;
+  std::condition_variable answered;
+  std::vector<Result<DeployReport>> reports;
+  for (int i = 0; i < kDeploys; ++i) {
+    runtime_->DeployAsync(Body({{"s", kSingleton}}), [&](Result<DeployReport> report) {
+      std::lock_guard lock(mu);
+      reports.push_back(std::move(report));
+      answered.notify_all();
+    });
+  }
+  // then each is answered exactly once: the one running and the 8 waiting deploy, each with
+  // its own generation; the rest are refused at once as unavailable
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(answered.wait_for(lock, std::chrono::seconds(30),
+                                [&] { return reports.size() == kDeploys; }));
+  std::set<uint64_t> generations;
+  int refused = 0;
+  for (const auto& report : reports) {
+    if (report.ok()) {
+      generations.insert(report->generation);
+    } else {
+      EXPECT_EQ(report.status().code(), Code::kUnavailable) << report.status().ToString();
+      ++refused;
+    }
+  }
+  EXPECT_GE(generations.size(), 1u + ProgramRuntime::kMaxWaitingDeploys - 1);
+  EXPECT_LE(generations.size(), 1u + ProgramRuntime::kMaxWaitingDeploys);
+  EXPECT_EQ(generations.size() + refused, static_cast<size_t>(kDeploys));
 }
 
 TEST_F(ProgramRuntimeTest, ConcurrentInvocationsAcrossRedeploysLoseNothing) {

@@ -145,5 +145,33 @@ TEST(AsyncOpTest, AnAnswerAfterTheServerStoppedGoesNowhere) {
   held->AnswerAll(1);
 }
 
+TEST(AsyncOpTest, AnswersRacingStopNeverOutliveTheServer) {
+  // An answer that comes while Stop runs either reaches its connection or goes nowhere; the
+  // work it posts must never outlive the server's thread pools (ASan: a use after free of the
+  // io_context or of a strand). The answers fire from their own thread at a varying moment
+  // around Stop, 40 times.
+  for (int round = 0; round < 40; ++round) {
+    auto held = std::make_shared<HeldAnswers>();
+    ServerOptions options;
+    options.limits.shutdown_timeout = std::chrono::milliseconds(20);
+    auto server = StartWithHeldOp(held, std::move(options));
+    ASSERT_NE(server, nullptr);
+    WsClient client(server->port());
+    for (int i = 0; i < 4; ++i) ASSERT_FALSE(client.Send(Request(i, "wait").dump()));
+    ASSERT_TRUE(held->WaitHeld(1));
+    std::thread answers([held, round] {
+      std::this_thread::sleep_for(std::chrono::microseconds(500 * (round % 8)));
+      for (int i = 0; i < 4; ++i) {
+        held->AnswerAll(i);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    });
+    auto started = std::chrono::steady_clock::now();
+    server.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+    answers.join();
+  }
+}
+
 }  // namespace
 }  // namespace reef::server::test

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "apps/program/program_runtime.h"
+#include "core/io_pool.h"
 #include "core/mutex.h"
 
 namespace reef::apps::program {
@@ -80,12 +81,19 @@ struct ProgramRuntime::State {
   std::atomic<uint32_t> reactor_cursor{0};
   std::atomic<bool> refusing{false};  // RefuseInvocations was called
 
+  // Runs DeployAsync's deploys, one at a time (declared after what they use: destroyed
+  // first, waiting for the deploy in progress).
+  std::unique_ptr<IoPool> deploys;
+
   Mutex stop_mu;
   CondVar stop_cv;
   bool stopping GUARDED_BY(stop_mu) = false;
   std::thread evictor;
 
   Result<DeployReport> Publish(std::shared_ptr<const Program> program);
+  // BuildProgram's trial instantiation, on a reactor of the fleet (the start function is
+  // guest code); the calling thread waits. REQUIRES: not on a reactor thread.
+  Status TrialInstantiate(const std::shared_ptr<const wasm::Module>& module);
   Result<uint32_t> NextReactor();
   // Picks (or spawns) the instance an invocation goes to.
   Result<Instance*> Pick(UnitState& unit, const std::optional<uint32_t>& target,
