@@ -260,18 +260,25 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
                       return json{{"reactors", std::move(list)}};
                     },
                     "the reactor threads that host unit instances"});
-  routes.push_back(
-      {"POST", "/reactors/{id}/drain",
-       [rt](const HttpRequest& r) -> Result<json> {
-         auto id = ParseNumber<uint32_t>(r.PathParam("id"));
-         if (!id) {
-           return Status::NotFound(fmt::format("no reactor \"{}\"", r.PathParam("id")));
-         }
-         REEF_ASSIGN_OR_RETURN(uint64_t timeout, NumberParam(r, "timeout_ms", 5'000, 0, 60'000));
-         REEF_ASSIGN_OR_RETURN(auto info, rt->Drain(*id, std::chrono::milliseconds(timeout)));
-         return ReactorJson(info);
-       },
-       "stop placing instances on a reactor and move its idle ones away"});
+  HttpRoute drain;
+  drain.method = "POST";
+  drain.path = "/reactors/{id}/drain";
+  drain.summary = "stop placing instances on a reactor and move its idle ones away";
+  drain.async_handler = [rt](const HttpRequest& r,
+                             std::shared_ptr<server::HttpResponder> responder) {
+    auto id = ParseNumber<uint32_t>(r.PathParam("id"));
+    if (!id) {
+      return responder->Send(Status::NotFound(fmt::format("no reactor \"{}\"", r.PathParam("id"))));
+    }
+    auto timeout = NumberParam(r, "timeout_ms", 5'000, 0, 60'000);
+    if (!timeout.ok()) return responder->Send(timeout.status());
+    rt->DrainAsync(*id, std::chrono::milliseconds(*timeout),
+                   [responder = std::move(responder)](Result<actor::ReactorInfo> info) {
+                     if (!info.ok()) return responder->Send(info.status());
+                     responder->Send(HttpResponse::Json(200, ReactorJson(*info)));
+                   });
+  };
+  routes.push_back(std::move(drain));
   return routes;
 }
 

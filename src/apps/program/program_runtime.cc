@@ -450,6 +450,7 @@ ProgramRuntime::ProgramRuntime(std::unique_ptr<State> state) : state_(std::move(
 
 ProgramRuntime::~ProgramRuntime() {
   state_->deploys.reset();  // waits for the deploy in progress; drops those waiting
+  state_->drains.reset();   // the same for drains
   {
     MutexLock lock(state_->stop_mu);
     state_->stopping = true;
@@ -502,6 +503,7 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
     }
   }
   state->deploys = std::make_unique<IoPool>("program deploys", 1, kMaxWaitingDeploys);
+  state->drains = std::make_unique<IoPool>("reactor drains", 2, kMaxWaitingDrains);
   State* raw = state.get();
   state->evictor = std::thread([raw] { raw->EvictLoop(); });
   return std::unique_ptr<ProgramRuntime>(new ProgramRuntime(std::move(state)));

@@ -183,6 +183,13 @@ class ProgramRuntime {
   // passed; returns its state then. Errors: NotFound, FailedPrecondition (no other Up
   // reactor).
   Result<actor::ReactorInfo> Drain(uint32_t reactor, std::chrono::milliseconds timeout);
+  // Drain on one of the runtime's two drain threads; `done` runs exactly once with the
+  // result, on that thread (or on this one when the drain cannot be queued: Unavailable when
+  // kMaxWaitingDrains wait already or the runtime is stopping). Used by the HTTP route, so a
+  // drain (up to its timeout) holds no server thread.
+  using DrainDone = std::function<void(Result<actor::ReactorInfo>)>;
+  void DrainAsync(uint32_t reactor, std::chrono::milliseconds timeout, DrainDone done);
+  static constexpr uint32_t kMaxWaitingDrains = 8;
 
   const ProgramRuntimeOptions& options() const;
   actor::Runtime& runtime();

@@ -401,6 +401,47 @@ TEST_F(ProgramRuntimeTest, DrainMovesInstancesWithTheirStateToAnotherReactor) {
   ASSERT_TRUE(KillRunning("r", 2).ok());
 }
 
+TEST_F(ProgramRuntimeTest, DrainAsyncAnswersEachDrainOnceAndRefusesPastItsQueue) {
+  // Given a singleton whose instance spins, so a drain of its reactor waits its whole timeout
+  Deploy({{"c", kSingleton}});
+  ASSERT_EQ(Invoke("c", R"({"op":"spin"})", InvokeMode::kTry).failure, InvokeFailure::kNone);
+  uint32_t busy = Instances("c").at(0).reactor;
+  // when 14 drains of that reactor (300 ms each) are handed over at once
+  constexpr int kDrains = 14;
+  std::mutex mu;
+  std::condition_variable answered;
+  std::vector<Result<actor::ReactorInfo>> infos;
+  for (int i = 0; i < kDrains; ++i) {
+    runtime_->DrainAsync(busy, milliseconds(300), [&](Result<actor::ReactorInfo> info) {
+      std::lock_guard lock(mu);
+      infos.push_back(std::move(info));
+      answered.notify_all();
+    });
+  }
+  // then those taken end with the reactor still draining (the busy instance keeps it), the
+  // rest are refused at once, and each is answered exactly once
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(
+        answered.wait_for(lock, std::chrono::seconds(30), [&] { return infos.size() == kDrains; }));
+  }
+  int drained = 0, refused = 0;
+  for (const auto& info : infos) {
+    if (info.ok()) {
+      EXPECT_EQ(info->liveness, actor::ReactorLiveness::kDraining);
+      ++drained;
+    } else {
+      EXPECT_EQ(info.status().code(), Code::kUnavailable) << info.status().ToString();
+      ++refused;
+    }
+  }
+  // (8 wait in the queue; the two threads may or may not have taken theirs off it yet)
+  EXPECT_GE(drained, static_cast<int>(ProgramRuntime::kMaxWaitingDrains));
+  EXPECT_LE(drained, static_cast<int>(2 + ProgramRuntime::kMaxWaitingDrains));
+  EXPECT_EQ(refused, kDrains - drained);
+  ASSERT_TRUE(KillRunning("c", 1).ok());
+}
+
 TEST_F(ProgramRuntimeTest, RedeployKeepsUnchangedUnitsAndFinishesInFlightWorkOnTheOldProgram) {
   Deploy({{"c", kSingleton}, {"r", Replicated(1, 256, 60'000, 0)}, {"gone", kSingleton}});
   ASSERT_EQ(Invoke("c", R"({"op":"add","value":5})").failure, InvokeFailure::kNone);

@@ -84,6 +84,8 @@ struct ProgramRuntime::State {
   // Runs DeployAsync's deploys, one at a time (declared after what they use: destroyed
   // first, waiting for the deploy in progress).
   std::unique_ptr<IoPool> deploys;
+  // Runs DrainAsync's drains (two threads: a drain waits up to its timeout).
+  std::unique_ptr<IoPool> drains;
 
   Mutex stop_mu;
   CondVar stop_cv;
