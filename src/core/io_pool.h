@@ -9,15 +9,22 @@
 // captured must answer its waiter when destroyed.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/mutex.h"
+#include "core/status.h"
 
 namespace reef {
 
@@ -49,5 +56,29 @@ class IoPool {
   std::atomic<size_t> queued_{0};
   std::vector<std::thread> threads_;
 };
+
+// Runs `work` on `pool` and hands its result to `done` on that pool thread; an exception
+// from `work` becomes Internal("<what> failed: ..."). When the pool refuses the item (full or
+// stopping), `done` runs at once, on this thread, with Unavailable(`refusal`). Either way
+// `done` runs exactly once, unless the pool is destroyed with the item still waiting (then
+// neither runs: both are destroyed).
+template <typename T>
+void SubmitForResult(IoPool& pool, std::string_view what, std::function<Result<T>()> work,
+                     std::function<void(Result<T>)> done, std::string refusal) {
+  auto owned =
+      std::make_shared<std::pair<std::function<Result<T>()>, std::function<void(Result<T>)>>>(
+          std::move(work), std::move(done));
+  bool queued = pool.TrySubmit([owned, what = std::string(what)] {
+    Result<T> result = [&]() -> Result<T> {
+      try {
+        return owned->first();
+      } catch (const std::exception& e) {
+        return Status::Internal(fmt::format("{} failed: {}", what, e.what()));
+      }
+    }();
+    owned->second(std::move(result));
+  });
+  if (!queued) owned->second(Status::Unavailable(std::move(refusal)));
+}
 
 }  // namespace reef

@@ -358,24 +358,12 @@ Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
 }
 
 void ProgramRuntime::DeployAsync(nlohmann::json body, DeployDone done) {
-  // The task owns the body and `done`; shared so a refused submission still has `done`.
-  auto owned =
-      std::make_shared<std::pair<nlohmann::json, DeployDone>>(std::move(body), std::move(done));
-  bool queued = state_->deploys->TrySubmit([this, owned] {
-    Result<DeployReport> report = [&]() -> Result<DeployReport> {
-      try {
-        return Deploy(owned->first);
-      } catch (const std::exception& e) {
-        return Status::Internal(fmt::format("the deploy failed: {}", e.what()));
-      }
-    }();
-    owned->second(std::move(report));
-  });
-  if (!queued) {
-    owned->second(Status::Unavailable(
-        fmt::format("{} deploys are waiting already (or Reef is shutting down); try again later",
-                    kMaxWaitingDeploys)));
-  }
+  auto owned_body = std::make_shared<nlohmann::json>(std::move(body));
+  SubmitForResult<DeployReport>(
+      *state_->deploys, "the deploy", [this, owned_body] { return Deploy(*owned_body); },
+      std::move(done),
+      fmt::format("{} deploys are waiting already (or Reef is shutting down); try again later",
+                  kMaxWaitingDeploys));
 }
 
 std::shared_ptr<const Program> ProgramRuntime::Current() const {

@@ -130,22 +130,11 @@ Result<actor::ReactorInfo> ProgramRuntime::Drain(uint32_t reactor,
 
 void ProgramRuntime::DrainAsync(uint32_t reactor, std::chrono::milliseconds timeout,
                                 DrainDone done) {
-  auto owned = std::make_shared<DrainDone>(std::move(done));
-  bool queued = state_->drains->TrySubmit([this, reactor, timeout, owned] {
-    Result<actor::ReactorInfo> info = [&]() -> Result<actor::ReactorInfo> {
-      try {
-        return Drain(reactor, timeout);
-      } catch (const std::exception& e) {
-        return Status::Internal(fmt::format("the drain failed: {}", e.what()));
-      }
-    }();
-    (*owned)(std::move(info));
-  });
-  if (!queued) {
-    (*owned)(Status::Unavailable(
-        fmt::format("{} drains are waiting already (or Reef is shutting down); try again later",
-                    kMaxWaitingDrains)));
-  }
+  SubmitForResult<actor::ReactorInfo>(
+      *state_->drains, "the drain", [this, reactor, timeout] { return Drain(reactor, timeout); },
+      std::move(done),
+      fmt::format("{} drains are waiting already (or Reef is shutting down); try again later",
+                  kMaxWaitingDrains));
 }
 
 }  // namespace reef::apps::program
