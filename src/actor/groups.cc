@@ -1,6 +1,6 @@
 // Groups of actors (ActorGroup) and manual scheduling: Tick runs a manual group's actors one
-// slice each in actor-ref order, inline under manual_mu in a manual runtime and as one task
-// per tick on the group's home reactor in a free-running one.
+// slice each in actor-ref order, inline under manual_mu in a manual runtime and as tasks of
+// about a millisecond each on the group's home reactor in a free-running one.
 #include <fmt/format.h>
 
 #include <future>
@@ -11,23 +11,34 @@
 namespace reef::actor {
 
 void Runtime::State::RunTick(ActorGroup& group, uint64_t budget, TickReport* report) {
-  // Actor-ref order, fixed at the start of the tick: an actor spawned by a slice of this tick
-  // runs from the next one.
   std::vector<ActorRef> order(group.members.begin(), group.members.end());
-  for (const ActorRef& ref : order) {
+  size_t next = 0;
+  RunTickPart(order, &next, budget, report, std::chrono::steady_clock::time_point::max());
+}
+
+bool Runtime::State::RunTickPart(const std::vector<ActorRef>& order, size_t* next, uint64_t budget,
+                                 TickReport* report, std::chrono::steady_clock::time_point until) {
+  while (*next < order.size()) {
+    const ActorRef& ref = order[(*next)++];
     auto cell = FindCell(ref);
     if (!cell) continue;
     Reactor& reactor = *reactors[cell->reactor.load(std::memory_order_acquire)];
     auto it = reactor.actors.find(ref);
     if (it == reactor.actors.end() || !Runnable(*it->second)) continue;
     RunSlice(reactor, *it->second, budget, report);
+    if (*next < order.size() && std::chrono::steady_clock::now() >= until) return false;
   }
+  return true;
 }
 
 namespace {
 
 // A Runtime::TickAsync in a free-running runtime: it hops from task to task on the home
-// reactor, one tick each. Destroyed unrun (the runtime stopped), it answers Unavailable.
+// reactor, one part of a tick each (kTickPart of slices), so the reactor's other work (ops on
+// actors, sends, host tasks, free-running actors) runs between two parts of a long tick
+// rather than after it. Destroyed unrun (the runtime stopped), it answers Unavailable.
+constexpr std::chrono::microseconds kTickPart{1'000};
+
 struct TickRun {
   std::shared_ptr<ActorGroup> group;
   uint32_t left = 0;
@@ -35,6 +46,11 @@ struct TickRun {
   TickReport report;
   std::function<bool()> keep_going;
   Runtime::TickDone done;
+  // The tick in progress: its actors in actor-ref order, fixed when it started (an actor
+  // spawned by one of its slices runs from the next tick), and the next one to run.
+  std::vector<ActorRef> order;
+  size_t next = 0;
+  bool in_tick = false;
 
   TickRun() = default;
   TickRun(const TickRun&) = delete;
@@ -46,11 +62,21 @@ struct TickRun {
 };
 
 void TickStep(Runtime::State& s, Reactor& home, std::shared_ptr<TickRun> run) {
-  s.RunTick(*run->group, run->budget, &run->report);
-  if (--run->left == 0 || (run->keep_going && !run->keep_going())) {
-    return run->Finish(run->report);
+  if (!run->in_tick) {
+    run->order.assign(run->group->members.begin(), run->group->members.end());
+    run->next = 0;
+    run->in_tick = true;
   }
-  // Behind what arrived during this tick: the next tick sees it (spec 001 tick order).
+  const bool tick_done = s.RunTickPart(run->order, &run->next, run->budget, &run->report,
+                                       std::chrono::steady_clock::now() + kTickPart);
+  if (tick_done) {
+    run->in_tick = false;
+    if (--run->left == 0 || (run->keep_going && !run->keep_going())) {
+      return run->Finish(run->report);
+    }
+  }
+  // Behind what arrived meanwhile: the next part (or tick) comes after it (spec 001 tick
+  // order: what arrived during a tick is seen by the next one at the latest).
   home.Post([&s, run = std::move(run)](Reactor& r) mutable { TickStep(s, r, std::move(run)); });
 }
 

@@ -183,8 +183,18 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
     OnReactor([self = shared_from_this()] { self->Attempt(); });
   }
 
+  // A stopping server starts no attempt and no fold: the executions still waiting for their
+  // query's turn or backing off end now, before they append, instead of holding the shutdown.
+  bool EndedByStop() {
+    if (!rt_.stop_requested.load(std::memory_order_relaxed)) return false;
+    Finish(Status::Unavailable(fmt::format(
+        "commands/{}: the server is stopping; the execution ended before appending", name_)));
+    return true;
+  }
+
   // ---- one attempt: init, fold, decide (reactor) ----
   void Attempt() {
+    if (EndedByStop()) return;
     outcome_.attempts = attempt_ + 1;
     // What the imports act on, for every call of this attempt (ModuleCallContext): it moves
     // into the instance that runs a call and back out after it.
@@ -275,6 +285,7 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   }
 
   void StartFold() {
+    if (EndedByStop()) return;
     from_ = 1;
     head_ = 0;
     // The fold cache: start from the state folded up to some position, when one is kept.

@@ -245,6 +245,7 @@ void ModuleRuntime::Stop() {
     // Executions and queries in progress end first; they need the reactors and I/O threads.
     MutexLock lock(impl_->flight_mu);
     impl_->stopping = true;
+    impl_->stop_requested.store(true, std::memory_order_relaxed);
     while (impl_->in_flight > 0) impl_->flight_cv.Wait(impl_->flight_mu);
   }
   // The reactors' instances end on their reactors' threads, like any instance that ran there.
@@ -376,7 +377,7 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
   if (!std::filesystem::exists(path)) {
     return Status::NotFound(fmt::format("projector '{}' has no database yet", name));
   }
-  return QueryReadModel(path, sql, params);
+  return QueryReadModel(path, sql, params, &impl_->stop_requested);
 }
 
 Status ModuleRuntime::Impl::Enter(std::string_view what) {
@@ -403,11 +404,23 @@ void ModuleRuntime::QueryProjectorAsync(std::string name, std::string sql, json 
   if (Status entered = impl_->Enter(label); !entered.ok()) return done(entered);
   // The pool's queue is bounded by max_executions, which Enter counted: it takes this.
   auto work = std::make_shared<QueryDone>(std::move(done));
-  bool queued = impl_->query_io->TrySubmit(
-      [this, name = std::move(name), sql = std::move(sql), params = std::move(params), work] {
-        (*work)(QueryProjector(name, sql, params));
-        impl_->Leave();
-      });
+  const auto queued_at = std::chrono::steady_clock::now();
+  bool queued = impl_->query_io->TrySubmit([this, name = std::move(name), sql = std::move(sql),
+                                            params = std::move(params), work, queued_at, label] {
+    const auto waited = std::chrono::steady_clock::now() - queued_at;
+    if (impl_->stop_requested.load(std::memory_order_relaxed)) {
+      (*work)(Status::Unavailable(label + ": the server is stopping; the query was not run"));
+    } else if (waited > kMaxReadModelQueryWait) {
+      (*work)(Status::Unavailable(fmt::format(
+          "{}: the query waited {} ms for one of the {} query threads (longer than {} s) and "
+          "was not run; the server is busy with other queries, retry later",
+          label, std::chrono::duration_cast<std::chrono::milliseconds>(waited).count(),
+          impl_->options.query_threads, kMaxReadModelQueryWait.count())));
+    } else {
+      (*work)(QueryProjector(name, sql, params));
+    }
+    impl_->Leave();
+  });
   if (!queued) {
     (*work)(Status::Unavailable(label + ": the I/O threads are stopping"));
     impl_->Leave();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <memory>
@@ -67,7 +68,7 @@ Status HeapExceeded(const SqlHeapBudget& heap) {
 }  // namespace
 
 Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view sql,
-                            const json& params) {
+                            const json& params, const std::atomic<bool>* cancel) {
   // Everything SQLite allocates for this query, from open to close, is charged to it.
   SqlHeapBudget heap(kMaxReadModelQueryHeapBytes);
   sqlite3* db = nullptr;
@@ -139,17 +140,24 @@ Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view 
   json rows = json::array();
   int rc;
   uint64_t bytes = 0;
-  // A query may not hold a query thread for long: interrupted after kMaxReadModelQueryTime.
-  auto until = std::chrono::steady_clock::now() + kMaxReadModelQueryTime;
+  // A query may not hold a query thread for long: interrupted after kMaxReadModelQueryTime,
+  // or at once when `cancel` becomes true.
+  struct Interrupt {
+    std::chrono::steady_clock::time_point until;
+    const std::atomic<bool>* cancel;
+    bool cancelled = false;
+  } interrupt{std::chrono::steady_clock::now() + kMaxReadModelQueryTime, cancel};
   sqlite3_progress_handler(
       db, 1'000,
-      [](void* deadline) {
-        return std::chrono::steady_clock::now() >
-                       *static_cast<const std::chrono::steady_clock::time_point*>(deadline)
-                   ? 1
-                   : 0;
+      [](void* state) {
+        auto* i = static_cast<Interrupt*>(state);
+        if (i->cancel != nullptr && i->cancel->load(std::memory_order_relaxed)) {
+          i->cancelled = true;
+          return 1;
+        }
+        return std::chrono::steady_clock::now() > i->until ? 1 : 0;
       },
-      &until);
+      &interrupt);
   while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
     if (rows.size() >= kMaxReadModelRows) {
       return Status::LimitExceeded(
@@ -185,6 +193,9 @@ Result<json> QueryReadModel(const std::filesystem::path& path, std::string_view 
     rows.push_back(std::move(row));
   }
   if (heap.exceeded() || heap.crowded()) return HeapExceeded(heap);
+  if (rc == SQLITE_INTERRUPT && interrupt.cancelled) {
+    return Status::Unavailable("the server is stopping; the query was interrupted");
+  }
   if (rc == SQLITE_INTERRUPT) {
     return Status::LimitExceeded(fmt::format("the query ran longer than {} s and was interrupted",
                                              kMaxReadModelQueryTime.count()));

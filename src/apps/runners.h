@@ -44,14 +44,20 @@ inline constexpr size_t kMaxReadModelRows = 10'000;
 inline constexpr uint64_t kMaxReadModelAnswerBytes = 16u << 20;
 inline constexpr uint64_t kMaxReadModelSqlBytes = 64u << 10;
 inline constexpr std::chrono::seconds kMaxReadModelQueryTime{5};
+// How long a query may wait for a query thread before it is refused (Unavailable) instead of
+// run: a client waiting longer has most likely given up.
+inline constexpr std::chrono::seconds kMaxReadModelQueryWait{10};
 inline constexpr int64_t kMaxReadModelQueryHeapBytes = 64 << 20;
 
 // Runs one read-only statement `sql` with positional `params` (a JSON array of scalars) on the
 // SQLite database at `path`, opened read-only, and returns its rows as JSON objects.
+// `cancel`, when given, interrupts the statement once it is true (a server stopping).
 // Errors: InvalidArgument (not one read-only statement, bad params, SQL errors), LimitExceeded
-// (a bound above; the time bound interrupts the statement), Unavailable (cannot open).
+// (a bound above; the time bound interrupts the statement), Unavailable (cannot open, or
+// cancelled).
 Result<nlohmann::json> QueryReadModel(const std::filesystem::path& path, std::string_view sql,
-                                      const nlohmann::json& params);
+                                      const nlohmann::json& params,
+                                      const std::atomic<bool>* cancel = nullptr);
 
 // Opens (creating) a module database with WAL and a busy timeout. Errors: Unavailable.
 Result<sqlite3*> OpenModuleDatabase(const std::filesystem::path& path);

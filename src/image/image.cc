@@ -40,6 +40,9 @@ Result<std::unique_ptr<Image>> Image::Open(ImageOptions options) {
   state->compile_pool =
       std::make_unique<IoPool>("image compile", std::max(1u, options.limits.compile_threads),
                                options.limits.max_waiting_compiles);
+  state->control_pool =
+      std::make_unique<IoPool>("image control", std::max(1u, options.limits.control_threads),
+                               options.limits.max_waiting_controls);
   state->options = std::move(options);
   return std::unique_ptr<Image>(new Image(std::move(state)));
 }
@@ -54,6 +57,7 @@ Image::~Image() {
   }
   for (uint64_t id : ids) state_->Forget(id);
   state_->compile_pool.reset();  // waits for compiles running now: none spawns after this
+  state_->control_pool.reset();  // waits for the actor operations running now
   Status removed = state_->runtime->RemoveGroup(*state_->group);
   if (!removed.ok()) spdlog::warn("image: its actors stay on the fleet: {}", removed.ToString());
 }

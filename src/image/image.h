@@ -51,6 +51,11 @@ struct ImageLimits {
   // wait for one; past that they are refused with `unavailable`.
   uint32_t compile_threads = 2;
   uint32_t max_waiting_compiles = 256;
+  // Threads that run the ops that wait for an actor's reactor (inspect, ps, stop, kill,
+  // restart, pause, resume, set-state, set-messages, log-level), so no server thread waits
+  // for a busy reactor, and how many such ops may wait; past that: `unavailable`.
+  uint32_t control_threads = 4;
+  uint32_t max_waiting_controls = 256;
 };
 
 struct ImageOptions {

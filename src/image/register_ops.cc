@@ -1,6 +1,7 @@
 // Registering the image's ops on a dispatcher: each row of detail::OpTable() becomes a
-// synchronous op, an asynchronous one (tick), or one run on the compile pool (spawn, reload,
-// become), with the same checks of its arguments and the same "changed" notification.
+// synchronous op, an asynchronous one (tick), or one run on a pool (the compile pool for
+// spawn, reload and become; the control pool for the ops that wait for an actor's reactor),
+// with the same checks of its arguments and the same "changed" notification.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -16,6 +17,7 @@ namespace {
 using json = nlohmann::json;
 using detail::Args;
 using detail::Ctx;
+using detail::OpPool;
 using detail::OpSpec;
 using detail::OpTable;
 
@@ -27,19 +29,18 @@ void Finished(Image::State& s, const OpSpec& spec, uint64_t connection_id,
   if (result.ok() && spec.mutates) s.NotifyChanged(spec.name, change);
 }
 
-// An op handed to the compile pool. Destroyed unrun (the image closing), it answers
-// `unavailable`.
-struct CompileJob {
+// An op handed to a pool. Destroyed unrun (the image closing), it answers `unavailable`.
+struct PoolJob {
   Image::State* state = nullptr;
   const OpSpec* spec = nullptr;
   json raw;
   uint64_t connection_id = 0;
   server::OpDone done;
 
-  CompileJob() = default;
-  CompileJob(const CompileJob&) = delete;
-  CompileJob& operator=(const CompileJob&) = delete;
-  ~CompileJob() {
+  PoolJob() = default;
+  PoolJob(const PoolJob&) = delete;
+  PoolJob& operator=(const PoolJob&) = delete;
+  ~PoolJob() {
     if (done) done(Status::Unavailable("the image is closing; the request was not run"));
   }
   void Run() {
@@ -64,21 +65,24 @@ struct CompileJob {
 Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
   State* state = state_.get();
   for (const OpSpec& spec : OpTable()) {
-    if (spec.compiles) {
-      auto handler = [state, &spec](const json& raw, server::Connection& connection,
-                                    server::OpDone done) {
+    if (spec.pool != OpPool::kNone) {
+      IoPool* pool =
+          spec.pool == OpPool::kCompile ? state->compile_pool.get() : state->control_pool.get();
+      const char* waiting = spec.pool == OpPool::kCompile ? "compiles" : "actor operations";
+      auto handler = [state, &spec, pool, waiting](const json& raw, server::Connection& connection,
+                                                   server::OpDone done) {
         Args args(spec.name, raw);
         if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
-        auto job = std::make_shared<CompileJob>();
+        auto job = std::make_shared<PoolJob>();
         job->state = state;
         job->spec = &spec;
         job->raw = raw;
         job->connection_id = connection.id();
         job->done = std::move(done);
-        if (!state->compile_pool->TrySubmit([job] { job->Run(); })) {
-          std::exchange(job->done, nullptr)(Status::Unavailable(
-              fmt::format("{}: {} compiles are waiting already; try again shortly", spec.name,
-                          state->compile_pool->max_waiting())));
+        if (!pool->TrySubmit([job] { job->Run(); })) {
+          std::exchange(job->done, nullptr)(
+              Status::Unavailable(fmt::format("{}: {} {} are waiting already; try again shortly",
+                                              spec.name, pool->max_waiting(), waiting)));
         }
       };
       REEF_RETURN_IF_ERROR(

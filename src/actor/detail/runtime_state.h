@@ -221,6 +221,10 @@ struct Runtime::State {
   bool Ticked(const Actor& actor) const;
   // One tick of manual `group` (Runtime::Tick), on the thread driving its actors.
   void RunTick(ActorGroup& group, uint64_t budget, TickReport* report);
+  // Part of a tick: runs the slices of `order` from order[*next] on (advancing *next) until
+  // the tick ends (true) or `until` has passed after a slice (false: more of the tick is left).
+  bool RunTickPart(const std::vector<ActorRef>& order, size_t* next, uint64_t budget,
+                   TickReport* report, std::chrono::steady_clock::time_point until);
   std::shared_ptr<CallSlot> FindCall(const ActorRef& ref) EXCLUDES(calls_mu);
   // Ends a call's registration; a later send to its address is a late reply.
   void RetireCall(const ActorRef& ref) EXCLUDES(calls_mu);

@@ -91,6 +91,9 @@ struct ModuleRuntime::Impl {
   CondVar flight_cv;
   uint32_t in_flight GUARDED_BY(flight_mu) = 0;
   bool stopping GUARDED_BY(flight_mu) = false;
+  // `stopping`, readable without the lock: executions end at their next attempt and queries
+  // that have not started (or are running) end with Unavailable once it is set.
+  std::atomic<bool> stop_requested{false};
   // Counts one more in flight; false (nothing counted) when stopping or at max_executions.
   Status Enter(std::string_view what) EXCLUDES(flight_mu);
   void Leave() EXCLUDES(flight_mu);

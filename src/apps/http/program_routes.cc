@@ -222,14 +222,23 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
                                   {"units", std::move(units)}};
                     },
                     "the units of the deployed program with their counters"});
-  routes.push_back({"GET", "/units/{unit}/instances",
-                    [rt](const HttpRequest& r) -> Result<json> {
-                      REEF_ASSIGN_OR_RETURN(auto instances, rt->Instances(r.PathParam("unit")));
-                      json list = json::array();
-                      for (const auto& i : instances) list.push_back(InstanceJson(i));
-                      return json{{"unit", r.PathParam("unit")}, {"instances", std::move(list)}};
-                    },
-                    "the unit's live instances"});
+  HttpRoute instances;
+  instances.method = "GET";
+  instances.path = "/units/{unit}/instances";
+  instances.summary = "the unit's live instances";
+  instances.async_handler = [rt](const HttpRequest& r,
+                                 std::shared_ptr<server::HttpResponder> responder) {
+    std::string unit(r.PathParam("unit"));
+    rt->InstancesAsync(unit, [unit, responder = std::move(responder)](
+                                 Result<std::vector<program::InstanceInfo>> listed) {
+      if (!listed.ok()) return responder->Send(listed.status());
+      json list = json::array();
+      for (const auto& i : *listed) list.push_back(InstanceJson(i));
+      responder->Send(
+          HttpResponse::Json(200, json{{"unit", unit}, {"instances", std::move(list)}}));
+    });
+  };
+  routes.push_back(std::move(instances));
 
   HttpRoute invoke;
   invoke.method = "POST";
@@ -241,17 +250,26 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
   };
   routes.push_back(std::move(invoke));
 
-  routes.push_back(
-      {"POST", "/units/{unit}/instances/{instance}/kill",
-       [rt](const HttpRequest& r) -> Result<json> {
-         auto instance = ParseNumber<uint32_t>(r.PathParam("instance"));
-         if (!instance || *instance == 0) {
-           return Status::NotFound(fmt::format("no instance \"{}\"", r.PathParam("instance")));
-         }
-         REEF_RETURN_IF_ERROR(rt->Kill(r.PathParam("unit"), *instance));
-         return json{{"unit", r.PathParam("unit")}, {"instance", *instance}, {"killed", true}};
-       },
-       "kill the instance's invocation; the instance is poisoned (reset)"});
+  HttpRoute kill;
+  kill.method = "POST";
+  kill.path = "/units/{unit}/instances/{instance}/kill";
+  kill.summary = "kill the instance's invocation; the instance is poisoned (reset)";
+  kill.async_handler = [rt](const HttpRequest& r,
+                            std::shared_ptr<server::HttpResponder> responder) {
+    auto instance = ParseNumber<uint32_t>(r.PathParam("instance"));
+    if (!instance || *instance == 0) {
+      return responder->Send(
+          Status::NotFound(fmt::format("no instance \"{}\"", r.PathParam("instance"))));
+    }
+    std::string unit(r.PathParam("unit"));
+    rt->KillAsync(unit, *instance,
+                  [unit, instance = *instance, responder = std::move(responder)](Status killed) {
+                    if (!killed.ok()) return responder->Send(killed);
+                    responder->Send(HttpResponse::Json(
+                        200, json{{"unit", unit}, {"instance", instance}, {"killed", true}}));
+                  });
+  };
+  routes.push_back(std::move(kill));
   routes.push_back({"GET", "/reactors",
                     [rt](const HttpRequest&) -> Result<json> {
                       json list = json::array();

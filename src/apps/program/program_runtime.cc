@@ -437,13 +437,14 @@ actor::Runtime& ProgramRuntime::runtime() {
 ProgramRuntime::ProgramRuntime(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 ProgramRuntime::~ProgramRuntime() {
-  state_->deploys.reset();  // waits for the deploy in progress; drops those waiting
-  state_->drains.reset();   // the same for drains
   {
     MutexLock lock(state_->stop_mu);
-    state_->stopping = true;
+    state_->stopping = true;  // ends drains in progress early (Drain)
   }
   state_->stop_cv.NotifyAll();
+  state_->deploys.reset();   // waits for the deploy in progress; drops those waiting
+  state_->drains.reset();    // the same for drains
+  state_->controls.reset();  // and for views and kills
   if (state_->evictor.joinable()) state_->evictor.join();
   state_->runtime.reset();
 }
@@ -492,6 +493,7 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
   }
   state->deploys = std::make_unique<IoPool>("program deploys", 1, kMaxWaitingDeploys);
   state->drains = std::make_unique<IoPool>("reactor drains", 2, kMaxWaitingDrains);
+  state->controls = std::make_unique<IoPool>("unit controls", 2, kMaxWaitingControls);
   State* raw = state.get();
   state->evictor = std::thread([raw] { raw->EvictLoop(); });
   return std::unique_ptr<ProgramRuntime>(new ProgramRuntime(std::move(state)));

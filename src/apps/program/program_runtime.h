@@ -190,6 +190,15 @@ class ProgramRuntime {
   using DrainDone = std::function<void(Result<actor::ReactorInfo>)>;
   void DrainAsync(uint32_t reactor, std::chrono::milliseconds timeout, DrainDone done);
   static constexpr uint32_t kMaxWaitingDrains = 8;
+  // Instances and Kill on one of the runtime's two control threads (both wait for reactors:
+  // Instances makes one round trip per instance), answered like DrainAsync's (Unavailable
+  // when kMaxWaitingControls wait already or the runtime is stopping). Used by the HTTP
+  // routes, so a busy reactor holds no server thread.
+  using InstancesDone = std::function<void(Result<std::vector<InstanceInfo>>)>;
+  void InstancesAsync(std::string unit, InstancesDone done);
+  using KillDone = std::function<void(Status)>;
+  void KillAsync(std::string unit, uint32_t instance, KillDone done);
+  static constexpr uint32_t kMaxWaitingControls = 64;
 
   const ProgramRuntimeOptions& options() const;
   actor::Runtime& runtime();

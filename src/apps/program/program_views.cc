@@ -119,12 +119,18 @@ std::vector<actor::ReactorInfo> ProgramRuntime::Reactors() {
 
 Result<actor::ReactorInfo> ProgramRuntime::Drain(uint32_t reactor,
                                                  std::chrono::milliseconds timeout) {
+  State& s = *state_;
   auto deadline = Clock::now() + timeout;
   for (;;) {
-    REEF_RETURN_IF_ERROR(state_->runtime->Drain(reactor));
-    actor::ReactorInfo info = state_->runtime->Reactors().at(reactor);
+    REEF_RETURN_IF_ERROR(s.runtime->Drain(reactor));
+    actor::ReactorInfo info = s.runtime->Reactors().at(reactor);
     if (info.liveness == actor::ReactorLiveness::kDown || Clock::now() >= deadline) return info;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    MutexLock lock(s.stop_mu);
+    s.stop_cv.WaitUntil(s.stop_mu, std::min(deadline, Clock::now() + std::chrono::milliseconds(5)));
+    if (s.stopping) {
+      return Status::Unavailable(fmt::format(
+          "Reef is shutting down; reactor {} was left draining (its busy actors stay)", reactor));
+    }
   }
 }
 
@@ -135,6 +141,28 @@ void ProgramRuntime::DrainAsync(uint32_t reactor, std::chrono::milliseconds time
       std::move(done),
       fmt::format("{} drains are waiting already (or Reef is shutting down); try again later",
                   kMaxWaitingDrains));
+}
+
+void ProgramRuntime::InstancesAsync(std::string unit, InstancesDone done) {
+  SubmitForResult<std::vector<InstanceInfo>>(
+      *state_->controls, "listing instances",
+      [this, unit = std::move(unit)] { return Instances(unit); }, std::move(done),
+      fmt::format("{} unit views and kills are waiting already (or Reef is shutting down); "
+                  "try again shortly",
+                  kMaxWaitingControls));
+}
+
+void ProgramRuntime::KillAsync(std::string unit, uint32_t instance, KillDone done) {
+  SubmitForResult<bool>(
+      *state_->controls, "the kill",
+      [this, unit = std::move(unit), instance]() -> Result<bool> {
+        REEF_RETURN_IF_ERROR(Kill(unit, instance));
+        return true;
+      },
+      [done = std::move(done)](Result<bool> killed) { done(killed.status()); },
+      fmt::format("{} unit views and kills are waiting already (or Reef is shutting down); "
+                  "try again shortly",
+                  kMaxWaitingControls));
 }
 
 }  // namespace reef::apps::program

@@ -84,6 +84,7 @@ struct Image::State {
   // Threads for the ops that compile (spawn, reload, become): they run here, not on a server
   // thread, and answer when done (ImageLimits::compile_threads, max_waiting_compiles).
   std::unique_ptr<IoPool> compile_pool;
+  std::unique_ptr<IoPool> control_pool;  // ops that wait for an actor's reactor
 };
 
 }  // namespace reef::image

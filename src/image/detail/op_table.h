@@ -1,8 +1,9 @@
 // The image's op table (ops.cc), shared with its registration (register_ops.cc). Internal to
 // src/image.
 //
-// Thread ownership: the table is built once and read-only; a handler runs on the thread that
-// calls it (a server handler thread, or the compile pool for the ops that compile).
+// Thread ownership: the table is built once and read-only; a handler runs on a server handler
+// thread, on the compile pool (the ops that compile) or on the control pool (the ops that wait
+// for an actor's reactor), as its OpSpec::pool says.
 #pragma once
 
 #include <functional>
@@ -18,8 +19,8 @@
 namespace reef::image::detail {
 
 // What a handler gets: the image, its args, the calling connection (null for an op that runs
-// on the compile pool, whose handler must not need it), and the change record it fills in
-// when it mutates the image.
+// on a pool, whose handler must not need it), and the change record it fills in when it
+// mutates the image.
 struct Ctx {
   Image::State& s;
   const Args& args;
@@ -32,6 +33,14 @@ using Handler = std::function<Result<nlohmann::json>(Ctx&)>;
 // in the change record before it returns.
 using AsyncHandler = std::function<void(Ctx&, server::OpDone done)>;
 
+// Where a synchronous handler runs. A pool answers when the handler returns, so no server
+// thread waits for the compiler or for a busy reactor.
+enum class OpPool : uint8_t {
+  kNone,     // on the server thread that received the op (quick, no waiting)
+  kCompile,  // the compile pool: the op compiles (spawn, reload, become)
+  kControl,  // the control pool: the op waits for an actor's reactor (inspect, ps, kill, ...)
+};
+
 struct OpSpec {
   std::string_view name;
   std::vector<std::string_view> args;  // accepted argument names; anything else is an error
@@ -39,9 +48,7 @@ struct OpSpec {
   Handler handler;                     // null for an asynchronous op
   std::string_view summary;
   AsyncHandler async_handler = nullptr;
-  // Runs `handler` on the image's compile pool (it compiles), answering when it is done, so
-  // no server thread waits for the compiler.
-  bool compiles = false;
+  OpPool pool = OpPool::kNone;
 };
 
 // Every op of the image, in the order of docs/protocol.md. Static storage.

@@ -182,6 +182,38 @@ TEST(ManualGroupTest, TickAsyncHoldsNoCallerAndStopsWhenAskedTo) {
   EXPECT_EQ(refused.status().code(), Code::kFailedPrecondition);
 }
 
+TEST(ManualGroupTest, ALongTickLetsTheReactorsOtherWorkRunBetweenItsSlices) {
+  auto fleet = Fleet(1);
+  auto group = ManualGroup(*fleet);
+  // Given 40 actors of the group whose handlers spin, and a tick of 1,000,000 instructions
+  // per actor (one slice each: hundreds of milliseconds in all)
+  std::vector<ActorRef> spinners;
+  for (int i = 0; i < 40; ++i) {
+    spinners.push_back(SpawnIn(*fleet, group, 0, "probe"));
+    ASSERT_TRUE(fleet->TrySend(spinners.back(), Json(R"({"op":"spin"})")).status.ok());
+  }
+  std::atomic<bool> tick_ended{false};
+  std::promise<Result<TickReport>> answer;
+  auto future = answer.get_future();
+  fleet->TickAsync(group, 1, 1'000'000, nullptr, [&tick_ended, &answer](Result<TickReport> report) {
+    tick_ended = true;
+    answer.set_value(std::move(report));
+  });
+  // when an operation on an actor of the reactor comes in while the tick runs
+  std::this_thread::sleep_for(milliseconds(2));
+  auto snapshot = fleet->Inspect(spinners.front());
+  const bool answered_mid_tick = !tick_ended.load();
+  // then it was answered between two of the tick's slices, before the tick ended
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+  EXPECT_TRUE(answered_mid_tick);
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  Result<TickReport> report = future.get();
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(report->slices, 40u);  // and the tick still gave every actor its one slice
+  EXPECT_EQ(report->instructions, 40u * 1'000'000u);
+  for (const ActorRef& ref : spinners) ASSERT_TRUE(fleet->Kill(ref).ok());
+}
+
 TEST(ManualGroupTest, DrainLeavesTheGroupOnItsHomeReactor) {
   auto fleet = Fleet(2);
   auto group = ManualGroup(*fleet);

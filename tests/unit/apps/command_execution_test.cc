@@ -172,6 +172,37 @@ TEST_F(ModuleRuntimeTest, ExecutionsPastTheLimitAreRefusedAtOnceAndStopAnswersEv
   EXPECT_EQ(after->code(), Code::kUnavailable);
 }
 
+TEST_F(ModuleRuntimeTest, StopEndsTheExecutionsWaitingForTheirTurnBeforeTheyAppend) {
+  // Given 200 executions on one query, taking turns on one reactor and one I/O thread
+  RuntimeOptions options;
+  options.reactors = 1;
+  options.io_threads = 1;
+  ReopenWithCount(options);
+  constexpr int kExecutions = 200;
+  std::atomic<int> appended{0};
+  std::atomic<int> stopped{0};
+  for (int i = 0; i < kExecutions; ++i) {
+    runtime_->ExecuteAsync(
+        "count", Input({{"tag", "hot"}}), {}, [&](Result<CommandOutcome> outcome) {
+          if (outcome.ok()) {
+            ++appended;
+          } else {
+            EXPECT_EQ(outcome.status().code(), Code::kUnavailable);
+            EXPECT_NE(outcome.status().message().find("stopping"), std::string::npos)
+                << outcome.status().ToString();
+            ++stopped;
+          }
+        });
+  }
+  // when the runtime stops while most of them still wait for their turn
+  runtime_->Stop();
+  // then every one was answered by then: those still waiting ended without appending
+  // instead of running to their end first
+  EXPECT_EQ(appended.load() + stopped.load(), kExecutions);
+  EXPECT_GT(stopped.load(), 0);
+  EXPECT_EQ(events_->Head(), static_cast<uint64_t>(appended.load()));
+}
+
 TEST_F(ModuleRuntimeTest, ExecutionsShareAFleetWithActorsAndItsReactorsKeepRunningThem) {
   // The fleet belongs to its creator (reef serve shares one between programs and commands):
   // executions run on it, and it outlives the module runtime.

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -145,6 +146,27 @@ TEST_F(ModuleRuntimeTest, AProjectorQueryCannotBuildAHugeValue) {
       runtime_->QueryProjector("ticks", "SELECT length(zeroblob(1000000)) AS n", json::array());
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_EQ((*ok)[0]["n"], 1000000);
+}
+
+TEST_F(ModuleRuntimeTest, AProjectorQueryRunningWhenTheServerStopsEndsAtOnce) {
+  Upload(ModuleKind::kProjector, "ticks", "1.0.0", "test_projector_v1");
+  AppendTicks(1);
+  ASSERT_TRUE(WaitFor([&] { return Position(ModuleKind::kProjector, "ticks") == 1; }));
+  // Given a query that would run for its whole time bound (5 s)
+  std::promise<Result<json>> answer;
+  auto answered = answer.get_future();
+  runtime_->QueryProjectorAsync(
+      "ticks",
+      "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r) SELECT count(*) AS n FROM r",
+      json::array(), [&answer](Result<json> rows) { answer.set_value(std::move(rows)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // when the runtime stops
+  runtime_->Stop();
+  // then the query was interrupted, unavailable, instead of holding the stop
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  Result<json> rows = answered.get();
+  EXPECT_EQ(rows.status().code(), Code::kUnavailable) << rows.status().ToString();
+  EXPECT_NE(rows.status().message().find("stopping"), std::string::npos);
 }
 
 // One statement that builds no large value but grows a 2 GB aggregate (the review's query).

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -440,6 +441,51 @@ TEST_F(ProgramRuntimeTest, DrainAsyncAnswersEachDrainOnceAndRefusesPastItsQueue)
   EXPECT_LE(drained, static_cast<int>(2 + ProgramRuntime::kMaxWaitingDrains));
   EXPECT_EQ(refused, kDrains - drained);
   ASSERT_TRUE(KillRunning("c", 1).ok());
+}
+
+TEST_F(ProgramRuntimeTest, ADrainInProgressEndsWhenTheRuntimeStops) {
+  // Given a drain that would wait 30 s for a spinning instance to leave its reactor
+  Deploy({{"c", kSingleton}});
+  ASSERT_EQ(Invoke("c", R"({"op":"spin"})", InvokeMode::kTry).failure, InvokeFailure::kNone);
+  uint32_t busy = Instances("c").at(0).reactor;
+  std::promise<Result<actor::ReactorInfo>> answer;
+  auto answered = answer.get_future();
+  runtime_->DrainAsync(busy, milliseconds(30'000), [&answer](Result<actor::ReactorInfo> info) {
+    answer.set_value(std::move(info));
+  });
+  std::this_thread::sleep_for(milliseconds(50));  // the drain is running (its first rounds)
+  // when the runtime stops
+  runtime_.reset();
+  // then the drain was answered, unavailable, instead of holding the stop for its timeout
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  Result<actor::ReactorInfo> info = answered.get();
+  EXPECT_EQ(info.status().code(), Code::kUnavailable) << info.status().ToString();
+}
+
+TEST_F(ProgramRuntimeTest, InstanceViewsAndKillsAnswerThroughTheControlThreads) {
+  Deploy({{"c", kSingleton}});
+  ASSERT_EQ(Invoke("c", R"({"op":"add","value":2})").failure, InvokeFailure::kNone);
+  std::promise<Result<std::vector<InstanceInfo>>> listed;
+  runtime_->InstancesAsync("c", [&listed](Result<std::vector<InstanceInfo>> instances) {
+    listed.set_value(std::move(instances));
+  });
+  auto instances = listed.get_future().get();
+  ASSERT_TRUE(instances.ok()) << instances.status().ToString();
+  ASSERT_EQ(instances->size(), 1u);
+  EXPECT_EQ(instances->at(0).status, actor::ActorStatus::kIdle);
+  // An unknown unit and a kill of an idle instance answer their errors the same way
+  std::promise<Result<std::vector<InstanceInfo>>> unknown;
+  runtime_->InstancesAsync("nope", [&unknown](Result<std::vector<InstanceInfo>> none) {
+    unknown.set_value(std::move(none));
+  });
+  EXPECT_EQ(unknown.get_future().get().status().code(), Code::kNotFound);
+  std::promise<Status> killed;
+  runtime_->KillAsync("c", instances->at(0).instance,
+                      [&killed](Status status) { killed.set_value(std::move(status)); });
+  EXPECT_EQ(killed.get_future().get().code(), Code::kFailedPrecondition);
+  std::promise<Status> missing;
+  runtime_->KillAsync("c", 99, [&missing](Status status) { missing.set_value(std::move(status)); });
+  EXPECT_EQ(missing.get_future().get().code(), Code::kNotFound);
 }
 
 TEST_F(ProgramRuntimeTest, RedeployKeepsUnchangedUnitsAndFinishesInFlightWorkOnTheOldProgram) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -454,6 +455,34 @@ TEST_F(ImageOpsTest, TicksHoldNoServerThread) {
     ASSERT_EQ(response["ok"], true) << response.dump();
     EXPECT_LT(response["result"]["slices"].get<uint64_t>(), 100000u) << response.dump();
   }
+}
+
+TEST_F(ImageOpsTest, OpsOnActorsHoldNoServerThreadWhileTheirReactorIsBusy) {
+  auto setup = Connect();
+  Create(*setup, "actors/seven", "wat", ConstantActorWat(7));
+  std::string actor = SpawnActor(*setup, "actors/seven", 3);
+  // Given the image's reactor busy with a task that waits for this test
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ASSERT_TRUE(image_->runtime().Post(image_->group().home, [released] { released.wait(); }).ok());
+  // when two clients (as many as the server has handler threads) ask about the actor
+  auto inspector = Connect();
+  auto lister = Connect();
+  ASSERT_FALSE(inspector->SendText(
+      json{{"v", 1}, {"id", "i"}, {"op", "inspect"}, {"args", {{"actor", actor}}}}.dump()));
+  ASSERT_FALSE(lister->SendText(R"({"v":1,"id":"p","op":"ps","args":{}})"));
+  // then a third client is served while they wait
+  auto pinger = Connect();
+  EXPECT_EQ(pinger->Ok("ping")["pong"], true);
+  EXPECT_EQ(pinger->Ok("read", {{"path", "actors/seven"}})["kind"], "wat");
+  release.set_value();
+  // and both answer once the reactor is free
+  json inspected = inspector->NextResponse();
+  ASSERT_EQ(inspected["ok"], true) << inspected.dump();
+  EXPECT_EQ(inspected["result"]["state"], 3);
+  json listed = lister->NextResponse();
+  ASSERT_EQ(listed["ok"], true) << listed.dump();
+  EXPECT_EQ(listed["result"]["actors"].size(), 1u);
 }
 
 TEST_F(ImageOpsTest, CompilesHoldNoServerThread) {

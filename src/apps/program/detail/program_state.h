@@ -86,6 +86,8 @@ struct ProgramRuntime::State {
   std::unique_ptr<IoPool> deploys;
   // Runs DrainAsync's drains (two threads: a drain waits up to its timeout).
   std::unique_ptr<IoPool> drains;
+  // Runs InstancesAsync and KillAsync (two threads).
+  std::unique_ptr<IoPool> controls;
 
   Mutex stop_mu;
   CondVar stop_cv;
