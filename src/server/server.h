@@ -83,7 +83,8 @@ class HttpResponder {
   virtual void Send(Result<HttpResponse> response) = 0;
 };
 // Starts handling a request and returns at once; the answer goes through `responder`. Runs on
-// a handler thread; `request` is valid only during the call (copy what is needed later).
+// a handler thread (or, for HttpRoute::hand_off_on_io, the connection's I/O thread);
+// `request` is valid only during the call (copy what is needed later).
 using HttpAsyncHandler =
     std::function<void(const HttpRequest& request, std::shared_ptr<HttpResponder> responder)>;
 
@@ -108,6 +109,11 @@ struct HttpRoute {
   // wait holds no handler thread. Requests of the connection still go in arrival order: the
   // next one is read after this one is answered.
   HttpAsyncHandler async_handler;
+  // For an async_handler that only checks a small request and hands it on (a unit invocation,
+  // a command execution): it runs on the connection's I/O thread when the body is under
+  // ServerLimits::kUnchargedBodyBytes, saving a hop to a handler thread and back. It must not
+  // block and must cost no more than parsing its (small) body.
+  bool hand_off_on_io = false;
 };
 
 struct ServerOptions {

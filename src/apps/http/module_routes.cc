@@ -263,7 +263,8 @@ Result<QueryCall> ParseQuery(const HttpRequest& r) {
   return call;
 }
 
-// A POST route whose request is parsed on the handler thread (`parse`: errors answer at once)
+// A POST route whose request is parsed on the connection's I/O thread (a large body: on a
+// handler thread; `parse`: errors answer at once)
 // and handed to the module runtime (`start`), which answers through the responder when done:
 // the handler thread never waits for a guest or a store.
 template <typename Call>
@@ -280,6 +281,7 @@ HttpRoute AsyncPostRoute(std::string path, std::string summary,
     if (!call.ok()) return responder->Send(call.status());
     start(std::move(*call), std::move(responder));
   };
+  route.hand_off_on_io = true;  // parse a small body, hand it on: no hop to a handler thread
   return route;
 }
 

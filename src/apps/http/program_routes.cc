@@ -248,6 +248,9 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
                               std::shared_ptr<server::HttpResponder> responder) {
     Invoke(*rt, r, std::move(responder));
   };
+  // Parsed and routed on the connection's I/O thread; only a new instance's spawn waits, for
+  // its reactor to take it (a slice at most).
+  invoke.hand_off_on_io = true;
   routes.push_back(std::move(invoke));
 
   HttpRoute kill;

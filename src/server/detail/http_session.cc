@@ -154,9 +154,11 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     std::string_view target = head.target();
     std::string_view path = target.substr(0, target.find('?'));
     body_limit_ = core_.limits.max_request_bytes;
+    hand_off_on_io_ = false;
     for (const HttpRoute& route : core_.routes) {
       if (route.method == head.method_string() && MatchRoutePath(route.path, path, nullptr)) {
         if (route.max_body_bytes) body_limit_ = route.max_body_bytes;
+        hand_off_on_io_ = route.async_handler && route.hand_off_on_io;
         break;
       }
     }
@@ -206,6 +208,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     // number of clients. The charge is the body that arrived: a client that announces a
     // large body and stalls holds nothing.
     uint64_t charge = request.body().size();
+    if (charge < ServerLimits::kUnchargedBodyBytes && hand_off_on_io_) {
+      return HandleHere(std::move(request));
+    }
     if (charge < ServerLimits::kUnchargedBodyBytes) return Handle(std::move(request));
     phase_ = Phase::kAwaitingRoom;
     stream_.expires_never();  // the wait ends as requests in flight are handled
@@ -224,17 +229,30 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   void Handle(HttpMessage request) {
     phase_ = Phase::kHandling;
     asio::post(core_.handlers, [self = shared_from_this(), request = std::move(request)]() mutable {
-      // Past the shutdown deadline the connection is closed: the request is not run.
-      if (self->core_.abandoning()) return;
-      bool close = !request.keep_alive();
-      std::shared_ptr<OwedReply> owed;
-      std::optional<HttpReply> reply = self->Route(request, close, &owed);
-      if (reply) return self->Answer(std::move(*reply), close);
-      // An asynchronous route took the request: its body has been parsed or moved out, and
-      // the wait must not hold room in max_concurrent_body_bytes that other requests need.
-      self->ReleaseBody();
-      asio::post(self->stream_.get_executor(),
-                 [self, owed = std::move(owed)] { self->Watch(std::move(owed)); });
+      self->RouteAndAnswer(request);
+    });
+  }
+
+  // Handle on this strand, for a small request to a route that hands off on the I/O thread
+  // (HttpRoute::hand_off_on_io).
+  void HandleHere(HttpMessage request) {
+    phase_ = Phase::kHandling;
+    RouteAndAnswer(request);
+  }
+
+  // A handler thread, or the strand (HandleHere).
+  void RouteAndAnswer(HttpMessage& request) {
+    // Past the shutdown deadline the connection is closed: the request is not run.
+    if (core_.abandoning()) return;
+    bool close = !request.keep_alive();
+    std::shared_ptr<OwedReply> owed;
+    std::optional<HttpReply> reply = Route(request, close, &owed);
+    if (reply) return Answer(std::move(*reply), close);
+    // An asynchronous route took the request: its body has been parsed or moved out, and
+    // the wait must not hold room in max_concurrent_body_bytes that other requests need.
+    ReleaseBody();
+    asio::post(stream_.get_executor(), [self = shared_from_this(), owed = std::move(owed)] {
+      self->Watch(std::move(owed));
     });
   }
 
@@ -310,9 +328,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     const bool close_;
   };
 
-  // Handler thread. Moves the body out of `message` into the route's request. Returns the
-  // reply, or nullopt when an asynchronous route took the request (it answers later; then
-  // *owed_out is the reply it owes).
+  // Handler thread (or the strand: HandleHere). Moves the body out of `message` into the route's
+  // request. Returns the reply, or nullopt when an asynchronous route took the request (it answers
+  // later; then *owed_out is the reply it owes).
   std::optional<HttpReply> Route(HttpMessage& message, bool close,
                                  std::shared_ptr<OwedReply>* owed_out) {
     HttpRequest request;
@@ -470,6 +488,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   Phase phase_ = Phase::kAwaitingHead;
   bool shutting_down_ = false;         // Shutdown was called: answer what is in flight, then close
   uint64_t body_limit_ = 0;            // the body limit of the request being read
+  bool hand_off_on_io_ = false;        // its route is HttpRoute::hand_off_on_io
   std::array<char, 16 * 1024> drain_;  // lingering close: discarded input
   size_t lingered_ = 0;                // bytes discarded so far
   uint64_t requests_ = 0;              // requests read on this connection

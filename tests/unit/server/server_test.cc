@@ -20,6 +20,7 @@ namespace {
 
 using namespace test;  // NOLINT: the clients and helpers of server_test_support.h
 
+using testing::HttpCall;
 using testing::HttpGet;
 using testing::HttpResult;
 
@@ -200,6 +201,55 @@ TEST(ServerTest, APipelinedRequestBehindAnOwedReplyIsAnsweredAfterIt) {
   EXPECT_EQ(first.status, 201u) << first.text;
   HttpResult second = client.Read();
   EXPECT_EQ(second.status, 200u) << second.text;
+}
+
+TEST(ServerTest, AHandOffRouteRunsOnTheIoThreadForASmallBodyAndOnAHandlerThreadForALargeOne) {
+  std::mutex mu;
+  std::thread::id handler_thread;
+  std::vector<std::thread::id> hand_off_threads;
+  ServerOptions options;
+  options.handler_threads = 1;
+  HttpRoute where;  // a plain route: it runs on the one handler thread
+  where.method = "GET";
+  where.path = "/where";
+  where.handler = [&](const HttpRequest&) -> Result<json> {
+    std::lock_guard lock(mu);
+    handler_thread = std::this_thread::get_id();
+    return json::object();
+  };
+  options.routes.push_back(where);
+  HttpRoute hand_off;
+  hand_off.method = "POST";
+  hand_off.path = "/hand-off";
+  hand_off.hand_off_on_io = true;
+  hand_off.async_handler = [&](const HttpRequest& r, std::shared_ptr<HttpResponder> responder) {
+    {
+      std::lock_guard lock(mu);
+      hand_off_threads.push_back(std::this_thread::get_id());
+    }
+    if (r.body == "drop") return;  // the responder goes unanswered
+    responder->Send(HttpResponse::Json(200, json{{"bytes", r.body.size()}}));
+  };
+  options.routes.push_back(hand_off);
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+
+  ASSERT_EQ(HttpGet(server->port(), "/where").status, 200u);
+  HttpResult small = HttpCall(server->port(), http::verb::post, "/hand-off", "{}");
+  const std::string large_body(ServerLimits::kUnchargedBodyBytes + 1, 'x');
+  HttpResult large = HttpCall(server->port(), http::verb::post, "/hand-off", large_body);
+  HttpResult dropped = HttpCall(server->port(), http::verb::post, "/hand-off", "drop");
+
+  EXPECT_EQ(small.status, 200u) << small.text;
+  EXPECT_EQ(small.body["bytes"], 2);
+  EXPECT_EQ(large.status, 200u) << large.text;
+  EXPECT_EQ(large.body["bytes"], large_body.size());
+  EXPECT_EQ(dropped.status, 500u) << dropped.text;  // answered internal, as on a handler thread
+  std::lock_guard lock(mu);
+  ASSERT_EQ(hand_off_threads.size(), 3u);
+  EXPECT_NE(hand_off_threads[0], handler_thread);  // the small body: on the I/O thread
+  EXPECT_EQ(hand_off_threads[1], handler_thread);  // the large one: on the handler thread
+  EXPECT_NE(hand_off_threads[2], handler_thread);
 }
 
 TEST(ServerTest, AnAsyncRouteThatDropsItsResponderOrFailsAnswersAnError) {
