@@ -171,17 +171,34 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
                                       std::chrono::milliseconds timeout) {
     return s.StartActorCall(*raw, target, std::move(message), timeout);
   };
-  {
-    WriterLock lock(s.directory_mu);
-    s.directory.emplace(ref, actor->cell);
-  }
-  reactor->actor_count.fetch_add(1);
+  std::shared_ptr<ActorCell> cell = actor->cell;
   auto owned = std::make_shared<std::unique_ptr<Actor>>(std::move(actor));
-  REEF_RETURN_IF_ERROR(s.OnReactor(*reactor, [&s, owned, ref](Reactor& r) {
+  auto insert = [&s, owned, ref](Reactor& r) {
     Actor& a = **owned;
     r.actors.emplace(ref, std::move(*owned));
     if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.insert(ref);
     s.Publish(LifecycleKind::kSpawned, a, a.implementation->id);
+  };
+  reactor->actor_count.fetch_add(1);
+  if (s.options.mode == SchedulingMode::kFreeRunning && CurrentReactor() != reactor) {
+    // The insertion is posted before the ref is findable, so anything that finds it (a send,
+    // an inspect, a kill: all posted to the same reactor) comes after it in the reactor's
+    // queue: the caller need not wait for the round trip (spawn rate, spec 003).
+    if (s.shutting_down.load(std::memory_order_acquire)) {
+      reactor->actor_count.fetch_sub(1);
+      return Status::Unavailable("the actor runtime is shutting down");
+    }
+    reactor->Post(std::move(insert));
+    WriterLock lock(s.directory_mu);
+    s.directory.emplace(ref, std::move(cell));
+    return ref;
+  }
+  {
+    WriterLock lock(s.directory_mu);
+    s.directory.emplace(ref, std::move(cell));
+  }
+  REEF_RETURN_IF_ERROR(s.OnReactor(*reactor, [&insert](Reactor& r) {
+    insert(r);
     return Status::Ok();
   }));
   return ref;

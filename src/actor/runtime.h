@@ -120,9 +120,12 @@ class Runtime {
 
   // ---- actors -------------------------------------------------------------------------
 
-  // Creates an actor (incarnation 1, status idle) with an explicit initial state.
+  // Creates an actor (incarnation 1, status idle) with an explicit initial state. Free-running,
+  // from a thread other than the actor's reactor: returns without waiting for that reactor;
+  // the actor's insertion is queued on it ahead of anything later done with the ref (sends,
+  // inspects, lifecycle operations), so the actor is there for all of them.
   // Errors: LimitExceeded (state over the value limits), InvalidArgument (capacity 0),
-  // FailedPrecondition (the named reactor is not Up, or none is).
+  // FailedPrecondition (the named reactor is not Up, or none is), Unavailable (shutting down).
   Result<ActorRef> Spawn(std::shared_ptr<const Implementation> implementation, Value state,
                          const SpawnOptions& options = {});
 

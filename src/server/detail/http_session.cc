@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -178,8 +179,8 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   // Gives the body's room in max_concurrent_body_bytes back: once it is handled, or when it
   // will not be. The strand, or the handler thread while the request is being handled.
   void ReleaseBody() {
-    if (body_charge_ == 0) return;
-    uint64_t charge = std::exchange(body_charge_, 0);
+    uint64_t charge = body_charge_.exchange(0, std::memory_order_acq_rel);
+    if (charge == 0) return;
     core_.bodies.Release(charge);
     if (charge >= ServerLimits::kTrimAfterBodyBytes) ::malloc_trim(0);
   }
@@ -217,7 +218,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     auto waiting = std::make_shared<HttpMessage>(std::move(request));
     core_.bodies.Acquire(charge, [self = shared_from_this(), charge, waiting] {
       asio::post(self->stream_.get_executor(), [self, charge, waiting] {
-        self->body_charge_ = charge;
+        self->body_charge_.store(charge, std::memory_order_release);
         if (self->phase_ != Phase::kAwaitingRoom) return self->ReleaseBody();  // closed
         self->Handle(std::move(*waiting));
       });
@@ -494,7 +495,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   uint64_t requests_ = 0;              // requests read on this connection
   // Bytes this request holds in max_concurrent_body_bytes (0: none). The strand, or the
   // handler thread while the request is being handled (ReleaseBody).
-  uint64_t body_charge_ = 0;
+  // Atomic: an async route that answers at once releases it on the strand (Answer) while the
+  // handler thread that ran the route releases it too (RouteAndAnswer); one of them gets it.
+  std::atomic<uint64_t> body_charge_{0};
   // The reply an asynchronous route owes while Watch waits on the socket (null otherwise).
   std::shared_ptr<OwedReply> watching_;
 };

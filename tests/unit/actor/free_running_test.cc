@@ -140,6 +140,31 @@ TEST(FreeRunningTest, CallWaitsForTheHandlersReply) {
   EXPECT_NE(silent.status().message().find("without replying"), std::string::npos);
 }
 
+TEST(FreeRunningTest, SpawnOnABusyReactorReturnsAtOnceAndLaterOperationsFindTheActor) {
+  auto runtime = FreeRunning(1);
+  // Given the one reactor busy with a task that waits for this test
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  ASSERT_TRUE(runtime->Post(0, [released] { released.wait(); }).ok());
+  // when a host thread spawns an actor and sends it a message meanwhile
+  auto ref = runtime->Spawn(LoadGuest("counter"), Value::Int(1));
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();  // (it did not wait for the reactor)
+  SendOutcome sent = runtime->TrySend(*ref, test_support::Json(R"({"op":"add","value":4})"));
+  ASSERT_TRUE(sent.status.ok()) << sent.status.ToString();
+  release.set_value();
+  // then the actor was there for the message, which it handled
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Result<ActorSnapshot> snapshot = runtime->Inspect(*ref);
+  while (snapshot.ok() && snapshot->state.as_int() != 5 &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(2));
+    snapshot = runtime->Inspect(*ref);
+  }
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status().ToString();
+  EXPECT_EQ(snapshot->state.as_int(), 5);
+  EXPECT_EQ(snapshot->incarnation, 1u);
+}
+
 TEST(FreeRunningTest, ReactorsCountTheHostTasksWaitingAndRun) {
   auto runtime = FreeRunning(2);
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(runtime->PostAndWait(1, [] {}).ok());
