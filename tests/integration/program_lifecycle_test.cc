@@ -62,6 +62,11 @@ TEST_F(ProgramTest, DrainMovesInstancesOffTheReactorAndInvocationsGoOn) {
     EXPECT_EQ(last.status, 412u) << last.text;
   }
   EXPECT_EQ(Post(port_, "/reactors/99/drain", json::object()).status, 404u);
+  // A timeout in the body instead of the query is refused, not ignored.
+  HttpResult in_body =
+      Post(port_, "/reactors/" + std::to_string(drained) + "/drain", json{{"timeout_ms", 10}});
+  EXPECT_EQ(in_body.status, 400u) << in_body.text;
+  EXPECT_NE(in_body.text.find("?timeout_ms="), std::string::npos) << in_body.text;
 }
 
 TEST_F(ProgramTest, DrainWaitsForABusyInstanceAndFinishesOnceItIsFree) {

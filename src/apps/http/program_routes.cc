@@ -291,6 +291,15 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
     if (!id) {
       return responder->Send(Status::NotFound(fmt::format("no reactor \"{}\"", r.PathParam("id"))));
     }
+    if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+      // Nothing in a body is ignored silently: {"timeout_ms": N} would drain with 5 s.
+      json body = json::parse(r.body, nullptr, false);
+      if (!body.is_object() || !body.empty()) {
+        return responder->Send(Status::InvalidArgument(
+            "a drain takes no body (or {}); pass its timeout as a query parameter: "
+            "POST /reactors/{id}/drain?timeout_ms=N"));
+      }
+    }
     auto timeout = NumberParam(r, "timeout_ms", 5'000, 0, 60'000);
     if (!timeout.ok()) return responder->Send(timeout.status());
     rt->DrainAsync(*id, std::chrono::milliseconds(*timeout),
