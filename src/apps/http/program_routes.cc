@@ -179,21 +179,30 @@ void Invoke(ProgramRuntime& runtime, const HttpRequest& r,
                       });
 }
 
+// A route answered through its responder (docs/http-api.md: these wait for a reactor, a pool
+// or a guest, never on a server thread).
+HttpRoute AsyncRoute(std::string method, std::string path, std::string summary,
+                     server::HttpAsyncHandler handler) {
+  HttpRoute route;
+  route.method = std::move(method);
+  route.path = std::move(path);
+  route.summary = std::move(summary);
+  route.async_handler = std::move(handler);
+  return route;
+}
+
 }  // namespace
 
 std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
   ProgramRuntime* rt = &runtime;
   std::vector<HttpRoute> routes;
 
-  HttpRoute deploy;
-  deploy.method = "POST";
-  deploy.path = "/programs";
-  deploy.summary = "deploy a program ({\"manifest\": ..., \"modules\": {name: base64}})";
+  HttpRoute deploy = AsyncRoute(
+      "POST", "/programs", "deploy a program ({\"manifest\": ..., \"modules\": {name: base64}})",
+      [rt](const HttpRequest& r, std::shared_ptr<server::HttpResponder> responder) {
+        Deploy(*rt, r, std::move(responder));
+      });
   deploy.max_body_bytes = kMaxDeployBytes;
-  deploy.async_handler = [rt](const HttpRequest& r,
-                              std::shared_ptr<server::HttpResponder> responder) {
-    Deploy(*rt, r, std::move(responder));
-  };
   routes.push_back(std::move(deploy));
 
   routes.push_back({"GET", "/programs/current",
@@ -222,56 +231,50 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
                                   {"units", std::move(units)}};
                     },
                     "the units of the deployed program with their counters"});
-  HttpRoute instances;
-  instances.method = "GET";
-  instances.path = "/units/{unit}/instances";
-  instances.summary = "the unit's live instances";
-  instances.async_handler = [rt](const HttpRequest& r,
-                                 std::shared_ptr<server::HttpResponder> responder) {
-    std::string unit(r.PathParam("unit"));
-    rt->InstancesAsync(unit, [unit, responder = std::move(responder)](
-                                 Result<std::vector<program::InstanceInfo>> listed) {
-      if (!listed.ok()) return responder->Send(listed.status());
-      json list = json::array();
-      for (const auto& i : *listed) list.push_back(InstanceJson(i));
-      responder->Send(
-          HttpResponse::Json(200, json{{"unit", unit}, {"instances", std::move(list)}}));
-    });
-  };
+  HttpRoute instances =
+      AsyncRoute("GET", "/units/{unit}/instances", "the unit's live instances",
+                 [rt](const HttpRequest& r, std::shared_ptr<server::HttpResponder> responder) {
+                   std::string unit(r.PathParam("unit"));
+                   rt->InstancesAsync(unit, [unit, responder = std::move(responder)](
+                                                Result<std::vector<program::InstanceInfo>> listed) {
+                     if (!listed.ok()) return responder->Send(listed.status());
+                     json list = json::array();
+                     for (const auto& i : *listed) list.push_back(InstanceJson(i));
+                     responder->Send(HttpResponse::Json(
+                         200, json{{"unit", unit}, {"instances", std::move(list)}}));
+                   });
+                 });
   routes.push_back(std::move(instances));
 
-  HttpRoute invoke;
-  invoke.method = "POST";
-  invoke.path = "/units/{unit}/invoke";
-  invoke.summary = "invoke a unit (body: the message); ?mode=wait|enqueue|try&instance=N";
-  invoke.async_handler = [rt](const HttpRequest& r,
-                              std::shared_ptr<server::HttpResponder> responder) {
-    Invoke(*rt, r, std::move(responder));
-  };
+  HttpRoute invoke =
+      AsyncRoute("POST", "/units/{unit}/invoke",
+                 "invoke a unit (body: the message); ?mode=wait|enqueue|try&instance=N",
+                 [rt](const HttpRequest& r, std::shared_ptr<server::HttpResponder> responder) {
+                   Invoke(*rt, r, std::move(responder));
+                 });
   // Parsed and routed on the connection's I/O thread; only a new instance's spawn waits, for
   // its reactor to take it (a slice at most).
   invoke.hand_off_on_io = true;
   routes.push_back(std::move(invoke));
 
-  HttpRoute kill;
-  kill.method = "POST";
-  kill.path = "/units/{unit}/instances/{instance}/kill";
-  kill.summary = "kill the instance's invocation; the instance is poisoned (reset)";
-  kill.async_handler = [rt](const HttpRequest& r,
-                            std::shared_ptr<server::HttpResponder> responder) {
-    auto instance = ParseNumber<uint32_t>(r.PathParam("instance"));
-    if (!instance || *instance == 0) {
-      return responder->Send(
-          Status::NotFound(fmt::format("no instance \"{}\"", r.PathParam("instance"))));
-    }
-    std::string unit(r.PathParam("unit"));
-    rt->KillAsync(unit, *instance,
-                  [unit, instance = *instance, responder = std::move(responder)](Status killed) {
-                    if (!killed.ok()) return responder->Send(killed);
-                    responder->Send(HttpResponse::Json(
-                        200, json{{"unit", unit}, {"instance", instance}, {"killed", true}}));
-                  });
-  };
+  HttpRoute kill = AsyncRoute(
+      "POST", "/units/{unit}/instances/{instance}/kill",
+      "kill the instance's invocation; the instance is poisoned (reset)",
+      [rt](const HttpRequest& r, std::shared_ptr<server::HttpResponder> responder) {
+        auto instance = ParseNumber<uint32_t>(r.PathParam("instance"));
+        if (!instance || *instance == 0) {
+          return responder->Send(
+              Status::NotFound(fmt::format("no instance \"{}\"", r.PathParam("instance"))));
+        }
+        std::string unit(r.PathParam("unit"));
+        rt->KillAsync(
+            unit, *instance,
+            [unit, instance = *instance, responder = std::move(responder)](Status killed) {
+              if (!killed.ok()) return responder->Send(killed);
+              responder->Send(HttpResponse::Json(
+                  200, json{{"unit", unit}, {"instance", instance}, {"killed", true}}));
+            });
+      });
   routes.push_back(std::move(kill));
   routes.push_back({"GET", "/reactors",
                     [rt](const HttpRequest&) -> Result<json> {
@@ -281,33 +284,32 @@ std::vector<HttpRoute> ProgramRoutes(ProgramRuntime& runtime) {
                       return json{{"reactors", std::move(list)}};
                     },
                     "the reactor threads that host unit instances"});
-  HttpRoute drain;
-  drain.method = "POST";
-  drain.path = "/reactors/{id}/drain";
-  drain.summary = "stop placing instances on a reactor and move its idle ones away";
-  drain.async_handler = [rt](const HttpRequest& r,
-                             std::shared_ptr<server::HttpResponder> responder) {
-    auto id = ParseNumber<uint32_t>(r.PathParam("id"));
-    if (!id) {
-      return responder->Send(Status::NotFound(fmt::format("no reactor \"{}\"", r.PathParam("id"))));
-    }
-    if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
-      // Nothing in a body is ignored silently: {"timeout_ms": N} would drain with 5 s.
-      json body = json::parse(r.body, nullptr, false);
-      if (!body.is_object() || !body.empty()) {
-        return responder->Send(Status::InvalidArgument(
-            "a drain takes no body (or {}); pass its timeout as a query parameter: "
-            "POST /reactors/{id}/drain?timeout_ms=N"));
-      }
-    }
-    auto timeout = NumberParam(r, "timeout_ms", 5'000, 0, 60'000);
-    if (!timeout.ok()) return responder->Send(timeout.status());
-    rt->DrainAsync(*id, std::chrono::milliseconds(*timeout),
-                   [responder = std::move(responder)](Result<actor::ReactorInfo> info) {
-                     if (!info.ok()) return responder->Send(info.status());
-                     responder->Send(HttpResponse::Json(200, ReactorJson(*info)));
-                   });
-  };
+  HttpRoute drain = AsyncRoute(
+      "POST", "/reactors/{id}/drain",
+      "stop placing instances on a reactor and move its idle ones away",
+      [rt](const HttpRequest& r, std::shared_ptr<server::HttpResponder> responder) {
+        auto id = ParseNumber<uint32_t>(r.PathParam("id"));
+        if (!id) {
+          return responder->Send(
+              Status::NotFound(fmt::format("no reactor \"{}\"", r.PathParam("id"))));
+        }
+        if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+          // Nothing in a body is ignored silently: {"timeout_ms": N} would drain with 5 s.
+          json body = json::parse(r.body, nullptr, false);
+          if (!body.is_object() || !body.empty()) {
+            return responder->Send(Status::InvalidArgument(
+                "a drain takes no body (or {}); pass its timeout as a query parameter: "
+                "POST /reactors/{id}/drain?timeout_ms=N"));
+          }
+        }
+        auto timeout = NumberParam(r, "timeout_ms", 5'000, 0, 60'000);
+        if (!timeout.ok()) return responder->Send(timeout.status());
+        rt->DrainAsync(*id, std::chrono::milliseconds(*timeout),
+                       [responder = std::move(responder)](Result<actor::ReactorInfo> info) {
+                         if (!info.ok()) return responder->Send(info.status());
+                         responder->Send(HttpResponse::Json(200, ReactorJson(*info)));
+                       });
+      });
   routes.push_back(std::move(drain));
   return routes;
 }
