@@ -63,6 +63,8 @@ struct TickRun {
 
 void TickStep(Runtime::State& s, Reactor& home, std::shared_ptr<TickRun> run) {
   if (!run->in_tick) {
+    // Asked before every tick, the first too: a caller gone before its ticks began runs none.
+    if (run->keep_going && !run->keep_going()) return run->Finish(run->report);
     run->order.assign(run->group->members.begin(), run->group->members.end());
     run->next = 0;
     run->in_tick = true;
@@ -71,9 +73,7 @@ void TickStep(Runtime::State& s, Reactor& home, std::shared_ptr<TickRun> run) {
                                        std::chrono::steady_clock::now() + kTickPart);
   if (tick_done) {
     run->in_tick = false;
-    if (--run->left == 0 || (run->keep_going && !run->keep_going())) {
-      return run->Finish(run->report);
-    }
+    if (--run->left == 0) return run->Finish(run->report);
   }
   // Behind what arrived meanwhile: the next part (or tick) comes after it (spec 001 tick
   // order: what arrived during a tick is seen by the next one at the latest).
@@ -95,7 +95,7 @@ void Runtime::TickAsync(std::shared_ptr<ActorGroup> group, uint32_t count, uint6
     std::lock_guard lock(s.manual_mu);
     TickReport report;
     for (uint32_t tick = 0; tick < count; ++tick) {
-      if (tick > 0 && keep_going && !keep_going()) break;
+      if (keep_going && !keep_going()) break;
       // What arrived since the last tick: call completions that wake awaiting actors, and the
       // timers of calls (deadlines, retries on a full mailbox).
       for (auto& reactor : s.reactors) {

@@ -172,12 +172,14 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
     return s.StartActorCall(*raw, target, std::move(message), timeout);
   };
   std::shared_ptr<ActorCell> cell = actor->cell;
+  // Published here, before the actor can act, so a spawn that returned has its event (and it
+  // precedes every event of the actor).
+  s.Publish(LifecycleKind::kSpawned, *actor, actor->implementation->id);
   auto owned = std::make_shared<std::unique_ptr<Actor>>(std::move(actor));
-  auto insert = [&s, owned, ref](Reactor& r) {
+  auto insert = [owned, ref](Reactor& r) {
     Actor& a = **owned;
     r.actors.emplace(ref, std::move(*owned));
     if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.insert(ref);
-    s.Publish(LifecycleKind::kSpawned, a, a.implementation->id);
   };
   reactor->actor_count.fetch_add(1);
   if (s.options.mode == SchedulingMode::kFreeRunning && CurrentReactor() != reactor) {

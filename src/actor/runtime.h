@@ -206,7 +206,7 @@ class Runtime {
   Result<TickReport> Tick(uint32_t count, uint64_t budget = 0, ActorGroup* group = nullptr);
   // Tick without blocking: `done` gets the result once, on the home reactor (the caller's
   // thread for an error found at once, and in a manual runtime), and must not block.
-  // `keep_going` (optional) is asked before every tick after the first: false ends early.
+  // `keep_going` (optional) is asked before every tick, the first too: false ends there.
   using TickDone = std::function<void(Result<TickReport>)>;
   void TickAsync(std::shared_ptr<ActorGroup> group, uint32_t count, uint64_t budget,
                  std::function<bool()> keep_going, TickDone done);

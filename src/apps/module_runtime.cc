@@ -240,12 +240,17 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
   return runtime;
 }
 
+void ModuleRuntime::BeginStop() {
+  MutexLock lock(impl_->flight_mu);
+  impl_->stopping = true;
+  impl_->stop_requested.store(true, std::memory_order_relaxed);
+}
+
 void ModuleRuntime::Stop() {
+  BeginStop();
   {
     // Executions and queries in progress end first; they need the reactors and I/O threads.
     MutexLock lock(impl_->flight_mu);
-    impl_->stopping = true;
-    impl_->stop_requested.store(true, std::memory_order_relaxed);
     while (impl_->in_flight > 0) impl_->flight_cv.Wait(impl_->flight_mu);
   }
   // The reactors' instances end on their reactors' threads, like any instance that ran there.

@@ -206,6 +206,11 @@ class ModuleRuntime {
   // Refuses new executions and queries, waits for those in progress, and stops every module
   // thread (idempotent; the destructor calls it).
   void Stop();
+  // The start of a shutdown, before the server's graceful stop, without waiting: new
+  // executions and queries are refused, executions that have not appended end at their next
+  // step, queries not started are not run and running ones are interrupted (all answered
+  // Unavailable while the server still answers). Idempotent; any thread.
+  void BeginStop();
 
   struct Impl;
 

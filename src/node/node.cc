@@ -270,8 +270,10 @@ void Node::Stop() {
   stopped_ = true;
   if (auto code = wasm::Engine::DefaultOptions().native_code; code != nullptr) code->Shutdown();
   // Invocations waiting for a unit are answered 503 now, not when their timeout ends (the
-  // server's graceful stop would wait for them up to its shutdown timeout, then cut them).
-  if (programs_) programs_->RefuseInvocations();
+  // server's graceful stop would wait for them up to its shutdown timeout, then cut them);
+  // so are drains, command executions that have not appended and projector queries.
+  if (programs_) programs_->BeginStop();
+  if (modules_) modules_->BeginStop();
   if (server_) server_->Stop();
   if (subscriptions_) subscriptions_->Stop();
   server_.reset();

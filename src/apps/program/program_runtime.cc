@@ -96,12 +96,21 @@ Result<InvokeMode> ParseInvokeMode(std::string_view name) {
 }
 
 Result<uint32_t> ProgramRuntime::State::NextReactor() {
-  std::vector<uint32_t> up;
+  std::vector<actor::ReactorInfo> up;
   for (const actor::ReactorInfo& r : runtime->Reactors()) {
-    if (r.liveness == actor::ReactorLiveness::kUp) up.push_back(r.id);
+    if (r.liveness == actor::ReactorLiveness::kUp) up.push_back(r);
   }
   if (up.empty()) return Status::Unavailable("no reactor is up to host a new instance");
-  return up[reactor_cursor.fetch_add(1) % up.size()];
+  // The Up reactor hosting the fewest actors (all of the fleet's: a reactor that holds
+  // thousands of the image's actors gets no new instance while others are lighter); among
+  // equals, the next in turn.
+  const size_t start = reactor_cursor.fetch_add(1);
+  const actor::ReactorInfo* best = nullptr;
+  for (size_t k = 0; k < up.size(); ++k) {
+    const actor::ReactorInfo& candidate = up[(start + k) % up.size()];
+    if (best == nullptr || candidate.actors < best->actors) best = &candidate;
+  }
+  return best->id;
 }
 
 Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
@@ -268,6 +277,15 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
 void ProgramRuntime::RefuseInvocations() {
   state_->refusing.store(true);
   state_->runtime->FailPendingCalls(std::string(kShuttingDown));
+}
+
+void ProgramRuntime::BeginStop() {
+  RefuseInvocations();
+  {
+    MutexLock lock(state_->stop_mu);
+    state_->stopping = true;  // Drain's loop ends at its next look
+  }
+  state_->stop_cv.NotifyAll();
 }
 
 Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Program> program) {

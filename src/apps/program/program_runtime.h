@@ -164,6 +164,10 @@ class ProgramRuntime {
   // For a shutdown: every invocation still waiting ends now with kUnavailable ("Reef is
   // shutting down"), and so does every later one, at once. Idempotent; any thread.
   void RefuseInvocations();
+  // The start of a shutdown, before the server's graceful stop: RefuseInvocations, and every
+  // drain in progress ends now with Unavailable (so its caller is answered while the server
+  // still answers). Idempotent; any thread.
+  void BeginStop();
 
   // The current program's units, by name.
   std::vector<UnitInfo> Units();

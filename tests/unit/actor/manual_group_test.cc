@@ -163,7 +163,8 @@ TEST(ManualGroupTest, TickAsyncHoldsNoCallerAndStopsWhenAskedTo) {
   for (int i = 0; i < 50; ++i) {
     ASSERT_TRUE(fleet->TrySend(counter, Json(R"({"op":"add","value":1})")).status.ok());
   }
-  // keep_going answers false on its third question: three ticks run, one commit each
+  // keep_going, asked before each tick, answers false on its third question: two ticks run,
+  // one commit each
   std::atomic<int> asked{0};
   std::promise<Result<TickReport>> answer;
   auto future = answer.get_future();
@@ -173,9 +174,18 @@ TEST(ManualGroupTest, TickAsyncHoldsNoCallerAndStopsWhenAskedTo) {
   ASSERT_EQ(future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   Result<TickReport> report = future.get();
   ASSERT_TRUE(report.ok()) << report.status().ToString();
-  EXPECT_EQ(report->commits, 3u);
+  EXPECT_EQ(report->commits, 2u);
   EXPECT_EQ(asked.load(), 3);
-  EXPECT_EQ(fleet->Inspect(counter)->state.as_int(), 3);
+  EXPECT_EQ(fleet->Inspect(counter)->state.as_int(), 2);
+  // and a caller already gone (keep_going false at once) runs no tick at all
+  std::promise<Result<TickReport>> none;
+  fleet->TickAsync(
+      group, 5, 1'000'000, [] { return false; },
+      [&none](Result<TickReport> r) { none.set_value(std::move(r)); });
+  Result<TickReport> empty = none.get_future().get();
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty->slices, 0u);
+  EXPECT_EQ(fleet->Inspect(counter)->state.as_int(), 2);
 
   // A free-running group cannot be ticked
   auto refused = fleet->Tick(1);

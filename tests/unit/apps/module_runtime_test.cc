@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -160,13 +161,19 @@ TEST_F(ModuleRuntimeTest, AProjectorQueryRunningWhenTheServerStopsEndsAtOnce) {
       "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r) SELECT count(*) AS n FROM r",
       json::array(), [&answer](Result<json> rows) { answer.set_value(std::move(rows)); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  // when the runtime stops
-  runtime_->Stop();
-  // then the query was interrupted, unavailable, instead of holding the stop
-  ASSERT_EQ(answered.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  // when the shutdown begins (Node::Stop: before the server's graceful stop)
+  runtime_->BeginStop();
+  // then the query is interrupted, unavailable, instead of running out its time bound
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(30)), std::future_status::ready);
   Result<json> rows = answered.get();
   EXPECT_EQ(rows.status().code(), Code::kUnavailable) << rows.status().ToString();
   EXPECT_NE(rows.status().message().find("stopping"), std::string::npos);
+  // and a new query is refused at once
+  std::optional<Status> refused;
+  runtime_->QueryProjectorAsync("ticks", "SELECT 1", json::array(),
+                                [&refused](Result<json> r) { refused = r.status(); });
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->code(), Code::kUnavailable);
 }
 
 // One statement that builds no large value but grows a 2 GB aggregate (the review's query).

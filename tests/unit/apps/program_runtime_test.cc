@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "actor/actor.h"
 #include "core/json.h"
 #include "events/http/event_json.h"
 
@@ -443,6 +444,26 @@ TEST_F(ProgramRuntimeTest, DrainAsyncAnswersEachDrainOnceAndRefusesPastItsQueue)
   ASSERT_TRUE(KillRunning("c", 1).ok());
 }
 
+TEST_F(ProgramRuntimeTest, NewInstancesGoToTheReactorHostingTheFewestActors) {
+  // Given reactor 0 of the two crowded with 20 other actors of the fleet (as the image's are)
+  auto module = wasm::Module::FromFile(std::string(REEF_GUEST_DIR) + "/probe.wasm");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  auto implementation = actor::MakeImplementation(*module, "probe");
+  ASSERT_TRUE(implementation.ok()) << implementation.status().ToString();
+  actor::SpawnOptions on_zero;
+  on_zero.reactor = 0;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(runtime_->runtime().Spawn(*implementation, Value::Int(0), on_zero).ok());
+  }
+  // when three singletons get their instances
+  Deploy({{"a", kSingleton}, {"b", kSingleton}, {"c", kSingleton}});
+  for (const char* unit : {"a", "b", "c"}) {
+    ASSERT_EQ(Invoke(unit, R"({"op":"add","value":1})").failure, InvokeFailure::kNone) << unit;
+  }
+  // then all three are on the other reactor (round-robin would have put one or two on 0)
+  for (const char* unit : {"a", "b", "c"}) EXPECT_EQ(Instances(unit).at(0).reactor, 1u) << unit;
+}
+
 TEST_F(ProgramRuntimeTest, ADrainInProgressEndsWhenTheRuntimeStops) {
   // Given a drain that would wait 30 s for a spinning instance to leave its reactor
   Deploy({{"c", kSingleton}});
@@ -454,10 +475,10 @@ TEST_F(ProgramRuntimeTest, ADrainInProgressEndsWhenTheRuntimeStops) {
     answer.set_value(std::move(info));
   });
   std::this_thread::sleep_for(milliseconds(50));  // the drain is running (its first rounds)
-  // when the runtime stops
-  runtime_.reset();
-  // then the drain was answered, unavailable, instead of holding the stop for its timeout
-  ASSERT_EQ(answered.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  // when the shutdown begins (Node::Stop: before the server's graceful stop)
+  runtime_->BeginStop();
+  // then the drain is answered, unavailable, instead of holding the stop for its timeout
+  ASSERT_EQ(answered.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   Result<actor::ReactorInfo> info = answered.get();
   EXPECT_EQ(info.status().code(), Code::kUnavailable) << info.status().ToString();
 }

@@ -98,6 +98,8 @@ struct ProgramRuntime::State {
   // BuildProgram's trial instantiation, on a reactor of the fleet (the start function is
   // guest code); the calling thread waits. REQUIRES: not on a reactor thread.
   Status TrialInstantiate(const std::shared_ptr<const wasm::Module>& module);
+  // Where a new instance goes: the Up reactor hosting the fewest actors, ties in turn.
+  // Errors: Unavailable (no reactor is Up).
   Result<uint32_t> NextReactor();
   // Picks (or spawns) the instance an invocation goes to.
   Result<Instance*> Pick(UnitState& unit, const std::optional<uint32_t>& target,
