@@ -171,6 +171,10 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
                                       std::chrono::milliseconds timeout) {
     return s.StartActorCall(*raw, target, std::move(message), timeout);
   };
+  const bool post = s.options.mode == SchedulingMode::kFreeRunning && CurrentReactor() != reactor;
+  if (post && s.shutting_down.load(std::memory_order_acquire)) {
+    return Status::Unavailable("the actor runtime is shutting down");
+  }
   std::shared_ptr<ActorCell> cell = actor->cell;
   // Published here, before the actor can act, so a spawn that returned has its event (and it
   // precedes every event of the actor).
@@ -182,14 +186,10 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
     if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.insert(ref);
   };
   reactor->actor_count.fetch_add(1);
-  if (s.options.mode == SchedulingMode::kFreeRunning && CurrentReactor() != reactor) {
+  if (post) {
     // The insertion is posted before the ref is findable, so anything that finds it (a send,
     // an inspect, a kill: all posted to the same reactor) comes after it in the reactor's
     // queue: the caller need not wait for the round trip (spawn rate, spec 003).
-    if (s.shutting_down.load(std::memory_order_acquire)) {
-      reactor->actor_count.fetch_sub(1);
-      return Status::Unavailable("the actor runtime is shutting down");
-    }
     reactor->Post(std::move(insert));
     WriterLock lock(s.directory_mu);
     s.directory.emplace(ref, std::move(cell));

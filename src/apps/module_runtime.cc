@@ -242,7 +242,6 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
 
 void ModuleRuntime::BeginStop() {
   MutexLock lock(impl_->flight_mu);
-  impl_->stopping = true;
   impl_->stop_requested.store(true, std::memory_order_relaxed);
 }
 
@@ -387,7 +386,8 @@ Result<json> ModuleRuntime::QueryProjector(std::string_view name, std::string_vi
 
 Status ModuleRuntime::Impl::Enter(std::string_view what) {
   MutexLock lock(flight_mu);
-  if (stopping) return Status::Unavailable(fmt::format("{}: the server is stopping", what));
+  if (stop_requested.load(std::memory_order_relaxed))
+    return Status::Unavailable(fmt::format("{}: the server is stopping", what));
   if (in_flight >= options.max_executions) {
     return Status::Unavailable(
         fmt::format("{}: {} command executions and projector queries are in progress, the "

@@ -90,9 +90,9 @@ struct ModuleRuntime::Impl {
   Mutex flight_mu;
   CondVar flight_cv;
   uint32_t in_flight GUARDED_BY(flight_mu) = 0;
-  bool stopping GUARDED_BY(flight_mu) = false;
-  // `stopping`, readable without the lock: executions end at their next attempt and queries
-  // that have not started (or are running) end with Unavailable once it is set.
+  // Whether the stop began (BeginStop): Enter refuses, executions end at their next attempt or
+  // fold, queries not started are not run and running ones are interrupted. Read without the
+  // lock on those paths; written under flight_mu, so Stop's wait sees no later Enter.
   std::atomic<bool> stop_requested{false};
   // Counts one more in flight; false (nothing counted) when stopping or at max_executions.
   Status Enter(std::string_view what) EXCLUDES(flight_mu);

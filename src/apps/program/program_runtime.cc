@@ -455,11 +455,7 @@ actor::Runtime& ProgramRuntime::runtime() {
 ProgramRuntime::ProgramRuntime(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 ProgramRuntime::~ProgramRuntime() {
-  {
-    MutexLock lock(state_->stop_mu);
-    state_->stopping = true;  // ends drains in progress early (Drain)
-  }
-  state_->stop_cv.NotifyAll();
+  BeginStop();               // ends drains in progress early (Drain)
   state_->deploys.reset();   // waits for the deploy in progress; drops those waiting
   state_->drains.reset();    // the same for drains
   state_->controls.reset();  // and for views and kills

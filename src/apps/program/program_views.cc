@@ -143,13 +143,19 @@ void ProgramRuntime::DrainAsync(uint32_t reactor, std::chrono::milliseconds time
                   kMaxWaitingDrains));
 }
 
+namespace {
+std::string ControlsRefusal() {
+  return fmt::format(
+      "{} unit views and kills are waiting already (or Reef is shutting down); try again shortly",
+      ProgramRuntime::kMaxWaitingControls);
+}
+}  // namespace
+
 void ProgramRuntime::InstancesAsync(std::string unit, InstancesDone done) {
   SubmitForResult<std::vector<InstanceInfo>>(
       *state_->controls, "listing instances",
       [this, unit = std::move(unit)] { return Instances(unit); }, std::move(done),
-      fmt::format("{} unit views and kills are waiting already (or Reef is shutting down); "
-                  "try again shortly",
-                  kMaxWaitingControls));
+      ControlsRefusal());
 }
 
 void ProgramRuntime::KillAsync(std::string unit, uint32_t instance, KillDone done) {
@@ -159,10 +165,7 @@ void ProgramRuntime::KillAsync(std::string unit, uint32_t instance, KillDone don
         REEF_RETURN_IF_ERROR(Kill(unit, instance));
         return true;
       },
-      [done = std::move(done)](Result<bool> killed) { done(killed.status()); },
-      fmt::format("{} unit views and kills are waiting already (or Reef is shutting down); "
-                  "try again shortly",
-                  kMaxWaitingControls));
+      [done = std::move(done)](Result<bool> killed) { done(killed.status()); }, ControlsRefusal());
 }
 
 }  // namespace reef::apps::program

@@ -101,6 +101,14 @@ class ModuleRuntimeTest : public ::testing::Test {
   }
 
   // Reopens the runtime with `options`, the test_command guest active as command "count".
+  // Options for a fleet of one reactor and one command I/O thread.
+  static RuntimeOptions OneReactorOneIoThread() {
+    RuntimeOptions options;
+    options.reactors = 1;
+    options.io_threads = 1;
+    return options;
+  }
+
   void ReopenWithCount(const RuntimeOptions& options) {
     Close();
     Open(options);

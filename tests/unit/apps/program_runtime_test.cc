@@ -1,7 +1,8 @@
 // Programs and units (spec 003; docs/programs.md): manifest rules, deploy validation and
 // atomic publication, routing (Specific, AnyOrSpawn), singleton pinning, round-robin
-// replicas, idle eviction, poisoning, drain, in-flight work on the old program, and a kept
-// program redeployed on restart. Real guests (tests/actors/probe.c), real reactor threads.
+// replicas, idle eviction, poisoning, in-flight work on the old program, and a kept program
+// redeployed on restart (drains and control operations: program_control_test.cc). Real guests
+// (tests/actors/probe.c), real reactor threads.
 #include "apps/program/program_runtime.h"
 
 #include <gtest/gtest.h>
@@ -20,132 +21,12 @@
 #include "actor/actor.h"
 #include "core/json.h"
 #include "events/http/event_json.h"
+#include "program_runtime_test_support.h"
 
 namespace reef::apps::program {
 namespace {
 
-using json = nlohmann::json;
-using std::chrono::milliseconds;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-const std::string& ProbeBase64() {
-  static const std::string encoded =
-      events::http::Base64Encode(ReadFile(std::string(REEF_GUEST_DIR) + "/probe.wasm"));
-  return encoded;
-}
-
-// A deploy body with one module "probe" and the given units.
-json Body(json units) {
-  return {
-      {"manifest", {{"program", "test"}, {"modules", {{"probe", "probe.wasm"}}}, {"units", units}}},
-      {"modules", {{"probe", ProbeBase64()}}}};
-}
-
-Value Op(const std::string& text) {
-  auto value = ValueFromJson(text, {});
-  EXPECT_TRUE(value.ok()) << text;
-  return *value;
-}
-
-class ProgramRuntimeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("reef-program-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    Open();
-  }
-  void TearDown() override {
-    runtime_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Open() {
-    runtime_.reset();
-    ProgramRuntimeOptions options;
-    options.data_dir = dir_;
-    options.reactors = 2;
-    options.eviction_interval = milliseconds(20);
-    auto runtime = ProgramRuntime::Open(options);
-    ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
-    runtime_ = std::move(*runtime);
-  }
-
-  DeployReport Deploy(const json& units) {
-    auto report = runtime_->Deploy(Body(units));
-    EXPECT_TRUE(report.ok()) << report.status().ToString();
-    return report.ok() ? *report : DeployReport{};
-  }
-
-  InvokeOutcome Invoke(const std::string& unit, const std::string& message,
-                       InvokeMode mode = InvokeMode::kWait,
-                       std::optional<uint32_t> instance = std::nullopt,
-                       milliseconds timeout = milliseconds(10'000)) {
-    InvokeRequest request;
-    request.unit = unit;
-    request.message = Op(message);
-    request.mode = mode;
-    request.instance = instance;
-    request.timeout = timeout;
-    return runtime_->Invoke(std::move(request));
-  }
-
-  std::vector<InstanceInfo> Instances(const std::string& unit) {
-    auto list = runtime_->Instances(unit);
-    EXPECT_TRUE(list.ok()) << list.status().ToString();
-    return list.ok() ? *list : std::vector<InstanceInfo>{};
-  }
-
-  // Kills instance `id` of `unit` once its invocation runs (a kill of an idle instance is
-  // refused: it has nothing to kill).
-  Status KillRunning(const std::string& unit, uint32_t id) {
-    Status killed = Status::Ok();
-    for (int i = 0; i < 500; ++i) {
-      killed = runtime_->Kill(unit, id);
-      if (killed.code() != Code::kFailedPrecondition) return killed;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return killed;
-  }
-
-  // Waits until `unit` has `count` instances.
-  bool WaitForInstances(const std::string& unit, size_t count, milliseconds within) {
-    auto until = std::chrono::steady_clock::now() + within;
-    while (std::chrono::steady_clock::now() < until) {
-      if (Instances(unit).size() == count) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
-  }
-
-  // True once instance `index` (0-based) of `unit` has status `status`.
-  bool WaitForStatus(const std::string& unit, size_t index, actor::ActorStatus status,
-                     milliseconds within) {
-    auto until = std::chrono::steady_clock::now() + within;
-    while (std::chrono::steady_clock::now() < until) {
-      auto instances = Instances(unit);
-      if (instances.size() > index && instances[index].status == status) return true;
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-    return false;
-  }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<ProgramRuntime> runtime_;
-};
-
-const json kSingleton = {{"module", "probe"}, {"placement", "singleton"}, {"initial_state", 0}};
-
-json Replicated(int limit, int inbox = 256, int idle_ms = 60'000, int initial = 0) {
-  return {{"module", "probe"},       {"placement", "replicated"},   {"instance_limit", limit},
-          {"inbox_capacity", inbox}, {"idle_eviction_ms", idle_ms}, {"initial_state", initial}};
-}
+using namespace test_support;  // NOLINT: the fixture and helpers of program_runtime_test_support.h
 
 TEST(ManifestTest, DefaultsAndEveryRuleHaveAClearAnswer) {
   json ok = {
@@ -379,134 +260,6 @@ TEST_F(ProgramRuntimeTest, PoisoningResetsOnlyTheFailedInstance) {
   EXPECT_EQ(Invoke("r", R"({"op":"reply"})", InvokeMode::kWait, 1).result, Value::Int(1));
   EXPECT_EQ(Instances("r")[0].incarnation, 2u);
   EXPECT_EQ(runtime_->Kill("r", 9).code(), Code::kNotFound);
-}
-
-TEST_F(ProgramRuntimeTest, DrainMovesInstancesWithTheirStateToAnotherReactor) {
-  Deploy({{"c", kSingleton}, {"r", Replicated(4)}});
-  ASSERT_EQ(Invoke("c", R"({"op":"add","value":7})").failure, InvokeFailure::kNone);
-  uint32_t from = Instances("c").at(0).reactor;
-  auto drained = runtime_->Drain(from, milliseconds(5'000));
-  ASSERT_TRUE(drained.ok()) << drained.status().ToString();
-  EXPECT_EQ(drained->liveness, actor::ReactorLiveness::kDown);
-  EXPECT_EQ(drained->actors, 0u);
-  EXPECT_NE(Instances("c").at(0).reactor, from);
-  EXPECT_EQ(Invoke("c", R"({"op":"reply"})").result, Value::Int(7));
-  // New instances avoid the drained reactor.
-  ASSERT_EQ(Invoke("r", R"({"op":"spin"})", InvokeMode::kEnqueue).failure, InvokeFailure::kNone);
-  ASSERT_EQ(Invoke("r", R"({"op":"spin"})", InvokeMode::kEnqueue).failure, InvokeFailure::kNone);
-  for (const InstanceInfo& i : Instances("r")) EXPECT_NE(i.reactor, from);
-  // The last Up reactor cannot be drained.
-  EXPECT_EQ(runtime_->Drain(1 - from, milliseconds(100)).status().code(),
-            Code::kFailedPrecondition);
-  EXPECT_EQ(runtime_->Drain(7, milliseconds(100)).status().code(), Code::kNotFound);
-  ASSERT_TRUE(KillRunning("r", 1).ok());
-  ASSERT_TRUE(KillRunning("r", 2).ok());
-}
-
-TEST_F(ProgramRuntimeTest, DrainAsyncAnswersEachDrainOnceAndRefusesPastItsQueue) {
-  // Given a singleton whose instance spins, so a drain of its reactor waits its whole timeout
-  Deploy({{"c", kSingleton}});
-  ASSERT_EQ(Invoke("c", R"({"op":"spin"})", InvokeMode::kTry).failure, InvokeFailure::kNone);
-  uint32_t busy = Instances("c").at(0).reactor;
-  // when 14 drains of that reactor (300 ms each) are handed over at once
-  constexpr int kDrains = 14;
-  std::mutex mu;
-  std::condition_variable answered;
-  std::vector<Result<actor::ReactorInfo>> infos;
-  for (int i = 0; i < kDrains; ++i) {
-    runtime_->DrainAsync(busy, milliseconds(300), [&](Result<actor::ReactorInfo> info) {
-      std::lock_guard lock(mu);
-      infos.push_back(std::move(info));
-      answered.notify_all();
-    });
-  }
-  // then those taken end with the reactor still draining (the busy instance keeps it), the
-  // rest are refused at once, and each is answered exactly once
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(
-        answered.wait_for(lock, std::chrono::seconds(30), [&] { return infos.size() == kDrains; }));
-  }
-  int drained = 0, refused = 0;
-  for (const auto& info : infos) {
-    if (info.ok()) {
-      EXPECT_EQ(info->liveness, actor::ReactorLiveness::kDraining);
-      ++drained;
-    } else {
-      EXPECT_EQ(info.status().code(), Code::kUnavailable) << info.status().ToString();
-      ++refused;
-    }
-  }
-  // (8 wait in the queue; the two threads may or may not have taken theirs off it yet)
-  EXPECT_GE(drained, static_cast<int>(ProgramRuntime::kMaxWaitingDrains));
-  EXPECT_LE(drained, static_cast<int>(2 + ProgramRuntime::kMaxWaitingDrains));
-  EXPECT_EQ(refused, kDrains - drained);
-  ASSERT_TRUE(KillRunning("c", 1).ok());
-}
-
-TEST_F(ProgramRuntimeTest, NewInstancesGoToTheReactorHostingTheFewestActors) {
-  // Given reactor 0 of the two crowded with 20 other actors of the fleet (as the image's are)
-  auto module = wasm::Module::FromFile(std::string(REEF_GUEST_DIR) + "/probe.wasm");
-  ASSERT_TRUE(module.ok()) << module.status().ToString();
-  auto implementation = actor::MakeImplementation(*module, "probe");
-  ASSERT_TRUE(implementation.ok()) << implementation.status().ToString();
-  actor::SpawnOptions on_zero;
-  on_zero.reactor = 0;
-  for (int i = 0; i < 20; ++i) {
-    ASSERT_TRUE(runtime_->runtime().Spawn(*implementation, Value::Int(0), on_zero).ok());
-  }
-  // when three singletons get their instances
-  Deploy({{"a", kSingleton}, {"b", kSingleton}, {"c", kSingleton}});
-  for (const char* unit : {"a", "b", "c"}) {
-    ASSERT_EQ(Invoke(unit, R"({"op":"add","value":1})").failure, InvokeFailure::kNone) << unit;
-  }
-  // then all three are on the other reactor (round-robin would have put one or two on 0)
-  for (const char* unit : {"a", "b", "c"}) EXPECT_EQ(Instances(unit).at(0).reactor, 1u) << unit;
-}
-
-TEST_F(ProgramRuntimeTest, ADrainInProgressEndsWhenTheRuntimeStops) {
-  // Given a drain that would wait 30 s for a spinning instance to leave its reactor
-  Deploy({{"c", kSingleton}});
-  ASSERT_EQ(Invoke("c", R"({"op":"spin"})", InvokeMode::kTry).failure, InvokeFailure::kNone);
-  uint32_t busy = Instances("c").at(0).reactor;
-  std::promise<Result<actor::ReactorInfo>> answer;
-  auto answered = answer.get_future();
-  runtime_->DrainAsync(busy, milliseconds(30'000), [&answer](Result<actor::ReactorInfo> info) {
-    answer.set_value(std::move(info));
-  });
-  std::this_thread::sleep_for(milliseconds(50));  // the drain is running (its first rounds)
-  // when the shutdown begins (Node::Stop: before the server's graceful stop)
-  runtime_->BeginStop();
-  // then the drain is answered, unavailable, instead of holding the stop for its timeout
-  ASSERT_EQ(answered.wait_for(std::chrono::seconds(10)), std::future_status::ready);
-  Result<actor::ReactorInfo> info = answered.get();
-  EXPECT_EQ(info.status().code(), Code::kUnavailable) << info.status().ToString();
-}
-
-TEST_F(ProgramRuntimeTest, InstanceViewsAndKillsAnswerThroughTheControlThreads) {
-  Deploy({{"c", kSingleton}});
-  ASSERT_EQ(Invoke("c", R"({"op":"add","value":2})").failure, InvokeFailure::kNone);
-  std::promise<Result<std::vector<InstanceInfo>>> listed;
-  runtime_->InstancesAsync("c", [&listed](Result<std::vector<InstanceInfo>> instances) {
-    listed.set_value(std::move(instances));
-  });
-  auto instances = listed.get_future().get();
-  ASSERT_TRUE(instances.ok()) << instances.status().ToString();
-  ASSERT_EQ(instances->size(), 1u);
-  EXPECT_EQ(instances->at(0).status, actor::ActorStatus::kIdle);
-  // An unknown unit and a kill of an idle instance answer their errors the same way
-  std::promise<Result<std::vector<InstanceInfo>>> unknown;
-  runtime_->InstancesAsync("nope", [&unknown](Result<std::vector<InstanceInfo>> none) {
-    unknown.set_value(std::move(none));
-  });
-  EXPECT_EQ(unknown.get_future().get().status().code(), Code::kNotFound);
-  std::promise<Status> killed;
-  runtime_->KillAsync("c", instances->at(0).instance,
-                      [&killed](Status status) { killed.set_value(std::move(status)); });
-  EXPECT_EQ(killed.get_future().get().code(), Code::kFailedPrecondition);
-  std::promise<Status> missing;
-  runtime_->KillAsync("c", 99, [&missing](Status status) { missing.set_value(std::move(status)); });
-  EXPECT_EQ(missing.get_future().get().code(), Code::kNotFound);
 }
 
 TEST_F(ProgramRuntimeTest, RedeployKeepsUnchangedUnitsAndFinishesInFlightWorkOnTheOldProgram) {
