@@ -44,7 +44,7 @@ std::string_view ActorStatusName(ActorStatus status);
 // runtime) sent it; actors see it as null.
 struct Envelope {
   std::optional<ActorRef> sender;
-  Value message;
+  CborValue message;  // checked against the runtime's value limits when it was sent
 
   friend bool operator==(const Envelope&, const Envelope&) = default;
 };

@@ -21,7 +21,7 @@ int32_t FailureCode(const Status& status, bool queued) {
 
 }  // namespace
 
-int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Value message,
+int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, CborValue message,
                                        std::chrono::milliseconds timeout) {
   const ActorRef& self = actor.cell->ref;
   if (target == self) return kCallCycle;
@@ -47,8 +47,8 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Val
   // An actor with an active invocation never moves (Drain leaves it), so its reactor now is
   // where it is resumed.
   Reactor* home = reactors[actor.cell->reactor.load(std::memory_order_acquire)].get();
-  slot->on_done = [this, home, self, id](Result<Value> reply, bool queued) {
-    auto outcome = std::make_shared<Result<Value>>(std::move(reply));
+  slot->on_done = [this, home, self, id](Result<CborValue> reply, bool queued) {
+    auto outcome = std::make_shared<Result<CborValue>>(std::move(reply));
     home->Post([this, self, id, outcome, queued](Reactor& r) {
       ResumeCall(r, self, id, std::move(*outcome), queued);
     });
@@ -59,7 +59,7 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Val
 }
 
 void Runtime::State::ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t id,
-                                Result<Value> reply, bool queued) {
+                                Result<CborValue> reply, bool queued) {
   auto it = reactor.actors.find(ref);
   if (it == reactor.actors.end()) return;
   Actor& actor = *it->second;
@@ -68,13 +68,9 @@ void Runtime::State::ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t 
   int32_t code = 0;
   actor.context->call_reply.clear();
   if (reply.ok()) {
-    auto encoded = EncodeCbor(*reply, options.value_limits);
-    if (encoded.ok()) {
-      actor.context->call_reply = std::move(*encoded);
-      code = static_cast<int32_t>(actor.context->call_reply.size());
-    } else {
-      code = kAbiLimit;  // over this runtime's value limits
-    }
+    // Checked against this runtime's value limits when the callee sent it.
+    actor.context->call_reply.assign(reply->bytes().begin(), reply->bytes().end());
+    code = static_cast<int32_t>(actor.context->call_reply.size());
   } else {
     code = FailureCode(reply.status(), queued);
   }

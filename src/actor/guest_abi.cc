@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 #include "core/cbor.h"
@@ -44,6 +45,37 @@ std::optional<Value> DecodeArg(std::span<const uint8_t> bytes, const ValueLimits
   return std::move(*value);
 }
 
+// Checks a message argument, kept as bytes; on failure stores the ABI code in *code.
+std::optional<CborValue> MessageArg(std::span<const uint8_t> bytes, const ValueLimits& limits,
+                                    int32_t* code) {
+  auto message = CborValue::FromBytes(bytes, limits);
+  if (!message.ok()) {
+    *code = CodeFor(message.status());
+    return std::nullopt;
+  }
+  return std::move(*message);
+}
+
+// An actor ref argument; nullopt with *code set when it is not one. A ref in its deterministic
+// encoding (what every SDK writes) is read in place.
+std::optional<ActorRef> RefArg(std::span<const uint8_t> bytes, const ValueLimits& limits,
+                               int32_t* code) {
+  if (bytes.size() == kCborActorRefBytes) {
+    std::string_view id(reinterpret_cast<const char*>(bytes.data()) + 6, kNanoIdLength);
+    if (auto ref = ActorRef::Parse(id); ref.ok()) {
+      const auto expected = EncodeCborRef(*ref);
+      if (std::equal(expected.begin(), expected.end(), bytes.begin())) return *ref;
+    }
+  }
+  auto value = DecodeArg(bytes, limits, code);
+  if (!value) return std::nullopt;
+  if (!value->is_actor_ref()) {
+    *code = kAbiInvalid;
+    return std::nullopt;
+  }
+  return value->as_actor_ref();
+}
+
 // Shared body of send and send_from; `sender_index` is the first argument of the explicit
 // sender buffer, or -1 for `send` (the actor itself sends).
 HostCallOutcome Send(HostCall& call, int sender_index) {
@@ -56,35 +88,32 @@ HostCallOutcome Send(HostCall& call, int sender_index) {
   };
 
   // Buffers in argument order: [sender,] target, message.
-  std::vector<std::span<const uint8_t>> buffers;
+  std::array<std::span<const uint8_t>, 3> buffers;
   for (size_t index = 0; index < call.args().size(); index += 2) {
     auto buffer = Buffer(call, index);
     if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
-    buffers.push_back(*buffer);
+    buffers[index / 2] = *buffer;
   }
   std::span<const uint8_t> target_bytes = buffers[first / 2];
   std::span<const uint8_t> message_bytes = buffers[first / 2 + 1];
   int32_t code = kAbiOk;
   if (sender_index >= 0) {
-    auto value = DecodeArg(buffers[0], ctx.value_limits, &code);
-    if (!value) return reply(code);
-    if (value->is_null()) {
+    const bool null = buffers[0].size() == 1 && buffers[0][0] == 0xf6;
+    if (null) {
       sender.reset();
-    } else if (value->is_actor_ref()) {
-      sender = value->as_actor_ref();
     } else {
-      return reply(kAbiInvalid);
+      sender = RefArg(buffers[0], ctx.value_limits, &code);
+      if (!sender) return reply(code);
     }
   }
-  auto target = DecodeArg(target_bytes, ctx.value_limits, &code);
+  auto target = RefArg(target_bytes, ctx.value_limits, &code);
   if (!target) return reply(code);
-  if (!target->is_actor_ref()) return reply(kAbiInvalid);
-  auto message = DecodeArg(message_bytes, ctx.value_limits, &code);
+  auto message = MessageArg(message_bytes, ctx.value_limits, &code);
   if (!message) return reply(code);
   if (ctx.effects.sends.size() >= ctx.transition_limits.max_sends_per_transition) {
     return reply(kAbiLimit);
   }
-  ctx.effects.sends.push_back({sender, target->as_actor_ref(), std::move(*message)});
+  ctx.effects.sends.push_back({sender, *target, std::move(*message)});
   return reply(kAbiOk);
 }
 
@@ -116,15 +145,13 @@ HostCallOutcome Call(HostCall& call) {
   int32_t timeout_ms = call.i32(4);
   if (timeout_ms <= 0 || timeout_ms > kMaxCallTimeoutMs) return reply(kAbiInvalid);
   int32_t code = kAbiOk;
-  auto target = DecodeArg(*target_bytes, ctx.value_limits, &code);
+  auto target = RefArg(*target_bytes, ctx.value_limits, &code);
   if (!target) return reply(code);
-  if (!target->is_actor_ref()) return reply(kAbiInvalid);
-  auto message = DecodeArg(*message_bytes, ctx.value_limits, &code);
+  auto message = MessageArg(*message_bytes, ctx.value_limits, &code);
   if (!message) return reply(code);
   ctx.call_reply.clear();
   if (!ctx.on_call) return reply(kCallUnavailable);
-  code = ctx.on_call(target->as_actor_ref(), std::move(*message),
-                     std::chrono::milliseconds(timeout_ms));
+  code = ctx.on_call(*target, std::move(*message), std::chrono::milliseconds(timeout_ms));
   if (code < 0) return reply(code);
   return HostCallOutcome::kSuspend;
 }
@@ -166,12 +193,11 @@ HostCallOutcome Log(HostCall& call) {
 
 HostCallOutcome Self(HostCall& call) {
   ActorCallContext& ctx = ContextOf(call);
-  auto encoded = EncodeCbor(Value::Ref(ctx.self), ctx.value_limits);
-  if (!encoded.ok()) return call.Fail(TrapKind::kHostError, encoded.status().message());
+  const auto encoded = EncodeCborRef(ctx.self);
   // The whole buffer must lie in memory, even when the ref does not fit and nothing is written.
   auto buffer = Buffer(call, 0);
   if (!buffer.ok()) return call.Fail(TrapKind::kHostBounds, buffer.status().message());
-  return CopyOut(call, *encoded);
+  return CopyOut(call, encoded);
 }
 
 HostCallOutcome Fail(HostCall& call) {
@@ -228,28 +254,28 @@ wasm::HostRegistry BuildRegistry() {
 Result<std::vector<wasm::WasmValue>> CallBounded(wasm::Instance& instance, std::string_view name,
                                                  std::span<const wasm::WasmValue> args,
                                                  ActorCallContext& context, uint64_t budget) {
-  REEF_ASSIGN_OR_RETURN(auto invocation, instance.Start(name, args, &context));
-  wasm::RunState state = invocation->Run(budget);
-  if (state == wasm::RunState::kFinished) return invocation->results();
-  if (state == wasm::RunState::kTrapped) {
-    return Status::FailedPrecondition(
-        fmt::format("{} trapped: {}", name, invocation->trap().ToString()));
+  // One step, not resumable: the native tier runs it without a fiber.
+  auto results = instance.Call(name, args, &context, budget);
+  if (results.ok()) return results;
+  switch (results.status().code()) {
+    case Code::kTrapped:
+      return Status::FailedPrecondition(
+          fmt::format("{} trapped: {}", name, results.status().message()));
+    case Code::kLimitExceeded:
+      return Status::FailedPrecondition(
+          fmt::format("{} did not finish within {} instructions", name, budget));
+    default:
+      return Status::FailedPrecondition(fmt::format("{}: {}", name, results.status().message()));
   }
-  return Status::FailedPrecondition(
-      fmt::format("{} did not finish within {} instructions", name, budget));
 }
 
-// Encodes `inputs`, places them in one reef_alloc buffer and returns their (ptr, len) pairs.
-Result<std::vector<wasm::WasmValue>> PlaceInputs(wasm::Instance& instance,
-                                                 ActorCallContext& context,
-                                                 std::initializer_list<const Value*> inputs) {
-  std::vector<std::vector<uint8_t>> encoded;
+// Places the encoded `inputs` in one reef_alloc buffer and returns their (ptr, len) pairs.
+Result<std::vector<wasm::WasmValue>> PlaceInputs(
+    wasm::Instance& instance, ActorCallContext& context,
+    std::initializer_list<std::span<const uint8_t>> inputs) {
   uint64_t total = 0;
-  for (const Value* input : inputs) {
-    REEF_ASSIGN_OR_RETURN(auto bytes, EncodeCbor(*input, context.value_limits));
-    total += bytes.size();
-    encoded.push_back(std::move(bytes));
-  }
+  for (std::span<const uint8_t> bytes : inputs) total += bytes.size();
+  if (total > UINT32_MAX) return Status::LimitExceeded("the inputs exceed 4 GiB");
   const std::vector<wasm::WasmValue> len = {static_cast<int32_t>(total)};
   REEF_ASSIGN_OR_RETURN(auto allocated,
                         CallBounded(instance, "reef_alloc", len, context, kAllocBudget));
@@ -265,7 +291,8 @@ Result<std::vector<wasm::WasmValue>> PlaceInputs(wasm::Instance& instance,
                     uint64_t{ptr} + total, instance.memory().size()));
   }
   std::vector<wasm::WasmValue> pairs;
-  for (const auto& bytes : encoded) {
+  pairs.reserve(2 * inputs.size());
+  for (std::span<const uint8_t> bytes : inputs) {
     Status written = instance.memory().Write(ptr, bytes);
     if (!written.ok()) {
       return Status::FailedPrecondition("reef_alloc returned a buffer outside memory: " +
@@ -350,6 +377,26 @@ Status CheckAbiVersion(wasm::Instance& instance, ActorCallContext& context) {
   return Status::Ok();
 }
 
+Result<std::unique_ptr<wasm::Invocation>> StartHandle(
+    wasm::Instance& instance, ActorCallContext& context, const CborValue& state,
+    const std::optional<ActorRef>& sender, const CborValue& message, std::string_view handler,
+    StartChecks checks) {
+  if (checks == StartChecks::kAll) {
+    REEF_RETURN_IF_ERROR(CheckActorExports(instance.module(), handler));
+    REEF_RETURN_IF_ERROR(CheckAbiVersion(instance, context));
+  }
+  static constexpr uint8_t kNull[] = {0xf6};
+  std::array<uint8_t, kCborActorRefBytes> sender_ref{};
+  std::span<const uint8_t> sender_bytes = kNull;
+  if (sender) {
+    sender_ref = EncodeCborRef(*sender);
+    sender_bytes = sender_ref;
+  }
+  REEF_ASSIGN_OR_RETURN(
+      auto args, PlaceInputs(instance, context, {state.bytes(), sender_bytes, message.bytes()}));
+  return instance.Start(handler, args, &context);
+}
+
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
                                                       ActorCallContext& context, const Value& state,
                                                       const Value& sender, const Value& message,
@@ -359,17 +406,17 @@ Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
     return Status::InvalidArgument(
         fmt::format("sender must be null or an actor ref, not {}", sender.kind_name()));
   }
-  if (checks == StartChecks::kAll) {
-    REEF_RETURN_IF_ERROR(CheckActorExports(instance.module(), handler));
-    REEF_RETURN_IF_ERROR(CheckAbiVersion(instance, context));
-  }
-  REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {&state, &sender, &message}));
-  return instance.Start(handler, args, &context);
+  REEF_ASSIGN_OR_RETURN(CborValue encoded_state, CborValue::Encode(state, context.value_limits));
+  REEF_ASSIGN_OR_RETURN(CborValue encoded_message,
+                        CborValue::Encode(message, context.value_limits));
+  std::optional<ActorRef> from;
+  if (sender.is_actor_ref()) from = sender.as_actor_ref();
+  return StartHandle(instance, context, encoded_state, from, encoded_message, handler, checks);
 }
 
 Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance,
                                                         ActorCallContext& context,
-                                                        const Value& state,
+                                                        const CborValue& state,
                                                         std::string_view handler,
                                                         StartChecks checks) {
   if (checks == StartChecks::kAll) {
@@ -379,20 +426,26 @@ Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance
     return Status::NotFound("module has no reef_on_shutdown export");
   }
   if (checks == StartChecks::kAll) REEF_RETURN_IF_ERROR(CheckAbiVersion(instance, context));
-  REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {&state}));
+  REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {state.bytes()}));
   return instance.Start("reef_on_shutdown", args, &context);
 }
 
-Result<Value> DecodeNewState(wasm::Instance& instance, const wasm::Invocation& invocation,
-                             const ValueLimits& limits) {
+Result<CborValue> ReadNewState(wasm::Instance& instance, const wasm::Invocation& invocation,
+                               const ValueLimits& limits) {
   uint64_t packed = static_cast<uint64_t>(std::get<int64_t>(invocation.results().at(0)));
   uint32_t ptr = static_cast<uint32_t>(packed);
   uint32_t len = static_cast<uint32_t>(packed >> 32);
   auto bytes = instance.memory().View(ptr, len);
   if (!bytes.ok()) return bytes.status().WithContext("new state");
-  auto state = DecodeCbor(*bytes, limits);
+  auto state = CborValue::FromBytes(*bytes, limits);
   if (!state.ok()) return state.status().WithContext("new state");
   return std::move(*state);
+}
+
+Result<Value> DecodeNewState(wasm::Instance& instance, const wasm::Invocation& invocation,
+                             const ValueLimits& limits) {
+  REEF_ASSIGN_OR_RETURN(CborValue state, ReadNewState(instance, invocation, limits));
+  return state.ToValue();
 }
 
 }  // namespace reef::actor

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cbor.h"
 #include "core/limits.h"
 #include "core/status.h"
 #include "core/value.h"
@@ -43,7 +44,7 @@ Result<LogLevel> ParseLogLevel(std::string_view name);
 struct SendEffect {
   std::optional<ActorRef> sender;
   ActorRef target;
-  Value message;
+  CborValue message;  // the guest's bytes, checked (and made deterministic)
 };
 
 struct LogRecord {
@@ -79,7 +80,7 @@ inline constexpr int32_t kMaxCallTimeoutMs = 600'000;
 // suspends until the runtime resumes it with the outcome) or a negative CallCode to return
 // at once. Runs on the reactor thread of the invocation.
 using CallStarter =
-    std::function<int32_t(const ActorRef& target, Value message, std::chrono::milliseconds)>;
+    std::function<int32_t(const ActorRef& target, CborValue message, std::chrono::milliseconds)>;
 
 // Per-invocation state the imports act on. Lifetime: must outlive the invocation.
 struct ActorCallContext {
@@ -113,12 +114,18 @@ enum class StartChecks : uint8_t {
 };
 
 // Starts `handler(state, sender, message)` (an export with reef_handle's signature; default
-// `reef_handle`). `sender` must be null or an actor ref.
-// Encodes the inputs (CBOR, deterministic), asks the guest for a buffer with `reef_alloc`,
-// copies them in, and returns the started (not yet run) invocation.
-// Errors: InvalidArgument (sender kind, a module without the ABI exports), LimitExceeded
-// (inputs over the value limits), FailedPrecondition (`reef_alloc` returned 0 or an
-// out-of-bounds buffer, did not finish within kAllocBudget, or trapped).
+// `reef_handle`), `sender` empty for the host. Asks the guest for one buffer with `reef_alloc`,
+// copies the encoded inputs in, and returns the started (not yet run) invocation.
+// Errors: InvalidArgument (a module without the ABI exports), FailedPrecondition
+// (`reef_alloc` returned 0 or an out-of-bounds buffer, did not finish within kAllocBudget, or
+// trapped).
+Result<std::unique_ptr<wasm::Invocation>> StartHandle(
+    wasm::Instance& instance, ActorCallContext& context, const CborValue& state,
+    const std::optional<ActorRef>& sender, const CborValue& message,
+    std::string_view handler = kDefaultHandler, StartChecks checks = StartChecks::kAll);
+
+// The same with Values, encoded under context.value_limits; `sender` must be null or an actor
+// ref. Errors: as above; InvalidArgument (sender kind), LimitExceeded (inputs over the limits).
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
                                                       ActorCallContext& context, const Value& state,
                                                       const Value& sender, const Value& message,
@@ -130,9 +137,10 @@ Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
 // `handler` names the actor's handler export, checked with the others.
 Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance,
                                                         ActorCallContext& context,
-                                                        const Value& state,
+                                                        const CborValue& state,
                                                         std::string_view handler = kDefaultHandler,
                                                         StartChecks checks = StartChecks::kAll);
+
 bool HasShutdownHook(const wasm::Module& module);
 
 // Checks that `module` exports what ABI v1 requires of an actor (memory, reef_abi_version,
@@ -145,9 +153,14 @@ Status CheckActorExports(const wasm::Module& module, std::string_view handler = 
 // versions.
 Status CheckAbiVersion(wasm::Instance& instance, ActorCallContext& context);
 
-// Decodes the new state returned by a finished reef_handle / reef_on_shutdown invocation.
+// Reads the new state returned by a finished reef_handle / reef_on_shutdown invocation,
+// checked as CborValue::FromBytes checks.
 // REQUIRES: invocation.state() == kFinished.
 // Errors: InvalidArgument (buffer outside memory, not a value), LimitExceeded.
+Result<CborValue> ReadNewState(wasm::Instance& instance, const wasm::Invocation& invocation,
+                               const ValueLimits& limits);
+
+// ReadNewState as a Value.
 Result<Value> DecodeNewState(wasm::Instance& instance, const wasm::Invocation& invocation,
                              const ValueLimits& limits);
 

@@ -184,11 +184,11 @@ Status Runtime::InstallWithMigration(const ActorRef& ref,
           "install needs @{} at an idle safe point (no active invocation, no reserved input)",
           ref.str()));
     }
-    REEF_ASSIGN_OR_RETURN(Value migrated, migration(a.state));
-    REEF_RETURN_IF_ERROR(
-        CheckLimits(migrated, s.options.value_limits).WithContext("migrated state"));
-    bool changed = !(migrated == a.state);
-    a.state = std::move(migrated);
+    REEF_ASSIGN_OR_RETURN(Value migrated, migration(a.state.ToValue()));
+    auto next = CborValue::Encode(migrated, s.options.value_limits);
+    if (!next.ok()) return next.status().WithContext("migrated state");
+    bool changed = !(*next == a.state);
+    a.state = std::move(*next);
     a.implementation = implementation;
     a.pending_install.reset();
     s.Publish(LifecycleKind::kInstalled, a, implementation->id);
@@ -201,8 +201,9 @@ Status Runtime::SetState(const ActorRef& ref, Value state) {
   State& s = *state_;
   return s.OnActor(ref, [&](Reactor&, Actor& a) {
     REEF_RETURN_IF_ERROR(CheckRepairable(a, "set-state"));
-    REEF_RETURN_IF_ERROR(CheckLimits(state, s.options.value_limits).WithContext("state"));
-    a.state = std::move(state);
+    auto encoded = CborValue::Encode(state, s.options.value_limits);
+    if (!encoded.ok()) return encoded.status().WithContext("state");
+    a.state = std::move(*encoded);
     return Status::Ok();
   });
 }
@@ -216,12 +217,17 @@ Status Runtime::SetMessages(const ActorRef& ref, std::vector<Value> reserved,
       return Status::InvalidArgument(
           fmt::format("reserved holds zero or one message, not {}", reserved.size()));
     }
+    std::vector<CborValue> new_reserved;
     for (const Value& v : reserved) {
-      REEF_RETURN_IF_ERROR(CheckLimits(v, s.options.value_limits).WithContext("reserved"));
+      auto encoded = CborValue::Encode(v, s.options.value_limits);
+      if (!encoded.ok()) return encoded.status().WithContext("reserved");
+      new_reserved.push_back(std::move(*encoded));
     }
+    std::vector<CborValue> new_queued;
     for (size_t i = 0; i < queued.size(); ++i) {
-      REEF_RETURN_IF_ERROR(
-          CheckLimits(queued[i], s.options.value_limits).WithContext(fmt::format("queued[{}]", i)));
+      auto encoded = CborValue::Encode(queued[i], s.options.value_limits);
+      if (!encoded.ok()) return encoded.status().WithContext(fmt::format("queued[{}]", i));
+      new_queued.push_back(std::move(*encoded));
     }
     uint32_t old_count = static_cast<uint32_t>(a.queued.size() + (a.reserved ? 1 : 0));
     uint32_t new_count = static_cast<uint32_t>(queued.size() + reserved.size());
@@ -233,18 +239,20 @@ Status Runtime::SetMessages(const ActorRef& ref, std::vector<Value> reserved,
     }
     // Every check passed: apply. A message equal to the one at the same position keeps its
     // sender; any other is host-originated.
-    auto keep_sender = [](const std::optional<Envelope>& old, Value v) {
+    auto keep_sender = [](const std::optional<Envelope>& old, CborValue v) {
       if (old && old->message == v) return Envelope{old->sender, std::move(v)};
       return Envelope{std::nullopt, std::move(v)};
     };
     std::optional<Envelope> old_reserved = std::move(a.reserved);
     a.reserved.reset();
-    if (!reserved.empty()) a.reserved = keep_sender(old_reserved, std::move(reserved[0]));
+    if (!new_reserved.empty()) {
+      a.reserved = keep_sender(old_reserved, std::move(new_reserved[0]));
+    }
     std::deque<Envelope> next;
-    for (size_t i = 0; i < queued.size(); ++i) {
+    for (size_t i = 0; i < new_queued.size(); ++i) {
       std::optional<Envelope> old;
       if (i < a.queued.size()) old = a.queued[i];
-      next.push_back(keep_sender(old, std::move(queued[i])));
+      next.push_back(keep_sender(old, std::move(new_queued[i])));
     }
     a.queued = std::move(next);
     if (new_count > old_count) a.cell->used.fetch_add(new_count - old_count);

@@ -26,9 +26,9 @@ bool ActorCell::Reserve(uint32_t n) {
   return true;
 }
 
-bool CallSlot::Complete(Result<Value> result) {
+bool CallSlot::Complete(Result<CborValue> result) {
   if (done.exchange(true)) return false;
-  Runtime::HostDone done_fn = std::move(on_done);
+  Done done_fn = std::move(on_done);
   if (done_fn) done_fn(std::move(result), queued.load(std::memory_order_acquire));
   return true;
 }

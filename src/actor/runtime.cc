@@ -144,7 +144,8 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
                                 const SpawnOptions& options) {
   State& s = *state_;
   if (!implementation) return Status::InvalidArgument("spawn needs an implementation");
-  REEF_RETURN_IF_ERROR(CheckLimits(initial, s.options.value_limits).WithContext("initial state"));
+  auto encoded = CborValue::Encode(initial, s.options.value_limits);
+  if (!encoded.ok()) return encoded.status().WithContext("initial state");
   uint32_t capacity = options.mailbox_capacity.value_or(s.options.default_mailbox_capacity);
   if (capacity == 0) return Status::InvalidArgument("mailbox capacity must be at least 1");
   std::shared_ptr<ActorGroup> group = options.group ? options.group : s.default_group;
@@ -154,8 +155,8 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   auto actor = std::make_unique<Actor>();
   actor->cell = std::make_shared<ActorCell>(ref, capacity, reactor->id, group);
   actor->implementation = std::move(implementation);
-  if (options.failure_policy == FailurePolicy::kReset) actor->reset_state = initial;
-  actor->state = std::move(initial);
+  if (options.failure_policy == FailurePolicy::kReset) actor->reset_state = *encoded;
+  actor->state = std::move(*encoded);
   actor->context = std::make_unique<ActorCallContext>(ActorCallContext{ref});
   actor->context->value_limits = s.options.value_limits;
   actor->context->transition_limits = s.options.transition_limits;
@@ -167,7 +168,7 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
       s.Publish(LifecycleKind::kLog, *raw, fmt::format("{}: {}", LogLevelName(level), message));
     }
   };
-  actor->context->on_call = [&s, raw](const ActorRef& target, Value message,
+  actor->context->on_call = [&s, raw](const ActorRef& target, CborValue message,
                                       std::chrono::milliseconds timeout) {
     return s.StartActorCall(*raw, target, std::move(message), timeout);
   };
@@ -218,7 +219,7 @@ ActorSnapshot Snapshot(const Reactor& reactor, const Actor& a) {
   snap.incarnation = a.incarnation;
   snap.status = a.status;
   snap.paused_from = a.paused_from;
-  snap.state = a.state;
+  snap.state = a.state.ToValue();
   snap.reserved = a.reserved;
   snap.queued.assign(a.queued.begin(), a.queued.end());
   snap.mailbox_capacity = a.cell->capacity.load();
@@ -317,32 +318,31 @@ Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& targe
   return Status::Ok();
 }
 
-static SendOutcome SendAs(Runtime::State& s, const ActorRef& target, Value message,
-                          std::optional<ActorRef> sender) {
-  Status limits = CheckLimits(message, s.options.value_limits).WithContext("message");
-  if (!limits.ok()) return {limits, std::move(message)};
+// One attempt to queue `message`; it is moved from only when that succeeds.
+static Status SendAs(Runtime::State& s, const ActorRef& target, CborValue& message,
+                     std::optional<ActorRef> sender) {
   auto cell = s.FindCell(target);
-  Status ok = CheckTarget(cell, target);
-  if (!ok.ok()) return {ok, std::move(message)};
+  REEF_RETURN_IF_ERROR(CheckTarget(cell, target));
   if (!cell->Reserve(1)) {
-    return {Status::LimitExceeded(fmt::format("mailbox of @{} is full ({} messages)", target.str(),
-                                              cell->capacity.load())),
-            std::move(message)};
+    return Status::LimitExceeded(
+        fmt::format("mailbox of @{} is full ({} messages)", target.str(), cell->capacity.load()));
   }
   if (cell->removed.load()) {  // Remove ran between the lookup and the reservation
     cell->Release(1);
-    return {Status::NotFound(fmt::format("no actor @{}", target.str())), std::move(message)};
+    return Status::NotFound(fmt::format("no actor @{}", target.str()));
   }
   s.Route(cell, Envelope{sender, std::move(message)});
-  return {Status::Ok(), std::nullopt};
+  return Status::Ok();
 }
 
 SendOutcome Runtime::TrySend(const ActorRef& target, Value message) {
-  if (state_->options.mode == SchedulingMode::kManual) {
-    std::lock_guard lock(state_->manual_mu);
-    return SendAs(*state_, target, std::move(message), std::nullopt);
-  }
-  return SendAs(*state_, target, std::move(message), std::nullopt);
+  auto encoded = CborValue::Encode(message, state_->options.value_limits);
+  if (!encoded.ok()) return {encoded.status().WithContext("message"), std::move(message)};
+  std::unique_lock lock(state_->manual_mu, std::defer_lock);
+  if (state_->options.mode == SchedulingMode::kManual) lock.lock();
+  Status sent = SendAs(*state_, target, *encoded, std::nullopt);
+  if (!sent.ok()) return {std::move(sent), std::move(message)};
+  return {Status::Ok(), std::nullopt};
 }
 
 SendOutcome Runtime::Send(const ActorRef& target, Value message,
@@ -423,6 +423,18 @@ Result<Value> Runtime::Call(const ActorRef& target, Value message,
   return std::move(reply);
 }
 
+namespace {
+
+// `done` as a CallSlot's callback: the reply arrives as bytes and leaves as a Value.
+CallSlot::Done AsValue(Runtime::HostDone done) {
+  return [done = std::move(done)](Result<CborValue> reply, bool queued) {
+    if (!reply.ok()) return done(reply.status(), queued);
+    done(reply->ToValue(), queued);
+  };
+}
+
+}  // namespace
+
 void Runtime::SendAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
                         HostDone done) {
   State& s = *state_;
@@ -432,10 +444,13 @@ void Runtime::SendAsync(const ActorRef& target, Value message, std::chrono::mill
     if (sent.ok()) return done(Value::Null(), true);
     return done(sent, false);
   }
+  // Checked once up front, so LimitExceeded from a send attempt can only mean a full mailbox.
+  auto encoded = CborValue::Encode(message, s.options.value_limits);
+  if (!encoded.ok()) return done(encoded.status().WithContext("message"), false);
   auto slot = std::make_shared<CallSlot>();
   slot->wants_reply = false;
-  slot->on_done = std::move(done);
-  s.StartHostSend(std::move(slot), target, std::move(message), timeout);
+  slot->on_done = AsValue(std::move(done));
+  s.StartHostSend(std::move(slot), target, std::move(*encoded), timeout);
 }
 
 void Runtime::CallAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
@@ -447,10 +462,12 @@ void Runtime::CallAsync(const ActorRef& target, Value message, std::chrono::mill
                     "use TrySend and Tick"),
                 false);
   }
+  auto encoded = CborValue::Encode(message, s.options.value_limits);
+  if (!encoded.ok()) return done(encoded.status().WithContext("message"), false);
   auto slot = std::make_shared<CallSlot>();
   slot->reply = reply;
-  slot->on_done = std::move(done);
-  s.StartHostSend(std::move(slot), target, std::move(message), timeout);
+  slot->on_done = AsValue(std::move(done));
+  s.StartHostSend(std::move(slot), target, std::move(*encoded), timeout);
 }
 
 namespace {
@@ -465,15 +482,12 @@ Reactor& TimerHome(Runtime::State& s, const ActorRef& target) {
 }  // namespace
 
 void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& target,
-                                   Value message, std::chrono::milliseconds timeout) {
-  // Checked once up front, so LimitExceeded from a send attempt can only mean a full mailbox.
-  Status limits = CheckLimits(message, options.value_limits).WithContext("message");
-  if (!limits.ok()) return (void)slot->Complete(limits);
+                                   CborValue message, std::chrono::milliseconds timeout) {
   auto address = ActorRef::GenerateReplyAddress();
   if (!address.ok()) return (void)slot->Complete(address.status());
   // Whoever completes the slot (the reply, a timer, a kill, shutdown) ends its registration.
-  slot->on_done = [this, address = *address, done = std::move(slot->on_done)](Result<Value> reply,
-                                                                              bool queued) {
+  slot->on_done = [this, address = *address, done = std::move(slot->on_done)](
+                      Result<CborValue> reply, bool queued) {
     RetireCall(address);
     done(std::move(reply), queued);
   };
@@ -487,12 +501,13 @@ void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRe
     }
     calls.emplace(*address, slot);
   }
-  TryHostSend(std::move(slot), *address, target, std::make_shared<Value>(std::move(message)),
+  TryHostSend(std::move(slot), *address, target,
+              std::make_shared<const CborValue>(std::move(message)),
               std::chrono::steady_clock::now() + timeout, timeout, std::chrono::microseconds(20));
 }
 
 void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address,
-                                 const ActorRef& target, std::shared_ptr<Value> message,
+                                 const ActorRef& target, std::shared_ptr<const CborValue> message,
                                  Reactor::TimePoint deadline, std::chrono::milliseconds timeout,
                                  std::chrono::microseconds pause) {
   if (slot->done.load(std::memory_order_acquire)) return;
@@ -500,10 +515,11 @@ void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef&
   if (slot->wants_reply) sender = address;
   // Set first: the reply can complete the slot on the target's reactor before SendAs returns.
   slot->queued.store(true, std::memory_order_release);
-  SendOutcome sent = SendAs(*this, target, std::move(*message), sender);
-  if (!sent.status.ok()) slot->queued.store(false, std::memory_order_release);
-  if (sent.status.ok()) {
-    if (!slot->wants_reply) return (void)slot->Complete(Value::Null());
+  CborValue copy = *message;  // a retry needs it again
+  Status sent = SendAs(*this, target, copy, sender);
+  if (!sent.ok()) slot->queued.store(false, std::memory_order_release);
+  if (sent.ok()) {
+    if (!slot->wants_reply) return (void)slot->Complete(CborValue());
     // The deadline holds the slot weakly: an answered call's timer is moot and is swept.
     std::weak_ptr<CallSlot> weak = slot;
     TimerHome(*this, target).AddTimer(deadline, slot, [weak, target, timeout](Reactor&) {
@@ -514,16 +530,13 @@ void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef&
     });
     return;
   }
-  if (sent.status.code() != Code::kLimitExceeded || !sent.returned) {
-    return (void)slot->Complete(sent.status);
-  }
+  if (sent.code() != Code::kLimitExceeded) return (void)slot->Complete(sent);
   auto now = std::chrono::steady_clock::now();
   if (now >= deadline) {
     return (void)slot->Complete(Status::Unavailable(
         fmt::format("mailbox of @{} stayed full for {} ms", target.str(), timeout.count())));
   }
   // Capacity frees as the owner's reactor acknowledges input: try again a little later.
-  *message = std::move(*sent.returned);
   auto next_pause = std::min(pause * 2, std::chrono::microseconds(2'000));
   TimerHome(*this, target)
       .AddTimer(std::min<Reactor::TimePoint>(now + pause, deadline), slot,

@@ -107,7 +107,7 @@ void CompleteUnanswered(Runtime::State& state, const std::optional<Envelope>& in
   auto slot = state.FindCall(*input->sender);
   if (!slot) return;
   if (slot->reply == ReplyPolicy::kOptional) {
-    slot->Complete(Value::Null());
+    slot->Complete(CborValue());
   } else {
     slot->Complete(Status::FailedPrecondition("the handler committed without replying"));
   }
@@ -194,7 +194,7 @@ static Status ReserveEffects(
 // Commits a finished invocation: new state, acknowledged input, then the sends.
 static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickReport* report) {
   Actor::Active& active = *actor.active;
-  auto next = DecodeNewState(*active.instance, *active.invocation, state.options.value_limits);
+  auto next = ReadNewState(*active.instance, *active.invocation, state.options.value_limits);
   if (!next.ok()) {
     FailActor(state, reactor, actor, "invalid new state: " + next.status().message(), report);
     return;
@@ -281,9 +281,8 @@ static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, Tic
   }
   actor.context->effects = {};
   actor.context->self = actor.cell->ref;
-  const Value sender = actor.reserved && actor.reserved->sender
-                           ? Value::Ref(*actor.reserved->sender)
-                           : Value::Null();
+  static const std::optional<ActorRef> kHost;
+  const std::optional<ActorRef>& sender = actor.reserved ? actor.reserved->sender : kHost;
   const std::string& handler = actor.implementation->handler;
   auto invocation =
       shutdown ? StartShutdown(**instance, *actor.context, actor.state, handler,

@@ -100,7 +100,7 @@ void PrintEffects(const actor::Effects& effects) {
     fmt::print("log {}: {}\n", actor::LogLevelName(log.level), log.message);
   }
   for (const actor::SendEffect& send : effects.sends) {
-    auto message = ValueToJsonText(send.message, ValueLimits{});
+    auto message = ValueToJsonText(send.message.ToValue(), ValueLimits{});
     fmt::print("send to @{}{}: {}\n", send.target.str(), send.sender ? "" : " (as the host)",
                message.ok() ? *message : message.status().ToString());
   }

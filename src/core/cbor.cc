@@ -53,6 +53,14 @@ std::optional<std::uint16_t> ExactHalf(double d) {
   return static_cast<std::uint16_t>(sign | static_cast<int>(steps));
 }
 
+// The additional information of the shortest float encoding that keeps `d` exactly: 25
+// (half), 26 (single) or 27 (double). REQUIRES: `d` finite.
+std::uint8_t FloatWidthInfo(double d) {
+  if (ExactHalf(d)) return 25;
+  if (std::fabs(d) <= FLT_MAX && static_cast<double>(static_cast<float>(d)) == d) return 26;
+  return 27;
+}
+
 // RFC 8949 Appendix D.
 double HalfToDouble(std::uint16_t half) {
   const int exponent = (half >> 10) & 0x1f;
@@ -142,15 +150,18 @@ class Encoder {
     if (!std::isfinite(d)) {
       return Status::InvalidArgument("cannot encode a non-finite float (NaN or infinity)");
     }
-    if (const auto half = ExactHalf(d)) {
-      out.push_back(kHalf);
-      Big(*half, 2);
-    } else if (std::fabs(d) <= FLT_MAX && static_cast<double>(static_cast<float>(d)) == d) {
-      out.push_back(kSingle);
-      Big(std::bit_cast<std::uint32_t>(static_cast<float>(d)), 4);
-    } else {
-      out.push_back(kDouble);
-      Big(std::bit_cast<std::uint64_t>(d), 8);
+    switch (FloatWidthInfo(d)) {
+      case 25:
+        out.push_back(kHalf);
+        Big(*ExactHalf(d), 2);
+        break;
+      case 26:
+        out.push_back(kSingle);
+        Big(std::bit_cast<std::uint32_t>(static_cast<float>(d)), 4);
+        break;
+      default:
+        out.push_back(kDouble);
+        Big(std::bit_cast<std::uint64_t>(d), 8);
     }
     return Status::Ok();
   }
@@ -207,18 +218,27 @@ struct Head {
   std::uint64_t arg;
 };
 
+// One decoder for both uses: kBuild builds the Value (DecodeCbor); without it the input is
+// only checked, with the same errors and limits, allocating nothing, and `canonical()` tells
+// whether it is already in Encoder's deterministic encoding (ValidateCbor).
+template <bool kBuild>
 class Decoder {
  public:
+  // What Item gives: the Value, or nothing when only checking.
+  using Out = std::conditional_t<kBuild, Value, std::monostate>;
+
   Decoder(std::span<const std::uint8_t> in, const ValueLimits& limits) : in_(in), limits_(limits) {}
 
-  Result<Value> Top() {
-    Result<Value> v = Item(0);
+  Result<Out> Top() {
+    Result<Out> v = Item(0);
     if (v.ok() && pos_ != in_.size()) {
       return Error(pos_, std::to_string(in_.size() - pos_) +
                              " trailing bytes after the data item (exactly one is allowed)");
     }
     return v;
   }
+
+  bool canonical() const { return canonical_; }
 
  private:
   static Status Error(std::size_t offset, std::string_view what) {
@@ -247,6 +267,10 @@ class Decoder {
     const std::size_t size = std::size_t{1} << (h.info - 24);
     if (remaining() < size) return Error(h.offset, "unexpected end of input inside a head");
     for (std::size_t i = 0; i < size; ++i) h.arg = (h.arg << 8) | in_[pos_++];
+    // Shortest heads (RFC 8949 §4.2.1); a float's width is checked by Finite instead.
+    if (h.major != kMajorSimple && h.arg < (size == 1 ? 24 : std::uint64_t{1} << (4 * size))) {
+      canonical_ = false;
+    }
     return h;
   }
 
@@ -256,8 +280,9 @@ class Decoder {
     return Status::Ok();
   }
 
-  // Reads the payload of a text string whose head `h` was just read.
-  Result<std::string> TextPayload(const Head& h, bool counts_as_string_bytes) {
+  // Reads the payload of a text string whose head `h` was just read; the view points into
+  // the input.
+  Result<std::string_view> TextPayload(const Head& h, bool counts_as_string_bytes) {
     if (h.arg > remaining()) {
       return Error(h.offset, "text string length " + std::to_string(h.arg) +
                                  " exceeds the remaining " + std::to_string(remaining()) +
@@ -273,25 +298,28 @@ class Decoder {
       return Error(pos_ + *bad, "text string is not valid UTF-8");
     }
     pos_ += len;
-    return std::string(text);
+    return text;
   }
 
-  Result<Value> Item(std::size_t depth) {
+  Result<Out> Item(std::size_t depth) {
     REEF_ASSIGN_OR_RETURN(const Head h, ReadHead());
     if (depth > limits_.max_depth) return DepthLimitExceeded(limits_);
     REEF_RETURN_IF_ERROR(CountNodes(1));
     switch (h.major) {
       case kMajorUnsigned:
         if (h.arg > kInt64Max) return Error(h.offset, "integer outside the int64 range");
-        return Value::Int(static_cast<std::int64_t>(h.arg));
+        if constexpr (kBuild) return Value::Int(static_cast<std::int64_t>(h.arg));
+        return Out{};
       case kMajorNegative:
         if (h.arg > kInt64Max) return Error(h.offset, "integer outside the int64 range");
-        return Value::Int(-1 - static_cast<std::int64_t>(h.arg));
+        if constexpr (kBuild) return Value::Int(-1 - static_cast<std::int64_t>(h.arg));
+        return Out{};
       case kMajorBytes:
         return Error(h.offset, "byte strings are not supported (major type 2)");
       case kMajorText: {
-        REEF_ASSIGN_OR_RETURN(std::string s, TextPayload(h, true));
-        return Value::String(std::move(s));
+        REEF_ASSIGN_OR_RETURN(std::string_view s, TextPayload(h, true));
+        if constexpr (kBuild) return Value::String(std::string(s));
+        return Out{};
       }
       case kMajorArray:
         return List(h, depth);
@@ -304,22 +332,23 @@ class Decoder {
     }
   }
 
-  Result<Value> List(const Head& h, std::size_t depth) {
+  Result<Out> List(const Head& h, std::size_t depth) {
     if (h.arg > remaining()) {  // every item takes at least one byte
       return Error(h.offset, "list length " + std::to_string(h.arg) + " exceeds the remaining " +
                                  std::to_string(remaining()) + " bytes of input");
     }
     if (h.arg > limits_.max_nodes - nodes_) return NodeLimitExceeded(limits_);
     reef::List items;
-    items.reserve(static_cast<std::size_t>(h.arg));
+    if constexpr (kBuild) items.reserve(static_cast<std::size_t>(h.arg));
     for (std::uint64_t i = 0; i < h.arg; ++i) {
-      REEF_ASSIGN_OR_RETURN(Value item, Item(depth + 1));
-      items.push_back(std::move(item));
+      REEF_ASSIGN_OR_RETURN(Out item, Item(depth + 1));
+      if constexpr (kBuild) items.push_back(std::move(item));
     }
-    return Value::ListOf(std::move(items));
+    if constexpr (kBuild) return Value::ListOf(std::move(items));
+    return Out{};
   }
 
-  Result<Value> Record(const Head& h, std::size_t depth) {
+  Result<Out> Record(const Head& h, std::size_t depth) {
     if (h.arg > remaining() / 2) {  // every key and every value take at least one byte
       return Error(h.offset, "record length " + std::to_string(h.arg) +
                                  " exceeds what the remaining " + std::to_string(remaining()) +
@@ -327,21 +356,36 @@ class Decoder {
     }
     if (h.arg > limits_.max_nodes - nodes_) return NodeLimitExceeded(limits_);
     reef::Record fields;
+    std::string_view previous;  // the last key; keys must be distinct, and sorted to be canonical
     for (std::uint64_t i = 0; i < h.arg; ++i) {
       REEF_ASSIGN_OR_RETURN(const Head key_head, ReadHead());
       if (key_head.major != kMajorText) {
         return Error(key_head.offset, "record key is not a text string");
       }
-      REEF_ASSIGN_OR_RETURN(std::string key, TextPayload(key_head, true));
-      REEF_ASSIGN_OR_RETURN(Value field, Item(depth + 1));
-      if (!fields.try_emplace(std::move(key), std::move(field)).second) {
-        return Error(key_head.offset, "duplicate record key");
+      REEF_ASSIGN_OR_RETURN(std::string_view key, TextPayload(key_head, true));
+      REEF_ASSIGN_OR_RETURN(Out field, Item(depth + 1));
+      if constexpr (kBuild) {
+        if (!fields.try_emplace(std::string(key), std::move(field)).second) {
+          return Error(key_head.offset, "duplicate record key");
+        }
+      } else if (i > 0 && !KeyBefore(previous, key)) {
+        // Out of the deterministic order, or a duplicate: ValidateCbor's caller decodes such
+        // input in full, which tells which (Decoder<true> rejects duplicates).
+        canonical_ = false;
       }
+      if (i == 0 || KeyBefore(previous, key)) previous = key;
     }
-    return Value::RecordOf(std::move(fields));
+    if constexpr (kBuild) return Value::RecordOf(std::move(fields));
+    return Out{};
   }
 
-  Result<Value> Tagged(const Head& h) {
+  // The deterministic order of record keys: shorter first, equal lengths bytewise.
+  static bool KeyBefore(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return a.size() < b.size();
+    return a < b;
+  }
+
+  Result<Out> Tagged(const Head& h) {
     if (h.arg != kCborActorRefTag) {
       return Error(h.offset, "unsupported tag " + std::to_string(h.arg) + " (only " +
                                  std::to_string(kCborActorRefTag) + ", actor ref, is allowed)");
@@ -350,20 +394,24 @@ class Decoder {
     if (inner.major != kMajorText) {
       return Error(inner.offset, "actor ref tag must wrap a text string");
     }
-    REEF_ASSIGN_OR_RETURN(const std::string id, TextPayload(inner, false));
+    REEF_ASSIGN_OR_RETURN(const std::string_view id, TextPayload(inner, false));
     auto ref = ActorRef::Parse(id);
     if (!ref.ok()) return Error(inner.offset, ref.status().message());
-    return Value::Ref(*ref);
+    if constexpr (kBuild) return Value::Ref(*ref);
+    return Out{};
   }
 
-  Result<Value> Simple(const Head& h) {
+  Result<Out> Simple(const Head& h) {
     switch (h.info) {
       case 20:
-        return Value::Bool(false);
+        if constexpr (kBuild) return Value::Bool(false);
+        return Out{};
       case 21:
-        return Value::Bool(true);
+        if constexpr (kBuild) return Value::Bool(true);
+        return Out{};
       case 22:
-        return Value::Null();
+        if constexpr (kBuild) return Value::Null();
+        return Out{};
       case 25:
         return Finite(h, HalfToDouble(static_cast<std::uint16_t>(h.arg)));
       case 26:
@@ -376,9 +424,11 @@ class Decoder {
     }
   }
 
-  static Result<Value> Finite(const Head& h, double d) {
+  Result<Out> Finite(const Head& h, double d) {
     if (!std::isfinite(d)) return Error(h.offset, "NaN and infinities are not allowed");
-    return Value::Float(d);
+    if (h.info != FloatWidthInfo(d)) canonical_ = false;
+    if constexpr (kBuild) return Value::Float(d);
+    return Out{};
   }
 
   std::span<const std::uint8_t> in_;
@@ -386,6 +436,7 @@ class Decoder {
   std::size_t pos_ = 0;
   std::size_t nodes_ = 0;
   std::size_t string_bytes_ = 0;
+  bool canonical_ = true;
 };
 
 }  // namespace
@@ -408,7 +459,47 @@ Result<Value> DecodeCbor(std::span<const std::uint8_t> bytes, const ValueLimits&
         "CBOR input of " + std::to_string(bytes.size()) +
         " bytes exceeds limit max_cbor_bytes=" + std::to_string(limits.max_cbor_bytes));
   }
-  return Decoder(bytes, limits).Top();
+  return Decoder<true>(bytes, limits).Top();
+}
+
+std::array<std::uint8_t, kCborActorRefBytes> EncodeCborRef(const ActorRef& ref) {
+  static_assert(kNanoIdLength == 21 && kCborActorRefBytes == 6 + kNanoIdLength);
+  std::array<std::uint8_t, kCborActorRefBytes> out{
+      0xda,
+      0x52,
+      0x45,
+      0x45,
+      0x46,  // kCborActorRefTag, a 4-byte head
+      static_cast<std::uint8_t>((kMajorText << 5) | kNanoIdLength)};
+  const std::string_view id = ref.str();
+  std::copy(id.begin(), id.end(), out.begin() + 6);
+  return out;
+}
+
+CborValue::CborValue() : bytes_(1, static_cast<char>(kNull)) {}
+
+Result<CborValue> CborValue::Encode(const Value& value, const ValueLimits& limits) {
+  REEF_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, EncodeCbor(value, limits));
+  return CborValue(std::string(bytes.begin(), bytes.end()));
+}
+
+Result<CborValue> CborValue::FromBytes(std::span<const std::uint8_t> bytes,
+                                       const ValueLimits& limits) {
+  if (bytes.size() > limits.max_cbor_bytes) return DecodeCbor(bytes, limits).status();
+  Decoder<false> check(bytes, limits);
+  REEF_RETURN_IF_ERROR(check.Top().status());
+  if (!check.canonical()) {
+    REEF_ASSIGN_OR_RETURN(Value value, DecodeCbor(bytes, limits));
+    return Encode(value, limits);
+  }
+  return CborValue(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+Value CborValue::ToValue() const {
+  // Checked against the limits of its maker; decoding needs only the codec's own depth bound.
+  static const ValueLimits kChecked{1000, SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+  Result<Value> value = DecodeCbor(bytes(), kChecked);
+  return value.ok() ? std::move(*value) : Value::Null();
 }
 
 }  // namespace reef

@@ -7,8 +7,11 @@
 // Thread ownership: pure functions; any thread.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/limits.h"
@@ -41,5 +44,39 @@ Result<std::vector<std::uint8_t>> EncodeCbor(const Value& value, const ValueLimi
 // item that is not a valid NanoID text string, simple values other than false/true/null, NaN
 // and infinities, integers outside int64, ill-formed UTF-8, non-text or duplicate record keys.
 Result<Value> DecodeCbor(std::span<const std::uint8_t> bytes, const ValueLimits& limits);
+
+// An actor ref's encoding: the tag head, a text head and the 21 NanoID characters.
+inline constexpr std::size_t kCborActorRefBytes = 27;
+std::array<std::uint8_t, kCborActorRefBytes> EncodeCborRef(const ActorRef& ref);
+
+// A value held as its deterministic encoding (EncodeCbor's bytes). The actor runtime keeps
+// messages and committed states this way, so a message goes from one guest's memory into
+// another's without becoming a Value in between (docs/runtime.md "Messages and state").
+// Equal values have equal bytes. Not synchronized: one thread at a time, like a Value.
+class CborValue {
+ public:
+  CborValue();  // null
+
+  // Errors: those of EncodeCbor.
+  static Result<CborValue> Encode(const Value& value, const ValueLimits& limits);
+  // `bytes` (only read during the call) checked by DecodeCbor's rules, with its errors, without
+  // building a Value; bytes in another valid encoding (longer heads, unsorted keys, wider
+  // floats) are re-encoded.
+  static Result<CborValue> FromBytes(std::span<const std::uint8_t> bytes,
+                                     const ValueLimits& limits);
+
+  // The value. Cannot fail: the bytes were checked when this was made.
+  Value ToValue() const;
+  std::span<const std::uint8_t> bytes() const {
+    return {reinterpret_cast<const std::uint8_t*>(bytes_.data()), bytes_.size()};
+  }
+  bool is_null() const { return bytes_.size() == 1 && bytes_[0] == '\xf6'; }
+
+  friend bool operator==(const CborValue&, const CborValue&) = default;
+
+ private:
+  explicit CborValue(std::string bytes) : bytes_(std::move(bytes)) {}
+  std::string bytes_;  // short values (up to 15 bytes) need no allocation
+};
 
 }  // namespace reef

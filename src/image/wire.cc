@@ -15,7 +15,8 @@ json RefJson(const std::optional<ActorRef>& ref) {
 }
 
 json EnvelopeJson(const actor::Envelope& envelope) {
-  return {{"sender", RefJson(envelope.sender)}, {"message", ValueToJson(envelope.message)}};
+  return {{"sender", RefJson(envelope.sender)},
+          {"message", ValueToJson(envelope.message.ToValue())}};
 }
 
 }  // namespace

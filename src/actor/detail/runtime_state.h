@@ -70,10 +70,12 @@ struct CallSlot {
   bool wants_reply = true;          // false: completes (null) once queued (SendAsync)
   std::atomic<bool> queued{false};  // the message got into the mailbox
   std::atomic<bool> done{false};
-  Runtime::HostDone on_done;  // moved out by the one Complete that runs it
+  // The reply as it travels (bytes); Runtime::HostDone's callers get it as a Value.
+  using Done = std::function<void(Result<CborValue> reply, bool queued)>;
+  Done on_done;  // moved out by the one Complete that runs it
   // Completes once, on the calling thread; later completions are ignored. Returns whether
   // this call completed it.
-  bool Complete(Result<Value> result);
+  bool Complete(Result<CborValue> result);
 };
 
 // A call an actor's invocation is suspended in (the `call` import, calls.cc).
@@ -90,7 +92,7 @@ struct Actor {
   std::shared_ptr<ActorCell> cell;
   std::shared_ptr<const Implementation> implementation;
   uint32_t incarnation = 1;
-  Value state;
+  CborValue state;  // committed
   std::deque<Envelope> queued;
   std::optional<Envelope> reserved;
   ActorStatus status = ActorStatus::kIdle;
@@ -100,7 +102,7 @@ struct Actor {
   std::optional<std::string> failure;
   uint32_t turn_commits = 0;  // free-running: completions in the current turn
   // FailurePolicy::kReset: the spawn state a failure or kill goes back to.
-  std::optional<Value> reset_state;
+  std::optional<CborValue> reset_state;
   // The call the active invocation waits for (status awaiting, or paused from awaiting).
   std::optional<AwaitingCall> awaiting;
   uint64_t calls_started = 0;
@@ -231,12 +233,12 @@ struct Runtime::State {
   // Registers `slot` under a fresh address and starts sending (SendAsync, CallAsync): one
   // attempt now, retries on reactor timers while the mailbox is full, and for a call a
   // deadline timer. Completes the slot at once on errors and when shutting down.
-  void StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& target, Value message,
+  void StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& target, CborValue message,
                      std::chrono::milliseconds timeout) EXCLUDES(calls_mu);
   // One send attempt of StartHostSend, then the next step (a retry timer, a deadline timer or
   // completion).
   void TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address, const ActorRef& target,
-                   std::shared_ptr<Value> message, Reactor::TimePoint deadline,
+                   std::shared_ptr<const CborValue> message, Reactor::TimePoint deadline,
                    std::chrono::milliseconds timeout, std::chrono::microseconds pause);
   // Completes every registered host send or call with Unavailable(`why`) (StopThreads,
   // Runtime::FailPendingCalls).
@@ -253,10 +255,10 @@ struct Runtime::State {
   // ---- actor calls (calls.cc), on the caller's reactor ----
   // The `call` import of `actor`: sends `message` to `target` now with a fresh reply address
   // and records the wait. Returns 0 (the invocation suspends) or a negative CallCode.
-  int32_t StartActorCall(Actor& actor, const ActorRef& target, Value message,
+  int32_t StartActorCall(Actor& actor, const ActorRef& target, CborValue message,
                          std::chrono::milliseconds timeout) EXCLUDES(awaits_mu);
   // Resumes `ref`'s invocation with the outcome of its call `id`, unless that wait ended.
-  void ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t id, Result<Value> reply,
+  void ResumeCall(Reactor& reactor, const ActorRef& ref, uint64_t id, Result<CborValue> reply,
                   bool queued) EXCLUDES(awaits_mu);
   // Ends `actor`'s wait, if any, without resuming it: the call is cancelled, so its reply
   // (if one comes) is dropped as late. DropInvocation calls it.

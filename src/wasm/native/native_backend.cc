@@ -231,14 +231,15 @@ Result<std::vector<WasmValue>> NativeInstance::Call(std::string_view name,
 
 Result<NativeInstance::Callable> NativeInstance::FindCallable(std::string_view name,
                                                               std::span<const WasmValue> args) {
-  if (last_callable_.info != nullptr && name == last_name_) {
+  for (const Found& found : found_) {
+    if (found.callable.info == nullptr || name != found.name) continue;
     if (active != nullptr) {
       return Status::FailedPrecondition("another invocation of this instance is active");
     }
-    if (!wasm::detail::CallArgsMatch(last_callable_.info->signature, args)) {
-      return wasm::detail::CallArgsMismatch(name, last_callable_.info->signature, args);
+    if (!wasm::detail::CallArgsMatch(found.callable.info->signature, args)) {
+      return wasm::detail::CallArgsMismatch(name, found.callable.info->signature, args);
     }
-    return last_callable_;
+    return found.callable;
   }
   const ExportInfo* info = module().FindExport(name);
   if (info == nullptr) {
@@ -262,9 +263,11 @@ Result<NativeInstance::Callable> NativeInstance::FindCallable(std::string_view n
   if (export_index >= thunks.size() || thunks[export_index] == nullptr) {
     return Status::Internal(fmt::format("native module lacks export `{}`", name));
   }
-  last_name_.assign(name);
-  last_callable_ = Callable{info, thunks[export_index]};
-  return last_callable_;
+  Found& slot = found_[next_found_];
+  next_found_ = (next_found_ + 1) % found_.size();
+  slot.name.assign(name);
+  slot.callable = Callable{info, thunks[export_index]};
+  return slot.callable;
 }
 
 std::unique_ptr<Invocation> NativeInstance::StartStartFunction() {

@@ -8,6 +8,7 @@
 // only on the thread that started it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -171,9 +172,14 @@ class NativeInstance final : public Instance, public wasm::detail::LinearMemory 
     GlueEntryPoints::Thunk thunk;
   };
   Result<Callable> FindCallable(std::string_view name, std::span<const WasmValue> args);
-  // The export the last FindCallable found (callers call the same handler again and again).
-  std::string last_name_;
-  Callable last_callable_{nullptr, nullptr};
+  // The last two exports FindCallable found: callers call the same few again and again (an
+  // actor: reef_alloc, then its handler), so both stay found.
+  struct Found {
+    std::string name;
+    Callable callable{nullptr, nullptr};
+  };
+  std::array<Found, 2> found_;
+  size_t next_found_ = 0;  // the entry the next new export replaces
 
  public:
   struct HostBlock;  // reef_rt_host + back pointer: every import module's instance pointer

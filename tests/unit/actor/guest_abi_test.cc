@@ -79,10 +79,11 @@ TEST_F(ActorAbiTest, CounterSendQueuesAnAddAndCountsOne) {
   const SendEffect send = context_.effects.sends[0];  // a copy: Handle resets effects
   EXPECT_EQ(send.target, Ref("receiverBBBBBBBBBBBBB"));
   EXPECT_EQ(send.sender, context_.self);
-  EXPECT_EQ(send.message, Json(R"({"op":"add","value":5})"));
+  EXPECT_EQ(send.message.ToValue(), Json(R"({"op":"add","value":5})"));
 
   // The receiver, spawned with 10, handles the send: 15 (spec 001's walk-through).
-  ASSERT_EQ(Handle(Value::Int(10), Value::Ref(*send.sender), send.message), RunState::kFinished);
+  ASSERT_EQ(Handle(Value::Int(10), Value::Ref(*send.sender), send.message.ToValue()),
+            RunState::kFinished);
   EXPECT_EQ(new_state_, Value::Int(15));
 }
 
@@ -162,7 +163,7 @@ TEST_F(ImportContractTest, SendRecordsAnEffectFromSelf) {
   EXPECT_EQ(CallI32("send_ok"), 0);
   ASSERT_EQ(context_.effects.sends.size(), 1u);
   EXPECT_EQ(context_.effects.sends[0].target, Ref("targetCCCCCCCCCCCCCCC"));
-  EXPECT_EQ(context_.effects.sends[0].message, Value::Int(5));
+  EXPECT_EQ(context_.effects.sends[0].message.ToValue(), Value::Int(5));
   EXPECT_EQ(context_.effects.sends[0].sender, context_.self);
 }
 

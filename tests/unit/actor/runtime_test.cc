@@ -100,7 +100,7 @@ TEST_F(RuntimeTest, FailedHandlerRetainsStateAndReservedInput) {
   EXPECT_EQ(s.status, ActorStatus::kFailed);
   EXPECT_EQ(s.state, Value::Int(7));
   ASSERT_TRUE(s.reserved.has_value());
-  EXPECT_EQ(s.reserved->message, Json(R"({"op":"fail"})"));
+  EXPECT_EQ(s.reserved->message.ToValue(), Json(R"({"op":"fail"})"));
   EXPECT_EQ(s.queued.size(), 1u) << "later input waits";
   EXPECT_EQ(s.failure, "asked to fail");
   EXPECT_EQ(runtime_->TrySend(a, Value::Int(1)).status.code(), Code::kFailedPrecondition)
@@ -206,9 +206,9 @@ TEST_F(RuntimeTest, RestartAfterFailurePutsTheReservedInputFirstWithANewIncarnat
   EXPECT_EQ(s.incarnation, 2u);
   EXPECT_EQ(s.status, ActorStatus::kIdle);
   ASSERT_EQ(s.queued.size(), 3u);
-  EXPECT_EQ(s.queued[0].message, Json(R"({"op":"fail"})")) << "reserved input first";
-  EXPECT_EQ(s.queued[1].message, Json(R"({"op":"add","value":1})"));
-  EXPECT_EQ(s.queued[2].message, Json(R"({"op":"add","value":2})"));
+  EXPECT_EQ(s.queued[0].message.ToValue(), Json(R"({"op":"fail"})")) << "reserved input first";
+  EXPECT_EQ(s.queued[1].message.ToValue(), Json(R"({"op":"add","value":1})"));
+  EXPECT_EQ(s.queued[2].message.ToValue(), Json(R"({"op":"add","value":2})"));
 }
 
 TEST_F(RuntimeTest, PauseKeepsTheInvocationAndResumeRestoresThePriorStatus) {
@@ -239,7 +239,7 @@ TEST_F(RuntimeTest, CancelMovesTheReservedInputToTheFrontAndReturnsToIdle) {
   EXPECT_EQ(s.status, ActorStatus::kIdle);
   EXPECT_FALSE(s.reserved.has_value());
   ASSERT_EQ(s.queued.size(), 2u);
-  EXPECT_EQ(s.queued[0].message, Json(R"({"op":"spin"})"));
+  EXPECT_EQ(s.queued[0].message.ToValue(), Json(R"({"op":"spin"})"));
   EXPECT_EQ(runtime_->Cancel(a).code(), Code::kFailedPrecondition) << "nothing to cancel now";
 }
 
@@ -416,7 +416,7 @@ TEST_F(RuntimeTest, StopOnAFailedActorKeepsTheFailedInput) {
   EXPECT_EQ(stopped.state, Value::Int(1000)) << "on_shutdown ran";
   ASSERT_TRUE(stopped.reserved.has_value()) << "the failed input is not acknowledged";
   ASSERT_TRUE(runtime_->Restart(a).ok());
-  EXPECT_EQ(Inspect(a).queued.front().message, Json(R"({"op":"fail"})"));
+  EXPECT_EQ(Inspect(a).queued.front().message.ToValue(), Json(R"({"op":"fail"})"));
 }
 
 TEST_F(RuntimeTest, AReservationSetByRepairRunsFirstAfterResume) {

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/cbor.h"
@@ -81,6 +84,123 @@ RC_GTEST_PROP(CborPropertyTest, JsonAndCborAgree, ()) {
   const auto via_json = ValueFromJson(*ValueToJsonText(v, ValueLimits{}), ValueLimits{});
   RC_ASSERT(via_json.ok());
   RC_ASSERT(*EncodeCbor(*via_json, ValueLimits{}) == *EncodeCbor(v, ValueLimits{}));
+}
+
+// ---- CborValue: checking without decoding agrees with DecodeCbor ----
+
+// Appends a head for (major, arg) in a random valid width, not only the shortest one.
+void LooseHead(std::vector<std::uint8_t>& out, std::uint8_t major, std::uint64_t arg) {
+  std::vector<int> widths;  // additional information: 0 = inline, 24..27
+  if (arg < 24) widths.push_back(0);
+  if (arg <= 0xff) widths.push_back(24);
+  if (arg <= 0xffff) widths.push_back(25);
+  if (arg <= 0xffffffff) widths.push_back(26);
+  widths.push_back(27);
+  const int info = *rc::gen::elementOf(widths);
+  if (info == 0) {
+    out.push_back(static_cast<std::uint8_t>((major << 5) | arg));
+    return;
+  }
+  out.push_back(static_cast<std::uint8_t>((major << 5) | info));
+  const int bytes = 1 << (info - 24);
+  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<std::uint8_t>(arg >> (8 * i)));
+}
+
+// A valid but (mostly) not deterministic encoding of `v`: random head widths, record keys in
+// random order, floats as doubles. With `duplicate`, some record repeats its first key.
+void LooseEncode(const Value& v, std::vector<std::uint8_t>& out, bool duplicate) {
+  switch (v.kind()) {
+    case Kind::kInt:
+      if (v.as_int() >= 0) return LooseHead(out, 0, static_cast<std::uint64_t>(v.as_int()));
+      return LooseHead(out, 1, static_cast<std::uint64_t>(-(v.as_int() + 1)));
+    case Kind::kFloat: {
+      out.push_back(0xfb);
+      const auto bits = std::bit_cast<std::uint64_t>(v.as_float());
+      for (int i = 7; i >= 0; --i) out.push_back(static_cast<std::uint8_t>(bits >> (8 * i)));
+      return;
+    }
+    case Kind::kString:
+      LooseHead(out, 3, v.as_string().size());
+      out.insert(out.end(), v.as_string().begin(), v.as_string().end());
+      return;
+    case Kind::kList:
+      LooseHead(out, 4, v.as_list().size());
+      for (const Value& item : v.as_list()) LooseEncode(item, out, duplicate);
+      return;
+    case Kind::kRecord: {
+      std::vector<const Record::value_type*> fields;
+      for (const auto& field : v.as_record()) fields.push_back(&field);
+      for (size_t i = fields.size(); i > 1; --i) {  // Fisher-Yates, rapidcheck's choices
+        std::swap(fields[i - 1], fields[*rc::gen::inRange<size_t>(0, i)]);
+      }
+      const bool repeat = duplicate && !fields.empty();
+      LooseHead(out, 5, fields.size() + (repeat ? 1 : 0));
+      if (repeat) fields.push_back(fields.front());
+      for (const auto* field : fields) {
+        LooseHead(out, 3, field->first.size());
+        out.insert(out.end(), field->first.begin(), field->first.end());
+        LooseEncode(field->second, out, duplicate);
+      }
+      return;
+    }
+    default: {  // null, bool, actor ref: one encoding only
+      const auto bytes = *EncodeCbor(v, ValueLimits{});
+      out.insert(out.end(), bytes.begin(), bytes.end());
+    }
+  }
+}
+
+RC_GTEST_PROP(CborValueTest, AnyValidEncodingBecomesTheDeterministicOne, ()) {
+  const Value v = AnyValue();
+  std::vector<std::uint8_t> loose;
+  LooseEncode(v, loose, false);
+  const auto checked = CborValue::FromBytes(loose, ValueLimits{});
+  RC_ASSERT(checked.ok());
+  const auto canonical = *EncodeCbor(v, ValueLimits{});
+  RC_ASSERT(std::vector<std::uint8_t>(checked->bytes().begin(), checked->bytes().end()) ==
+            canonical);
+  RC_ASSERT(checked->ToValue() == v);
+}
+
+RC_GTEST_PROP(CborValueTest, ADuplicateKeyInAnyOrderIsRefusedAsDecodeCborRefusesIt, ()) {
+  const Value v = AnyValue();
+  std::vector<std::uint8_t> loose;
+  LooseEncode(v, loose, true);
+  const auto decoded = DecodeCbor(loose, ValueLimits{});
+  const auto checked = CborValue::FromBytes(loose, ValueLimits{});
+  RC_ASSERT(decoded.ok() == checked.ok());
+  if (!decoded.ok()) RC_ASSERT(decoded.status().message() == checked.status().message());
+}
+
+RC_GTEST_PROP(CborValueTest, ArbitraryBytesAreRefusedExactlyWhenDecodeCborRefusesThem,
+              (const std::vector<std::uint8_t>& bytes)) {
+  // Small limits, so the limit errors are reached too.
+  const ValueLimits limits{3, 12, 40, 64, 4096};
+  const auto decoded = DecodeCbor(bytes, limits);
+  const auto checked = CborValue::FromBytes(bytes, limits);
+  RC_ASSERT(decoded.ok() == checked.ok());
+  if (decoded.ok()) {
+    RC_ASSERT(checked->ToValue() == *decoded);
+  } else {
+    RC_ASSERT(decoded.status().ToString() == checked.status().ToString());
+  }
+}
+
+TEST(CborValueTest, KeepsDeterministicBytesAndTheRefEncodingMatchesEncodeCbor) {
+  const ActorRef ref = *ActorRef::Parse("V1StGXR8_Z5jdHi6B-myT");
+  const auto via_value = *EncodeCbor(Value::Ref(ref), ValueLimits{});
+  const auto direct = EncodeCborRef(ref);
+  EXPECT_EQ(std::vector<std::uint8_t>(direct.begin(), direct.end()), via_value);
+  EXPECT_TRUE(CborValue().is_null());
+  EXPECT_EQ(CborValue().ToValue(), Value::Null());
+  const Value record = Value::RecordOf({{"n", Value::Int(500)}, {"peer", Value::Ref(ref)}});
+  const auto bytes = *EncodeCbor(record, ValueLimits{});
+  const auto kept = CborValue::FromBytes(bytes, ValueLimits{});
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(std::vector<std::uint8_t>(kept->bytes().begin(), kept->bytes().end()), bytes);
+  EXPECT_FALSE(kept->is_null());
+  EXPECT_EQ(kept->ToValue(), record);
+  EXPECT_EQ(*CborValue::Encode(record, ValueLimits{}), *kept);
 }
 
 }  // namespace
