@@ -56,6 +56,13 @@ class ActorRef {
   std::array<char, kNanoIdLength> id_{};
 };
 
+// Hashes an actor ref's characters, for unordered containers keyed by ActorRef.
+struct ActorRefHash {
+  std::size_t operator()(const ActorRef& ref) const noexcept {
+    return std::hash<std::string_view>{}(ref.str());
+  }
+};
+
 class Value;
 
 // The items of a list value, in order.

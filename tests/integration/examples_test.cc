@@ -333,10 +333,13 @@ TEST_F(ExamplesTest, BankMovesToNativeCodeUnderAutoWithoutChangingAnything) {
 TEST_F(ExamplesTest, HealthAndCommandsAnswerWhileFortySlowProjectorQueriesRun) {
   UploadBank();
   ASSERT_EQ(Execute("open-account", {{"account_id", "a1"}, {"owner", "Ada"}}).status, 200u);
-  // A read-only query that counts for a while (a recursive CTE of 500,000 rows).
+  // A read-only query that counts for a while: a recursive CTE of 150,000 rows, ~0.1 s of CPU.
+  // 40 of them keep the 8 query threads busy for seconds on 2 cores, yet each stays far below
+  // the 5 s query limit when the machine is also running other tests (500,000 rows, ~0.4 s,
+  // passed that limit under a parallel ctest).
   const json slow = {{"sql",
                       "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < "
-                      "500000) SELECT count(*) AS n FROM c"}};
+                      "150000) SELECT count(*) AS n FROM c"}};
   constexpr int kQueries = 40;
   std::vector<HttpResult> answers(kQueries);
   std::vector<std::thread> clients;
@@ -358,7 +361,7 @@ TEST_F(ExamplesTest, HealthAndCommandsAnswerWhileFortySlowProjectorQueriesRun) {
   for (auto& client : clients) client.join();
   for (int i = 0; i < kQueries; ++i) {
     ASSERT_EQ(answers[i].status, 200u) << "query " << i << ": " << answers[i].text;
-    EXPECT_EQ(answers[i].body["rows"], json::parse(R"([{"n": 500000}])"));
+    EXPECT_EQ(answers[i].body["rows"], json::parse(R"([{"n": 150000}])"));
   }
 }
 

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "actor/runtime.h"
@@ -146,7 +147,7 @@ class Reactor {
 
   // ---- owned by the thread driving this reactor ----
   wasm::Engine engine;
-  std::map<ActorRef, std::unique_ptr<Actor>> actors;
+  std::unordered_map<ActorRef, std::unique_ptr<Actor>, ActorRefHash> actors;
   std::map<std::string, std::vector<PooledInstance>> pool;  // by implementation id
   std::deque<ActorRef> run_queue;                           // free-running
   std::map<ActorRef, bool> queued_to_run;                   // members of run_queue
@@ -202,7 +203,8 @@ struct Runtime::State {
 
   // ref -> cell, for every actor. Readers: any thread; writers: Spawn, Remove.
   SharedMutex directory_mu;
-  std::map<ActorRef, std::shared_ptr<ActorCell>> directory GUARDED_BY(directory_mu);
+  std::unordered_map<ActorRef, std::shared_ptr<ActorCell>, ActorRefHash> directory
+      GUARDED_BY(directory_mu);
 
   Mutex calls_mu;
   // Calls waiting for a reply, by reply address (ActorRef::GenerateReplyAddress). A send to a
