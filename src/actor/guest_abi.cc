@@ -265,7 +265,7 @@ Result<std::vector<wasm::WasmValue>> CallBounded(wasm::Instance& instance, std::
       return Status::FailedPrecondition(
           fmt::format("{} did not finish within {} instructions", name, budget));
     default:
-      return Status::FailedPrecondition(fmt::format("{}: {}", name, results.status().message()));
+      return results.status();  // it did not start: the export or its arguments
   }
 }
 

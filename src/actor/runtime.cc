@@ -335,33 +335,41 @@ static Status SendAs(Runtime::State& s, const ActorRef& target, CborValue& messa
   return Status::Ok();
 }
 
+// One attempt of a host send (no sender), under manual_mu in manual mode.
+static Status SendFromHost(Runtime::State& s, const ActorRef& target, CborValue& message) {
+  std::unique_lock lock(s.manual_mu, std::defer_lock);
+  if (s.options.mode == SchedulingMode::kManual) lock.lock();
+  return SendAs(s, target, message, std::nullopt);
+}
+
 SendOutcome Runtime::TrySend(const ActorRef& target, Value message) {
   auto encoded = CborValue::Encode(message, state_->options.value_limits);
   if (!encoded.ok()) return {encoded.status().WithContext("message"), std::move(message)};
-  std::unique_lock lock(state_->manual_mu, std::defer_lock);
-  if (state_->options.mode == SchedulingMode::kManual) lock.lock();
-  Status sent = SendAs(*state_, target, *encoded, std::nullopt);
+  Status sent = SendFromHost(*state_, target, *encoded);
   if (!sent.ok()) return {std::move(sent), std::move(message)};
   return {Status::Ok(), std::nullopt};
 }
 
 SendOutcome Runtime::Send(const ActorRef& target, Value message,
                           std::chrono::milliseconds timeout) {
+  // Encoded once, so a LimitExceeded below can only mean a full mailbox: a message over the
+  // value limits fails at once instead of being retried until the timeout.
+  auto encoded = CborValue::Encode(message, state_->options.value_limits);
+  if (!encoded.ok()) return {encoded.status().WithContext("message"), std::move(message)};
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(20);
   for (;;) {
-    SendOutcome outcome = TrySend(target, std::move(message));
-    if (outcome.status.code() != Code::kLimitExceeded ||
-        state_->options.mode == SchedulingMode::kManual ||
+    Status sent = SendFromHost(*state_, target, *encoded);
+    if (sent.ok()) return {Status::Ok(), std::nullopt};
+    if (sent.code() != Code::kLimitExceeded || state_->options.mode == SchedulingMode::kManual ||
         std::chrono::steady_clock::now() >= deadline) {
-      if (outcome.status.code() == Code::kLimitExceeded &&
+      if (sent.code() == Code::kLimitExceeded &&
           state_->options.mode == SchedulingMode::kFreeRunning) {
-        outcome.status = Status::Unavailable(
+        sent = Status::Unavailable(
             fmt::format("mailbox of @{} stayed full for {} ms", target.str(), timeout.count()));
       }
-      return outcome;
+      return {std::move(sent), std::move(message)};
     }
-    message = std::move(*outcome.returned);
     // Capacity frees as the owner's reactor acknowledges input; poll with backoff.
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2'000));

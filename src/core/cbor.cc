@@ -487,7 +487,11 @@ Result<CborValue> CborValue::FromBytes(std::span<const std::uint8_t> bytes,
                                        const ValueLimits& limits) {
   if (bytes.size() > limits.max_cbor_bytes) return DecodeCbor(bytes, limits).status();
   Decoder<false> check(bytes, limits);
-  REEF_RETURN_IF_ERROR(check.Top().status());
+  if (Status checked = check.Top().status(); !checked.ok()) {
+    // Checking does not stop at a duplicate record key (it only marks the record out of
+    // order); DecodeCbor does, and its error is the one to give.
+    return check.canonical() ? checked : DecodeCbor(bytes, limits).status();
+  }
   if (!check.canonical()) {
     REEF_ASSIGN_OR_RETURN(Value value, DecodeCbor(bytes, limits));
     return Encode(value, limits);

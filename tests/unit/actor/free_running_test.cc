@@ -196,6 +196,22 @@ TEST(FreeRunningTest, SendWaitsForCapacityAndTrySendNeverBlocks) {
   EXPECT_EQ(SettledSum(*runtime, std::chrono::seconds(30), 1, 200), 200);
 }
 
+TEST(FreeRunningTest, SendOfAMessageOverTheValueLimitsFailsAtOnceAndReturnsIt) {
+  auto runtime = FreeRunning(1);
+  auto a = runtime->Spawn(LoadGuest("probe"), Value::Int(0));
+  ASSERT_TRUE(a.ok());
+  List deep = {Value::Int(1)};  // nested 40 lists deep: over the default depth of 32
+  Value message = Value::ListOf(deep);
+  for (int i = 0; i < 40; ++i) message = Value::ListOf({message});
+  const auto start = std::chrono::steady_clock::now();
+  SendOutcome sent = runtime->Send(*a, message, milliseconds(5'000));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1))
+      << "a bad message is not a full mailbox: nothing to wait for";
+  EXPECT_EQ(sent.status.code(), Code::kLimitExceeded) << sent.status.ToString();
+  ASSERT_TRUE(sent.returned.has_value());
+  EXPECT_EQ(*sent.returned, message);
+}
+
 TEST(FreeRunningTest, PlacementFollowsThePolicyAndDrainMovesIdleActors) {
   auto runtime = FreeRunning(3);
   auto probe = LoadGuest("probe");
