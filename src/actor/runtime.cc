@@ -433,12 +433,19 @@ Result<Value> Runtime::Call(const ActorRef& target, Value message,
 
 namespace {
 
-// `done` as a CallSlot's callback: the reply arrives as bytes and leaves as a Value.
-CallSlot::Done AsValue(Runtime::HostDone done) {
-  return [done = std::move(done)](Result<CborValue> reply, bool queued) {
+// SendAsync and CallAsync in free-running mode: encodes `message` once up front (so a
+// LimitExceeded from a send attempt can only mean a full mailbox) and starts `slot`, whose
+// reply arrives as bytes and reaches `done` as a Value.
+void StartFromHost(Runtime::State& s, std::shared_ptr<CallSlot> slot, const ActorRef& target,
+                   const Value& message, std::chrono::milliseconds timeout,
+                   Runtime::HostDone done) {
+  auto encoded = CborValue::Encode(message, s.options.value_limits);
+  if (!encoded.ok()) return done(encoded.status().WithContext("message"), false);
+  slot->on_done = [done = std::move(done)](Result<CborValue> reply, bool queued) {
     if (!reply.ok()) return done(reply.status(), queued);
     done(reply->ToValue(), queued);
   };
+  s.StartHostSend(std::move(slot), target, std::move(*encoded), timeout);
 }
 
 }  // namespace
@@ -452,13 +459,9 @@ void Runtime::SendAsync(const ActorRef& target, Value message, std::chrono::mill
     if (sent.ok()) return done(Value::Null(), true);
     return done(sent, false);
   }
-  // Checked once up front, so LimitExceeded from a send attempt can only mean a full mailbox.
-  auto encoded = CborValue::Encode(message, s.options.value_limits);
-  if (!encoded.ok()) return done(encoded.status().WithContext("message"), false);
   auto slot = std::make_shared<CallSlot>();
   slot->wants_reply = false;
-  slot->on_done = AsValue(std::move(done));
-  s.StartHostSend(std::move(slot), target, std::move(*encoded), timeout);
+  StartFromHost(s, std::move(slot), target, message, timeout, std::move(done));
 }
 
 void Runtime::CallAsync(const ActorRef& target, Value message, std::chrono::milliseconds timeout,
@@ -470,12 +473,9 @@ void Runtime::CallAsync(const ActorRef& target, Value message, std::chrono::mill
                     "use TrySend and Tick"),
                 false);
   }
-  auto encoded = CborValue::Encode(message, s.options.value_limits);
-  if (!encoded.ok()) return done(encoded.status().WithContext("message"), false);
   auto slot = std::make_shared<CallSlot>();
   slot->reply = reply;
-  slot->on_done = AsValue(std::move(done));
-  s.StartHostSend(std::move(slot), target, std::move(*encoded), timeout);
+  StartFromHost(s, std::move(slot), target, message, timeout, std::move(done));
 }
 
 namespace {
@@ -509,13 +509,12 @@ void Runtime::State::StartHostSend(std::shared_ptr<CallSlot> slot, const ActorRe
     }
     calls.emplace(*address, slot);
   }
-  TryHostSend(std::move(slot), *address, target,
-              std::make_shared<const CborValue>(std::move(message)),
+  TryHostSend(std::move(slot), *address, target, std::make_shared<CborValue>(std::move(message)),
               std::chrono::steady_clock::now() + timeout, timeout, std::chrono::microseconds(20));
 }
 
 void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address,
-                                 const ActorRef& target, std::shared_ptr<const CborValue> message,
+                                 const ActorRef& target, std::shared_ptr<CborValue> message,
                                  Reactor::TimePoint deadline, std::chrono::milliseconds timeout,
                                  std::chrono::microseconds pause) {
   if (slot->done.load(std::memory_order_acquire)) return;
@@ -523,8 +522,8 @@ void Runtime::State::TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef&
   if (slot->wants_reply) sender = address;
   // Set first: the reply can complete the slot on the target's reactor before SendAs returns.
   slot->queued.store(true, std::memory_order_release);
-  CborValue copy = *message;  // a retry needs it again
-  Status sent = SendAs(*this, target, copy, sender);
+  // Moved from only when queued; a retry sends it again otherwise.
+  Status sent = SendAs(*this, target, *message, sender);
   if (!sent.ok()) slot->queued.store(false, std::memory_order_release);
   if (sent.ok()) {
     if (!slot->wants_reply) return (void)slot->Complete(CborValue());

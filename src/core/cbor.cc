@@ -220,7 +220,7 @@ struct Head {
 
 // One decoder for both uses: kBuild builds the Value (DecodeCbor); without it the input is
 // only checked, with the same errors and limits, allocating nothing, and `canonical()` tells
-// whether it is already in Encoder's deterministic encoding (ValidateCbor).
+// whether it is already in Encoder's deterministic encoding (CborValue::FromBytes).
 template <bool kBuild>
 class Decoder {
  public:
@@ -369,7 +369,7 @@ class Decoder {
           return Error(key_head.offset, "duplicate record key");
         }
       } else if (i > 0 && !KeyBefore(previous, key)) {
-        // Out of the deterministic order, or a duplicate: ValidateCbor's caller decodes such
+        // Out of the deterministic order, or a duplicate: CborValue::FromBytes decodes such
         // input in full, which tells which (Decoder<true> rejects duplicates).
         canonical_ = false;
       }

@@ -240,7 +240,7 @@ struct Runtime::State {
   // One send attempt of StartHostSend, then the next step (a retry timer, a deadline timer or
   // completion).
   void TryHostSend(std::shared_ptr<CallSlot> slot, const ActorRef& address, const ActorRef& target,
-                   std::shared_ptr<const CborValue> message, Reactor::TimePoint deadline,
+                   std::shared_ptr<CborValue> message, Reactor::TimePoint deadline,
                    std::chrono::milliseconds timeout, std::chrono::microseconds pause);
   // Completes every registered host send or call with Unavailable(`why`) (StopThreads,
   // Runtime::FailPendingCalls).
