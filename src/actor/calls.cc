@@ -48,6 +48,9 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Cbo
   // where it is resumed.
   Reactor* home = reactors[actor.cell->reactor.load(std::memory_order_acquire)].get();
   slot->on_done = [this, home, self, id](Result<CborValue> reply, bool queued) {
+    // Completed on the caller's own reactor (a callee there replied, or the deadline fired):
+    // resumed here and now; from anywhere else, by a task posted there.
+    if (CurrentReactor() == home) return ResumeCall(*home, self, id, std::move(reply), queued);
     auto outcome = std::make_shared<Result<CborValue>>(std::move(reply));
     home->Post([this, self, id, outcome, queued](Reactor& r) {
       ResumeCall(r, self, id, std::move(*outcome), queued);

@@ -99,7 +99,9 @@ void Runtime::TickAsync(std::shared_ptr<ActorGroup> group, uint32_t count, uint6
       // What arrived since the last tick: call completions that wake awaiting actors, and the
       // timers of calls (deadlines, retries on a full mailbox).
       for (auto& reactor : s.reactors) {
-        for (auto& command : reactor->TakeCommands(false, {})) command(*reactor);
+        std::vector<Reactor::Command> commands;
+        reactor->TakeCommands(false, {}, &commands);
+        for (auto& command : commands) command(*reactor);
         reactor->FireDueTimers({});
       }
       s.RunTick(*group, budget, &report);
@@ -170,7 +172,6 @@ Status Runtime::RemoveGroup(const ActorGroup& group) {
         a.cell->removed.store(true);
         if (group.mode == SchedulingMode::kManual) a.cell->group->members.erase(it->first);
         removed.push_back(it->first);
-        r.queued_to_run.erase(it->first);
         r.actor_count.fetch_sub(1);
         it = r.actors.erase(it);
       }

@@ -303,10 +303,10 @@ Status Runtime::Drain(uint32_t reactor_id) {
       REEF_ASSIGN_OR_RETURN(Reactor * to, s.Place({}, *s.default_group));
       auto owned = std::make_shared<std::unique_ptr<Actor>>(std::move(r.actors.at(ref)));
       r.actors.erase(ref);
-      r.queued_to_run.erase(ref);
       r.actor_count.fetch_sub(1);
       to->actor_count.fetch_add(1);
       Actor* moved = owned->get();
+      moved->in_run_queue = false;  // its entry in this run_queue is stale now
       if (s.options.mode == SchedulingMode::kManual) {
         moved->cell->reactor.store(to->id);
         to->actors.emplace(ref, std::move(*owned));
@@ -321,7 +321,7 @@ Status Runtime::Drain(uint32_t reactor_id) {
         }
         to->Post([&s, owned, ref](Reactor& target) {
           target.actors.emplace(ref, std::move(*owned));
-          const Actor& arrived = *target.actors.at(ref);
+          Actor& arrived = *target.actors.at(ref);
           if (s.Runnable(arrived)) s.MarkRunnable(target, arrived);
         });
         std::shared_ptr<ActorCell> cell = moved->cell;

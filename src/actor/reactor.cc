@@ -57,11 +57,14 @@ void Reactor::Post(Command command) {
   cv_.NotifyOne();
 }
 
-std::deque<Reactor::Command> Reactor::TakeCommands(bool idle,
-                                                   std::chrono::steady_clock::duration timeout) {
+void Reactor::TakeCommands(bool idle, std::chrono::steady_clock::duration timeout,
+                           std::vector<Command>* taken) {
+  taken->clear();
   if (idle) {
     SpinBriefly([this] { return posted_.load(std::memory_order_acquire) != 0; },
                 std::min<std::chrono::steady_clock::duration>(timeout, kSpinBeforeSleep));
+  } else if (posted_.load(std::memory_order_acquire) == 0) {
+    return;  // a busy reactor checks for commands on every turn: no lock when there are none
   }
   MutexLock lock(mu_);
   if (idle && commands_.empty()) {
@@ -70,10 +73,8 @@ std::deque<Reactor::Command> Reactor::TakeCommands(bool idle,
       if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout) break;
     }
   }
-  std::deque<Command> taken;
-  taken.swap(commands_);
+  taken->swap(commands_);
   posted_.store(0, std::memory_order_release);
-  return taken;
 }
 
 void Reactor::AddTimer(TimePoint at, std::weak_ptr<void> owner, Command fire) {
@@ -88,6 +89,7 @@ void Reactor::AddTimer(TimePoint at, std::weak_ptr<void> owner, Command fire) {
 
 std::chrono::steady_clock::duration Reactor::FireDueTimers(
     std::chrono::steady_clock::duration cap) {
+  if (timers.empty()) return cap;  // a busy reactor comes here twice a turn: no clock read
   auto now = std::chrono::steady_clock::now();
   while (!timers.empty() && timers.begin()->first <= now) {
     Timer timer = std::move(timers.begin()->second);
@@ -200,10 +202,11 @@ Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn, const ActorGro
   return best;
 }
 
-void Runtime::State::MarkRunnable(Reactor& reactor, const Actor& actor) {
+void Runtime::State::MarkRunnable(Reactor& reactor, Actor& actor) {
   if (options.mode != SchedulingMode::kFreeRunning || Ticked(actor)) return;
-  auto [it, inserted] = reactor.queued_to_run.emplace(actor.cell->ref, true);
-  if (inserted) reactor.run_queue.push_back(actor.cell->ref);
+  if (actor.in_run_queue) return;
+  actor.in_run_queue = true;
+  reactor.run_queue.push_back(actor.cell->ref);
 }
 
 void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope) {
@@ -250,18 +253,18 @@ namespace {
 void Turn(Runtime::State& state, Reactor& reactor) {
   bool idle = reactor.run_queue.empty();
   auto next_timer = reactor.FireDueTimers(std::chrono::milliseconds(20));
-  for (auto& command : reactor.TakeCommands(idle, next_timer)) {
-    command(reactor);
-  }
+  reactor.TakeCommands(idle, next_timer, &reactor.taken_commands);
+  for (auto& command : reactor.taken_commands) command(reactor);
+  reactor.taken_commands.clear();
   reactor.FireDueTimers(std::chrono::milliseconds(20));
   size_t n = reactor.run_queue.size();
   for (size_t i = 0; i < n && !state.shutting_down.load(); ++i) {
     ActorRef ref = reactor.run_queue.front();
     reactor.run_queue.pop_front();
-    reactor.queued_to_run.erase(ref);
     auto it = reactor.actors.find(ref);
-    if (it == reactor.actors.end()) continue;
+    if (it == reactor.actors.end() || !it->second->in_run_queue) continue;  // stale
     Actor& actor = *it->second;
+    actor.in_run_queue = false;
     actor.turn_commits = 0;
     uint64_t spent = 0;
     while (state.Runnable(actor) && spent < state.options.free_slice &&

@@ -12,8 +12,6 @@
 
 namespace reef::actor {
 
-Reactor* CurrentReactor();  // reactor.cc
-
 Runtime::State::State(RuntimeOptions opts)
     : options(std::move(opts)),
       default_group(std::make_shared<ActorGroup>(options.mode, 0, options.log_options)) {}
@@ -297,7 +295,6 @@ Status Runtime::Remove(const ActorRef& ref) {
     }
     if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.erase(ref);
     r.actors.erase(ref);
-    r.queued_to_run.erase(ref);  // a stale run_queue entry is skipped by Turn
     r.actor_count.fetch_sub(1);
     return Status::Ok();
   }));

@@ -2,7 +2,7 @@
 // (spec 001, "Transition and retry guarantees"). Runs on the thread driving the reactor.
 #include <fmt/format.h>
 
-#include <map>
+#include <algorithm>
 
 #include "actor/detail/runtime_state.h"
 #include "core/limits.h"
@@ -18,7 +18,7 @@ constexpr size_t kMaxPooledPerImplementation = 64;
 // from that clean image, so a handler sees only its committed state and inputs: nothing
 // another actor (or an earlier invocation, a killed one included) left in memory or globals.
 Result<std::unique_ptr<wasm::Instance>> AcquireInstance(Reactor& reactor, const Actor& actor) {
-  auto& idle = reactor.pool[actor.implementation->id];
+  auto& idle = reactor.IdleInstances(actor.implementation);
   while (!idle.empty()) {
     std::unique_ptr<wasm::Instance> instance = std::move(idle.back().instance);
     idle.pop_back();
@@ -44,7 +44,7 @@ void ReleaseInstance(Reactor& reactor, const Actor& actor,
   const auto& memories = instance->module().memories();
   if (!memories.empty() && instance->memory().size() > memories[0].initial * 65'536) return;
   if (reactor.engine.Outdated(*instance)) return;
-  auto& idle = reactor.pool[actor.implementation->id];
+  auto& idle = reactor.IdleInstances(actor.implementation);
   if (idle.size() < kMaxPooledPerImplementation) {
     idle.push_back({std::move(instance), actor.cell->ref});
   }
@@ -148,48 +148,86 @@ static void FailActor(Runtime::State& state, Reactor& reactor, Actor& actor, std
   actor.SetStatus(ActorStatus::kFailed);
 }
 
+namespace {
+
+// The cell of `target` as guest code of `group` sees it: the reactor's own table first (no
+// lock), then the directory.
+std::shared_ptr<ActorCell> TargetCell(Runtime::State& state, Reactor& reactor,
+                                      const ActorRef& target, const ActorGroup* group) {
+  auto it = reactor.actors.find(target);
+  if (it == reactor.actors.end()) return state.FindCell(target, group);
+  const std::shared_ptr<ActorCell>& cell = it->second->cell;
+  return cell->group.get() == group ? cell : nullptr;
+}
+
 // Validates every send of a finished invocation and reserves mailbox capacity for all of
-// them (aggregate per target), or reserves nothing. On success `reserved` lists the cells
-// reserved and how many slots each. `acknowledges`: the transition frees the actor's
-// reserved slot, which a self-send may reuse.
-static Status ReserveEffects(
-    Runtime::State& state, Actor& actor, bool acknowledges, const Effects& effects,
-    std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>>* reserved) {
-  std::map<ActorRef, uint32_t> counts;
-  for (const SendEffect& send : effects.sends) ++counts[send.target];
-  auto rollback = [&] {
-    for (auto& [ref, entry] : *reserved) entry.first->Release(entry.second);
+// them (aggregate per target), or reserves nothing. On success `*reserved` has one entry per
+// target, sorted by target. `acknowledges`: the transition frees the actor's reserved slot,
+// which a self-send may reuse.
+Status ReserveEffects(Runtime::State& state, Reactor& reactor, Actor& actor, bool acknowledges,
+                      const Effects& effects, std::vector<Reservation>* reserved) {
+  reserved->clear();
+  for (const SendEffect& send : effects.sends) reserved->push_back({send.target, 1});
+  if (reserved->size() > 1) {
+    std::sort(reserved->begin(), reserved->end(),
+              [](const Reservation& a, const Reservation& b) { return a.target < b.target; });
+    size_t kept = 0;
+    for (size_t i = 1; i < reserved->size(); ++i) {
+      Reservation& last = (*reserved)[kept];
+      if ((*reserved)[i].target == last.target) {
+        ++last.sends;
+      } else {
+        (*reserved)[++kept] = std::move((*reserved)[i]);
+      }
+    }
+    reserved->erase(reserved->begin() + static_cast<std::ptrdiff_t>(kept) + 1, reserved->end());
+  }
+  auto rollback = [&](Status why) {
+    for (Reservation& r : *reserved) {
+      if (r.cell && r.needed > 0) r.cell->Release(r.needed);
+    }
     reserved->clear();
+    return why;
   };
-  for (const auto& [target, count] : counts) {
+  for (Reservation& entry : *reserved) {
+    const ActorRef& target = entry.target;
     if (target.is_reply_address()) continue;  // a call's reply address: no mailbox
-    std::shared_ptr<ActorCell> cell = state.FindCell(target, actor.cell->group.get());
+    std::shared_ptr<ActorCell> cell = TargetCell(state, reactor, target, actor.cell->group.get());
     if (!cell) {
-      rollback();
-      return Status::NotFound(fmt::format("send to unknown actor @{}", target.str()));
+      return rollback(Status::NotFound(fmt::format("send to unknown actor @{}", target.str())));
     }
     if (cell.get() != actor.cell.get() && !cell->Accepting()) {
-      rollback();
-      return Status::FailedPrecondition(
+      return rollback(Status::FailedPrecondition(
           fmt::format("send to @{}, which is {}", target.str(),
-                      ActorStatusName(cell->status.load(std::memory_order_acquire))));
+                      ActorStatusName(cell->status.load(std::memory_order_acquire)))));
     }
     // A self-send reuses the slot of the input this transition acknowledges.
-    uint32_t needed = cell.get() == actor.cell.get() && acknowledges ? count - 1 : count;
+    uint32_t needed =
+        cell.get() == actor.cell.get() && acknowledges ? entry.sends - 1 : entry.sends;
     if (needed > 0 && !cell->Reserve(needed)) {
-      rollback();
-      return Status::LimitExceeded(
-          fmt::format("{} send(s) to @{} exceed its mailbox capacity of {} messages", count,
-                      target.str(), cell->capacity.load()));
+      return rollback(Status::LimitExceeded(
+          fmt::format("{} send(s) to @{} exceed its mailbox capacity of {} messages", entry.sends,
+                      target.str(), cell->capacity.load())));
     }
-    reserved->emplace(target, std::make_pair(cell, needed));
-    if (cell->removed.load()) {  // Remove ran after the lookup (Runtime::Remove)
-      rollback();
-      return Status::NotFound(fmt::format("send to unknown actor @{}", target.str()));
+    entry.needed = needed;
+    entry.cell = std::move(cell);
+    if (entry.cell->removed.load()) {  // Remove ran after the lookup (Runtime::Remove)
+      return rollback(Status::NotFound(fmt::format("send to unknown actor @{}", target.str())));
     }
   }
   return Status::Ok();
 }
+
+// The entry of `target` in ReserveEffects' answer, or end().
+std::vector<Reservation>::iterator FindReservation(std::vector<Reservation>& reserved,
+                                                   const ActorRef& target) {
+  auto it = std::lower_bound(
+      reserved.begin(), reserved.end(), target,
+      [](const Reservation& entry, const ActorRef& ref) { return entry.target < ref; });
+  return it != reserved.end() && it->target == target ? it : reserved.end();
+}
+
+}  // namespace
 
 // Commits a finished invocation: new state, acknowledged input, then the sends.
 static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickReport* report) {
@@ -201,11 +239,12 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   }
   Effects effects = std::move(actor.context->effects);
   actor.context->effects = {};
-  std::map<ActorRef, std::pair<std::shared_ptr<ActorCell>, uint32_t>> reserved;
+  // The reactor's buffer, taken (not borrowed) so that a nested commit would get its own.
+  std::vector<Reservation> reserved = std::move(reactor.reservations);
   // A handler acknowledges its reserved input; on_shutdown has none of its own (a failed
   // input stays reserved through a graceful stop).
   bool acknowledges = !active.shutdown && actor.reserved.has_value();
-  Status valid = ReserveEffects(state, actor, acknowledges, effects, &reserved);
+  Status valid = ReserveEffects(state, reactor, actor, acknowledges, effects, &reserved);
   if (!valid.ok()) {
     FailActor(state, reactor, actor, "invalid transition: " + valid.message(), report);
     return;
@@ -220,14 +259,15 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   if (acknowledges) {
     input = std::move(actor.reserved);
     actor.reserved.reset();
-    if (reserved.count(actor.cell->ref) == 0) actor.cell->Release(1);  // acknowledged
+    auto self = FindReservation(reserved, actor.cell->ref);
+    if (self == reserved.end()) actor.cell->Release(1);  // acknowledged
   }
 
   bool replied = false;
   for (SendEffect& send : effects.sends) {
     Envelope envelope{send.sender, std::move(send.message)};
-    auto target = reserved.find(send.target);
-    if (target == reserved.end()) {  // a reply address (ReserveEffects let it through)
+    auto target = FindReservation(reserved, send.target);
+    if (!target->cell) {  // a reply address (ReserveEffects let it through)
       if (input && input->sender == send.target) replied = true;
       auto slot = state.FindCall(send.target);
       if (!slot || !slot->Complete(std::move(envelope.message))) {
@@ -240,11 +280,13 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
       if (send.target == actor.cell->ref) {
         state.Deliver(reactor, actor, std::move(envelope));
       } else {
-        state.Route(target->second.first, std::move(envelope));
+        state.Route(target->cell, std::move(envelope));
       }
     }
   }
   if (!replied) CompleteUnanswered(state, input);
+  reserved.clear();
+  reactor.reservations = std::move(reserved);
   if (report) ++report->commits;
   ++actor.turn_commits;
   state.Publish(LifecycleKind::kCommitted, actor);
@@ -302,9 +344,9 @@ uint64_t Runtime::State::RunSlice(Reactor& reactor, Actor& actor, uint64_t budge
                                   TickReport* report) {
   if (!actor.active && !StartNext(*this, reactor, actor, report)) return 0;
   wasm::Invocation& invocation = *actor.active->invocation;
-  uint64_t before = invocation.telemetry().instructions;
+  uint64_t before = invocation.instructions();
   wasm::RunState run = invocation.Run(budget);
-  uint64_t charged = invocation.telemetry().instructions - before;
+  uint64_t charged = invocation.instructions() - before;
   if (report) {
     ++report->slices;
     report->instructions += charged;

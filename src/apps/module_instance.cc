@@ -82,10 +82,10 @@ std::optional<Result<std::vector<wasm::WasmValue>>> ModuleInstance::RunSlice(uin
         Status(Code::kTrapped, fmt::format("{}: {} failed: {}", context_.label, call.name, reason));
   } else if (state == wasm::RunState::kSuspended) {
     call.suspended = true;
-    call.charged = call.invocation->telemetry().instructions;
+    call.charged = call.invocation->instructions();
     return std::nullopt;  // the host completes the import (CompleteSql), then runs on
   } else {
-    call.charged = call.invocation->telemetry().instructions;
+    call.charged = call.invocation->instructions();
     if (call.charged < call.budget) return std::nullopt;  // more slices to run
     out = Status::LimitExceeded(fmt::format("{}: {} did not finish within {} instructions",
                                             context_.label, call.name, call.budget));

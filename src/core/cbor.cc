@@ -485,6 +485,10 @@ Result<CborValue> CborValue::Encode(const Value& value, const ValueLimits& limit
 
 Result<CborValue> CborValue::FromBytes(std::span<const std::uint8_t> bytes,
                                        const ValueLimits& limits) {
+  const auto as_is = [&] {
+    return CborValue(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  };
+  if (IsPlainDeterministicCbor(bytes, limits)) return as_is();
   if (bytes.size() > limits.max_cbor_bytes) return DecodeCbor(bytes, limits).status();
   Decoder<false> check(bytes, limits);
   if (Status checked = check.Top().status(); !checked.ok()) {
@@ -496,7 +500,7 @@ Result<CborValue> CborValue::FromBytes(std::span<const std::uint8_t> bytes,
     REEF_ASSIGN_OR_RETURN(Value value, DecodeCbor(bytes, limits));
     return Encode(value, limits);
   }
-  return CborValue(std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  return as_is();
 }
 
 Value CborValue::ToValue() const {

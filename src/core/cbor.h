@@ -45,6 +45,12 @@ Result<std::vector<std::uint8_t>> EncodeCbor(const Value& value, const ValueLimi
 // and infinities, integers outside int64, ill-formed UTF-8, non-text or duplicate record keys.
 Result<Value> DecodeCbor(std::span<const std::uint8_t> bytes, const ValueLimits& limits);
 
+// True only when DecodeCbor accepts `bytes` under `limits` and they are already its
+// deterministic encoding (what EncodeCbor gives for the value). False means "not shown
+// here": floats, longer heads, unsorted keys and every error are left to the full checker.
+// The fast path of CborValue::FromBytes (cbor_fast_check.cc); cannot fail.
+bool IsPlainDeterministicCbor(std::span<const std::uint8_t> bytes, const ValueLimits& limits);
+
 // An actor ref's encoding: the tag head, a text head and the 21 NanoID characters.
 inline constexpr std::size_t kCborActorRefBytes = 27;
 std::array<std::uint8_t, kCborActorRefBytes> EncodeCborRef(const ActorRef& ref);

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <string_view>
@@ -56,10 +58,20 @@ class ActorRef {
   std::array<char, kNanoIdLength> id_{};
 };
 
-// Hashes an actor ref's characters, for unordered containers keyed by ActorRef.
+// Hashes an actor ref's characters, for unordered containers keyed by ActorRef: three
+// overlapping 8-byte words (every character counts) mixed by multiplication, a few
+// instructions instead of a byte loop (refs are looked up several times per message).
 struct ActorRefHash {
   std::size_t operator()(const ActorRef& ref) const noexcept {
-    return std::hash<std::string_view>{}(ref.str());
+    static_assert(kNanoIdLength == 21);
+    const char* id = ref.str().data();
+    std::uint64_t a = 0, b = 0, c = 0;
+    std::memcpy(&a, id, 8);
+    std::memcpy(&b, id + 8, 8);
+    std::memcpy(&c, id + 13, 8);
+    std::uint64_t h = (a * 0x9e3779b97f4a7c15ULL) ^ std::rotl(b * 0xc2b2ae3d27d4eb4fULL, 23) ^
+                      std::rotl(c * 0x165667b19e3779f9ULL, 43);
+    return static_cast<std::size_t>(h ^ (h >> 29));
   }
 };
 

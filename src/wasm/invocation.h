@@ -67,6 +67,9 @@ class Invocation {
   // "module.name" of the import this invocation is suspended in. REQUIRES: kSuspended.
   virtual const std::string& suspended_in() const = 0;
   virtual Telemetry telemetry() const = 0;
+  // telemetry().instructions without the rest (no frame walk, no strings): what the
+  // schedulers read around every slice.
+  virtual uint64_t instructions() const = 0;
 };
 
 }  // namespace reef::wasm

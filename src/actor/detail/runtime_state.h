@@ -20,73 +20,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actor/detail/actor_cell.h"
 #include "actor/runtime.h"
 #include "core/mutex.h"
 
 namespace reef::actor {
-
-// The cross-thread face of an actor.
-struct ActorCell {
-  explicit ActorCell(ActorRef r, uint32_t cap, uint32_t reactor_id,
-                     std::shared_ptr<ActorGroup> actor_group)
-      : ref(r), capacity(cap), reactor(reactor_id), group(std::move(actor_group)) {}
-
-  // Reserves `n` mailbox slots; false (nothing reserved) when that would pass capacity.
-  bool Reserve(uint32_t n);
-  void Release(uint32_t n) { used.fetch_sub(n, std::memory_order_acq_rel); }
-  bool Accepting() const {
-    ActorStatus s = status.load(std::memory_order_acquire);
-    return s != ActorStatus::kStopped && s != ActorStatus::kFailed;
-  }
-
-  const ActorRef ref;
-  std::atomic<uint32_t> capacity;
-  std::atomic<uint32_t> reactor;            // owner; changes only when draining moves the actor
-  const std::shared_ptr<ActorGroup> group;  // never null
-
-  // Moving between reactors (free-running Drain) without reordering messages: while
-  // `moving`, other threads wait to route here, and the old owner forwards what it still
-  // holds to `moving_to`; a fence command on the old owner then switches `reactor`.
-  Mutex route_mu;
-  CondVar route_cv;  // signalled when a move ends
-  bool moving GUARDED_BY(route_mu) = false;
-  uint32_t moving_to GUARDED_BY(route_mu) = 0;
-  std::atomic<ActorStatus> status{ActorStatus::kIdle};
-  std::atomic<uint32_t> used{0};  // queued + reserved + slots reserved by senders in flight
-  // Set by Runtime::Remove. A sender checks it after reserving a slot and backs off, so no
-  // message is ever routed to a removed actor.
-  std::atomic<bool> removed{false};
-  std::atomic<uint32_t> incarnation{1};  // mirrors Actor::incarnation for Runtime::Mailbox
-};
-
-// Whether `cell` (State::FindCell's answer for `target`) takes messages now. Any thread.
-// Errors: NotFound (no such actor), FailedPrecondition (stopped or failed).
-Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& target);
-
-// A host send or call in progress (Runtime::SendAsync, CallAsync, Call). Registered in
-// State::calls under its address until it completes; for a call the address is the reply
-// address the handler sees as its sender (a fresh ref that is never an actor).
-struct CallSlot {
-  ReplyPolicy reply = ReplyPolicy::kRequired;
-  bool wants_reply = true;          // false: completes (null) once queued (SendAsync)
-  std::atomic<bool> queued{false};  // the message got into the mailbox
-  std::atomic<bool> done{false};
-  // The reply as it travels (bytes); Runtime::HostDone's callers get it as a Value.
-  using Done = std::function<void(Result<CborValue> reply, bool queued)>;
-  Done on_done;  // moved out by the one Complete that runs it
-  // Completes once, on the calling thread; later completions are ignored. Returns whether
-  // this call completed it.
-  bool Complete(Result<CborValue> result);
-};
-
-// A call an actor's invocation is suspended in (the `call` import, calls.cc).
-struct AwaitingCall {
-  uint64_t id = 0;  // Actor::calls_started when it began: tells a stale resume from this one
-  ActorRef target;
-  std::chrono::steady_clock::time_point started;
-  std::chrono::milliseconds timeout{0};
-  std::shared_ptr<CallSlot> slot;  // completed (cancelled) when the invocation ends first
-};
 
 // An actor, owned by its reactor.
 struct Actor {
@@ -102,6 +40,9 @@ struct Actor {
   std::shared_ptr<const Implementation> pending_install;
   std::optional<std::string> failure;
   uint32_t turn_commits = 0;  // free-running: completions in the current turn
+  // Free-running: the actor waits in its reactor's run_queue. An entry popped while this is
+  // false is stale (the actor ran from a later entry, or moved) and is skipped.
+  bool in_run_queue = false;
   // FailurePolicy::kReset: the spawn state a failure or kill goes back to.
   std::optional<CborValue> reset_state;
   // The call the active invocation waits for (status awaiting, or paused from awaiting).
@@ -123,6 +64,14 @@ struct Actor {
     cell->status.store(s, std::memory_order_release);
   }
   bool HasInput() const { return !queued.empty() || reserved.has_value(); }
+};
+
+// The mailbox slots a transition reserved on one target (ReserveEffects).
+struct Reservation {
+  ActorRef target;
+  uint32_t sends = 0;               // sends of the transition to `target`
+  uint32_t needed = 0;              // slots reserved (a self-send may reuse the acknowledged one)
+  std::shared_ptr<ActorCell> cell;  // null for a call's reply address (no mailbox)
 };
 
 // Idle instances of one implementation on one reactor.
@@ -148,16 +97,27 @@ class Reactor {
   // ---- owned by the thread driving this reactor ----
   wasm::Engine engine;
   std::unordered_map<ActorRef, std::unique_ptr<Actor>, ActorRefHash> actors;
-  std::map<std::string, std::vector<PooledInstance>> pool;  // by implementation id
-  std::deque<ActorRef> run_queue;                           // free-running
-  std::map<ActorRef, bool> queued_to_run;                   // members of run_queue
+  // Idle instances by implementation; each entry keeps its implementation alive, so a key
+  // is never the address of a later implementation.
+  struct InstancePool {
+    std::shared_ptr<const Implementation> implementation;
+    std::vector<PooledInstance> idle;
+  };
+  std::unordered_map<const Implementation*, InstancePool> pool;
+  std::vector<PooledInstance>& IdleInstances(const std::shared_ptr<const Implementation>& of) {
+    InstancePool& entry = pool[of.get()];
+    if (!entry.implementation) entry.implementation = of;
+    return entry.idle;
+  }
+  std::deque<ActorRef> run_queue;  // free-running (Actor::in_run_queue)
 
   // ---- cross-thread commands (free-running) ----
   using Command = std::function<void(Reactor&)>;
   void Post(Command command) EXCLUDES(mu_);
-  // Takes every pending command; waits up to `timeout` when none is pending and `idle`.
-  std::deque<Command> TakeCommands(bool idle, std::chrono::steady_clock::duration timeout)
-      EXCLUDES(mu_);
+  // Moves every pending command into `*taken` (emptied first); waits up to `timeout` when none
+  // is pending and `idle`. Takes no lock when nothing is pending and not `idle`.
+  void TakeCommands(bool idle, std::chrono::steady_clock::duration timeout,
+                    std::vector<Command>* taken) EXCLUDES(mu_);
 
   // ---- timers (free-running), owned by the reactor thread ----
   using TimePoint = std::chrono::steady_clock::time_point;
@@ -174,15 +134,20 @@ class Reactor {
   size_t timers_after_sweep = 0;  // timers left by the last sweep of moot ones
 
   std::thread thread;
+  std::vector<Command> taken_commands;    // Turn's buffer for TakeCommands (reactor thread)
+  std::vector<Reservation> reservations;  // Commit's buffer (transition.cc)
 
  private:
   // Protected by mu_; cv_ is signalled when a command is posted.
   Mutex mu_;
   CondVar cv_;
-  std::deque<Command> commands_ GUARDED_BY(mu_);
+  std::vector<Command> commands_ GUARDED_BY(mu_);
   // commands_.size(), readable without the lock (SpinBriefly in TakeCommands).
   std::atomic<size_t> posted_{0};
 };
+
+// The reactor whose thread is running the caller (free-running mode), or null (reactor.cc).
+Reactor* CurrentReactor();
 
 struct Runtime::State {
   explicit State(RuntimeOptions opts);
@@ -209,12 +174,12 @@ struct Runtime::State {
   Mutex calls_mu;
   // Calls waiting for a reply, by reply address (ActorRef::GenerateReplyAddress). A send to a
   // reply address that is not here is a late reply: dropped, never an error for its sender.
-  std::map<ActorRef, std::shared_ptr<CallSlot>> calls GUARDED_BY(calls_mu);
+  std::unordered_map<ActorRef, std::shared_ptr<CallSlot>, ActorRefHash> calls GUARDED_BY(calls_mu);
 
   // The wait-for graph of actor calls: caller -> callee for every awaiting call, so a call
   // that would close a cycle (A calls B calls A) is refused at once, across reactors.
   Mutex awaits_mu;
-  std::map<ActorRef, ActorRef> awaits GUARDED_BY(awaits_mu);
+  std::unordered_map<ActorRef, ActorRef, ActorRefHash> awaits GUARDED_BY(awaits_mu);
 
   // ---- helpers (runtime.cc) ----
   // The cell of `ref`; with `group` set, null unless the actor is of that group (what guest
@@ -290,7 +255,7 @@ struct Runtime::State {
   void StartThreads();
   void StopThreads();
   // Queues `actor` for a turn (free-running; not for actors that only Tick runs).
-  void MarkRunnable(Reactor& reactor, const Actor& actor);
+  void MarkRunnable(Reactor& reactor, Actor& actor);
   // Routes an envelope to `cell`'s owner (inline in manual mode).
   void Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope);
 };

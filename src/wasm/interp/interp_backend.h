@@ -137,6 +137,7 @@ class InterpInvocation final : public Invocation {
   const Trap& trap() const override { return trap_; }
   const std::string& suspended_in() const override { return suspended_in_; }
   Telemetry telemetry() const override;
+  uint64_t instructions() const override { return instructions_; }
 
   // Called by host functions while this invocation runs.
   wabt::Result OnHostCall(size_t row, const wabt::interp::Values& params,

@@ -231,6 +231,7 @@ class NativeInvocation final : public Invocation {
   const Trap& trap() const override { return trap_; }
   const std::string& suspended_in() const override { return suspended_in_; }
   Telemetry telemetry() const override;
+  uint64_t instructions() const override { return instructions_; }
 
   // Makes this the start function's invocation: it runs `start` instead of a thunk, and is
   // named `name` in traps and telemetry.

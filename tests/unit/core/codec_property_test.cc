@@ -153,6 +153,57 @@ void LooseEncode(const Value& v, std::vector<std::uint8_t>& out, bool duplicate)
   }
 }
 
+bool HasFloat(const Value& v) {
+  if (v.is_float()) return true;
+  if (v.is_list()) return std::ranges::any_of(v.as_list(), HasFloat);
+  if (v.is_record()) {
+    return std::ranges::any_of(v.as_record(), [](const auto& f) { return HasFloat(f.second); });
+  }
+  return false;
+}
+
+// The fast check (IsPlainDeterministicCbor) says yes only where DecodeCbor accepts the bytes
+// and they are already EncodeCbor's encoding of the value.
+void AssertFastCheckIsSound(const std::vector<std::uint8_t>& bytes, const ValueLimits& limits) {
+  if (!IsPlainDeterministicCbor(bytes, limits)) return;
+  const auto decoded = DecodeCbor(bytes, limits);
+  RC_ASSERT(decoded.ok());
+  RC_ASSERT(*EncodeCbor(*decoded, limits) == bytes);
+}
+
+RC_GTEST_PROP(CborValueTest, TheFastCheckTakesEveryDeterministicEncodingWithoutFloats, ()) {
+  const Value v = AnyValue();
+  const auto bytes = *EncodeCbor(v, ValueLimits{});
+  RC_ASSERT(IsPlainDeterministicCbor(bytes, ValueLimits{}) == !HasFloat(v));
+  // Tighter limits: yes only when the value keeps within them.
+  const ValueLimits small{3, 12, 40, 64, 4096};
+  RC_ASSERT(IsPlainDeterministicCbor(bytes, small) ==
+            (!HasFloat(v) && bytes.size() <= small.max_cbor_bytes && CheckLimits(v, small).ok()));
+}
+
+RC_GTEST_PROP(CborValueTest, TheFastCheckNeverTakesWhatDecodeCborRefusesOrWouldReencode, ()) {
+  const Value v = AnyValue();
+  std::vector<std::uint8_t> bytes = *EncodeCbor(v, ValueLimits{});
+  // One to three damaged bytes: flipped bits, a cut tail or an extra byte.
+  const int damages = *rc::gen::inRange(1, 4);
+  for (int i = 0; i < damages && !bytes.empty(); ++i) {
+    const size_t at = *rc::gen::inRange<size_t>(0, bytes.size());
+    switch (*rc::gen::inRange(0, 3)) {
+      case 0:
+        bytes[at] ^= *rc::gen::inRange<std::uint8_t>(1, 255);
+        break;
+      case 1:
+        bytes.resize(at);
+        break;
+      default:
+        bytes.insert(bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                     *rc::gen::arbitrary<std::uint8_t>());
+    }
+  }
+  AssertFastCheckIsSound(bytes, ValueLimits{});
+  AssertFastCheckIsSound(bytes, ValueLimits{3, 12, 40, 64, 4096});
+}
+
 RC_GTEST_PROP(CborValueTest, AnyValidEncodingBecomesTheDeterministicOne, ()) {
   const Value v = AnyValue();
   std::vector<std::uint8_t> loose;
@@ -181,6 +232,7 @@ RC_GTEST_PROP(CborValueTest, ArbitraryBytesAreRefusedExactlyWhenDecodeCborRefuse
               (const std::vector<std::uint8_t>& bytes)) {
   // Small limits, so the limit errors are reached too.
   const ValueLimits limits{3, 12, 40, 64, 4096};
+  AssertFastCheckIsSound(bytes, limits);
   const auto decoded = DecodeCbor(bytes, limits);
   const auto checked = CborValue::FromBytes(bytes, limits);
   RC_ASSERT(decoded.ok() == checked.ok());

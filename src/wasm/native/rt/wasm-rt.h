@@ -130,11 +130,11 @@ typedef struct wasm_rt_memory_t {
   uint8_t* data;
   uint32_t pages, max_pages;
   uint32_t size;
-  /* A byte per 4 KiB chunk of `data` (size >> REEF_RT_CHUNK_SHIFT), set to 1 by every write
+  /* A byte per 1 KiB chunk of `data` (size >> REEF_RT_CHUNK_SHIFT), set to 1 by every write
    * (c_gen.cc RewriteMemoryWrites, GuestMemory::Write): a reset restores only those chunks. */
   uint8_t* dirty;
 } wasm_rt_memory_t;
-#define REEF_RT_CHUNK_SHIFT 12
+#define REEF_RT_CHUNK_SHIFT 10
 #define REEF_RT_CHUNK_SPILL 8u /* a store marks its first chunk; resets take 8 bytes more */
 
 /* Marks the chunks of [at, at + n) written. REQUIRES: n > 0, inside the memory. */
