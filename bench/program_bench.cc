@@ -21,7 +21,8 @@
 // (reef: the whole `reef serve` process from /proc/PID/stat; native: its server threads'
 // CPU clocks), clients not counted. Any reply but 200 ends the run with exit 1.
 //
-//   build/bench/program_bench [--seconds N] [--clients N] [--native-threads N]  (--help)
+//   [REEF_ENGINE=auto|native|interp] build/bench/program_bench [--seconds N] [--clients N]
+//       [--native-threads N]  (--help); REEF_ENGINE becomes the server's --engine (default auto)
 //
 // Output: one machine-readable line per row, e.g.
 //   bench program=reef_invoke mode=wait clients=64 requests=... seconds=... per_s=...
@@ -325,11 +326,16 @@ int main(int argc, char** argv) {
   const uint32_t native_threads = sizes.native_threads > 0
                                       ? static_cast<uint32_t>(sizes.native_threads)
                                       : std::max(1u, std::thread::hardware_concurrency());
-  fmt::print("program_bench: seconds={} native_threads={} reef={} program={}\n", sizes.seconds,
-             native_threads, REEF_BINARY, REEF_PROGRAM_V1_DIR);
+  // The server's engine: REEF_ENGINE of this process, passed on as --engine (ReefServer drops
+  // the REEF_* environment), so that `REEF_ENGINE=native` measures native units from the first
+  // request instead of the interpreter until the background compile lands (engine auto).
+  const char* engine_env = std::getenv("REEF_ENGINE");
+  const std::string engine = engine_env != nullptr && *engine_env != '\0' ? engine_env : "auto";
+  fmt::print("program_bench: seconds={} native_threads={} reef={} engine={} program={}\n",
+             sizes.seconds, native_threads, REEF_BINARY, engine, REEF_PROGRAM_V1_DIR);
   std::fflush(stdout);
 
-  reef::testing::ReefServer reef(REEF_BINARY);
+  reef::testing::ReefServer reef(REEF_BINARY, {"--engine", engine});
   if (std::string started = reef.Start(); !started.empty()) Die("{}", started);
   DeployExample(reef.port());
   NativeServer native(native_threads);

@@ -546,7 +546,8 @@ if [[ $programs != 0 ]]; then
   echo
   echo "bench: programs and units; program_bench ($program_seconds s per row); load average" \
     "$(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-  "$build/bench/program_bench" --seconds "$program_seconds" | tee -a "$program_lines"
+  REEF_ENGINE=native "$build/bench/program_bench" --seconds "$program_seconds" |
+    tee -a "$program_lines"
   echo
 
   # One row per figure; the native handler is the limit, measured in the same run.
