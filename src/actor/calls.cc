@@ -19,6 +19,16 @@ int32_t FailureCode(const Status& status, bool queued) {
   return status.code() == Code::kUnavailable ? kCallTimedOut : kCallNoReply;
 }
 
+// True when `ref`, on `reactor`, has an invocation suspended in a call: status awaiting, or
+// paused while awaiting. On that reactor's thread.
+bool SuspendedInCall(Reactor& reactor, const ActorRef& ref) {
+  auto it = reactor.actors.find(ref);
+  if (it == reactor.actors.end()) return false;
+  const Actor& actor = *it->second;
+  return actor.status == ActorStatus::kAwaiting ||
+         (actor.status == ActorStatus::kPaused && actor.paused_from == ActorStatus::kAwaiting);
+}
+
 }  // namespace
 
 int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, CborValue message,
@@ -48,9 +58,13 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Cbo
   // where it is resumed.
   Reactor* home = reactors[actor.cell->reactor.load(std::memory_order_acquire)].get();
   slot->on_done = [this, home, self, id](Result<CborValue> reply, bool queued) {
-    // Completed on the caller's own reactor (a callee there replied, or the deadline fired):
-    // resumed here and now; from anywhere else, by a task posted there.
-    if (CurrentReactor() == home) return ResumeCall(*home, self, id, std::move(reply), queued);
+    // Completed on the caller's own reactor while it is suspended in this call (a callee
+    // there replied, or the deadline fired): resumed here and now. From another thread, or
+    // before the invocation suspended (the send failed at once, inside this very import),
+    // by a task posted there, which runs after the invocation has suspended.
+    if (CurrentReactor() == home && SuspendedInCall(*home, self)) {
+      return ResumeCall(*home, self, id, std::move(reply), queued);
+    }
     auto outcome = std::make_shared<Result<CborValue>>(std::move(reply));
     home->Post([this, self, id, outcome, queued](Reactor& r) {
       ResumeCall(r, self, id, std::move(*outcome), queued);
