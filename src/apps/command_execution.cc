@@ -286,6 +286,10 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
 
   void StartFold() {
     if (EndedByStop()) return;
+    // A lifecycle change while this execution waited for its turn: it starts again now rather
+    // than fold for a version that can no longer append (behind a deactivate or an activate,
+    // every waiting execution would otherwise pay a full fold in turn before any appends).
+    if (rt_.CommandGeneration(name_) != generation_) return Supersede();
     from_ = 1;
     head_ = 0;
     // The fold cache: start from the state folded up to some position, when one is kept.
@@ -336,6 +340,7 @@ class ModuleRuntime::Impl::Execution : public std::enable_shared_from_this<Execu
   void Fold(PageRead read) {
     head_ = read.head;
     if (read.count == 0) return FoldDone();
+    if (rt_.CommandGeneration(name_) != generation_) return Supersede();  // as in StartFold
     auto batch = std::make_shared<Value>(std::move(read.batch));
     const bool more = read.count >= kFoldBatchEvents;
     const events::Position next = read.next;

@@ -19,6 +19,7 @@
 #include "actor/runtime.h"
 #include "apps/module_runtime.h"
 #include "apps/runners.h"
+#include "core/mutex.h"
 #include "module_runtime_test_support.h"
 
 namespace reef::apps {
@@ -256,6 +257,50 @@ TEST_F(ModuleRuntimeTest, NoExecutionOfADeactivatedCommandAppendsAfterTheDeactiv
   EXPECT_EQ(unexpected, 0);
   EXPECT_EQ(appended_after, 0);
   EXPECT_EQ(events_->Head(), head) << "events appended after the deactivate answered";
+}
+
+TEST_F(ModuleRuntimeTest, ExecutionsWaitingForTheirTurnDoNotFoldForAVersionThatWasDeactivated) {
+  // Given 100 executions on one query (they take turns from read to append) and a deactivate
+  // while they wait: each one whose turn comes after the change is answered "not active"
+  // without folding. A full fold per waiting execution for a version that can no longer
+  // append took minutes on a long history and left clients without an answer.
+  Upload(ModuleKind::kCommand, "count", "1.0.0", "test_command");
+  constexpr int kExecutions = 100;
+  Mutex mu;
+  CondVar all_done;
+  int done = 0, appended = 0, not_active = 0;
+  std::vector<std::string> other;
+  for (int i = 0; i < kExecutions; ++i) {
+    runtime_->ExecuteAsync("count", Input({{"tag", "hot"}}), {},
+                           [&](Result<CommandOutcome> outcome) {
+                             MutexLock lock(mu);
+                             if (outcome.ok()) {
+                               ++appended;
+                             } else if (outcome.status().code() == Code::kNotFound) {
+                               ++not_active;
+                             } else {
+                               other.push_back(outcome.status().ToString());
+                             }
+                             if (++done == kExecutions) all_done.NotifyAll();
+                           });
+  }
+  while (events_->Head() < 5) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(runtime_->Deactivate(ModuleKind::kCommand, "count").ok());
+  {
+    MutexLock lock(mu);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (done < kExecutions) {
+      if (all_done.WaitUntil(mu, deadline) == std::cv_status::timeout) break;
+    }
+    ASSERT_EQ(done, kExecutions) << "executions left without an answer";
+    EXPECT_TRUE(other.empty()) << other.front();
+    EXPECT_GT(not_active, 0);
+    // Then folds: one per execution that appended, plus at most the one folding when the
+    // change came (it finds the change before it appends).
+    FoldCacheStats folds = runtime_->FoldCache();
+    EXPECT_LE(folds.hits + folds.misses, static_cast<uint64_t>(appended) + 1)
+        << appended << " appended, " << not_active << " not active";
+  }
 }
 
 TEST_F(ModuleRuntimeTest, ConcurrentExecutionsWithOneIdempotencyKeyExecuteOnce) {
