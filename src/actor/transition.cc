@@ -205,9 +205,12 @@ Status ReserveEffects(Runtime::State& state, Reactor& reactor, Actor& actor, boo
     uint32_t needed =
         cell.get() == actor.cell.get() && acknowledges ? entry.sends - 1 : entry.sends;
     if (needed > 0 && !cell->Reserve(needed)) {
-      return rollback(Status::LimitExceeded(
-          fmt::format("{} send(s) to @{} exceed its mailbox capacity of {} messages", entry.sends,
-                      target.str(), cell->capacity.load())));
+      const uint32_t capacity = cell->capacity.load();
+      const uint32_t taken = std::min(cell->used.load(), capacity);
+      return rollback(Status::LimitExceeded(fmt::format(
+          "{} send(s) to @{} do not fit its mailbox: capacity {} messages, {} slot(s) taken "
+          "(queued messages, the one in progress and sends on their way)",
+          entry.sends, target.str(), capacity, taken)));
     }
     entry.needed = needed;
     entry.cell = std::move(cell);
