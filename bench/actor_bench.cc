@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -40,6 +41,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,6 +54,20 @@
 #include "core/value.h"
 #include "wasm/engine.h"
 #include "wasm/module.h"
+
+// Every C++ allocation of this process is counted, so the ping-pong probe can report the
+// heap allocations per handled message (issue 15: none that a pool can avoid).
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+
+// Only `new` is replaced: libstdc++'s operator delete frees with std::free, which matches.
+// Not inlined: GCC would pair its malloc with the callers' operator delete and warn.
+[[gnu::noinline]] void* operator new(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
 
 namespace {
 
@@ -212,11 +228,17 @@ std::vector<double> Rates(double count, const std::vector<double>& seconds) {
 
 // ---- workloads -------------------------------------------------------------------------------
 
-// Wasm instructions per handled message of a short ping-pong (kProbeMessages), in a
-// manual-mode runtime whose TickReport counts them: context for the rates (the engine's
-// instruction rate is in the engine table).
-uint64_t InstructionsPerMessage(const std::shared_ptr<const Implementation>& pingpong) {
-  constexpr int64_t kProbeMessages = 100;
+struct PerMessage {
+  uint64_t instructions;  // wasm instructions
+  double allocations;     // C++ heap allocations (operator new)
+};
+
+// Wasm instructions and heap allocations per handled message of a short ping-pong
+// (kProbeMessages), in a manual-mode runtime whose TickReport counts the instructions: context
+// for the rates (the engine's instruction rate is in the engine table). The allocations are
+// counted over the ticks only, on this thread (a manual runtime runs in Tick).
+PerMessage ProbePerMessage(const std::shared_ptr<const Implementation>& pingpong) {
+  constexpr int64_t kProbeMessages = 1000;
   auto runtime = Runtime::Create(RuntimeOptions{});
   if (!runtime.ok()) Die(runtime.status().ToString());
   ActorRef a = Spawn(**runtime, pingpong);
@@ -225,15 +247,15 @@ uint64_t InstructionsPerMessage(const std::shared_ptr<const Implementation>& pin
   start.emplace("n", Value::Int(kProbeMessages - 1));
   start.emplace("peer", Value::Ref(b));
   Send(**runtime, a, Value::RecordOf(std::move(start)));
-  uint64_t commits = 0, instructions = 0;
-  for (int tick = 0; commits < kProbeMessages && tick < 10 * kProbeMessages; ++tick) {
-    auto report = (*runtime)->Tick(1, 1'000'000);
-    if (!report.ok() || report->failures > 0) Die("pingpong: the instruction probe failed");
-    commits += report->commits;
-    instructions += report->instructions;
-  }
+  // One message per tick (a, then b, ...), all in one Tick call.
+  const uint64_t allocations_before = g_allocations.load();
+  auto report = (*runtime)->Tick(kProbeMessages, 1'000'000);
+  const uint64_t allocations = g_allocations.load() - allocations_before;
+  if (!report.ok() || report->failures > 0) Die("pingpong: the instruction probe failed");
+  const uint64_t commits = report->commits;
   if (commits != kProbeMessages) Die("pingpong: the instruction probe did not finish");
-  return instructions / commits;
+  return {report->instructions / commits,
+          static_cast<double>(allocations) / static_cast<double>(commits)};
 }
 
 // Two pingpong actors bounce one message n times: the host sends {"n": n, "peer": b} to a;
@@ -259,9 +281,10 @@ void PingPong(const std::string& dir, uint32_t reactors, std::string_view mode) 
     placed_b = Inspect(*runtime, b).reactor;
     return s;
   });
+  const PerMessage per = ProbePerMessage(pingpong);
   Emit("pingpong", mode, n, n, "msg_per_s", Rates(static_cast<double>(n), seconds),
-       fmt::format(" reactors={}+{} instr_per_msg={}", placed_a, placed_b,
-                   InstructionsPerMessage(pingpong)));
+       fmt::format(" reactors={}+{} instr_per_msg={} allocs_per_msg={:.2f}", placed_a, placed_b,
+                   per.instructions, per.allocations));
 }
 
 // A coordinator sends {"op":"ping"} to each of w workers, each replies {"op":"pong"}, and the

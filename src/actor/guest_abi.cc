@@ -250,36 +250,49 @@ wasm::HostRegistry BuildRegistry() {
   return registry;
 }
 
-// Runs a small guest export to completion within `budget` instructions.
-Result<std::vector<wasm::WasmValue>> CallBounded(wasm::Instance& instance, std::string_view name,
-                                                 std::span<const wasm::WasmValue> args,
-                                                 ActorCallContext& context, uint64_t budget) {
+// Runs a small guest export that returns one value to completion within `budget` instructions.
+Result<wasm::WasmValue> CallBounded(wasm::Instance& instance, std::string_view name,
+                                    std::span<const wasm::WasmValue> args,
+                                    ActorCallContext& context, uint64_t budget) {
   // One step, not resumable: the native tier runs it without a fiber.
-  auto results = instance.Call(name, args, &context, budget);
-  if (results.ok()) return results;
-  switch (results.status().code()) {
-    case Code::kTrapped:
+  std::vector<wasm::WasmValue>& results = context.export_results;
+  Status called = instance.CallInto(name, args, results, &context, budget);
+  if (called.ok()) {
+    if (results.size() != 1) {
       return Status::FailedPrecondition(
-          fmt::format("{} trapped: {}", name, results.status().message()));
+          fmt::format("{} returned {} values, not one", name, results.size()));
+    }
+    return results[0];
+  }
+  switch (called.code()) {
+    case Code::kTrapped:
+      return Status::FailedPrecondition(fmt::format("{} trapped: {}", name, called.message()));
     case Code::kLimitExceeded:
       return Status::FailedPrecondition(
           fmt::format("{} did not finish within {} instructions", name, budget));
     default:
-      return results.status();  // it did not start: the export or its arguments
+      return called;  // it did not start: the export or its arguments
   }
 }
 
-// Places the encoded `inputs` in one reef_alloc buffer and returns their (ptr, len) pairs.
-Result<std::vector<wasm::WasmValue>> PlaceInputs(
-    wasm::Instance& instance, ActorCallContext& context,
-    std::initializer_list<std::span<const uint8_t>> inputs) {
+// The (ptr, len) argument pairs of up to three inputs placed in guest memory.
+struct PlacedInputs {
+  std::array<wasm::WasmValue, 6> values;
+  size_t count = 0;
+  std::span<const wasm::WasmValue> args() const { return {values.data(), count}; }
+};
+
+// Places the encoded `inputs` (at most three) in one reef_alloc buffer and returns their
+// (ptr, len) pairs.
+Result<PlacedInputs> PlaceInputs(wasm::Instance& instance, ActorCallContext& context,
+                                 std::initializer_list<std::span<const uint8_t>> inputs) {
   uint64_t total = 0;
   for (std::span<const uint8_t> bytes : inputs) total += bytes.size();
   if (total > UINT32_MAX) return Status::LimitExceeded("the inputs exceed 4 GiB");
-  const std::vector<wasm::WasmValue> len = {static_cast<int32_t>(total)};
-  REEF_ASSIGN_OR_RETURN(auto allocated,
+  const wasm::WasmValue len[] = {static_cast<int32_t>(total)};
+  REEF_ASSIGN_OR_RETURN(wasm::WasmValue allocated,
                         CallBounded(instance, "reef_alloc", len, context, kAllocBudget));
-  uint32_t ptr = static_cast<uint32_t>(std::get<int32_t>(allocated[0]));
+  uint32_t ptr = static_cast<uint32_t>(std::get<int32_t>(allocated));
   if (ptr == 0) {
     return Status::FailedPrecondition(
         fmt::format("reef_alloc({}) returned 0: the guest is out of memory", total));
@@ -290,19 +303,18 @@ Result<std::vector<wasm::WasmValue>> PlaceInputs(
         fmt::format("reef_alloc({}) returned [{}, {}), outside memory of {} bytes", total, ptr,
                     uint64_t{ptr} + total, instance.memory().size()));
   }
-  std::vector<wasm::WasmValue> pairs;
-  pairs.reserve(2 * inputs.size());
+  PlacedInputs placed;
   for (std::span<const uint8_t> bytes : inputs) {
     Status written = instance.memory().Write(ptr, bytes);
     if (!written.ok()) {
       return Status::FailedPrecondition("reef_alloc returned a buffer outside memory: " +
                                         written.message());
     }
-    pairs.push_back(static_cast<int32_t>(ptr));
-    pairs.push_back(static_cast<int32_t>(bytes.size()));
+    placed.values.at(placed.count++) = static_cast<int32_t>(ptr);
+    placed.values.at(placed.count++) = static_cast<int32_t>(bytes.size());
     ptr += static_cast<uint32_t>(bytes.size());
   }
-  return pairs;
+  return placed;
 }
 
 }  // namespace
@@ -367,9 +379,9 @@ bool HasShutdownHook(const wasm::Module& module) {
 }
 
 Status CheckAbiVersion(wasm::Instance& instance, ActorCallContext& context) {
-  REEF_ASSIGN_OR_RETURN(auto version,
+  REEF_ASSIGN_OR_RETURN(wasm::WasmValue version,
                         CallBounded(instance, "reef_abi_version", {}, context, kAllocBudget));
-  int32_t v = std::get<int32_t>(version.at(0));
+  int32_t v = std::get<int32_t>(version);
   if (v != static_cast<int32_t>(kAbiVersion)) {
     return Status::FailedPrecondition(fmt::format(
         "module speaks ABI reef version {}; this host speaks version {}", v, kAbiVersion));
@@ -393,8 +405,9 @@ Result<std::unique_ptr<wasm::Invocation>> StartHandle(
     sender_bytes = sender_ref;
   }
   REEF_ASSIGN_OR_RETURN(
-      auto args, PlaceInputs(instance, context, {state.bytes(), sender_bytes, message.bytes()}));
-  return instance.Start(handler, args, &context);
+      PlacedInputs placed,
+      PlaceInputs(instance, context, {state.bytes(), sender_bytes, message.bytes()}));
+  return instance.Start(handler, placed.args(), &context);
 }
 
 Result<std::unique_ptr<wasm::Invocation>> StartHandle(wasm::Instance& instance,
@@ -426,8 +439,8 @@ Result<std::unique_ptr<wasm::Invocation>> StartShutdown(wasm::Instance& instance
     return Status::NotFound("module has no reef_on_shutdown export");
   }
   if (checks == StartChecks::kAll) REEF_RETURN_IF_ERROR(CheckAbiVersion(instance, context));
-  REEF_ASSIGN_OR_RETURN(auto args, PlaceInputs(instance, context, {state.bytes()}));
-  return instance.Start("reef_on_shutdown", args, &context);
+  REEF_ASSIGN_OR_RETURN(PlacedInputs placed, PlaceInputs(instance, context, {state.bytes()}));
+  return instance.Start("reef_on_shutdown", placed.args(), &context);
 }
 
 Result<CborValue> ReadNewState(wasm::Instance& instance, const wasm::Invocation& invocation,

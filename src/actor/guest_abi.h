@@ -57,6 +57,13 @@ struct Effects {
   std::vector<SendEffect> sends;
   std::vector<LogRecord> logs;
   std::optional<std::string> failure;  // the reason passed to `fail`
+
+  // Empties the record for the next invocation, keeping the vectors' capacity.
+  void Clear() {
+    sends.clear();
+    logs.clear();
+    failure.reset();
+  }
 };
 
 // Return codes every i32 import shares (docs/abi.md "Imports the host provides").
@@ -96,6 +103,9 @@ struct ActorCallContext {
   CallStarter on_call;
   // The reply of the last call that returned one (CBOR), read by `call_reply`.
   std::vector<uint8_t> call_reply;
+  // Results of the small exports the host calls (reef_alloc, reef_abi_version), kept so that
+  // those calls allocate nothing.
+  std::vector<wasm::WasmValue> export_results;
 };
 
 // The ABI v1 manifest: send, send_from, call, call_reply, log, self, fail (module `reef`), each

@@ -241,7 +241,7 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
     return;
   }
   Effects effects = std::move(actor.context->effects);
-  actor.context->effects = {};
+  actor.context->effects.Clear();
   // The reactor's buffer, taken (not borrowed) so that a nested commit would get its own.
   std::vector<Reservation> reserved = std::move(reactor.reservations);
   // A handler acknowledges its reserved input; on_shutdown has none of its own (a failed
@@ -290,6 +290,13 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   if (!replied) CompleteUnanswered(state, input);
   reserved.clear();
   reactor.reservations = std::move(reserved);
+  // The actor's next invocation records its sends in this vector again without allocating,
+  // unless a transition of many sends made it large.
+  constexpr size_t kKeptSendCapacity = 16;
+  if (effects.sends.capacity() <= kKeptSendCapacity && actor.context->effects.sends.empty()) {
+    effects.sends.clear();
+    actor.context->effects.sends = std::move(effects.sends);
+  }
   if (report) ++report->commits;
   ++actor.turn_commits;
   state.Publish(LifecycleKind::kCommitted, actor);
@@ -324,7 +331,7 @@ static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, Tic
     FailActor(state, reactor, actor, instance.status().ToString(), report);
     return false;
   }
-  actor.context->effects = {};
+  actor.context->effects.Clear();
   actor.context->self = actor.cell->ref;
   static const std::optional<ActorRef> kHost;
   const std::optional<ActorRef>& sender = actor.reserved ? actor.reserved->sender : kHost;

@@ -64,8 +64,8 @@ Status ZeroCallBudget() {
   return Status::InvalidArgument("Call needs a budget of at least 1 instruction");
 }
 
-Result<std::vector<WasmValue>> CallOutcome(const Invocation& invocation, std::string_view name,
-                                           uint64_t budget) {
+Status CallOutcome(const Invocation& invocation, std::string_view name, uint64_t budget,
+                   std::vector<WasmValue>& results) {
   switch (invocation.state()) {
     case RunState::kTrapped:
       return Status::Trapped(invocation.trap().ToString());
@@ -79,7 +79,8 @@ Result<std::vector<WasmValue>> CallOutcome(const Invocation& invocation, std::st
     case RunState::kFinished:
       break;
   }
-  return invocation.results();
+  results.assign(invocation.results().begin(), invocation.results().end());
+  return Status::Ok();
 }
 
 Status CallArgsMismatch(std::string_view name, const FuncSignature& signature,
@@ -245,10 +246,18 @@ Result<std::unique_ptr<Instance>> Engine::Instantiate(std::shared_ptr<const Modu
 Result<std::vector<WasmValue>> Instance::Call(std::string_view name,
                                               std::span<const WasmValue> args, void* context,
                                               uint64_t budget) {
+  std::vector<WasmValue> results;
+  REEF_RETURN_IF_ERROR(CallInto(name, args, results, context, budget));
+  return results;
+}
+
+Status Instance::CallInto(std::string_view name, std::span<const WasmValue> args,
+                          std::vector<WasmValue>& results, void* context, uint64_t budget) {
+  results.clear();
   if (budget == 0) return detail::ZeroCallBudget();
   REEF_ASSIGN_OR_RETURN(auto invocation, Start(name, args, context));
   invocation->Run(budget);
-  return detail::CallOutcome(*invocation, name, budget);
+  return detail::CallOutcome(*invocation, name, budget, results);
 }
 
 }  // namespace reef::wasm

@@ -181,10 +181,13 @@ class Instance {
   // stack with no fiber). Returns the results. Errors: those of Start; InvalidArgument for a
   // zero budget; Trapped with Trap::ToString() as the message; LimitExceeded when the budget
   // runs out; FailedPrecondition when the call suspends in a host import (use Start/Run).
-  virtual Result<std::vector<WasmValue>> Call(std::string_view name,
-                                              std::span<const WasmValue> args,
-                                              void* context = nullptr,
-                                              uint64_t budget = 100'000'000);
+  Result<std::vector<WasmValue>> Call(std::string_view name, std::span<const WasmValue> args,
+                                      void* context = nullptr, uint64_t budget = 100'000'000);
+  // Call with the results written to `results` (replaced, its capacity reused: a caller that
+  // keeps the vector allocates nothing per call). Errors: Call's; `results` is then cleared.
+  virtual Status CallInto(std::string_view name, std::span<const WasmValue> args,
+                          std::vector<WasmValue>& results, void* context = nullptr,
+                          uint64_t budget = 100'000'000);
 };
 
 }  // namespace reef::wasm

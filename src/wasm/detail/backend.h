@@ -53,10 +53,11 @@ std::shared_ptr<Backend> MakeNativeBackend(const HostRegistry& registry, const E
 Status StartFunctionOutcome(const Invocation& start, uint64_t budget);
 
 // Instance::Call's answers, the same words on every tier: InvalidArgument for a zero budget;
-// for an invocation Run once with `budget`, its results or the error Instance::Call documents.
+// for an invocation Run once with `budget`, OK with its results assigned to `results` or the
+// error Instance::Call documents.
 Status ZeroCallBudget();
-Result<std::vector<WasmValue>> CallOutcome(const Invocation& invocation, std::string_view name,
-                                           uint64_t budget);
+Status CallOutcome(const Invocation& invocation, std::string_view name, uint64_t budget,
+                   std::vector<WasmValue>& results);
 
 // True when `args` match the parameters of `signature` and its results are all number types.
 bool CallArgsMatch(const FuncSignature& signature, std::span<const WasmValue> args);

@@ -218,15 +218,15 @@ Result<std::unique_ptr<Invocation>> NativeInstance::Start(std::string_view name,
       /*host_calls_allowed=*/true));
 }
 
-Result<std::vector<WasmValue>> NativeInstance::Call(std::string_view name,
-                                                    std::span<const WasmValue> args, void* context,
-                                                    uint64_t budget) {
+Status NativeInstance::CallInto(std::string_view name, std::span<const WasmValue> args,
+                                std::vector<WasmValue>& results, void* context, uint64_t budget) {
+  results.clear();
   if (budget == 0) return wasm::detail::ZeroCallBudget();
   REEF_ASSIGN_OR_RETURN(const Callable callable, FindCallable(name, args));
   NativeInvocation invocation(this, callable.thunk, args, callable.info->signature,
                               callable.info->name, context, /*host_calls_allowed=*/true);
   invocation.RunOnce(budget);
-  return wasm::detail::CallOutcome(invocation, name, budget);
+  return wasm::detail::CallOutcome(invocation, name, budget, results);
 }
 
 Result<NativeInstance::Callable> NativeInstance::FindCallable(std::string_view name,

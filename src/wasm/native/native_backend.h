@@ -141,8 +141,8 @@ class NativeInstance final : public Instance, public wasm::detail::LinearMemory 
   Result<std::unique_ptr<Invocation>> Start(std::string_view name, std::span<const WasmValue> args,
                                             void* context) override;
   // Runs the call to its end on a pooled stack without a fiber (NativeInvocation::RunOnce).
-  Result<std::vector<WasmValue>> Call(std::string_view name, std::span<const WasmValue> args,
-                                      void* context, uint64_t budget) override;
+  Status CallInto(std::string_view name, std::span<const WasmValue> args,
+                  std::vector<WasmValue>& results, void* context, uint64_t budget) override;
   Status Reset() override;
   Result<WasmValue> GetGlobal(std::string_view name) const override;
 
