@@ -443,11 +443,45 @@ void Memory(const std::string& dir, uint32_t reactors, std::string_view mode) {
   }
 }
 
+// Tick cost against stopped actors (issue 16: a tick costs in proportion to the runnable
+// actors): a manual runtime with `stopped` killed actors and one ping-pong pair bouncing a
+// long message; each run times Tick(100) (100 ticks with a budget of 1 M instructions, so each
+// handles whole messages), then kills its pair.
+// Lines kernel=tick100 with stopped=0 and stopped=20000: the rates should match.
+void TickCost(const std::string& dir) {
+  auto pingpong = Load(dir, "pingpong");
+  for (int64_t stopped : {int64_t{0}, Env("REEF_BENCH_TICK_STOPPED", 20'000)}) {
+    auto runtime = Runtime::Create(RuntimeOptions{});
+    if (!runtime.ok()) Die(runtime.status().ToString());
+    for (int64_t i = 0; i < stopped; ++i) {
+      reef::Status killed = (*runtime)->Kill(Spawn(**runtime, pingpong));
+      if (!killed.ok()) Die("tick: kill: " + killed.ToString());
+    }
+    auto seconds = Sample([&] {
+      ActorRef a = Spawn(**runtime, pingpong);
+      ActorRef b = Spawn(**runtime, pingpong);
+      Record start;
+      start.emplace("n", Value::Int(1'000'000));
+      start.emplace("peer", Value::Ref(b));
+      Send(**runtime, a, Value::RecordOf(std::move(start)));
+      auto t0 = Clock::now();
+      auto report = (*runtime)->Tick(100, 1'000'000);
+      double s = Seconds(t0);
+      // One or two commits per tick: b runs in a's tick when its ref comes after a's.
+      if (!report.ok() || report->commits < 100) Die("tick: the pair stalled");
+      if (!(*runtime)->Kill(a).ok() || !(*runtime)->Kill(b).ok()) Die("tick: kill the pair");
+      return s;
+    });
+    Emit("tick100", "one_thread", 100, 100, "ticks_per_s", Rates(100, seconds),
+         fmt::format(" stopped={}", stopped));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    Die("usage: actor_bench GUEST_DIR REACTORS pingpong|fanout|call|spawn...\n"
+    Die("usage: actor_bench GUEST_DIR REACTORS pingpong|fanout|call|spawn|tick...\n"
         "       actor_bench GUEST_DIR REACTORS memory   (alone: it needs a fresh process)");
   }
   std::string dir = argv[1];
@@ -473,6 +507,8 @@ int main(int argc, char** argv) {
       CallRoundTrip(dir, static_cast<uint32_t>(reactors), mode);
     } else if (w == "spawn") {
       SpawnRate(dir, static_cast<uint32_t>(reactors), mode);
+    } else if (w == "tick") {
+      TickCost(dir);
     } else if (w == "memory") {
       Memory(dir, static_cast<uint32_t>(reactors), mode);
     } else {

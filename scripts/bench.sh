@@ -264,6 +264,26 @@ if [[ $actors != 0 ]]; then
   done
   echo
   bash "$root/scripts/bench_anchors.sh" "$reef_actor_lines"
+  # Tick cost against stopped actors (issue 16): a tick costs in proportion to the runnable
+  # actors, so 20,000 stopped ones beside a ping-pong pair should not slow it.
+  echo
+  echo "bench: tick 100 of a ping-pong pair in a manual runtime, without and with 20,000" \
+    "stopped actors"
+  tick_lines=$(mktemp)
+  "$actor_bench" "$build/guests" 1 tick | tee "$tick_lines"
+  awk '
+    $1 == "bench" {
+      for (i = 2; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      rate[f["stopped"]] = f["median"]
+      if (f["stopped"] != 0) stopped = f["stopped"]
+    }
+    END {
+      if (!(0 in rate) || stopped == "") { print "tick: no lines"; exit 1 }
+      ratio = rate[stopped] / rate[0]
+      printf "tick 100 with %s stopped actors: %.0f ticks/s vs %.0f without: %.2fx (goal >= 0.8x) %s\n",
+        stopped, rate[stopped], rate[0], ratio, (ratio >= 0.8 ? "PASS" : "MISS")
+    }' "$tick_lines"
+  rm -f "$tick_lines"
 fi
 
 if [[ $events != 0 ]]; then

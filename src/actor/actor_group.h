@@ -34,8 +34,8 @@ struct TickReport {
 // unknown. Made by Runtime::CreateGroup; the runtime's actors keep it alive.
 //
 // Thread ownership: mode and home are constant; logs, events and late_replies are
-// thread-safe; members belong to the thread driving `home` (manual_mu's holder in a manual
-// runtime).
+// thread-safe; members, ready and ticks_started belong to the thread driving `home` (manual_mu's
+// holder in a manual runtime).
 struct ActorGroup {
   ActorGroup(SchedulingMode group_mode, uint32_t home_reactor, const LogStoreOptions& log_options)
       : mode(group_mode), home(home_reactor), logs(log_options) {}
@@ -47,8 +47,15 @@ struct ActorGroup {
   LifecycleEvents events;
   // Replies actors of this group sent to calls that had already ended (Runtime::LateReplies).
   std::atomic<uint64_t> late_replies{0};
-  // Manual groups: the group's actors in ref order, the order of Tick.
+  // Manual groups: the group's actors in ref order.
   std::set<ActorRef> members;
+  // Manual groups: the members that may be runnable, in ref order, the order of Tick. Every
+  // change that can make an actor runnable (a delivery, a resume, a restart, a call's outcome)
+  // adds it (Runtime::State::MarkRunnable); Tick drops the ones it finds not runnable, so a
+  // tick costs in proportion to these, not to all members (20,000 stopped actors cost nothing).
+  std::set<ActorRef> ready;
+  // Manual groups: the number of ticks begun (Actor::joined_at_tick).
+  uint64_t ticks_started = 0;
 };
 
 }  // namespace reef::actor

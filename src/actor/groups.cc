@@ -11,24 +11,39 @@
 namespace reef::actor {
 
 void Runtime::State::RunTick(ActorGroup& group, uint64_t budget, TickReport* report) {
-  std::vector<ActorRef> order(group.members.begin(), group.members.end());
-  size_t next = 0;
-  RunTickPart(order, &next, budget, report, std::chrono::steady_clock::time_point::max());
+  std::optional<ActorRef> last;
+  RunTickPart(group, ++group.ticks_started, &last, budget, report,
+              std::chrono::steady_clock::time_point::max());
 }
 
-bool Runtime::State::RunTickPart(const std::vector<ActorRef>& order, size_t* next, uint64_t budget,
-                                 TickReport* report, std::chrono::steady_clock::time_point until) {
-  while (*next < order.size()) {
-    const ActorRef& ref = order[(*next)++];
+bool Runtime::State::RunTickPart(ActorGroup& group, uint64_t tick, std::optional<ActorRef>* last,
+                                 uint64_t budget, TickReport* report,
+                                 std::chrono::steady_clock::time_point until) {
+  for (;;) {
+    auto next = *last ? group.ready.upper_bound(**last) : group.ready.begin();
+    if (next == group.ready.end()) return true;
+    const ActorRef ref = *next;
+    *last = ref;
     auto cell = FindCell(ref);
-    if (!cell) continue;
-    Reactor& reactor = *reactors[cell->reactor.load(std::memory_order_acquire)];
-    auto it = reactor.actors.find(ref);
-    if (it == reactor.actors.end() || !Runnable(*it->second)) continue;
-    RunSlice(reactor, *it->second, budget, report);
-    if (*next < order.size() && std::chrono::steady_clock::now() >= until) return false;
+    Actor* actor = nullptr;
+    Reactor* reactor = nullptr;
+    if (cell) {
+      reactor = reactors[cell->reactor.load(std::memory_order_acquire)].get();
+      auto it = reactor->actors.find(ref);
+      if (it != reactor->actors.end()) actor = it->second.get();
+    }
+    if (actor == nullptr) {
+      group.ready.erase(ref);  // removed
+      continue;
+    }
+    if (actor->joined_at_tick >= tick) continue;  // joined during this tick: from the next one
+    if (Runnable(*actor)) RunSlice(*reactor, *actor, budget, report);
+    // Whatever makes it runnable again adds it back (MarkRunnable).
+    if (!Runnable(*actor)) group.ready.erase(ref);
+    if (std::chrono::steady_clock::now() >= until) {
+      return group.ready.upper_bound(ref) == group.ready.end();
+    }
   }
-  return true;
 }
 
 namespace {
@@ -46,10 +61,10 @@ struct TickRun {
   TickReport report;
   std::function<bool()> keep_going;
   Runtime::TickDone done;
-  // The tick in progress: its actors in actor-ref order, fixed when it started (an actor
-  // spawned by one of its slices runs from the next tick), and the next one to run.
-  std::vector<ActorRef> order;
-  size_t next = 0;
+  // The tick in progress: its number (ActorGroup::ticks_started) and the last actor it gave
+  // a slice to (RunTickPart).
+  uint64_t tick = 0;
+  std::optional<ActorRef> last;
   bool in_tick = false;
 
   TickRun() = default;
@@ -65,12 +80,12 @@ void TickStep(Runtime::State& s, Reactor& home, std::shared_ptr<TickRun> run) {
   if (!run->in_tick) {
     // Asked before every tick, the first too: a caller gone before its ticks began runs none.
     if (run->keep_going && !run->keep_going()) return run->Finish(run->report);
-    run->order.assign(run->group->members.begin(), run->group->members.end());
-    run->next = 0;
+    run->tick = ++run->group->ticks_started;
+    run->last.reset();
     run->in_tick = true;
   }
-  const bool tick_done = s.RunTickPart(run->order, &run->next, run->budget, &run->report,
-                                       std::chrono::steady_clock::now() + kTickPart);
+  const bool tick_done = s.RunTickPart(*run->group, run->tick, &run->last, run->budget,
+                                       &run->report, std::chrono::steady_clock::now() + kTickPart);
   if (tick_done) {
     run->in_tick = false;
     if (--run->left == 0) return run->Finish(run->report);
@@ -170,7 +185,10 @@ Status Runtime::RemoveGroup(const ActorGroup& group) {
         s.DropInvocation(r, a);
         // Sends already on their way find no actor and release their slot (Route).
         a.cell->removed.store(true);
-        if (group.mode == SchedulingMode::kManual) a.cell->group->members.erase(it->first);
+        if (group.mode == SchedulingMode::kManual) {
+          a.cell->group->members.erase(it->first);
+          a.cell->group->ready.erase(it->first);
+        }
         removed.push_back(it->first);
         r.actor_count.fetch_sub(1);
         it = r.actors.erase(it);

@@ -1,4 +1,4 @@
-// Lifecycle, repair and drain operations (spec 001 "System messages", "Actor repair";
+// Lifecycle, repair, drain and removal operations (spec 001 "System messages", "Actor repair";
 // spec 003 "Stores" liveness). Each runs on the actor's reactor via State::OnActor.
 #include <fmt/format.h>
 
@@ -339,6 +339,78 @@ Status Runtime::Drain(uint32_t reactor_id) {
     if (r.actors.empty()) r.liveness.store(ReactorLiveness::kDown);
     return Status::Ok();
   });
+}
+
+// ---------------------------------------------------------------------------------------
+// Removal
+
+Status Runtime::Remove(const ActorRef& ref) {
+  State& s = *state_;
+  REEF_RETURN_IF_ERROR(s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (a.active || a.HasInput() || a.stopping) {
+      return Status::FailedPrecondition(
+          fmt::format("@{} is busy ({}), so it stays", ref.str(), ActorStatusName(a.status)));
+    }
+    // Senders re-check `removed` after reserving a slot (SendAs, ReserveEffects): either
+    // this load sees their slot, or they see the flag and back off.
+    a.cell->removed.store(true);
+    if (a.cell->used.load() != 0) {
+      a.cell->removed.store(false);
+      return Status::FailedPrecondition(
+          fmt::format("a message is on its way to @{}, so it stays", ref.str()));
+    }
+    if (a.cell->group->mode == SchedulingMode::kManual) {
+      a.cell->group->members.erase(ref);
+      a.cell->group->ready.erase(ref);
+    }
+    r.actors.erase(ref);
+    r.actor_count.fetch_sub(1);
+    return Status::Ok();
+  }));
+  WriterLock lock(s.directory_mu);
+  s.directory.erase(ref);
+  return Status::Ok();
+}
+
+Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
+  State& s = *state_;
+  uint64_t dropped = 0;
+  REEF_RETURN_IF_ERROR(s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    const bool ended = a.status == ActorStatus::kStopped || a.status == ActorStatus::kFailed;
+    if (!ended || a.active || a.stopping) {
+      return Status::FailedPrecondition(
+          fmt::format("@{} is {}: stop or kill it before removing it", ref.str(),
+                      a.stopping ? "stopping" : ActorStatusName(a.status)));
+    }
+    const uint64_t held = a.queued.size() + (a.reserved ? 1 : 0);
+    // As in Remove: senders re-check `removed` after reserving a slot, so either this load
+    // sees theirs (more slots taken than the mailbox holds) or they see the flag.
+    a.cell->removed.store(true);
+    if (a.cell->used.load() != held) {
+      a.cell->removed.store(false);
+      return Status::FailedPrecondition(
+          fmt::format("a message is on its way to @{}, so it stays; try again", ref.str()));
+    }
+    const std::string why = fmt::format("@{} was removed", ref.str());
+    auto fail_call = [&](const Envelope& envelope) {
+      if (!envelope.sender) return;
+      if (auto slot = s.FindCall(*envelope.sender)) slot->Complete(Status::FailedPrecondition(why));
+    };
+    if (a.reserved) fail_call(*a.reserved);
+    for (const Envelope& envelope : a.queued) fail_call(envelope);
+    dropped = held;
+    s.Publish(LifecycleKind::kRemoved, a, fmt::format("{} message(s) dropped", held));
+    if (a.cell->group->mode == SchedulingMode::kManual) {
+      a.cell->group->members.erase(ref);
+      a.cell->group->ready.erase(ref);
+    }
+    r.actors.erase(ref);
+    r.actor_count.fetch_sub(1);
+    return Status::Ok();
+  }));
+  WriterLock lock(s.directory_mu);
+  s.directory.erase(ref);
+  return dropped;
 }
 
 }  // namespace reef::actor

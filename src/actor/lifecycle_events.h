@@ -38,7 +38,8 @@ namespace reef::actor {
   X(kResumed, "resumed", "scheduled again after a pause")                      \
   X(kInstalled, "installed", "switched implementation; detail holds its id")   \
   X(kMigrated, "migrated", "its state was replaced by a host migration")       \
-  X(kLog, "log", "logged an entry (actor/log_store.h)")
+  X(kLog, "log", "logged an entry (actor/log_store.h)")                        \
+  X(kRemoved, "removed", "removed for good; detail counts the dropped messages")
 
 enum class LifecycleKind : std::uint8_t {
 #define REEF_X(name, text, summary) name,

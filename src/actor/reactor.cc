@@ -203,7 +203,11 @@ Result<Reactor*> Runtime::State::Place(const SpawnOptions& spawn, const ActorGro
 }
 
 void Runtime::State::MarkRunnable(Reactor& reactor, Actor& actor) {
-  if (options.mode != SchedulingMode::kFreeRunning || Ticked(actor)) return;
+  if (actor.cell->group->mode == SchedulingMode::kManual) {
+    actor.cell->group->ready.insert(actor.cell->ref);  // Tick runs it
+    return;
+  }
+  if (options.mode != SchedulingMode::kFreeRunning) return;
   if (actor.in_run_queue) return;
   actor.in_run_queue = true;
   reactor.run_queue.push_back(actor.cell->ref);

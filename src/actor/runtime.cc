@@ -182,7 +182,10 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   auto insert = [owned, ref](Reactor& r) {
     Actor& a = **owned;
     r.actors.emplace(ref, std::move(*owned));
-    if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.insert(ref);
+    if (a.cell->group->mode == SchedulingMode::kManual) {
+      a.cell->group->members.insert(ref);
+      a.joined_at_tick = a.cell->group->ticks_started;
+    }
   };
   reactor->actor_count.fetch_add(1);
   if (post) {
@@ -276,31 +279,6 @@ Result<MailboxUsage> Runtime::Mailbox(const ActorRef& ref) {
   if (!cell) return Status::NotFound(fmt::format("no actor @{}", ref.str()));
   return MailboxUsage{cell->used.load(), cell->capacity.load(), cell->status.load(),
                       cell->incarnation.load()};
-}
-
-Status Runtime::Remove(const ActorRef& ref) {
-  State& s = *state_;
-  REEF_RETURN_IF_ERROR(s.OnActor(ref, [&](Reactor& r, Actor& a) {
-    if (a.active || a.HasInput() || a.stopping) {
-      return Status::FailedPrecondition(
-          fmt::format("@{} is busy ({}), so it stays", ref.str(), ActorStatusName(a.status)));
-    }
-    // Senders re-check `removed` after reserving a slot (SendAs, ReserveEffects): either
-    // this load sees their slot, or they see the flag and back off.
-    a.cell->removed.store(true);
-    if (a.cell->used.load() != 0) {
-      a.cell->removed.store(false);
-      return Status::FailedPrecondition(
-          fmt::format("a message is on its way to @{}, so it stays", ref.str()));
-    }
-    if (a.cell->group->mode == SchedulingMode::kManual) a.cell->group->members.erase(ref);
-    r.actors.erase(ref);
-    r.actor_count.fetch_sub(1);
-    return Status::Ok();
-  }));
-  WriterLock lock(s.directory_mu);
-  s.directory.erase(ref);
-  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -154,6 +154,14 @@ class Runtime {
   // invocation, no input, no send on its way. Its ref is unknown afterwards (sends get
   // NotFound). Errors: NotFound; FailedPrecondition when it is busy (nothing changes).
   Status Remove(const ActorRef& ref);
+  // Removes a stopped or failed actor for good (`reef rm`): its state, its mailbox and its
+  // place in ticks go; its ref is unknown afterwards (sends get NotFound). The messages still
+  // in its mailbox are dropped and counted; a call waiting on one of them fails ("@REF was
+  // removed"). Publishes a `removed` lifecycle event (detail: the dropped count). Its log
+  // entries stay readable until they age out. Returns the number of dropped messages.
+  // Errors: NotFound; FailedPrecondition when it is not stopped or failed (stop or kill it
+  // first), or when a send to it is still on its way (nothing changes: try again).
+  Result<uint64_t> RemoveStopped(const ActorRef& ref);
 
   // ---- host-side sends (the sender is the host: actors see null) ------------------------
 

@@ -116,6 +116,13 @@ template Status RunLifecycle<kRestart>(Session&, const Invocation&);
 template Status RunLifecycle<kPause>(Session&, const Invocation&);
 template Status RunLifecycle<kResume>(Session&, const Invocation&);
 
+Status RunRm(Session& session, const Invocation& invocation) {
+  REEF_ASSIGN_OR_RETURN(std::string actor, Ref(session, invocation.args.at(0)));
+  REEF_ASSIGN_OR_RETURN(json result, Call(session, "rm", {{"actor", actor}}));
+  PrintResult(session, result, FormatRemoved(result));
+  return Status::Ok();
+}
+
 Status RunReload(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(std::string actor, Ref(session, invocation.args.at(0)));
   REEF_ASSIGN_OR_RETURN(json result, Call(session, "reload", {{"actor", actor}}));

@@ -228,6 +228,11 @@ std::string FormatLifecycle(const json& result) {
                      Field(result, "incarnation"));
 }
 
+std::string FormatRemoved(const json& result) {
+  return fmt::format("removed {} ({} message(s) dropped)", Ref(result),
+                     Field(result, "dropped_messages"));
+}
+
 std::string FormatPendingInstall(const json& result) {
   std::string implementation = result.is_object() && result.contains("pending_install")
                                    ? Implementation(result["pending_install"])

@@ -33,6 +33,8 @@ std::string FormatSnapshot(const nlohmann::json& snapshot);
 std::string FormatEvents(const nlohmann::json& result, bool repl);
 // `stop`, `kill`, ...: "@ref: stopped (incarnation 0)".
 std::string FormatLifecycle(const nlohmann::json& result);
+// "removed @REF (N message(s) dropped)" for rm's {"actor", "dropped_messages"}.
+std::string FormatRemoved(const nlohmann::json& result);
 // `reload`, `become`: "@ref: switches to LABEL (id) at its next handler boundary", or
 // "@ref: now runs LABEL (id)" when the server says it was installed at once.
 std::string FormatPendingInstall(const nlohmann::json& result);

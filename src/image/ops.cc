@@ -217,6 +217,18 @@ Handler Lifecycle(Status (actor::Runtime::*call)(const ActorRef&)) {
   };
 }
 
+// rm: removes a stopped or failed actor for good, with whatever its mailbox still holds.
+Result<json> Rm(Ctx& c) {
+  REEF_ASSIGN_OR_RETURN(ActorRef ref, ImageActor(c));
+  REEF_ASSIGN_OR_RETURN(uint64_t dropped, c.s.runtime->RemoveStopped(ref));
+  {
+    MutexLock lock(c.s.mu);
+    c.s.pending_labels.erase(ref);
+  }
+  c.change.actors = std::vector<std::string>{RefText(ref)};
+  return json{{"actor", RefText(ref)}, {"removed", true}, {"dropped_messages", dropped}};
+}
+
 // Compiles the working source at `path` and queues it for `ref`'s next handler boundary.
 Result<json> InstallFrom(Ctx& c, const ActorRef& ref, const std::string& path) {
   REEF_ASSIGN_OR_RETURN(code::SourceFile file, c.s.store->Read(path));
@@ -480,6 +492,13 @@ const std::vector<OpSpec>& Table() {
        true,
        Lifecycle(&R::Restart),
        "New incarnation; the reserved input goes to the front",
+       nullptr,
+       OpPool::kControl},
+      {"rm",
+       {"actor"},
+       true,
+       Rm,
+       "Remove a stopped or failed actor for good; its mailbox is dropped",
        nullptr,
        OpPool::kControl},
       {"pause",

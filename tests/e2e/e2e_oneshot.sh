@@ -61,6 +61,20 @@ grep -q "^error: invalid_argument: 'not-a-ref'" "$WORK/err" || fail "bad REF mes
 "$REEF" tick 100 --json | grep -q '"failures":1' || fail "the failing handler was not counted"
 "$REEF" inspect "$SENDER" | grep -Eq '^status: +failed$' || fail "sender did not fail"
 
+# rm: a running actor stays (with a hint), a failed one goes with its mailbox, for good.
+if "$REEF" rm "$RECEIVER" 2>"$WORK/err" >/dev/null; then fail "rm removed an idle actor"; fi
+grep -q "is idle: stop or kill it before removing it" "$WORK/err" \
+  || fail "rm of an idle actor: $(cat "$WORK/err")"
+OUT=$("$REEF" rm "$SENDER") || fail "rm of the failed sender"
+[[ "$OUT" == "removed $SENDER (1 message(s) dropped)" ]] || fail "rm said: $OUT"
+if "$REEF" inspect "$SENDER" 2>"$WORK/err" >/dev/null; then fail "a removed actor is still there"; fi
+grep -q "^error: not_found:" "$WORK/err" || fail "inspect after rm: $(cat "$WORK/err")"
+"$REEF" events --json | grep -q '"kind":"removed"' || fail "no removed event"
+PS=$("$REEF" ps) || fail "ps after rm"
+if grep -q "${SENDER#@}" <<<"$PS" || ! grep -q "$RECEIVER" <<<"$PS"; then
+  fail "ps after rm: $PS"
+fi
+
 stop_server
 # Port 1: nothing listens there, whereas the stopped server's port may already belong to
 # another test's server (ctest runs them side by side).

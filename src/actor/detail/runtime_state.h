@@ -43,6 +43,9 @@ struct Actor {
   // Free-running: the actor waits in its reactor's run_queue. An entry popped while this is
   // false is stale (the actor ran from a later entry, or moved) and is skipped.
   bool in_run_queue = false;
+  // Manual groups: ActorGroup::ticks_started when the actor joined; the tick under way then
+  // does not run it (it starts with the next one).
+  uint64_t joined_at_tick = 0;
   // FailurePolicy::kReset: the spawn state a failure or kill goes back to.
   std::optional<CborValue> reset_state;
   // The call the active invocation waits for (status awaiting, or paused from awaiting).
@@ -190,9 +193,13 @@ struct Runtime::State {
   bool Ticked(const Actor& actor) const;
   // One tick of manual `group` (Runtime::Tick), on the thread driving its actors.
   void RunTick(ActorGroup& group, uint64_t budget, TickReport* report);
-  // Part of a tick: runs the slices of `order` from order[*next] on (advancing *next) until
-  // the tick ends (true) or `until` has passed after a slice (false: more of the tick is left).
-  bool RunTickPart(const std::vector<ActorRef>& order, size_t* next, uint64_t budget,
+  // Part of tick number `tick` of `group`: walks group.ready in ref order after `*last` (from
+  // the start when empty), giving each runnable actor one slice and setting *last, until the
+  // tick ends (true) or `until` has passed after a slice (false: more of the tick is left).
+  // An actor made runnable during the tick runs in it if its turn is still to come, as if the
+  // tick had checked every member in order; one that joined during the tick does not. Drops
+  // from group.ready the actors it finds not runnable.
+  bool RunTickPart(ActorGroup& group, uint64_t tick, std::optional<ActorRef>* last, uint64_t budget,
                    TickReport* report, std::chrono::steady_clock::time_point until);
   std::shared_ptr<CallSlot> FindCall(const ActorRef& ref) EXCLUDES(calls_mu);
   // Ends a call's registration; a later send to its address is a late reply.

@@ -50,6 +50,8 @@ inline constexpr char kRestart[] = "restart";
 inline constexpr char kPause[] = "pause";
 inline constexpr char kResume[] = "resume";
 Status RunReload(Session& session, const Invocation& invocation);
+// rm REF: removes a stopped or failed actor; prints "removed @REF (N message(s) dropped)".
+Status RunRm(Session& session, const Invocation& invocation);
 Status RunBecome(Session& session, const Invocation& invocation);
 Status RunSetState(Session& session, const Invocation& invocation);
 Status RunSetMessages(Session& session, const Invocation& invocation);

@@ -163,6 +163,19 @@ TEST_P(CallTest, KillActsAtOnceOnAnAwaitingActorAndItsReplyIsLate) {
   EXPECT_EQ(Inspect(caller).state, Value::Int(7)) << "the reply never reaches the killed caller";
 }
 
+TEST_P(CallTest, RemovingAKilledCalleeEndsTheCallWaitingInItsMailbox) {
+  ActorRef caller = Spawn(0);
+  ActorRef callee = Spawn(42);
+  StartWaitingCall(caller, callee);
+  ASSERT_TRUE(runtime_->Kill(callee).ok());  // the request stays queued
+  auto removed = runtime_->RemoveStopped(callee);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, 1u);
+  ActorSnapshot snap = WaitIdle(caller);
+  EXPECT_EQ(snap.state, Value::Int(kNoReply)) << "the caller resumes at once, not at its timeout";
+  EXPECT_EQ(runtime_->Inspect(callee).status().code(), Code::kNotFound);
+}
+
 TEST_P(CallTest, StopCancelsTheWaitAndRunsTheShutdownHook) {
   ActorRef caller = Spawn(7);
   ActorRef callee = Spawn(42);

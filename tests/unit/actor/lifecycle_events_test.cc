@@ -35,6 +35,7 @@ TEST(LifecycleKindTest, NamesAreStableAndLowercase) {
       {LifecycleKind::kRestarted, "restarted"}, {LifecycleKind::kPaused, "paused"},
       {LifecycleKind::kResumed, "resumed"},     {LifecycleKind::kInstalled, "installed"},
       {LifecycleKind::kMigrated, "migrated"},   {LifecycleKind::kLog, "log"},
+      {LifecycleKind::kRemoved, "removed"},
   };
   ASSERT_EQ(expected.size(), kLifecycleKindCount);
   for (const auto& [kind, name] : expected) {

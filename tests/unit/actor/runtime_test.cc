@@ -71,6 +71,84 @@ TEST_F(RuntimeTest, SenderCommitsOneAndReceiverFifteenAfterTicks) {
   EXPECT_EQ(Inspect(receiver).status, ActorStatus::kIdle);
 }
 
+// A tick walks the actors that may be runnable in ref order, checking each at its turn (spec
+// 001): one woken by an earlier actor's send runs in the same tick, one that comes before its
+// waker waits for the next tick.
+TEST_F(RuntimeTest, AnActorWokenDuringATickRunsInItOnlyIfItsTurnIsStillToCome) {
+  ActorRef lo = Spawn(counter_, 0);
+  ActorRef hi = Spawn(counter_, 0);
+  if (hi < lo) std::swap(lo, hi);
+  Send(lo, fmt::format(R"({{"op":"send","value":5,"target":{{"$actor":"{}"}}}})", hi.str()));
+  auto first = runtime_->Tick(1, 1'000'000);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->commits, 2u);  // lo, then hi in the same tick
+  Send(hi, fmt::format(R"({{"op":"send","value":5,"target":{{"$actor":"{}"}}}})", lo.str()));
+  auto second = runtime_->Tick(1, 1'000'000);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->commits, 1u);  // hi only: lo's turn had passed when hi woke it
+  auto third = runtime_->Tick(1, 1'000'000);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->commits, 1u);
+  EXPECT_EQ(Inspect(lo).state, Value::Int(1 + 5));  // its own send counted, then 5 added
+  EXPECT_EQ(Inspect(hi).state, Value::Int(5 + 1));
+}
+
+// Actors a tick finds not runnable leave its walk (so stopped actors cost a tick nothing); a
+// resume or a restart brings them back with their queued input.
+TEST_F(RuntimeTest, ActorsThatLeftTheTickComeBackWhenResumedOrRestarted) {
+  ActorRef paused = Spawn(counter_, 0);
+  ActorRef killed = Spawn(counter_, 0);
+  std::vector<ActorRef> stopped;
+  for (int i = 0; i < 200; ++i) {
+    stopped.push_back(Spawn(counter_, 0));
+    ASSERT_TRUE(runtime_->Kill(stopped.back()).ok());
+  }
+  ASSERT_TRUE(runtime_->Pause(paused).ok());
+  Send(paused, R"({"op":"add","value":1})");
+  Send(killed, R"({"op":"add","value":1})");
+  ASSERT_TRUE(runtime_->Kill(killed).ok());  // keeps its queued input
+  auto idle = runtime_->Tick(5, 1'000'000);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(idle->commits, 0u);
+  ASSERT_TRUE(runtime_->Resume(paused).ok());
+  ASSERT_TRUE(runtime_->Restart(killed).ok());
+  auto woken = runtime_->Tick(1, 1'000'000);
+  ASSERT_TRUE(woken.ok());
+  EXPECT_EQ(woken->commits, 2u);
+  EXPECT_EQ(Inspect(paused).state, Value::Int(1));
+  EXPECT_EQ(Inspect(killed).state, Value::Int(1));
+}
+
+TEST_F(RuntimeTest, RemoveStoppedDropsTheMailboxAndForgetsTheRef) {
+  ActorRef a = Spawn(counter_, 0);
+  ActorRef b = Spawn(counter_, 0);
+  Send(a, R"({"op":"add","value":1})");
+  Send(a, R"({"op":"add","value":2})");
+  auto running = runtime_->RemoveStopped(a);
+  ASSERT_EQ(running.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(running.status().message().find("stop or kill it"), std::string::npos);
+  EXPECT_EQ(Inspect(a).queued.size(), 2u) << "a refused removal changes nothing";
+
+  ASSERT_TRUE(runtime_->Kill(a).ok());
+  auto removed = runtime_->RemoveStopped(a);
+  ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+  EXPECT_EQ(*removed, 2u);
+  EXPECT_EQ(runtime_->Inspect(a).status().code(), Code::kNotFound);
+  EXPECT_EQ(runtime_->TrySend(a, Json(R"({"op":"add","value":1})")).status.code(), Code::kNotFound);
+  EXPECT_EQ(runtime_->RemoveStopped(a).status().code(), Code::kNotFound);
+  ASSERT_EQ(runtime_->List().size(), 1u);
+  EXPECT_EQ(runtime_->List()[0].ref, b);
+
+  auto page = runtime_->events().Recent(0, 100, {{}, {a}});
+  ASSERT_TRUE(page.ok());
+  ASSERT_FALSE(page->events.empty());
+  EXPECT_EQ(page->events.back().kind, LifecycleKind::kRemoved);
+  EXPECT_EQ(page->events.back().detail, "2 message(s) dropped");
+  Send(b, R"({"op":"add","value":3})");
+  Settle();
+  EXPECT_EQ(Inspect(b).state, Value::Int(3)) << "the others tick on";
+}
+
 // --- transition table rows ----------------------------------------------------------------
 
 TEST_F(RuntimeTest, ValidTransitionCommitsAcknowledgesAndEnqueuesSends) {
