@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "actor/detail/actor_cell.h"
+#include "actor/detail/lazy_deque.h"
 #include "actor/runtime.h"
 #include "core/mutex.h"
 
@@ -31,8 +32,8 @@ struct Actor {
   std::shared_ptr<ActorCell> cell;
   std::shared_ptr<const Implementation> implementation;
   uint32_t incarnation = 1;
-  CborValue state;  // committed
-  std::deque<Envelope> queued;
+  CborValue state;                     // committed
+  detail::LazyDeque<Envelope> queued;  // allocates on its first message (lazy_deque.h)
   std::optional<Envelope> reserved;
   ActorStatus status = ActorStatus::kIdle;
   std::optional<ActorStatus> paused_from;
