@@ -15,6 +15,9 @@
 //   tag_query        ReadEach of one tag carried by ~1% of the events (course:cNNNNNN, 100
 //                    courses), every course once
 //   tag_query_limit  Read(one course tag, from a random position, limit 100), repeated
+//   journal_append   the image journal (src/actor/journal.h, issue 16) under 64 writers, each
+//                    looping Append(a 200-byte record) + WaitDurable: the storage a durable
+//                    transition will cost, next to append_cond with 64 writers
 //
 // W is 1, 16 and 64, M is 1 and 100. Each (W, M) gets a fresh store; one warm-up append per
 // writer (untimed) creates its tag, then --rounds rounds alternate append_plain and
@@ -66,6 +69,7 @@
 #include <thread>
 #include <vector>
 
+#include "actor/journal.h"
 #include "bench_die.h"
 #include "bench_flags.h"
 #include "events/detail/event_id_index.h"
@@ -310,6 +314,50 @@ void PrintAppend(std::string_view name, int writers, int per_append, const Appen
   std::fflush(stdout);
 }
 
+/// Case journal_append: `writers` threads append one 200-byte record each and wait until it
+/// is durable, in a loop, for sizes.millis, on a fresh journal.
+void RunJournalCase(int writers, const Sizes& sizes) {
+  reef::actor::JournalOptions options;
+  options.dir = FreshDir(fmt::format("journal-{}w", writers));
+  auto journal = Check(reef::actor::Journal::Open(
+                           options, [](uint64_t, std::string_view) { return reef::Status::Ok(); }),
+                       "open the journal");
+  const std::string record(200, 'r');
+  std::vector<Writer> ws(static_cast<size_t>(writers));
+  std::latch go(1);
+  Clock::time_point start, deadline;
+  std::vector<std::thread> threads;
+  for (Writer& w : ws) {
+    threads.emplace_back([&] {
+      go.wait();
+      while (Clock::now() < deadline) {
+        const Clock::time_point t0 = Clock::now();
+        uint64_t seq = Check(journal->Append(record), "journal append");
+        Check(journal->WaitDurable(seq), "journal sync");
+        w.finished = Clock::now();
+        w.latencies_us.push_back(Micros(w.finished - t0));
+        ++w.appends;
+      }
+    });
+  }
+  AppendFigures f;
+  const double cpu_before = ProcessCpuSeconds();
+  start = Clock::now();
+  deadline = start + std::chrono::milliseconds(sizes.millis);
+  go.count_down();
+  for (std::thread& t : threads) t.join();
+  f.cpu_seconds = ProcessCpuSeconds() - cpu_before;
+  Clock::time_point end = start;
+  for (const Writer& w : ws) {
+    end = std::max(end, w.finished);
+    f.appends += w.appends;
+    f.latencies_us.insert(f.latencies_us.end(), w.latencies_us.begin(), w.latencies_us.end());
+  }
+  f.seconds = Seconds(end - start);
+  f.syncs = journal->stats().batches;
+  PrintAppend("journal_append", writers, 1, f);
+}
+
 /// Case append_cond and append_plain for `writers` writers of `per_append` events each, on a
 /// fresh store, and the condition's overhead between them.
 void RunAppendCase(int writers, int per_append, const Sizes& sizes) {
@@ -534,6 +582,7 @@ int main(int argc, char** argv) {
       if (sizes.writers == 0 || sizes.writers == writers) RunAppendCase(writers, per_append, sizes);
     }
   }
+  if (sizes.writers == 0 || sizes.writers == 64) RunJournalCase(64, sizes);
   if (sizes.reads != 0) {
     const fs::path dir = FreshDir("read");
     std::unique_ptr<ev::EventStore> store = BuildReadStore(dir, sizes.scan_events);

@@ -376,6 +376,13 @@ if [[ $events != 0 ]]; then
       append_row(64, 100, "append 100 events, 64 writers, conditional", "events/s", "events_per_s",
                  "sqlite_wal_plain append_100 events/s", sqlite_100, ">= 1000000 events/s",
                  verdict(batch >= 1e6))
+      # The image journal (storage for issue 16, not yet its durable transitions): reported.
+      jk = "ev/journal_append/64x1"
+      journal = get(jk, "appends_per_s")
+      row("image journal: 1 record, 64 writers, durable", "records/s", num(journal),
+          num(get(jk, "p50_us")), num(get(jk, "p99_us")),
+          sprintf("%.1f", get(jk, "appends_per_sync")), "append_cond 64 writers appends/s",
+          num(many), sprintf("reported: %.2fx", many > 0 ? journal / many : 0), "")
       n = split("1x1 16x1 64x1 1x100 16x100 64x100", configs, " ")
       for (i = 1; i <= n; ++i) {
         split(configs[i], wm, "x")

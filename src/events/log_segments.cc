@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/files.h"
 #include "events/detail/log_core.h"
 #include "events/detail/log_format.h"
 
@@ -24,26 +25,13 @@ namespace reef::events::detail {
 
 namespace {
 
-std::string Errno(std::string_view what, const std::filesystem::path& path) {
-  return fmt::format("{} {}: {}", what, path.string(), std::strerror(errno));
-}
-
-Status SyncDirectory(const std::filesystem::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::Unavailable(Errno("cannot open directory", dir));
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Status::Unavailable(Errno("cannot sync directory", dir));
-  return Status::Ok();
-}
-
 Status WriteAll(int fd, const char* data, size_t size, uint64_t offset,
                 const std::filesystem::path& path) {
   while (size > 0) {
     ssize_t n = ::pwrite(fd, data, size, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::Unavailable(Errno("cannot write", path));
+      return Status::Unavailable(ErrnoText("cannot write", path));
     }
     data += n;
     size -= static_cast<size_t>(n);
@@ -81,7 +69,7 @@ Status LogCore::Open() {
   }
   auto lock_path = dir_ / "LOCK";
   lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return Status::Unavailable(Errno("cannot open", lock_path));
+  if (lock_fd_ < 0) return Status::Unavailable(ErrnoText("cannot open", lock_path));
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     return Status::Unavailable(fmt::format("event store {} is in use by another process (lock {})",
                                            dir_.string(), lock_path.string()));
@@ -91,7 +79,7 @@ Status LogCore::Open() {
     std::string name = entry.path().filename().string();
     if (name.starts_with("segment-") && name.ends_with(".log")) files.push_back(entry.path());
   }
-  if (ec) return Status::Unavailable(Errno("cannot list", dir_));
+  if (ec) return Status::Unavailable(ErrnoText("cannot list", dir_));
   std::sort(files.begin(), files.end());
   for (size_t i = 0; i < files.size(); ++i) {
     REEF_RETURN_IF_ERROR(Recover(files[i], i + 1 == files.size()));
@@ -122,7 +110,7 @@ uint64_t LogCore::SegmentCapacity() const {
 Status LogCore::MapSegment(Segment& segment) {
   segment.mapped = std::max(SegmentCapacity(), segment.size);
   void* base = ::mmap(nullptr, segment.mapped, PROT_READ, MAP_SHARED, segment.fd, 0);
-  if (base == MAP_FAILED) return Status::Unavailable(Errno("cannot map", segment.path));
+  if (base == MAP_FAILED) return Status::Unavailable(ErrnoText("cannot map", segment.path));
   segment.base = static_cast<const uint8_t*>(base);
   uint32_t number = static_cast<uint32_t>(segments_.size());
   if (number >= kMaxSegments) {
@@ -141,11 +129,11 @@ Status LogCore::StartSegment(Position first) {
   Segment segment;
   segment.path = dir_ / SegmentName(first);
   segment.fd = ::open(segment.path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (segment.fd < 0) return Status::Unavailable(Errno("cannot create", segment.path));
+  if (segment.fd < 0) return Status::Unavailable(ErrnoText("cannot create", segment.path));
   std::string header = EncodeFileHeader(first);
   Status written = WriteAll(segment.fd, header.data(), header.size(), 0, segment.path);
   if (written.ok() && ::fdatasync(segment.fd) != 0) {
-    written = Status::Unavailable(Errno("cannot sync", segment.path));
+    written = Status::Unavailable(ErrnoText("cannot sync", segment.path));
   }
   if (!written.ok()) {
     ::close(segment.fd);
@@ -162,11 +150,11 @@ Status LogCore::Recover(const std::filesystem::path& path, bool last_file) {
   Segment segment;
   segment.path = path;
   segment.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (segment.fd < 0) return Status::Unavailable(Errno("cannot open", path));
+  if (segment.fd < 0) return Status::Unavailable(ErrnoText("cannot open", path));
   struct stat st {};
   if (::fstat(segment.fd, &st) != 0) {
     ::close(segment.fd);
-    return Status::Unavailable(Errno("cannot stat", path));
+    return Status::Unavailable(ErrnoText("cannot stat", path));
   }
   segment.size = static_cast<uint64_t>(st.st_size);
   Status mapped = MapSegment(segment);
@@ -206,7 +194,7 @@ Status LogCore::Recover(const std::filesystem::path& path, bool last_file) {
       torn_bytes_ += s.size - offset;
       // A torn append at the end of the log: it was never acknowledged.
       if (::ftruncate(s.fd, static_cast<off_t>(offset)) != 0 || ::fdatasync(s.fd) != 0) {
-        return Status::Unavailable(Errno("cannot cut the torn end of", path));
+        return Status::Unavailable(ErrnoText("cannot cut the torn end of", path));
       }
       s.size = offset;
       break;
@@ -238,7 +226,7 @@ Status LogCore::Recover(const std::filesystem::path& path, bool last_file) {
 Status LogCore::Rewrite(Segment& s, Position first) {
   std::string header = EncodeFileHeader(first);
   REEF_RETURN_IF_ERROR(WriteAll(s.fd, header.data(), header.size(), 0, s.path));
-  if (::fdatasync(s.fd) != 0) return Status::Unavailable(Errno("cannot sync", s.path));
+  if (::fdatasync(s.fd) != 0) return Status::Unavailable(ErrnoText("cannot sync", s.path));
   s.size = header.size();
   return Status::Ok();
 }
@@ -297,7 +285,8 @@ Status LogCore::Flush(const std::string& buffer, uint64_t offset) {
   if (buffer.empty()) return Status::Ok();
   Segment& segment = segments_.back();
   REEF_RETURN_IF_ERROR(WriteAll(segment.fd, buffer.data(), buffer.size(), offset, segment.path));
-  if (::fdatasync(segment.fd) != 0) return Status::Unavailable(Errno("cannot sync", segment.path));
+  if (::fdatasync(segment.fd) != 0)
+    return Status::Unavailable(ErrnoText("cannot sync", segment.path));
   syncs_.fetch_add(1);
   segment.size = offset + buffer.size();
   return Status::Ok();

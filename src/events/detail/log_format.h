@@ -24,6 +24,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/crc32c.h"
+#include "core/frame.h"
 #include "core/status.h"
 #include "events/event.h"
 #include "events/event_store.h"
@@ -33,12 +35,10 @@ namespace reef::events::detail {
 inline constexpr std::string_view kFileMagic = "REEF-EVENTS-LOG1";
 inline constexpr size_t kFileHeaderBytes = 32;
 inline constexpr uint32_t kFrameMagic = 0x52454546;  // "FEER" in memory order
-inline constexpr size_t kFrameHeaderBytes = 32;
-inline constexpr size_t kRecordFixedBytes = 44;  // = kEventOverheadBytes
+using reef::kFrameHeaderBytes;                       // core/frame.h
+inline constexpr size_t kRecordFixedBytes = 44;      // = kEventOverheadBytes
 
-// CRC-32C (Castagnoli, RFC 3720 appendix B.4) of `size` bytes at `data`, continuing `crc`
-// (0 to start). Uses the SSE4.2 instruction when the CPU has it.
-uint32_t Crc32c(const void* data, size_t size, uint32_t crc = 0);
+using reef::Crc32c;  // core/crc32c.h
 
 struct FrameHeader {
   Position first_position = 0;
