@@ -376,11 +376,16 @@ Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
   State& s = *state_;
   uint64_t dropped = 0;
   REEF_RETURN_IF_ERROR(s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    if (a.stopping) {
+      return Status::FailedPrecondition(fmt::format(
+          "@{} is stopping (its on_shutdown has yet to run): tick until it is stopped, or kill "
+          "it, before removing it",
+          ref.str()));
+    }
     const bool ended = a.status == ActorStatus::kStopped || a.status == ActorStatus::kFailed;
-    if (!ended || a.active || a.stopping) {
-      return Status::FailedPrecondition(
-          fmt::format("@{} is {}: stop or kill it before removing it", ref.str(),
-                      a.stopping ? "stopping" : ActorStatusName(a.status)));
+    if (!ended || a.active) {
+      return Status::FailedPrecondition(fmt::format("@{} is {}: stop or kill it before removing it",
+                                                    ref.str(), ActorStatusName(a.status)));
     }
     const uint64_t held = a.queued.size() + (a.reserved ? 1 : 0);
     // As in Remove: senders re-check `removed` after reserving a slot, so either this load
@@ -400,6 +405,7 @@ Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
     for (const Envelope& envelope : a.queued) fail_call(envelope);
     dropped = held;
     s.Publish(LifecycleKind::kRemoved, a, fmt::format("{} message(s) dropped", held));
+    a.cell->group->logs.Forget(ref);  // its retained log entries go with it
     if (a.cell->group->mode == SchedulingMode::kManual) {
       a.cell->group->members.erase(ref);
       a.cell->group->ready.erase(ref);

@@ -96,6 +96,10 @@ Status Runtime::State::OnActor(const ActorRef& ref,
     Status status = OnReactor(owner, [&](Reactor& r) {
       auto it = r.actors.find(ref);
       if (it == r.actors.end()) {
+        // Removed since the lookup (its directory entry goes after its reactor's): no actor.
+        if (cell->removed.load(std::memory_order_acquire)) {
+          return Status::NotFound(fmt::format("no actor @{}", ref.str()));
+        }
         moved = true;
         return Status::Ok();
       }

@@ -27,83 +27,13 @@
 #include "actor/actor_group.h"
 #include "actor/lifecycle_events.h"
 #include "actor/log_store.h"
+#include "actor/runtime_types.h"
 #include "core/limits.h"
 #include "core/metrics.h"
 #include "core/status.h"
 #include "wasm/engine.h"
 
 namespace reef::actor {
-
-// Where Spawn places an actor when no reactor is named (spec 003).
-enum class PlacementPolicy : uint8_t {
-  kRoundRobin,   // the next Up reactor in turn
-  kLeastLoaded,  // the Up reactor hosting the fewest actors
-};
-
-// Reactor liveness (spec 003): only Up reactors receive new actors.
-enum class ReactorLiveness : uint8_t { kUp, kDraining, kDown };
-std::string_view ReactorLivenessName(ReactorLiveness liveness);
-
-struct RuntimeOptions {
-  SchedulingMode mode = SchedulingMode::kManual;
-  uint32_t reactors = 1;                    // reactor count; free-running default: cores
-  uint64_t manual_slice = 32;               // engine instructions per slice in Tick
-  uint64_t free_slice = 10'000;             // engine instructions per slice, free-running
-  uint32_t messages_per_turn = 16;          // handler completions per actor per turn
-  uint32_t default_mailbox_capacity = 256;  // messages (queued + reserved)
-  PlacementPolicy placement = PlacementPolicy::kRoundRobin;
-  std::chrono::milliseconds call_timeout{10'000};  // longest wait of any blocking call
-  ValueLimits value_limits;
-  TransitionLimits transition_limits;
-  wasm::EngineLimits engine_limits;
-  LogStoreOptions log_options;
-};
-
-struct SpawnOptions {
-  std::optional<uint32_t> mailbox_capacity;  // default: RuntimeOptions'
-  std::optional<uint32_t> reactor;           // pin to this reactor (must be Up)
-  std::optional<PlacementPolicy> placement;  // default: RuntimeOptions'
-  LogLevel log_level = LogLevel::kInfo;
-  FailurePolicy failure_policy = FailurePolicy::kRetain;
-  // The group the actor joins; null = the runtime's default group. An actor of a manual group
-  // in a free-running runtime is placed on the group's home reactor (`reactor` must be that
-  // one or unset; placement and liveness do not apply).
-  std::shared_ptr<ActorGroup> group;
-};
-
-// A moment's view of one mailbox, read without a reactor round trip.
-struct MailboxUsage {
-  uint32_t used = 0;      // messages queued + the reserved one + sends in flight to it
-  uint32_t capacity = 0;  // messages
-  ActorStatus status = ActorStatus::kIdle;
-  uint32_t incarnation = 1;
-};
-
-// Whether Runtime::Call needs the handler to reply.
-enum class ReplyPolicy : uint8_t {
-  kRequired,  // a handler that commits without replying fails the call
-  kOptional,  // ... answers null instead
-};
-
-// What a host-side send did. On any failure the message is handed back in `returned`.
-struct SendOutcome {
-  Status status;
-  std::optional<Value> returned;
-};
-
-struct ReactorInfo {
-  uint32_t id = 0;
-  ReactorLiveness liveness = ReactorLiveness::kUp;
-  uint64_t actors = 0;
-  // Host work (Runtime::Post: steps of command executions, projectors' and effects' guest
-  // calls, their timers) waiting to run on this reactor now, and run on it so far.
-  uint64_t tasks_waiting = 0;
-  uint64_t tasks_run = 0;
-};
-
-// A host-provided state migration for InstallWithMigration: gets a copy of the committed
-// state, returns the replacement or an error (then nothing changes).
-using Migration = std::function<Result<Value>(Value state)>;
 
 class Runtime {
  public:
@@ -157,10 +87,11 @@ class Runtime {
   // Removes a stopped or failed actor for good (`reef rm`): its state, its mailbox and its
   // place in ticks go; its ref is unknown afterwards (sends get NotFound). The messages still
   // in its mailbox are dropped and counted; a call waiting on one of them fails ("@REF was
-  // removed"). Publishes a `removed` lifecycle event (detail: the dropped count). Its log
-  // entries stay readable until they age out. Returns the number of dropped messages.
+  // removed"). Publishes a `removed` lifecycle event (detail: the dropped count); its
+  // retained log entries are dropped. Returns the number of dropped messages.
   // Errors: NotFound; FailedPrecondition when it is not stopped or failed (stop or kill it
-  // first), or when a send to it is still on its way (nothing changes: try again).
+  // first), still stopping, or when a send to it is still on its way (nothing changes: try
+  // again).
   Result<uint64_t> RemoveStopped(const ActorRef& ref);
 
   // ---- host-side sends (the sender is the host: actors see null) ------------------------

@@ -120,14 +120,23 @@ TEST_F(RuntimeTest, ActorsThatLeftTheTickComeBackWhenResumedOrRestarted) {
 }
 
 TEST_F(RuntimeTest, RemoveStoppedDropsTheMailboxAndForgetsTheRef) {
-  ActorRef a = Spawn(counter_, 0);
+  ActorRef a = Spawn(probe_, 0);
   ActorRef b = Spawn(counter_, 0);
+  Send(a, R"({"op":"log","level":4,"text":"before its removal"})");
+  Settle();
+  LogFilter filter;
+  filter.actors = {a};
+  ASSERT_EQ(runtime_->logs().History(filter, 0, 100)->entries.size(), 1u);
   Send(a, R"({"op":"add","value":1})");
   Send(a, R"({"op":"add","value":2})");
   auto running = runtime_->RemoveStopped(a);
   ASSERT_EQ(running.status().code(), Code::kFailedPrecondition);
   EXPECT_NE(running.status().message().find("stop or kill it"), std::string::npos);
   EXPECT_EQ(Inspect(a).queued.size(), 2u) << "a refused removal changes nothing";
+  ASSERT_TRUE(runtime_->Stop(a).ok());  // its on_shutdown waits for a tick
+  auto stopping = runtime_->RemoveStopped(a);
+  ASSERT_EQ(stopping.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(stopping.status().message().find("is stopping"), std::string::npos);
 
   ASSERT_TRUE(runtime_->Kill(a).ok());
   auto removed = runtime_->RemoveStopped(a);
@@ -139,6 +148,9 @@ TEST_F(RuntimeTest, RemoveStoppedDropsTheMailboxAndForgetsTheRef) {
   ASSERT_EQ(runtime_->List().size(), 1u);
   EXPECT_EQ(runtime_->List()[0].ref, b);
 
+  auto logs = runtime_->logs().History(filter, 0, 100);
+  ASSERT_TRUE(logs.ok());
+  EXPECT_TRUE(logs->entries.empty()) << "its log entries went with it";
   auto page = runtime_->events().Recent(0, 100, {{}, {a}});
   ASSERT_TRUE(page.ok());
   ASSERT_FALSE(page->events.empty());
