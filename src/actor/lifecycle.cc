@@ -363,6 +363,7 @@ Status Runtime::Remove(const ActorRef& ref) {
       a.cell->group->members.erase(ref);
       a.cell->group->ready.erase(ref);
     }
+    a.cell->group->logs.Forget(ref);  // an evicted instance's log entries go with it
     r.actors.erase(ref);
     r.actor_count.fetch_sub(1);
     return Status::Ok();

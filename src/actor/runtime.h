@@ -82,7 +82,8 @@ class Runtime {
 
   // Removes an actor that has nothing to do (idle eviction, spec 003): no active
   // invocation, no input, no send on its way. Its ref is unknown afterwards (sends get
-  // NotFound). Errors: NotFound; FailedPrecondition when it is busy (nothing changes).
+  // NotFound) and its retained log entries are dropped. Errors: NotFound; FailedPrecondition
+  // when it is busy (nothing changes).
   Status Remove(const ActorRef& ref);
   // Removes a stopped or failed actor for good (`reef rm`): its state, its mailbox and its
   // place in ticks go; its ref is unknown afterwards (sends get NotFound). The messages still

@@ -68,7 +68,7 @@ Status LogCore::Open() {
         fmt::format("cannot create event store directory {}: {}", dir_.string(), ec.message()));
   }
   auto lock_path = dir_ / "LOCK";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (lock_fd_ < 0) return Status::Unavailable(ErrnoText("cannot open", lock_path));
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     return Status::Unavailable(fmt::format("event store {} is in use by another process (lock {})",
@@ -128,7 +128,7 @@ Status LogCore::MapSegment(Segment& segment) {
 Status LogCore::StartSegment(Position first) {
   Segment segment;
   segment.path = dir_ / SegmentName(first);
-  segment.fd = ::open(segment.path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  segment.fd = ::open(segment.path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (segment.fd < 0) return Status::Unavailable(ErrnoText("cannot create", segment.path));
   std::string header = EncodeFileHeader(first);
   Status written = WriteAll(segment.fd, header.data(), header.size(), 0, segment.path);

@@ -29,7 +29,7 @@ constexpr std::string_view kShuttingDown = "Reef is shutting down";
 Status WriteFileDurably(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::path tmp = path;
   tmp += ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::Unavailable(fmt::format("cannot write {}", tmp.string()));
   size_t done = 0;
   while (done < text.size()) {

@@ -467,7 +467,10 @@ TEST(FreeRunningTest, DestroyingTheRuntimeWhileInvocationsRunEndsThemCleanly) {
       spinner->str());
   ASSERT_TRUE(runtime->TrySend(*caller, *ValueFromJson(call, {})).status.ok());
   auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (runtime->Inspect(*caller)->status != ActorStatus::kAwaiting &&
+  // Both states are waited for: on a loaded machine the spinner's reactor may not have taken
+  // its message yet when the caller, on the other reactor, already awaits.
+  while ((runtime->Inspect(*caller)->status != ActorStatus::kAwaiting ||
+          runtime->Inspect(*spinner)->status != ActorStatus::kRunning) &&
          std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(milliseconds(5));
   }

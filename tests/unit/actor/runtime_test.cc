@@ -119,6 +119,19 @@ TEST_F(RuntimeTest, ActorsThatLeftTheTickComeBackWhenResumedOrRestarted) {
   EXPECT_EQ(Inspect(killed).state, Value::Int(1));
 }
 
+// Idle eviction (program units) takes the actor's retained log entries too: evicted instances
+// would otherwise hold up to 1,000 entries each for the life of the server.
+TEST_F(RuntimeTest, RemoveOfAnIdleActorDropsItsLogEntries) {
+  ActorRef a = Spawn(probe_, 0);
+  Send(a, R"({"op":"log","level":4,"text":"an instance's entry"})");
+  Settle();
+  LogFilter filter;
+  filter.actors = {a};
+  ASSERT_EQ(runtime_->logs().History(filter, 0, 100)->entries.size(), 1u);
+  ASSERT_TRUE(runtime_->Remove(a).ok());
+  EXPECT_TRUE(runtime_->logs().History(filter, 0, 100)->entries.empty());
+}
+
 TEST_F(RuntimeTest, RemoveStoppedDropsTheMailboxAndForgetsTheRef) {
   ActorRef a = Spawn(probe_, 0);
   ActorRef b = Spawn(counter_, 0);
