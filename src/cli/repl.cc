@@ -43,7 +43,7 @@ struct ReplCommand {
 };
 constexpr ReplCommand kReplCommands[] = {
     {"let NAME = spawn PATH JSON", "spawn an actor and bind NAME to its ref for this session"},
-    {"help", "list commands"},
+    {"help [COMMAND]", "list commands, or show one command's usage and options"},
     {"quit, exit, Ctrl+D", "leave the REPL (the image keeps running)"},
 };
 
@@ -64,6 +64,24 @@ std::string Help() {
   out +=
       "REF is @NanoID, a NanoID or a `let` name; in JSON, {\"$actor\": \"NAME\"} names an "
       "actor.\nCtrl+C leaves `logs -f` and clears the line at the prompt.";
+  return out;
+}
+
+// `help COMMAND`: the command's usage line, what it does, and its options.
+Result<std::string> CommandHelp(std::string_view name) {
+  const ImageCommand* command = FindImageCommand(name);
+  if (command == nullptr) {
+    return Status::InvalidArgument(
+        fmt::format("unknown command '{}'; type help for the list", name));
+  }
+  std::string out = fmt::format("  {}\n  {}\n", Usage(*command), command->summary);
+  for (const Option& option : command->options) {
+    std::string flag = option.short_name != 0
+                           ? fmt::format("-{}, --{}", option.short_name, option.name)
+                           : fmt::format("--{}", option.name);
+    if (!option.value_name.empty()) flag += fmt::format(" {}", option.value_name);
+    out += fmt::format("    {:<24}  {}\n", flag, option.help);
+  }
   return out;
 }
 
@@ -91,8 +109,12 @@ Status RunLine(Session& session, std::string_view line, bool interactive, LineOu
     return Status::Ok();
   }
   if (*name == "help" || *name == "?") {
-    std::fputs(Help().c_str(), stdout);
-    std::fputc('\n', stdout);
+    REEF_ASSIGN_OR_RETURN(std::optional<std::string> topic, client::NextWord(&rest));
+    std::string text = Help() + "\n";
+    if (topic) {
+      REEF_ASSIGN_OR_RETURN(text, CommandHelp(*topic));
+    }
+    std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
     return Status::Ok();
   }

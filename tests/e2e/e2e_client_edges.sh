@@ -94,6 +94,15 @@ RC=$?
 grep -q 'logs -f needs an interactive terminal' "$WORK/err" || fail "logs -f: $(cat "$WORK/err")"
 grep -q '^qa/t1 ' "$WORK/out" || fail "the REPL did not go on after logs -f: $(cat "$WORK/out")"
 
+# 11. `help COMMAND` shows that command alone; an unknown one is an error and the REPL goes on.
+printf 'help read\nhelp nope\nsources\n' | "$REEF" repl >"$WORK/out" 2>"$WORK/err" \
+  || fail "REPL help: $(cat "$WORK/err")"
+[[ $(sed -n 1p "$WORK/out") == "  read [-r R] PATH" ]] || fail "help read: $(cat "$WORK/out")"
+grep -q -- '-r, --revision R' "$WORK/out" || fail "help read lacks its option: $(cat "$WORK/out")"
+if grep -q '^  ps ' "$WORK/out"; then fail "help read listed every command"; fi
+grep -q "unknown command 'nope'" "$WORK/err" || fail "help nope: $(cat "$WORK/err")"
+grep -q '^qa/t1 ' "$WORK/out" || fail "the REPL did not go on after help: $(cat "$WORK/out")"
+
 # 9. A refused token reads as unauthenticated.
 TOKEN_LOG="$WORK/token.log"
 "$REEF" serve --listen 127.0.0.1:0 --data-dir "$WORK/data2" --auth-token s3cret 2>"$TOKEN_LOG" &
