@@ -344,6 +344,36 @@ Status Runtime::Drain(uint32_t reactor_id) {
 // ---------------------------------------------------------------------------------------
 // Removal
 
+namespace {
+
+// Marks `a` removed unless a send to it is on its way: its cell holds more than the `held`
+// messages already in its mailbox. Senders re-check `removed` after reserving a slot (SendAs,
+// ReserveEffects), so either this load sees their slot or they see the flag and back off.
+// Errors: FailedPrecondition (nothing changes).
+Status ClaimRemoval(Actor& a, uint64_t held) {
+  a.cell->removed.store(true);
+  if (a.cell->used.load() == held) return Status::Ok();
+  a.cell->removed.store(false);
+  return Status::FailedPrecondition(
+      fmt::format("a message is on its way to @{}, so it stays; try again", a.cell->ref.str()));
+}
+
+// Takes a removed actor out of its group (ticks, retained log entries) and its reactor. Its
+// directory entry is erased after, off the reactor.
+void EraseActor(Reactor& r, Actor& a) {
+  const ActorRef ref = a.cell->ref;
+  ActorGroup& group = *a.cell->group;
+  if (group.mode == SchedulingMode::kManual) {
+    group.members.erase(ref);
+    group.ready.erase(ref);
+  }
+  group.logs.Forget(ref);
+  r.actors.erase(ref);  // destroys `a`
+  r.actor_count.fetch_sub(1);
+}
+
+}  // namespace
+
 Status Runtime::Remove(const ActorRef& ref) {
   State& s = *state_;
   REEF_RETURN_IF_ERROR(s.OnActor(ref, [&](Reactor& r, Actor& a) {
@@ -351,21 +381,8 @@ Status Runtime::Remove(const ActorRef& ref) {
       return Status::FailedPrecondition(
           fmt::format("@{} is busy ({}), so it stays", ref.str(), ActorStatusName(a.status)));
     }
-    // Senders re-check `removed` after reserving a slot (SendAs, ReserveEffects): either
-    // this load sees their slot, or they see the flag and back off.
-    a.cell->removed.store(true);
-    if (a.cell->used.load() != 0) {
-      a.cell->removed.store(false);
-      return Status::FailedPrecondition(
-          fmt::format("a message is on its way to @{}, so it stays", ref.str()));
-    }
-    if (a.cell->group->mode == SchedulingMode::kManual) {
-      a.cell->group->members.erase(ref);
-      a.cell->group->ready.erase(ref);
-    }
-    a.cell->group->logs.Forget(ref);  // an evicted instance's log entries go with it
-    r.actors.erase(ref);
-    r.actor_count.fetch_sub(1);
+    if (Status claimed = ClaimRemoval(a, 0); !claimed.ok()) return claimed;
+    EraseActor(r, a);  // an evicted instance's log entries go with it
     return Status::Ok();
   }));
   WriterLock lock(s.directory_mu);
@@ -389,14 +406,7 @@ Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
                                                     ref.str(), ActorStatusName(a.status)));
     }
     const uint64_t held = a.queued.size() + (a.reserved ? 1 : 0);
-    // As in Remove: senders re-check `removed` after reserving a slot, so either this load
-    // sees theirs (more slots taken than the mailbox holds) or they see the flag.
-    a.cell->removed.store(true);
-    if (a.cell->used.load() != held) {
-      a.cell->removed.store(false);
-      return Status::FailedPrecondition(
-          fmt::format("a message is on its way to @{}, so it stays; try again", ref.str()));
-    }
+    if (Status claimed = ClaimRemoval(a, held); !claimed.ok()) return claimed;
     const std::string why = fmt::format("@{} was removed", ref.str());
     auto fail_call = [&](const Envelope& envelope) {
       if (!envelope.sender) return;
@@ -406,13 +416,7 @@ Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
     for (const Envelope& envelope : a.queued) fail_call(envelope);
     dropped = held;
     s.Publish(LifecycleKind::kRemoved, a, fmt::format("{} message(s) dropped", held));
-    a.cell->group->logs.Forget(ref);  // its retained log entries go with it
-    if (a.cell->group->mode == SchedulingMode::kManual) {
-      a.cell->group->members.erase(ref);
-      a.cell->group->ready.erase(ref);
-    }
-    r.actors.erase(ref);
-    r.actor_count.fetch_sub(1);
+    EraseActor(r, a);
     return Status::Ok();
   }));
   WriterLock lock(s.directory_mu);
