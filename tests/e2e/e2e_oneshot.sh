@@ -71,7 +71,8 @@ if "$REEF" inspect "$SENDER" 2>"$WORK/err" >/dev/null; then fail "a removed acto
 grep -q "^error: not_found:" "$WORK/err" || fail "inspect after rm: $(cat "$WORK/err")"
 "$REEF" events --json | grep -q '"kind":"removed"' || fail "no removed event"
 PS=$("$REEF" ps) || fail "ps after rm"
-if grep -q "${SENDER#@}" <<<"$PS" || ! grep -q "$RECEIVER" <<<"$PS"; then
+# -F --: a NanoID may begin with '-' (seen once: grep took it for an option).
+if grep -qF -- "${SENDER#@}" <<<"$PS" || ! grep -qF -- "$RECEIVER" <<<"$PS"; then
   fail "ps after rm: $PS"
 fi
 
