@@ -6,9 +6,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <set>
 
 #include "actor/actor.h"
+#include "actor/durable_image.h"
 #include "actor/lifecycle_events.h"
 #include "actor/log_store.h"
 
@@ -33,16 +35,23 @@ struct TickReport {
 // one group cannot send to or call an actor of another: to its guest code the other is
 // unknown. Made by Runtime::CreateGroup; the runtime's actors keep it alive.
 //
-// Thread ownership: mode and home are constant; logs, events and late_replies are
+// Thread ownership: mode, home and durable are constant; logs, events and late_replies are
 // thread-safe; members, ready and ticks_started belong to the thread driving `home` (manual_mu's
 // holder in a manual runtime).
 struct ActorGroup {
-  ActorGroup(SchedulingMode group_mode, uint32_t home_reactor, const LogStoreOptions& log_options)
-      : mode(group_mode), home(home_reactor), logs(log_options) {}
+  ActorGroup(SchedulingMode group_mode, uint32_t home_reactor, const LogStoreOptions& log_options,
+             std::shared_ptr<DurableImage> durable_image = nullptr)
+      : mode(group_mode),
+        home(home_reactor),
+        durable(std::move(durable_image)),
+        logs(log_options) {}
 
   const SchedulingMode mode;
   // A manual group in a free-running runtime: the reactor every actor of the group lives on.
   const uint32_t home;
+  // Set: every change of the group's actors is recorded there (durable_image.h). Manual groups
+  // only, whose actors all live on `home`.
+  const std::shared_ptr<DurableImage> durable;
   LogStore logs;
   LifecycleEvents events;
   // Replies actors of this group sent to calls that had already ended (Runtime::LateReplies).

@@ -152,16 +152,22 @@ Result<TickReport> Runtime::Tick(uint32_t count, uint64_t budget, ActorGroup* gr
 // ---------------------------------------------------------------------------------------
 // Groups
 
-Result<std::shared_ptr<ActorGroup>> Runtime::CreateGroup(SchedulingMode mode) {
+Result<std::shared_ptr<ActorGroup>> Runtime::CreateGroup(SchedulingMode mode,
+                                                         std::shared_ptr<DurableImage> durable) {
   State& s = *state_;
   if (s.options.mode == SchedulingMode::kManual && mode == SchedulingMode::kFreeRunning) {
     return Status::InvalidArgument("a manual runtime has no free-running groups");
+  }
+  if (durable && mode != SchedulingMode::kManual) {
+    return Status::InvalidArgument(
+        "only a manual group can be durable (its actors live on one reactor, so one journal "
+        "orders all their changes)");
   }
   uint32_t home = 0;
   if (s.options.mode == SchedulingMode::kFreeRunning && mode == SchedulingMode::kManual) {
     REEF_ASSIGN_OR_RETURN(home, PlaceWork());
   }
-  return std::make_shared<ActorGroup>(mode, home, s.options.log_options);
+  return std::make_shared<ActorGroup>(mode, home, s.options.log_options, std::move(durable));
 }
 
 Status Runtime::CheckMember(const ActorRef& ref, const ActorGroup& group) {

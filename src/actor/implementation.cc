@@ -34,7 +34,8 @@ Result<std::shared_ptr<const Implementation>> MakeImplementation(
     std::optional<std::string> origin, std::string_view handler) {
   REEF_RETURN_IF_ERROR(CheckActorExports(*module, handler));
   auto implementation = std::make_shared<Implementation>();
-  std::string from = origin ? *origin : ModuleOrigin(*module);
+  implementation->origin = origin ? *origin : ModuleOrigin(*module);
+  std::string from = implementation->origin;
   if (handler != kDefaultHandler) from += fmt::format("\nhandler {}", handler);
   implementation->id = ImplementationId(from, AbiV1Registry());
   implementation->handler = std::string(handler);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,6 +144,16 @@ Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, co
     }
     ::chmod(options.dir.c_str(), 0700);
   }
+  // One process at a time: the lock is held as long as the journal is open.
+  std::unique_ptr<Journal> journal(new Journal(options));
+  const std::filesystem::path lock_path = options.dir / "LOCK";
+  journal->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (journal->lock_fd_ < 0) return Status::Unavailable(Errno("cannot open", lock_path));
+  if (::flock(journal->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status::Unavailable(
+        fmt::format("image journal {} is in use by another process (lock {})", options.dir.string(),
+                    lock_path.string()));
+  }
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(options.dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -176,7 +187,6 @@ Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, co
     found.records += file.records.size();
   }
 
-  std::unique_ptr<Journal> journal(new Journal(options));
   if (files.empty()) {
     REEF_RETURN_IF_ERROR(journal->StartFile(1));
     next_seq = 1;
@@ -215,6 +225,7 @@ Journal::~Journal() {
   wake_.NotifyAll();
   if (writer_.joinable()) writer_.join();
   if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 Status Journal::StartFile(uint64_t first_seq) {
@@ -270,6 +281,11 @@ Status Journal::WaitDurable(uint64_t seq) {
   std::future<Status> result = promise.get_future();
   WhenDurable(seq, [&promise](Status status) { promise.set_value(std::move(status)); });
   return result.get();
+}
+
+uint64_t Journal::appended() const {
+  MutexLock lock(mu_);
+  return next_seq_ - 1;
 }
 
 uint64_t Journal::durable() const {

@@ -8,7 +8,8 @@
 // writes each record once; SQLite would rewrite B-tree pages per transition.
 //
 // Files: `dir`/journal-<first sequence number, 20 digits>.log, mode 0600 (`dir` is created
-// 0700). Each is a 32-byte file header ("REEF-IMAGE-JRNL1", its first sequence number u64,
+// 0700), and `dir`/LOCK, held (flock) while the journal is open so that one process at a time
+// writes it. Each is a 32-byte file header ("REEF-IMAGE-JRNL1", its first sequence number u64,
 // zero u64) and frames (core/frame.h, magic "JRNL"): one frame per batch, its body the
 // batch's records, each a u32 length and the bytes. Sequence numbers start at 1 and run on
 // without a gap from file to file; a file is closed and the next begun once it passes
@@ -78,7 +79,7 @@ class Journal {
 
   // Opens (or creates) the journal in options.dir, replaying its records through `replay`.
   // Errors: DataLoss (damage, above); Unavailable (a file or the directory cannot be read,
-  // written or synced); whatever `replay` returns.
+  // written or synced; another process holds the lock); whatever `replay` returns.
   static Result<std::unique_ptr<Journal>> Open(const JournalOptions& options, const Replay& replay,
                                                JournalRecovery* recovery = nullptr);
   // Writes what was appended, then stops the writer.
@@ -95,6 +96,8 @@ class Journal {
   // Blocks until WhenDurable(seq) would run; its status.
   Status WaitDurable(uint64_t seq);
   uint64_t durable() const EXCLUDES(mu_);
+  // The sequence number of the last record appended (0: none yet).
+  uint64_t appended() const EXCLUDES(mu_);
   JournalStats stats() const EXCLUDES(mu_);
 
  private:
@@ -111,6 +114,7 @@ class Journal {
   void Fail(Status why) REQUIRES(mu_);
 
   const JournalOptions options_;
+  int lock_fd_ = -1;  // `dir`/LOCK, flock'ed while open
   // Writer thread only (and Open, before it starts).
   int fd_ = -1;
   std::filesystem::path path_;

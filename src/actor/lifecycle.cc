@@ -37,11 +37,31 @@ Status CheckRepairable(const Actor& a, std::string_view op) {
   return Status::Ok();
 }
 
+// What an operation changed of an actor, for its durable group's record.
+enum class Changed : uint8_t { kHeader, kMessages };
+
+// OnActor for an operation that changes the actor: when `fn` succeeds, the actor's change is
+// recorded (durable groups), on its reactor, in order with everything else it does.
+Status Change(Runtime::State& s, const ActorRef& ref,
+              const std::function<Status(Reactor&, Actor&)>& fn,
+              Changed changed = Changed::kHeader) {
+  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+    Status status = fn(r, a);
+    if (!status.ok()) return status;
+    if (changed == Changed::kHeader) {
+      s.RecordActor(a);
+    } else {
+      s.RecordMessages(a);
+    }
+    return status;
+  });
+}
+
 }  // namespace
 
 Status Runtime::Stop(const ActorRef& ref) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+  return Change(s, ref, [&](Reactor& r, Actor& a) {
     if (a.status == ActorStatus::kStopped) return Status::Ok();
     if (a.status == ActorStatus::kPaused) {  // stop unpauses so shutdown can progress
       a.SetStatus(a.paused_from.value_or(ActorStatus::kIdle));
@@ -71,7 +91,7 @@ Status Runtime::Stop(const ActorRef& ref) {
 
 Status Runtime::Kill(const ActorRef& ref) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+  return Change(s, ref, [&](Reactor& r, Actor& a) {
     if (a.reset_state && !a.active) {  // kReset: a kill poisons a running invocation only
       return Status::FailedPrecondition(
           fmt::format("@{} has no running invocation; nothing to kill", ref.str()));
@@ -97,7 +117,7 @@ Status Runtime::Kill(const ActorRef& ref) {
 
 Status Runtime::Restart(const ActorRef& ref) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+  return Change(s, ref, [&](Reactor& r, Actor& a) {
     if (a.incarnation == UINT32_MAX) {
       return Status::LimitExceeded(
           fmt::format("@{} reached the last incarnation ({})", ref.str(), a.incarnation));
@@ -119,7 +139,7 @@ Status Runtime::Restart(const ActorRef& ref) {
 
 Status Runtime::Pause(const ActorRef& ref) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+  return Change(s, ref, [&](Reactor&, Actor& a) {
     if (a.status == ActorStatus::kPaused) return Status::Ok();
     if (a.status == ActorStatus::kStopped || a.status == ActorStatus::kFailed) {
       return NotWhile(a, "pause");
@@ -133,7 +153,7 @@ Status Runtime::Pause(const ActorRef& ref) {
 
 Status Runtime::Resume(const ActorRef& ref) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+  return Change(s, ref, [&](Reactor& r, Actor& a) {
     if (a.status != ActorStatus::kPaused) return NotWhile(a, "resume");
     a.SetStatus(a.paused_from.value_or(ActorStatus::kIdle));
     a.paused_from.reset();
@@ -145,7 +165,7 @@ Status Runtime::Resume(const ActorRef& ref) {
 
 Status Runtime::Cancel(const ActorRef& ref) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
+  return Change(s, ref, [&](Reactor& r, Actor& a) {
     if (!a.active) {
       return Status::FailedPrecondition(
           fmt::format("@{} has no active invocation to cancel", ref.str()));
@@ -166,7 +186,7 @@ Status Runtime::Cancel(const ActorRef& ref) {
 Status Runtime::Install(const ActorRef& ref, std::shared_ptr<const Implementation> implementation) {
   State& s = *state_;
   if (!implementation) return Status::InvalidArgument("install needs an implementation");
-  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+  return Change(s, ref, [&](Reactor&, Actor& a) {
     a.pending_install = implementation;
     s.ApplyPendingInstall(a);  // at once when no invocation is active
     return Status::Ok();
@@ -178,7 +198,7 @@ Status Runtime::InstallWithMigration(const ActorRef& ref,
                                      const Migration& migration) {
   State& s = *state_;
   if (!implementation) return Status::InvalidArgument("install needs an implementation");
-  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+  return Change(s, ref, [&](Reactor&, Actor& a) {
     if (a.active || a.reserved) {
       return Status::FailedPrecondition(fmt::format(
           "install needs @{} at an idle safe point (no active invocation, no reserved input)",
@@ -199,7 +219,7 @@ Status Runtime::InstallWithMigration(const ActorRef& ref,
 
 Status Runtime::SetState(const ActorRef& ref, Value state) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor&, Actor& a) {
+  return Change(s, ref, [&](Reactor&, Actor& a) {
     REEF_RETURN_IF_ERROR(CheckRepairable(a, "set-state"));
     auto encoded = CborValue::Encode(state, s.options.value_limits);
     if (!encoded.ok()) return encoded.status().WithContext("state");
@@ -211,59 +231,62 @@ Status Runtime::SetState(const ActorRef& ref, Value state) {
 Status Runtime::SetMessages(const ActorRef& ref, std::vector<Value> reserved,
                             std::vector<Value> queued) {
   State& s = *state_;
-  return s.OnActor(ref, [&](Reactor& r, Actor& a) {
-    REEF_RETURN_IF_ERROR(CheckRepairable(a, "set-messages"));
-    if (reserved.size() > 1) {
-      return Status::InvalidArgument(
-          fmt::format("reserved holds zero or one message, not {}", reserved.size()));
-    }
-    std::vector<CborValue> new_reserved;
-    for (const Value& v : reserved) {
-      auto encoded = CborValue::Encode(v, s.options.value_limits);
-      if (!encoded.ok()) return encoded.status().WithContext("reserved");
-      new_reserved.push_back(std::move(*encoded));
-    }
-    std::vector<CborValue> new_queued;
-    for (size_t i = 0; i < queued.size(); ++i) {
-      auto encoded = CborValue::Encode(queued[i], s.options.value_limits);
-      if (!encoded.ok()) return encoded.status().WithContext(fmt::format("queued[{}]", i));
-      new_queued.push_back(std::move(*encoded));
-    }
-    uint32_t old_count = static_cast<uint32_t>(a.queued.size() + (a.reserved ? 1 : 0));
-    uint32_t new_count = static_cast<uint32_t>(queued.size() + reserved.size());
-    uint32_t in_flight = a.cell->used.load() - old_count;  // reserved by senders, not here yet
-    if (new_count + in_flight > a.cell->capacity.load()) {
-      return Status::LimitExceeded(
-          fmt::format("{} messages ({} more on their way) exceed the mailbox capacity of {}",
-                      new_count, in_flight, a.cell->capacity.load()));
-    }
-    // Every check passed: apply. A message equal to the one at the same position keeps its
-    // sender; any other is host-originated.
-    auto keep_sender = [](const std::optional<Envelope>& old, CborValue v) {
-      if (old && old->message == v) return Envelope{old->sender, std::move(v)};
-      return Envelope{std::nullopt, std::move(v)};
-    };
-    std::optional<Envelope> old_reserved = std::move(a.reserved);
-    a.reserved.reset();
-    if (!new_reserved.empty()) {
-      a.reserved = keep_sender(old_reserved, std::move(new_reserved[0]));
-    }
-    std::deque<Envelope> next;
-    for (size_t i = 0; i < new_queued.size(); ++i) {
-      std::optional<Envelope> old;
-      if (i < a.queued.size()) old = a.queued[i];
-      next.push_back(keep_sender(old, std::move(new_queued[i])));
-    }
-    a.queued = std::move(next);
-    if (new_count > old_count) a.cell->used.fetch_add(new_count - old_count);
-    if (old_count > new_count) a.cell->Release(old_count - new_count);
-    s.MarkRunnable(r, a);
-    return Status::Ok();
-  });
+  return Change(
+      s, ref,
+      [&](Reactor& r, Actor& a) {
+        REEF_RETURN_IF_ERROR(CheckRepairable(a, "set-messages"));
+        if (reserved.size() > 1) {
+          return Status::InvalidArgument(
+              fmt::format("reserved holds zero or one message, not {}", reserved.size()));
+        }
+        std::vector<CborValue> new_reserved;
+        for (const Value& v : reserved) {
+          auto encoded = CborValue::Encode(v, s.options.value_limits);
+          if (!encoded.ok()) return encoded.status().WithContext("reserved");
+          new_reserved.push_back(std::move(*encoded));
+        }
+        std::vector<CborValue> new_queued;
+        for (size_t i = 0; i < queued.size(); ++i) {
+          auto encoded = CborValue::Encode(queued[i], s.options.value_limits);
+          if (!encoded.ok()) return encoded.status().WithContext(fmt::format("queued[{}]", i));
+          new_queued.push_back(std::move(*encoded));
+        }
+        uint32_t old_count = static_cast<uint32_t>(a.queued.size() + (a.reserved ? 1 : 0));
+        uint32_t new_count = static_cast<uint32_t>(queued.size() + reserved.size());
+        uint32_t in_flight = a.cell->used.load() - old_count;  // reserved by senders, not here yet
+        if (new_count + in_flight > a.cell->capacity.load()) {
+          return Status::LimitExceeded(
+              fmt::format("{} messages ({} more on their way) exceed the mailbox capacity of {}",
+                          new_count, in_flight, a.cell->capacity.load()));
+        }
+        // Every check passed: apply. A message equal to the one at the same position keeps its
+        // sender; any other is host-originated.
+        auto keep_sender = [](const std::optional<Envelope>& old, CborValue v) {
+          if (old && old->message == v) return Envelope{old->sender, std::move(v)};
+          return Envelope{std::nullopt, std::move(v)};
+        };
+        std::optional<Envelope> old_reserved = std::move(a.reserved);
+        a.reserved.reset();
+        if (!new_reserved.empty()) {
+          a.reserved = keep_sender(old_reserved, std::move(new_reserved[0]));
+        }
+        std::deque<Envelope> next;
+        for (size_t i = 0; i < new_queued.size(); ++i) {
+          std::optional<Envelope> old;
+          if (i < a.queued.size()) old = a.queued[i];
+          next.push_back(keep_sender(old, std::move(new_queued[i])));
+        }
+        a.queued = std::move(next);
+        if (new_count > old_count) a.cell->used.fetch_add(new_count - old_count);
+        if (old_count > new_count) a.cell->Release(old_count - new_count);
+        s.MarkRunnable(r, a);
+        return Status::Ok();
+      },
+      Changed::kMessages);
 }
 
 Status Runtime::SetLogLevel(const ActorRef& ref, LogLevel level) {
-  return state_->OnActor(ref, [&](Reactor&, Actor& a) {
+  return Change(*state_, ref, [&](Reactor&, Actor& a) {
     a.context->min_log_level = level;  // read by the log import at every call
     return Status::Ok();
   });
@@ -358,9 +381,10 @@ Status ClaimRemoval(Actor& a, uint64_t held) {
       fmt::format("a message is on its way to @{}, so it stays; try again", a.cell->ref.str()));
 }
 
-// Takes a removed actor out of its group (ticks, retained log entries) and its reactor. Its
-// directory entry is erased after, off the reactor.
-void EraseActor(Reactor& r, Actor& a) {
+// Takes a removed actor out of its group (ticks, retained log entries, its durable image) and its
+// reactor. Its directory entry is erased after, off the reactor.
+void EraseActor(Runtime::State& s, Reactor& r, Actor& a) {
+  s.RecordRemoval(a);
   const ActorRef ref = a.cell->ref;
   ActorGroup& group = *a.cell->group;
   if (group.mode == SchedulingMode::kManual) {
@@ -382,7 +406,7 @@ Status Runtime::Remove(const ActorRef& ref) {
           fmt::format("@{} is busy ({}), so it stays", ref.str(), ActorStatusName(a.status)));
     }
     if (Status claimed = ClaimRemoval(a, 0); !claimed.ok()) return claimed;
-    EraseActor(r, a);  // an evicted instance's log entries go with it
+    EraseActor(s, r, a);  // an evicted instance's log entries go with it
     return Status::Ok();
   }));
   WriterLock lock(s.directory_mu);
@@ -416,7 +440,7 @@ Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
     for (const Envelope& envelope : a.queued) fail_call(envelope);
     dropped = held;
     s.Publish(LifecycleKind::kRemoved, a, fmt::format("{} message(s) dropped", held));
-    EraseActor(r, a);
+    EraseActor(s, r, a);
     return Status::Ok();
   }));
   WriterLock lock(s.directory_mu);

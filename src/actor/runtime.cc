@@ -142,6 +142,31 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options) {
   return std::unique_ptr<Runtime>(new Runtime(std::move(state)));
 }
 
+std::unique_ptr<Actor> Runtime::State::NewActor(
+    const ActorRef& ref, std::shared_ptr<const Implementation> implementation, CborValue state,
+    uint32_t capacity, uint32_t reactor_id, std::shared_ptr<ActorGroup> group, LogLevel log_level) {
+  auto actor = std::make_unique<Actor>();
+  actor->cell = std::make_shared<ActorCell>(ref, capacity, reactor_id, std::move(group));
+  actor->implementation = std::move(implementation);
+  actor->state = std::move(state);
+  actor->context = std::make_unique<ActorCallContext>(ActorCallContext{ref});
+  actor->context->value_limits = options.value_limits;
+  actor->context->transition_limits = options.transition_limits;
+  actor->context->min_log_level = log_level;
+  Actor* raw = actor.get();
+  actor->context->on_log = [this, raw](LogLevel level, const std::string& message) {
+    auto seq = raw->cell->group->logs.Append(raw->cell->ref, raw->incarnation, level, message);
+    if (seq.ok()) {
+      Publish(LifecycleKind::kLog, *raw, fmt::format("{}: {}", LogLevelName(level), message));
+    }
+  };
+  actor->context->on_call = [this, raw](const ActorRef& target, CborValue message,
+                                        std::chrono::milliseconds timeout) {
+    return StartActorCall(*raw, target, std::move(message), timeout);
+  };
+  return actor;
+}
+
 Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementation, Value initial,
                                 const SpawnOptions& options) {
   State& s = *state_;
@@ -154,26 +179,9 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   REEF_ASSIGN_OR_RETURN(Reactor * reactor, s.Place(options, *group));
   REEF_ASSIGN_OR_RETURN(ActorRef ref, ActorRef::Generate());
 
-  auto actor = std::make_unique<Actor>();
-  actor->cell = std::make_shared<ActorCell>(ref, capacity, reactor->id, group);
-  actor->implementation = std::move(implementation);
+  std::unique_ptr<Actor> actor = s.NewActor(ref, std::move(implementation), *encoded, capacity,
+                                            reactor->id, group, options.log_level);
   if (options.failure_policy == FailurePolicy::kReset) actor->reset_state = *encoded;
-  actor->state = std::move(*encoded);
-  actor->context = std::make_unique<ActorCallContext>(ActorCallContext{ref});
-  actor->context->value_limits = s.options.value_limits;
-  actor->context->transition_limits = s.options.transition_limits;
-  actor->context->min_log_level = options.log_level;
-  Actor* raw = actor.get();
-  actor->context->on_log = [&s, raw](LogLevel level, const std::string& message) {
-    auto seq = raw->cell->group->logs.Append(raw->cell->ref, raw->incarnation, level, message);
-    if (seq.ok()) {
-      s.Publish(LifecycleKind::kLog, *raw, fmt::format("{}: {}", LogLevelName(level), message));
-    }
-  };
-  actor->context->on_call = [&s, raw](const ActorRef& target, CborValue message,
-                                      std::chrono::milliseconds timeout) {
-    return s.StartActorCall(*raw, target, std::move(message), timeout);
-  };
   const bool post = s.options.mode == SchedulingMode::kFreeRunning && CurrentReactor() != reactor;
   if (post && s.shutting_down.load(std::memory_order_acquire)) {
     return Status::Unavailable("the actor runtime is shutting down");
@@ -183,13 +191,14 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   // precedes every event of the actor).
   s.Publish(LifecycleKind::kSpawned, *actor, actor->implementation->id);
   auto owned = std::make_shared<std::unique_ptr<Actor>>(std::move(actor));
-  auto insert = [owned, ref](Reactor& r) {
+  auto insert = [&s, owned, ref](Reactor& r) {
     Actor& a = **owned;
     r.actors.emplace(ref, std::move(*owned));
     if (a.cell->group->mode == SchedulingMode::kManual) {
       a.cell->group->members.insert(ref);
       a.joined_at_tick = a.cell->group->ticks_started;
     }
+    s.RecordActor(a, /*spawned=*/true);  // here, on the owner, in order with its other records
   };
   reactor->actor_count.fetch_add(1);
   if (post) {

@@ -25,6 +25,7 @@
 
 #include "actor/actor.h"
 #include "actor/actor_group.h"
+#include "actor/image_record.h"
 #include "actor/lifecycle_events.h"
 #include "actor/log_store.h"
 #include "actor/runtime_types.h"
@@ -61,9 +62,24 @@ class Runtime {
 
   // ---- groups ---------------------------------------------------------------------------
 
-  // A new group (ActorGroup). Errors: InvalidArgument (a free-running group in a manual
-  // runtime), FailedPrecondition (no Up reactor to be a manual group's home).
-  Result<std::shared_ptr<ActorGroup>> CreateGroup(SchedulingMode mode);
+  // A new group (ActorGroup), recording its changes in `durable` when given. Errors:
+  // InvalidArgument (a free-running group in a manual runtime, or a durable free-running one),
+  // FailedPrecondition (no Up reactor to be a manual group's home).
+  Result<std::shared_ptr<ActorGroup>> CreateGroup(SchedulingMode mode,
+                                                  std::shared_ptr<DurableImage> durable = nullptr);
+  // Brings back the actors of durable manual `group` as DurableImage::Open recovered them, on
+  // its home reactor, without recording them again: same refs, incarnations, states, statuses
+  // and messages in order. An actor that was running or awaiting comes back idle with its
+  // reserved message first, so that input is retried (spec 001's restart rule); one paused from
+  // running or awaiting comes back paused from idle. `implementation_of` maps a recorded
+  // implementation id to the implementation to run. May be called once per batch of actors.
+  // Errors: InvalidArgument (not a durable manual group), NotFound (an implementation id
+  // `implementation_of` does not know), AlreadyExists (a ref in use), Unavailable (the home
+  // reactor did not answer); nothing of the batch is restored then.
+  using ImplementationOf =
+      std::function<std::shared_ptr<const Implementation>(std::string_view id)>;
+  Status Restore(const std::shared_ptr<ActorGroup>& group, std::vector<ActorRecord> actors,
+                 const ImplementationOf& implementation_of);
   // Removes every actor of `group` for good (invocations dropped, calls cancelled, sends to
   // them NotFound). REQUIRES: not on a reactor thread. Errors: Unavailable (a reactor did not
   // answer within call_timeout; its actors of the group stay).

@@ -84,9 +84,11 @@ void Runtime::State::ApplyPendingInstall(Actor& actor) {
   actor.implementation = std::move(actor.pending_install);
   actor.pending_install.reset();
   Publish(LifecycleKind::kInstalled, actor, actor.implementation->id);
+  RecordActor(actor);
 }
 
 void Runtime::State::Deliver(Reactor& reactor, Actor& actor, Envelope envelope) {
+  if (!reactor.committing) RecordDelivery(actor, envelope);
   actor.queued.push_back(std::move(envelope));
   MarkRunnable(reactor, actor);
 }
@@ -116,7 +118,8 @@ void CompleteUnanswered(Runtime::State& state, const std::optional<Envelope>& in
 }  // namespace
 
 void Runtime::State::ResetPoisoned(Reactor& reactor, Actor& actor, std::string_view why) {
-  if (actor.reserved) {
+  const bool dropped = actor.reserved.has_value();
+  if (dropped) {
     actor.reserved.reset();
     actor.cell->Release(1);  // the dropped input's mailbox slot
   }
@@ -126,6 +129,7 @@ void Runtime::State::ResetPoisoned(Reactor& reactor, Actor& actor, std::string_v
   actor.stopping = false;
   actor.paused_from.reset();
   actor.SetStatus(ActorStatus::kIdle);
+  RecordActor(actor, /*spawned=*/false, /*dropped_first=*/dropped);
   ApplyPendingInstall(actor);
   Publish(LifecycleKind::kRestarted, actor, fmt::format("poisoned: {}", why));
   if (actor.HasInput()) MarkRunnable(reactor, actor);
@@ -146,6 +150,7 @@ static void FailActor(Runtime::State& state, Reactor& reactor, Actor& actor, std
     return;
   }
   actor.SetStatus(ActorStatus::kFailed);
+  state.RecordActor(actor);
 }
 
 namespace {
@@ -266,6 +271,21 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
     if (self == reserved.end()) actor.cell->Release(1);  // acknowledged
   }
 
+  if (DurableImage* durable = actor.cell->group->durable.get()) {
+    // One record holds the new state, the acknowledgement and every send to an actor, so a
+    // crash keeps all of the transition or none of it.
+    std::vector<RecordedSend>& sends = reactor.recorded_sends;
+    sends.clear();
+    for (const SendEffect& send : effects.sends) {
+      if (!send.target.is_reply_address())
+        sends.push_back({&send.target, &send.sender, &send.message});
+    }
+    std::string record;
+    EncodeCommitRecord(actor.cell->ref, actor.state, acknowledges, shutdown, sends, &record);
+    sends.clear();
+    durable->Append(std::move(record));
+  }
+  reactor.committing = true;  // the commit record holds the sends Deliver is about to get
   bool replied = false;
   for (SendEffect& send : effects.sends) {
     Envelope envelope{send.sender, std::move(send.message)};
@@ -287,6 +307,7 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
       }
     }
   }
+  reactor.committing = false;
   if (!replied) CompleteUnanswered(state, input);
   reserved.clear();
   reactor.reservations = std::move(reserved);
@@ -318,6 +339,7 @@ static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, Tic
   if (shutdown && !HasShutdownHook(*actor.implementation->module)) {
     actor.stopping = false;
     actor.SetStatus(ActorStatus::kStopped);
+    state.RecordActor(actor);
     state.Publish(LifecycleKind::kStopped, actor);
     return false;
   }

@@ -47,6 +47,7 @@ struct ServeArgs {
   uint32_t reactors = 0;  // program units' reactor threads; 0 = cores (at least 2)
   uint64_t shutdown_timeout_ms = server::ServerLimits{}.shutdown_timeout.count();
   std::string engine = "auto";  // wasm::TierChoice
+  bool ephemeral = false;       // the image's actors in memory only
 };
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
@@ -86,6 +87,7 @@ int Serve(const ServeArgs& args) {
     return 1;
   }
   options.engine = *engine;
+  options.durable_image = !args.ephemeral;
   auto node = Node::Open(std::move(options));
   if (!node.ok()) {
     fmt::print(stderr, "reef serve: {}\n", node.status().message());
@@ -115,11 +117,14 @@ const Command kServeCommands[] = {
            ->envname("REEF_LISTEN")
            ->capture_default_str();
        app.add_option("--data-dir", args->data_dir,
-                      "Data directory (reef.sqlite: source and module stores; events/; "
-                      "projectors/, effects/, cache/); created "
-                      "when missing")
+                      "Data directory (reef.sqlite: source and module stores; image/: the "
+                      "actors; events/; projectors/, effects/, cache/); created when missing")
            ->envname("REEF_DATA_DIR")
            ->capture_default_str();
+       app.add_flag("--ephemeral", args->ephemeral,
+                    "Keep the image's actors in memory only: they are gone when the server "
+                    "exits (default: durable in DATA_DIR/image, restored on start)")
+           ->envname("REEF_EPHEMERAL");
        app.add_option("--auth-token", args->auth_token,
                       "Bearer token every connection must present; required for a "
                       "non-loopback address")

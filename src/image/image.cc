@@ -27,7 +27,13 @@ Result<std::unique_ptr<Image>> Image::Open(ImageOptions options) {
     own.reactors = 1;
     REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::Create(own));
   }
-  REEF_ASSIGN_OR_RETURN(state->group, state->runtime->CreateGroup(actor::SchedulingMode::kManual));
+  state->options = options;
+  if (options.durable) {
+    REEF_RETURN_IF_ERROR(state->OpenDurable());
+  } else {
+    REEF_ASSIGN_OR_RETURN(state->group,
+                          state->runtime->CreateGroup(actor::SchedulingMode::kManual));
+  }
   for (const BundledSource& bundled : BundledSources()) {
     auto existing = state->store->Read(bundled.path);
     if (existing.ok()) continue;
@@ -43,7 +49,6 @@ Result<std::unique_ptr<Image>> Image::Open(ImageOptions options) {
   state->control_pool =
       std::make_unique<IoPool>("image control", std::max(1u, options.limits.control_threads),
                                options.limits.max_waiting_controls);
-  state->options = std::move(options);
   return std::unique_ptr<Image>(new Image(std::move(state)));
 }
 

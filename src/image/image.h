@@ -61,6 +61,10 @@ struct ImageLimits {
 struct ImageOptions {
   // The data directory; the source store is <data_dir>/reef.sqlite (DESIGN.md "Persistence").
   std::filesystem::path data_dir = "reef-data";
+  // Keep the image's actors in <data_dir>/image (docs/operations.md "Durable image"): every
+  // change recorded before anything acknowledges it, everything restored by Open. False
+  // (`reef serve --ephemeral`): the actors live in memory only.
+  bool durable = true;
   // The reactor fleet the image's actors live on (a manual group: they run only on `tick`,
   // on one reactor, between the fleet's other work). Null: the image makes its own, a
   // free-running runtime of one reactor with `runtime`'s options.
@@ -86,8 +90,11 @@ class Image {
   // Opens (creating when missing) the data directory and its source store, creates the
   // runtime and the compile cache, and writes every BundledSources() entry into working
   // source where its path is absent (an existing working source, edited or not, is kept).
+  // A durable image then replays its journal and brings its actors back (Runtime::Restore).
   // Errors: those of SourceStore::Open (Unavailable, DataLoss), Runtime::Create
-  // (InvalidArgument), SourceStore::Write.
+  // (InvalidArgument), SourceStore::Write, DurableImage::Open (DataLoss: damage, refused
+  // with the file and offset or record; Unavailable: I/O, or another process has it open);
+  // InvalidArgument when a recorded module no longer loads.
   static Result<std::unique_ptr<Image>> Open(ImageOptions options);
 
   // Closes every log follow and joins its pump thread, and removes the image's actors from

@@ -29,6 +29,32 @@ void Finished(Image::State& s, const OpSpec& spec, uint64_t connection_id,
   if (result.ok() && spec.mutates) s.NotifyChanged(spec.name, change);
 }
 
+// Whether `spec` changes the image's actors, so its answer waits for the output gate. The
+// source ops change only the source store, whose every write is its own SQLite transaction.
+bool ChangesActors(const OpSpec& spec) {
+  return spec.mutates && spec.name != "write" && spec.name != "commit" && spec.name != "rollback";
+}
+
+// Answers an op: a mutation of actors that succeeded only once its changes are durable (the output
+// gate, Image::State::AfterDurable), so neither its answer nor its "changed" notification claims a
+// change a crash could take back.
+void Answer(Image::State& s, const OpSpec& spec, uint64_t connection_id, Result<json> result,
+            std::shared_ptr<const Change> change, server::OpDone done) {
+  if (!result.ok() || !ChangesActors(spec)) {
+    Finished(s, spec, connection_id, result, *change);
+    return done(std::move(result));
+  }
+  auto answer = std::make_shared<Result<json>>(std::move(result));
+  s.AfterDurable([&s, &spec, connection_id, answer, change, done = std::move(done)](Status status) {
+    if (!status.ok()) {
+      *answer = Status::Unavailable(fmt::format(
+          "{}: done in memory, but it could not be made durable: {}", spec.name, status.message()));
+    }
+    Finished(s, spec, connection_id, *answer, *change);
+    done(std::move(*answer));
+  });
+}
+
 // An op handed to a pool. Destroyed unrun (the image closing), it answers `unavailable`.
 struct PoolJob {
   Image::State* state = nullptr;
@@ -45,8 +71,8 @@ struct PoolJob {
   }
   void Run() {
     Args args(spec->name, raw);
-    Change change;
-    Ctx ctx{*state, args, nullptr, change};
+    auto change = std::make_shared<Change>();
+    Ctx ctx{*state, args, nullptr, *change};
     // Off the dispatcher, so its guard too: an exception is the op's `internal` answer, never
     // the end of the process.
     Result<json> result = Status::Internal("not run");
@@ -55,8 +81,7 @@ struct PoolJob {
     } catch (const std::exception& e) {
       result = Status::Internal(fmt::format("op \"{}\" failed: {}", spec->name, e.what()));
     }
-    Finished(*state, *spec, connection_id, result, change);
-    std::exchange(done, nullptr)(std::move(result));
+    Answer(*state, *spec, connection_id, std::move(result), change, std::exchange(done, nullptr));
   }
 };
 
@@ -97,10 +122,23 @@ Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
         auto change = std::make_shared<Change>();
         Ctx ctx{*state, args, &connection, *change};
         spec.async_handler(ctx, [state, &spec, change, id = connection.id(),
-                                 done = std::move(done)](Result<json> result) {
-          Finished(*state, spec, id, result, *change);
-          done(std::move(result));
+                                 done = std::move(done)](Result<json> result) mutable {
+          Answer(*state, spec, id, std::move(result), change, std::move(done));
         });
+      };
+      REEF_RETURN_IF_ERROR(
+          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
+      continue;
+    }
+    if (ChangesActors(spec) && state->durable) {  // answered after the output gate
+      auto handler = [state, &spec](const json& raw, server::Connection& connection,
+                                    server::OpDone done) {
+        Args args(spec.name, raw);
+        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
+        auto change = std::make_shared<Change>();
+        Ctx ctx{*state, args, &connection, *change};
+        Result<json> result = spec.handler(ctx);
+        Answer(*state, spec, connection.id(), std::move(result), change, std::move(done));
       };
       REEF_RETURN_IF_ERROR(
           dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));

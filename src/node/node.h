@@ -62,6 +62,8 @@ struct NodeOptions {
   uint32_t reactors = 0;
   std::chrono::milliseconds shutdown_timeout{5'000};  // for requests in flight at Stop
   wasm::TierChoice engine = wasm::TierChoice::kAuto;  // for every engine of the process
+  // False (`--ephemeral`): the image's actors live in memory only (image::ImageOptions::durable).
+  bool durable_image = true;
 };
 
 class Node {

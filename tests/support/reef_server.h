@@ -113,6 +113,15 @@ class ReefServer {
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
 
+  // Kills the server at once (SIGKILL: a crash) and waits for it. Keeps the data directory.
+  void Crash() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
   // Stops the server: SIGTERM, then SIGKILL after 5 s. Keeps the data directory. Returns
   // false when it took the SIGKILL.
   bool Stop() {

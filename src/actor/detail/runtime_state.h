@@ -22,6 +22,7 @@
 
 #include "actor/detail/actor_cell.h"
 #include "actor/detail/lazy_deque.h"
+#include "actor/image_record.h"
 #include "actor/runtime.h"
 #include "core/mutex.h"
 
@@ -140,6 +141,10 @@ class Reactor {
   std::thread thread;
   std::vector<Command> taken_commands;    // Turn's buffer for TakeCommands (reactor thread)
   std::vector<Reservation> reservations;  // Commit's buffer (transition.cc)
+  // Durable groups (durable_group.cc): set while Commit delivers the sends its commit record
+  // holds already, so Deliver does not record them again; Commit's buffer of them.
+  bool committing = false;
+  std::vector<RecordedSend> recorded_sends;
 
  private:
   // Protected by mu_; cv_ is signalled when a command is posted.
@@ -186,6 +191,11 @@ struct Runtime::State {
   std::unordered_map<ActorRef, ActorRef, ActorRefHash> awaits GUARDED_BY(awaits_mu);
 
   // ---- helpers (runtime.cc) ----
+  // A new actor, not yet on any reactor or in the directory (Spawn, Restore).
+  std::unique_ptr<Actor> NewActor(const ActorRef& ref,
+                                  std::shared_ptr<const Implementation> implementation,
+                                  CborValue state, uint32_t capacity, uint32_t reactor_id,
+                                  std::shared_ptr<ActorGroup> group, LogLevel log_level);
   // The cell of `ref`; with `group` set, null unless the actor is of that group (what guest
   // code of one group sees of another).
   std::shared_ptr<ActorCell> FindCell(const ActorRef& ref, const ActorGroup* group = nullptr)
@@ -256,6 +266,15 @@ struct Runtime::State {
   // the spawn state, incarnation + 1, idle, runnable if input waits.
   void ResetPoisoned(Reactor& reactor, Actor& actor, std::string_view why);
   void Publish(LifecycleKind kind, const Actor& actor, std::string detail = {});
+
+  // ---- durable groups (durable_group.cc), on the thread changing the actor ----
+  // Each appends one record (image_record.h) when `actor`'s group is durable, else nothing.
+  // The header of `actor` (spawn: `spawned`; a poisoned input dropped: `dropped_first`), after
+  // the records of implementations it is the first to name.
+  void RecordActor(const Actor& actor, bool spawned = false, bool dropped_first = false);
+  void RecordMessages(const Actor& actor);                            // set-messages
+  void RecordDelivery(const Actor& actor, const Envelope& envelope);  // not a commit's send
+  void RecordRemoval(const Actor& actor);
 
   // ---- reactors (reactor.cc) ----
   // Where a new actor of `group` goes. Errors: as Spawn's.

@@ -53,6 +53,17 @@ struct Image::State {
   // group: manual, so they run only in `tick`, with logs and events of their own.
   std::shared_ptr<actor::Runtime> runtime;
   std::shared_ptr<actor::ActorGroup> group;
+  // The journal the group records its changes in (null: ephemeral).
+  std::shared_ptr<actor::DurableImage> durable;
+
+  // Opens the journal in <data dir>/image, creates `group` durable and restores its actors
+  // (durable.cc). Errors: those of Image::Open for the durable image.
+  Status OpenDurable();
+  // The output gate (docs/operations.md "Durable image"): runs `done(Ok)` once every change
+  // made to the image's actors before this call is on disk (at once when ephemeral), or
+  // `done(Unavailable)` when that cannot be. A barrier on the image's reactor first, so that a
+  // change posted there (a send, a spawn) is recorded. Any thread; `done` must not block.
+  void AfterDurable(std::function<void(Status)> done);
 
   // ---- Protected by mu ----------------------------------------------------------------------
   Mutex mu;

@@ -29,9 +29,12 @@ struct Replayed {
   }
 };
 
+// The journal's files, in order (not its LOCK).
 std::vector<std::filesystem::path> Files(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log") files.push_back(entry.path());
+  }
   std::sort(files.begin(), files.end());
   return files;
 }

@@ -1,0 +1,148 @@
+// Durable groups in the runtime: the records of their actors' changes (durable_image.h) and
+// bringing recovered actors back (Runtime::Restore).
+#include <fmt/format.h>
+
+#include "actor/detail/runtime_state.h"
+
+namespace reef::actor {
+
+namespace {
+
+// The header fields of `a` (no messages; the state copied).
+ActorRecord Header(const Actor& a) {
+  ActorRecord r{a.cell->ref};
+  r.implementation_id = a.implementation->id;
+  if (a.pending_install) r.pending_install = a.pending_install->id;
+  r.incarnation = a.incarnation;
+  r.status = a.status;
+  r.paused_from = a.paused_from;
+  r.stopping = a.stopping;
+  r.failure = a.failure;
+  r.state = a.state;
+  r.reset_state = a.reset_state;
+  r.mailbox_capacity = a.cell->capacity.load();
+  r.log_level = a.context->min_log_level;
+  r.reserved = a.reserved.has_value();
+  return r;
+}
+
+void RecordImplementation(DurableImage& durable, const Implementation& implementation) {
+  if (!durable.FirstUseOf(implementation.id)) return;
+  std::string record;
+  EncodeImplementationRecord(implementation, &record);
+  durable.Append(std::move(record));
+}
+
+}  // namespace
+
+void Runtime::State::RecordActor(const Actor& actor, bool spawned, bool dropped_first) {
+  DurableImage* durable = actor.cell->group->durable.get();
+  if (durable == nullptr) return;
+  RecordImplementation(*durable, *actor.implementation);
+  if (actor.pending_install) RecordImplementation(*durable, *actor.pending_install);
+  std::string record;
+  EncodeActorRecord(Header(actor), spawned, dropped_first, &record);
+  durable->Append(std::move(record));
+}
+
+void Runtime::State::RecordMessages(const Actor& actor) {
+  DurableImage* durable = actor.cell->group->durable.get();
+  if (durable == nullptr) return;
+  std::string record;
+  EncodeMessagesRecord(actor.cell->ref, actor.reserved.has_value(),
+                       actor.reserved ? &*actor.reserved : nullptr, actor.queued, &record);
+  durable->Append(std::move(record));
+}
+
+void Runtime::State::RecordDelivery(const Actor& actor, const Envelope& envelope) {
+  DurableImage* durable = actor.cell->group->durable.get();
+  if (durable == nullptr) return;
+  std::string record;
+  EncodeDeliveryRecord(actor.cell->ref, envelope, &record);
+  durable->Append(std::move(record));
+}
+
+void Runtime::State::RecordRemoval(const Actor& actor) {
+  DurableImage* durable = actor.cell->group->durable.get();
+  if (durable == nullptr) return;
+  std::string record;
+  EncodeRemovalRecord(actor.cell->ref, &record);
+  durable->Append(std::move(record));
+}
+
+namespace {
+
+// What a restored actor resumes as: nothing of an invocation survives a restart.
+ActorStatus Resumed(ActorStatus status) {
+  return status == ActorStatus::kRunning || status == ActorStatus::kAwaiting ? ActorStatus::kIdle
+                                                                             : status;
+}
+
+}  // namespace
+
+Status Runtime::Restore(const std::shared_ptr<ActorGroup>& group, std::vector<ActorRecord> actors,
+                        const ImplementationOf& implementation_of) {
+  State& s = *state_;
+  if (!group || !group->durable || group->mode != SchedulingMode::kManual) {
+    return Status::InvalidArgument("only a durable manual group's actors can be restored");
+  }
+  std::vector<std::unique_ptr<Actor>> made;
+  made.reserve(actors.size());
+  for (ActorRecord& record : actors) {
+    auto implementation = implementation_of(record.implementation_id);
+    if (!implementation) {
+      return Status::NotFound(
+          fmt::format("@{}: no implementation {}", record.ref.str(), record.implementation_id));
+    }
+    std::shared_ptr<const Implementation> pending;
+    if (record.pending_install) {
+      pending = implementation_of(*record.pending_install);
+      if (!pending) {
+        return Status::NotFound(fmt::format("@{}: no implementation {} (its pending install)",
+                                            record.ref.str(), *record.pending_install));
+      }
+    }
+    if (s.FindCell(record.ref)) {
+      return Status::AlreadyExists(fmt::format("@{} exists already", record.ref.str()));
+    }
+    std::unique_ptr<Actor> a = s.NewActor(
+        record.ref, std::move(implementation), std::move(record.state),
+        std::max<uint32_t>(record.mailbox_capacity, 1), group->home, group, record.log_level);
+    a->pending_install = std::move(pending);
+    a->incarnation = record.incarnation;
+    a->cell->incarnation.store(record.incarnation);
+    a->SetStatus(Resumed(record.status));
+    if (record.paused_from) a->paused_from = Resumed(*record.paused_from);
+    a->stopping = record.stopping;
+    a->failure = std::move(record.failure);
+    a->reset_state = std::move(record.reset_state);
+    a->cell->used.store(static_cast<uint32_t>(record.messages.size()));
+    if (record.reserved && !record.messages.empty()) {
+      a->reserved = std::move(record.messages.front());
+      record.messages.pop_front();
+    }
+    a->queued = std::move(record.messages);
+    made.push_back(std::move(a));
+  }
+  std::vector<std::shared_ptr<ActorCell>> cells;
+  cells.reserve(made.size());
+  for (const auto& a : made) cells.push_back(a->cell);
+  Reactor& home = *s.reactors[group->home];
+  REEF_RETURN_IF_ERROR(s.OnReactor(home, [&](Reactor& r) {
+    for (auto& owned : made) {
+      Actor& a = *owned;
+      const ActorRef ref = a.cell->ref;
+      r.actors.emplace(ref, std::move(owned));
+      group->members.insert(ref);
+      a.joined_at_tick = group->ticks_started;
+      if (s.Runnable(a)) s.MarkRunnable(r, a);
+    }
+    r.actor_count.fetch_add(made.size());
+    return Status::Ok();
+  }));
+  WriterLock lock(s.directory_mu);
+  for (auto& cell : cells) s.directory.emplace(cell->ref, std::move(cell));
+  return Status::Ok();
+}
+
+}  // namespace reef::actor

@@ -1,0 +1,268 @@
+// The durable image (actor/durable_image.h, image_record.h): a durable manual group records
+// every change of its actors, and a reopened journal restores the same actors — refs,
+// incarnations, states, statuses, mailboxes in order — whatever mix of sends, ticks, lifecycle
+// and repair operations made them. An interrupted invocation is retried after a restore;
+// records that contradict each other are refused. Run under ThreadSanitizer (test-tsan).
+#include "actor/durable_image.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "actor/runtime.h"
+#include "unit/actor/test_guests.h"
+#include "unit/events/event_store_test_support.h"
+
+namespace reef::actor {
+namespace {
+
+using events::testing::TempDir;
+using test_support::Json;
+using test_support::LoadGuest;
+
+Value Op(std::string_view json) {
+  return Json(json);
+}
+
+Value SendTo(const ActorRef& target, int64_t value) {
+  Record fields;
+  fields.emplace("op", Value::String("send"));
+  fields.emplace("value", Value::Int(value));
+  fields.emplace("target", Value::Ref(target));
+  return Value::RecordOf(std::move(fields));
+}
+
+// One open durable image: a two-reactor fleet with a durable manual group on it.
+struct Opened {
+  std::unique_ptr<Runtime> runtime;
+  std::shared_ptr<DurableImage> durable;
+  std::shared_ptr<ActorGroup> group;
+  RecoveredImage recovered{ValueLimits{}};
+  JournalRecovery recovery;
+
+  explicit Opened(const std::filesystem::path& dir) {
+    RuntimeOptions options;
+    options.mode = SchedulingMode::kFreeRunning;
+    options.reactors = 2;
+    runtime = std::move(*Runtime::Create(options));
+    JournalOptions journal;
+    journal.dir = dir;
+    auto opened = DurableImage::Open(journal, &recovered, &recovery);
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    if (!opened.ok()) return;
+    durable = std::move(*opened);
+    group = *runtime->CreateGroup(SchedulingMode::kManual, durable);
+  }
+  ~Opened() {
+    if (group) {
+      EXPECT_TRUE(runtime->RemoveGroup(*group).ok());
+    }
+  }
+
+  // Restores what the journal held, with the implementations the test spawned from.
+  Status Restore(const std::map<std::string, std::shared_ptr<const Implementation>>& known) {
+    std::vector<ActorRecord> actors;
+    for (auto& [ref, actor] : recovered.actors()) actors.push_back(std::move(actor));
+    return runtime->Restore(group, std::move(actors), [&](std::string_view id) {
+      auto it = known.find(std::string(id));
+      return it == known.end() ? nullptr : it->second;
+    });
+  }
+
+  ActorRef Spawn(const std::shared_ptr<const Implementation>& implementation, int64_t state) {
+    SpawnOptions options;
+    options.group = group;
+    auto ref = runtime->Spawn(implementation, Value::Int(state), options);
+    EXPECT_TRUE(ref.ok()) << ref.status().ToString();
+    return *ref;
+  }
+
+  // Waits until every change made so far is on disk.
+  void Settle() {
+    ASSERT_TRUE(runtime->PostAndWait(group->home, [] {}).ok());
+    std::promise<Status> durable_now;
+    durable->WhenAppendedDurable([&](Status status) { durable_now.set_value(status); });
+    ASSERT_TRUE(durable_now.get_future().get().ok());
+  }
+};
+
+// The parts of a snapshot a restore keeps (an invocation in progress is not one of them).
+void ExpectSameActor(const ActorSnapshot& want, const ActorSnapshot& got) {
+  SCOPED_TRACE(want.ref.str());
+  EXPECT_EQ(got.ref, want.ref);
+  EXPECT_EQ(got.implementation_id, want.implementation_id);
+  EXPECT_EQ(got.incarnation, want.incarnation);
+  EXPECT_EQ(got.status, want.status);
+  EXPECT_EQ(got.paused_from, want.paused_from);
+  EXPECT_EQ(got.state, want.state);
+  EXPECT_EQ(got.reserved, want.reserved);
+  EXPECT_EQ(got.queued, want.queued);
+  EXPECT_EQ(got.mailbox_capacity, want.mailbox_capacity);
+  EXPECT_EQ(got.stopping, want.stopping);
+  EXPECT_EQ(got.failure, want.failure);
+  EXPECT_EQ(got.log_level, want.log_level);
+  EXPECT_EQ(got.pending_install, want.pending_install);
+}
+
+TEST(DurableImageTest, ARestoreBringsBackEveryActorAsItWas) {
+  TempDir dir;
+  auto counter = LoadGuest("counter");
+  auto hello = LoadGuest("hello");
+  ASSERT_TRUE(counter && hello);
+  std::map<std::string, std::shared_ptr<const Implementation>> known{{counter->id, counter},
+                                                                     {hello->id, hello}};
+  std::vector<ActorSnapshot> before;
+  ActorRef removed = test_support::NumberedRef(1);
+  {
+    Opened image(dir.path());
+    ASSERT_TRUE(image.group);
+    ActorRef a = image.Spawn(counter, 0), b = image.Spawn(counter, 10), c = image.Spawn(counter, 7);
+    ActorRef d = image.Spawn(counter, 1), e = image.Spawn(counter, 2);
+    removed = image.Spawn(counter, 3);
+    Runtime& rt = *image.runtime;
+    ASSERT_TRUE(rt.TrySend(a, SendTo(b, 5)).status.ok());
+    ASSERT_TRUE(rt.TrySend(a, SendTo(c, 2)).status.ok());
+    ASSERT_TRUE(rt.Tick(20, 1000000, image.group.get()).ok());
+    // Queued messages in order, from the host and from an actor.
+    ASSERT_TRUE(rt.TrySend(b, Op(R"({"op": "add", "value": 1})")).status.ok());
+    ASSERT_TRUE(rt.TrySend(a, SendTo(b, 3)).status.ok());
+    ASSERT_TRUE(rt.Pause(b).ok());
+    ASSERT_TRUE(rt.Tick(20, 1000000, image.group.get()).ok());
+    ASSERT_TRUE(rt.TrySend(b, Op(R"({"op": "add", "value": 4})")).status.ok());
+    // A failed actor keeps its input reserved; repair changes a stopped one.
+    ASSERT_TRUE(rt.TrySend(c, Op(R"({"op": "nonsense"})")).status.ok());
+    ASSERT_TRUE(rt.TrySend(c, Op(R"({"op": "add", "value": 1})")).status.ok());
+    ASSERT_TRUE(rt.Tick(20, 1000000, image.group.get()).ok());
+    ASSERT_TRUE(rt.Kill(d).ok());
+    ASSERT_TRUE(rt.SetState(d, Value::Int(99)).ok());
+    ASSERT_TRUE(rt.SetMessages(d, {Op(R"({"op": "add", "value": 1})")},
+                               {Op(R"({"op": "add", "value": 2})")})
+                    .ok());
+    ASSERT_TRUE(rt.SetLogLevel(d, LogLevel::kDebug).ok());
+    ASSERT_TRUE(rt.Stop(e).ok());
+    ASSERT_TRUE(rt.Tick(5, 1000000, image.group.get()).ok());
+    ASSERT_TRUE(rt.Restart(e).ok());
+    ASSERT_TRUE(rt.Install(e, hello).ok());
+    ASSERT_TRUE(rt.Kill(removed).ok());
+    ASSERT_TRUE(rt.RemoveStopped(removed).ok());
+    image.Settle();
+    before = rt.List(image.group.get());
+    ASSERT_EQ(before.size(), 5u);
+    auto failed = rt.Inspect(c);
+    ASSERT_TRUE(failed.ok());
+    EXPECT_EQ(failed->status, ActorStatus::kFailed);
+    EXPECT_TRUE(failed->reserved.has_value());
+  }
+  ActorRef changed = removed;
+  Value changed_to;
+  {
+    Opened again(dir.path());
+    ASSERT_TRUE(again.group);
+    EXPECT_FALSE(again.recovered.actors().contains(removed));
+    ASSERT_TRUE(again.Restore(known).ok());
+    std::vector<ActorSnapshot> after = again.runtime->List(again.group.get());
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < before.size(); ++i) ExpectSameActor(before[i], after[i]);
+    EXPECT_EQ(again.runtime->TrySend(removed, Op(R"({"op": "add", "value": 1})")).status.code(),
+              Code::kNotFound);
+    // The restored image goes on from there, and records again.
+    for (const ActorSnapshot& snapshot : after) {
+      if (snapshot.status == ActorStatus::kIdle && snapshot.implementation_id == counter->id) {
+        changed = snapshot.ref;
+        changed_to = Value::Int(snapshot.state.as_int() + 100);
+      }
+    }
+    ASSERT_NE(changed, removed);
+    ASSERT_TRUE(again.runtime->TrySend(changed, Op(R"({"op": "add", "value": 100})")).status.ok());
+    ASSERT_TRUE(again.runtime->Tick(20, 1000000, again.group.get()).ok());
+    again.Settle();
+  }
+  Opened third(dir.path());
+  ASSERT_TRUE(third.recovered.actors().contains(changed));
+  EXPECT_EQ(third.recovered.actors().at(changed).state.ToValue(), changed_to);
+}
+
+TEST(DurableImageTest, AnInterruptedInvocationIsRetriedAfterARestore) {
+  TempDir dir;
+  auto counter = LoadGuest("counter");
+  std::map<std::string, std::shared_ptr<const Implementation>> known{{counter->id, counter}};
+  ActorRef a = test_support::NumberedRef(1);
+  {
+    Opened image(dir.path());
+    a = image.Spawn(counter, 40);
+    ASSERT_TRUE(image.runtime->TrySend(a, Op(R"({"op": "add", "value": 2})")).status.ok());
+    ASSERT_TRUE(image.runtime->TrySend(a, Op(R"({"op": "add", "value": 3})")).status.ok());
+    // One instruction per slice: the first message is reserved and its invocation unfinished.
+    ASSERT_TRUE(image.runtime->Tick(1, 1, image.group.get()).ok());
+    auto running = image.runtime->Inspect(a);
+    ASSERT_TRUE(running.ok());
+    ASSERT_EQ(running->status, ActorStatus::kRunning);
+    image.Settle();
+  }
+  Opened again(dir.path());
+  ASSERT_TRUE(again.Restore(known).ok());
+  auto restored = again.runtime->Inspect(a);
+  ASSERT_TRUE(restored.ok());
+  EXPECT_EQ(restored->status, ActorStatus::kIdle);
+  EXPECT_EQ(restored->state, Value::Int(40));
+  ASSERT_EQ(restored->queued.size(), 2u);  // the interrupted input first
+  EXPECT_EQ(restored->queued[0].message.ToValue(), Op(R"({"op": "add", "value": 2})"));
+  ASSERT_TRUE(again.runtime->Tick(50, 1000000, again.group.get()).ok());
+  auto done = again.runtime->Inspect(a);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state, Value::Int(45));
+  EXPECT_TRUE(done->queued.empty());
+}
+
+TEST(DurableImageTest, ContradictoryRecordsAreRefused) {
+  auto counter = LoadGuest("counter");
+  ASSERT_TRUE(counter);
+  RecoveredImage image{ValueLimits{}};
+  ActorRef a = test_support::NumberedRef(1);
+  std::string record;
+  EncodeDeliveryRecord(a, Envelope{std::nullopt, *CborValue::Encode(Value::Int(1), {})}, &record);
+  Status unknown = image.Apply(record);
+  EXPECT_EQ(unknown.code(), Code::kDataLoss) << unknown.ToString();
+  EXPECT_NE(unknown.message().find("never spawned"), std::string::npos) << unknown.ToString();
+
+  ActorRecord header{a};
+  header.implementation_id = counter->id;
+  header.state = *CborValue::Encode(Value::Int(0), {});
+  EncodeActorRecord(header, /*spawned=*/true, /*dropped_first=*/false, &record);
+  EXPECT_EQ(image.Apply(record).code(), Code::kDataLoss) << "its implementation was not recorded";
+  EncodeImplementationRecord(*counter, &record);
+  ASSERT_TRUE(image.Apply(record).ok());
+  EncodeActorRecord(header, /*spawned=*/true, /*dropped_first=*/false, &record);
+  ASSERT_TRUE(image.Apply(record).ok());
+  EXPECT_EQ(image.Apply(record).code(), Code::kDataLoss) << "spawned twice";
+
+  EncodeCommitRecord(a, header.state, /*acknowledges=*/true, false, {}, &record);
+  EXPECT_EQ(image.Apply(record).code(), Code::kDataLoss) << "acknowledges with no message";
+  for (size_t cut = 1; cut < record.size(); ++cut) {
+    EXPECT_EQ(image.Apply(std::string_view(record).substr(0, cut)).code(), Code::kDataLoss) << cut;
+  }
+  EXPECT_EQ(image.Apply(record + "x").code(), Code::kDataLoss);
+  EXPECT_EQ(image.Apply("\x09").code(), Code::kDataLoss);
+  EXPECT_EQ(image.actors().at(a).state, header.state);  // nothing refused changed it
+}
+
+TEST(DurableImageTest, OnlyAManualGroupCanBeDurable) {
+  TempDir dir;
+  Opened image(dir.path());
+  auto group = image.runtime->CreateGroup(SchedulingMode::kFreeRunning, image.durable);
+  EXPECT_EQ(group.status().code(), Code::kInvalidArgument);
+}
+
+TEST(DurableImageTest, ASecondOpenOfTheSameJournalIsRefused) {
+  TempDir dir;
+  Opened image(dir.path());
+  RecoveredImage recovered{ValueLimits{}};
+  JournalOptions journal;
+  journal.dir = dir.path();
+  auto second = DurableImage::Open(journal, &recovered);
+  EXPECT_EQ(second.status().code(), Code::kUnavailable);
+  EXPECT_NE(second.status().message().find("in use by another process"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace reef::actor
