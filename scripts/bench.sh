@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs Reef's benchmarks against an existing build and prints five tables (docs/benchmarks.md):
+# Runs Reef's benchmarks against an existing build and prints six tables (docs/benchmarks.md):
 # the engine kernels against V8 and native code, the actor workloads against Erlang/OTP, the
-# event store against this disk's fdatasync and plain SQLite inserts, the event-sourced
+# event store against this disk's fdatasync and plain SQLite inserts, the durable image against
+# the event store's conditional append and the disk's fdatasync, the event-sourced
 # modules against the store's own HTTP append and plain SQLite inserts, and program unit
 # invocations over HTTP against a native Boost.Beast handler.
 #
@@ -97,7 +98,8 @@ if [[ $actors != 0 ]]; then
     "$build/guests/caller.wasm" "$build/guests/counter.wasm")
 fi
 if [[ $events != 0 ]]; then
-  needed+=("$build/bench/storage_candidates" "$build/bench/events_bench")
+  needed+=("$build/bench/storage_candidates" "$build/bench/events_bench"
+    "$build/bench/durable_bench" "$build/reef")
 fi
 if [[ $apps != 0 ]]; then
   needed+=("$build/bench/apps_bench" "$build/guests/bank_open_account.wasm"
@@ -444,6 +446,76 @@ if [[ $events != 0 ]]; then
       }
     }
   ' "$event_lines"
+
+  # ---- the durable image (issue 16): durable_bench, the anchors from the event lines above ----
+  durable_lines=$(mktemp)
+  restart_n=${REEF_BENCH_RESTART_ACTORS:-1000000}
+  echo
+  echo "bench: durable image (durable_bench, native tier; a durable manual group on 2 reactors" \
+    "like the live image's) in $ev_dir; restart: $restart_n idle actors"
+  for workload in transitions pingpong ack; do
+    REEF_ENGINE=native "$build/bench/durable_bench" "$build/guests" "$ev_dir" "$workload" |
+      tee -a "$durable_lines"
+  done
+  "$build/bench/durable_bench" "$build/guests" "$ev_dir" restart "$restart_n" "$build/reef" |
+    tee -a "$durable_lines"
+  cat "$event_lines" >> "$durable_lines"
+  awk '
+    $1 == "bench" {
+      key = ""
+      for (i = 2; i <= NF; ++i) {
+        split($i, kv, "=")
+        f[kv[1]] = substr($i, length(kv[1]) + 2)
+      }
+      if ("durable" in f) key = "durable/" f["durable"]
+      else if ("events" in f && "writers" in f) {
+        key = "ev/" f["events"] "/" f["writers"] "x" f["events_per_append"]
+      }
+      for (name in f) val[key, name] = f[name]
+      split("", f)
+    }
+    function get(key, name) {
+      if (!((key, name) in val)) {
+        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
+        bad = 1
+        return 0
+      }
+      return val[key, name] + 0
+    }
+    function verdict(ok) { return ok ? "PASS" : "MISS" }
+    END {
+      fmt = "%-44s %-12s %10s | %-36s %10s | %-14s %s\n"
+      printf fmt, "durable image", "unit", "Reef", "anchor (same run)", "anchor", "goal", ""
+      tps = get("durable/transitions", "transitions_per_s")
+      cond = get("ev/append_cond/64x1", "appends_per_s")
+      ratio = cond > 0 ? tps / cond : 0
+      printf fmt, "durable transitions, 64 senders", "trans/s", sprintf("%.0f", tps),
+        "event store conditional append, 64 writers", sprintf("%.0f", cond),
+        sprintf(">= 0.5x: %.2fx", ratio), verdict(ratio >= 0.5)
+      printf fmt, "  acknowledged sends, 64 senders", "sends/s",
+        sprintf("%.0f", get("durable/transitions", "acked_sends_per_s")), "", "",
+        sprintf("%.1f records/fsync", get("durable/transitions", "records_per_batch")), ""
+      pp = get("durable/pingpong", "ratio")
+      printf fmt, "ping-pong, durable", "msg/s",
+        sprintf("%.0f", get("durable/pingpong", "durable_msg_per_s")), "the same, --ephemeral",
+        sprintf("%.0f", get("durable/pingpong", "ephemeral_msg_per_s")),
+        sprintf(">= 0.3x: %.2fx", pp), verdict(pp >= 0.3)
+      ack = get("durable/ack", "p50_us")
+      sync = get("durable/ack", "fdatasync_p50_us")
+      printf fmt, "one send acknowledged, 1 client, p50", "us", sprintf("%.0f", ack),
+        "fdatasync p50 (4 KiB appended, probe)", sprintf("%.0f", sync),
+        sprintf("<= 2x: %.2fx", sync > 0 ? ack / sync : 0), verdict(ack <= 2 * sync)
+      n = get("durable/restart", "actors")
+      rs = get("durable/restart", "restart_seconds")
+      rss = get("durable/restart", "peak_rss_mib")
+      printf fmt, sprintf("restart of reef serve, %d idle actors", n), "s", sprintf("%.2f", rs),
+        "", "", "<= 10 s", verdict(rs <= 10)
+      printf fmt, "  its peak RSS", "MiB", sprintf("%.0f", rss), "", "", "<= 1536 MiB",
+        verdict(rss <= 1536)
+      if (bad) exit 1
+    }
+  ' "$durable_lines"
+  rm -f "$durable_lines"
 fi
 
 if [[ $apps != 0 ]]; then

@@ -2,25 +2,81 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "actor/image_snapshot.h"
+#include "core/files.h"
 
 namespace reef::actor {
 
-Result<std::unique_ptr<DurableImage>> DurableImage::Open(const JournalOptions& options,
+Result<std::unique_ptr<DurableImage>> DurableImage::Open(const DurableImageOptions& options,
                                                          RecoveredImage* recovered,
                                                          JournalRecovery* recovery) {
-  auto replay = [&](uint64_t seq, std::string_view record) {
+  const std::filesystem::path& dir = options.journal.dir;
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return Status::Unavailable(
+          fmt::format("durable image: cannot create {}: {}", dir.string(), ec.message()));
+    }
+    ::chmod(dir.c_str(), 0700);
+  }
+  REEF_ASSIGN_OR_RETURN(int lock_fd,
+                        LockExclusively(dir / "LOCK", fmt::format("image {}", dir.string())));
+  std::unique_ptr<DurableImage> image(new DurableImage(options, lock_fd));
+
+  REEF_ASSIGN_OR_RETURN(const uint64_t snapshot, LoadImageSnapshot(dir, recovered));
+  JournalOptions journal = options.journal;
+  journal.first_seq = snapshot + 1;
+  uint64_t first_replayed = 0;
+  auto replay = [&](uint64_t seq, std::string_view record) -> Status {
+    if (seq <= snapshot) return Status::Ok();  // in the snapshot already (compaction crashed)
+    if (first_replayed == 0 && seq > snapshot + 1) {
+      return Status::DataLoss(fmt::format(
+          "durable image {}: the snapshot ends at record {} but the journal resumes at {}",
+          dir.string(), snapshot, seq));
+    }
+    first_replayed = seq;
     Status applied = recovered->Apply(record);
     if (applied.ok()) return applied;
-    return Status::DataLoss(fmt::format("{} (record {} of the journal in {})", applied.message(),
-                                        seq, options.dir.string()));
+    return Status::DataLoss(
+        fmt::format("{} (record {} of the journal in {})", applied.message(), seq, dir.string()));
   };
-  REEF_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::Open(options, replay, recovery));
-  std::unique_ptr<DurableImage> image(new DurableImage(std::move(journal)));
-  MutexLock lock(image->mu_);
-  for (const auto& [id, implementation] : recovered->implementations()) {
-    image->implementations_.insert(id);
+  REEF_ASSIGN_OR_RETURN(image->journal_, Journal::Open(journal, replay, recovery));
+  const uint64_t appended = image->journal_->appended();
+  std::vector<JournalFile> closed = image->journal_->ClosedFiles();
+  const uint64_t oldest = closed.empty() ? appended + 1 : closed.front().first_seq;
+  if (appended < snapshot || (first_replayed == 0 && oldest > snapshot + 1)) {
+    return Status::DataLoss(fmt::format(
+        "durable image {}: the snapshot ends at record {} but the journal holds records {}..{}: "
+        "journal files are missing",
+        dir.string(), snapshot, oldest, appended));
   }
+  REEF_RETURN_IF_ERROR(RemoveOldSnapshots(dir, snapshot));
+  {
+    MutexLock lock(image->mu_);
+    image->snapshot_seq_ = snapshot;
+    for (const auto& [id, implementation] : recovered->implementations()) {
+      image->implementations_.insert(id);
+    }
+  }
+  image->compactor_ = std::thread([raw = image.get()] { raw->CompactLoop(); });
   return image;
+}
+
+DurableImage::~DurableImage() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  stop_.NotifyAll();
+  if (compactor_.joinable()) compactor_.join();
+  journal_.reset();
+  ::close(lock_fd_);
 }
 
 void DurableImage::WhenAppendedDurable(Journal::Done done) {
@@ -45,6 +101,68 @@ void DurableImage::Append(std::string record) {
 bool DurableImage::FirstUseOf(const std::string& implementation_id) {
   MutexLock lock(mu_);
   return implementations_.insert(implementation_id).second;
+}
+
+DurableImageStats DurableImage::stats() const {
+  MutexLock lock(mu_);
+  return {journal_->stats(), snapshot_seq_, snapshot_bytes_, compactions_};
+}
+
+Status DurableImage::CompactNow() {
+  MutexLock compacting(compact_mu_);
+  std::vector<JournalFile> closed = journal_->ClosedFiles();
+  if (closed.empty()) return Status::Ok();
+  const std::filesystem::path& dir = options_.journal.dir;
+  // The image as of the last closed file: the snapshot, then the files after it. Nothing of
+  // the live image is touched; the records say it all.
+  RecoveredImage image(options_.value_limits);
+  REEF_ASSIGN_OR_RETURN(const uint64_t from, LoadImageSnapshot(dir, &image));
+  for (const JournalFile& file : closed) {
+    if (file.last_seq <= from) continue;
+    REEF_RETURN_IF_ERROR(Journal::ReadClosedFile(file, [&](uint64_t seq, std::string_view record) {
+      if (seq <= from) return Status::Ok();
+      Status applied = image.Apply(record);
+      if (applied.ok()) return applied;
+      return Status::DataLoss(
+          fmt::format("{} (record {} of {})", applied.message(), seq, file.path.string()));
+    }));
+  }
+  const uint64_t seq = closed.back().last_seq;
+  REEF_ASSIGN_OR_RETURN(const uint64_t bytes, WriteImageSnapshot(dir, seq, image));
+  // The new snapshot is durable: the files and the snapshot it replaces may go. A crash in
+  // between leaves both, and Open skips the records the snapshot has.
+  REEF_RETURN_IF_ERROR(journal_->RemoveThrough(seq));
+  REEF_RETURN_IF_ERROR(RemoveOldSnapshots(dir, seq));
+  MutexLock lock(mu_);
+  snapshot_seq_ = seq;
+  snapshot_bytes_ = bytes;
+  ++compactions_;
+  return Status::Ok();
+}
+
+void DurableImage::CompactLoop() {
+  constexpr auto kPoll = std::chrono::seconds(1);
+  constexpr auto kAfterFailure = std::chrono::seconds(60);
+  auto next_try = std::chrono::steady_clock::now();
+  MutexLock lock(mu_);
+  while (!stopping_) {
+    stop_.WaitUntil(mu_, std::chrono::steady_clock::now() + kPoll);
+    if (stopping_ || options_.compact_after_bytes == 0) continue;
+    if (std::chrono::steady_clock::now() < next_try) continue;
+    const uint64_t threshold = std::max(options_.compact_after_bytes, snapshot_bytes_);
+    lock.Unlock();
+    uint64_t closed_bytes = 0;
+    for (const JournalFile& file : journal_->ClosedFiles()) closed_bytes += file.bytes;
+    if (closed_bytes >= threshold) {
+      Status compacted = CompactNow();
+      if (!compacted.ok()) {
+        spdlog::error("durable image: compaction failed (tried again in a minute): {}",
+                      compacted.ToString());
+        next_try = std::chrono::steady_clock::now() + kAfterFailure;
+      }
+    }
+    lock.Lock();
+  }
 }
 
 }  // namespace reef::actor

@@ -1,7 +1,8 @@
 // DurableImage: makes an actor group durable (issue 16; docs/operations.md "Durable image").
-// It owns the group's image journal (journal.h); the runtime appends one record
-// (image_record.h) at every change of one of the group's actors, on the thread that makes the
-// change, and Open replays the journal into a RecoveredImage that Runtime::Restore brings back.
+// It owns the group's image journal (journal.h) in one directory; the runtime appends one
+// record (image_record.h) at every change of one of the group's actors, on the thread that
+// makes the change, and Open loads the newest snapshot (image_snapshot.h) and replays the
+// journal after it into a RecoveredImage that Runtime::Restore brings back.
 //
 // The output gate: nothing that leaves the process may claim a change before its record is on
 // disk. Every change of the group's actors happens on the group's home reactor and is appended
@@ -11,12 +12,19 @@
 // any record of what the receiver does with it, so a crash can lose the effect only together
 // with its cause.
 //
+// Compaction: a background thread rebuilds the image from the last snapshot and the journal
+// files closed since (never the file being written, never the live actors), writes it as a new
+// snapshot, and removes those files and the old snapshot. So the journal holds only the changes
+// since the last snapshot and a restart replays a bounded amount.
+//
 // Thread ownership: any thread. The group's records are appended on its home reactor.
 #pragma once
 
+#include <condition_variable>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "actor/image_record.h"
 #include "actor/journal.h"
@@ -25,14 +33,34 @@
 
 namespace reef::actor {
 
+struct DurableImageOptions {
+  JournalOptions journal;  // journal.dir is the durable image's directory
+  ValueLimits value_limits;
+  // Compact once the closed journal files hold this many bytes, and at least as many as the
+  // last snapshot (so a large image is not rewritten for a few changes). 0: never on its own.
+  uint64_t compact_after_bytes = 64ull << 20;
+};
+
+struct DurableImageStats {
+  JournalStats journal;
+  uint64_t snapshot_seq = 0;    // the journal record the current snapshot includes (0: none)
+  uint64_t snapshot_bytes = 0;  // its size (0: none, or not written by this process)
+  uint64_t compactions = 0;     // done by this process
+};
+
 class DurableImage {
  public:
-  // Opens (or creates) the journal in options.dir and replays it into `recovered`.
-  // Errors: those of Journal::Open (DataLoss for damage, Unavailable for I/O) and of
-  // RecoveredImage::Apply (DataLoss naming the record's sequence number).
-  static Result<std::unique_ptr<DurableImage>> Open(const JournalOptions& options,
+  // Locks the directory (`LOCK`: one process at a time), loads the newest snapshot and replays
+  // the journal records after it into `recovered`, and starts the compaction thread.
+  // Errors: Unavailable (I/O, or another process holds the lock); DataLoss (a damaged snapshot
+  // or journal, records missing between the snapshot and the journal, or a record refused by
+  // RecoveredImage::Apply, naming its number).
+  static Result<std::unique_ptr<DurableImage>> Open(const DurableImageOptions& options,
                                                     RecoveredImage* recovered,
                                                     JournalRecovery* recovery = nullptr);
+  // Stops the compaction thread (a compaction under way finishes), then closes the journal
+  // after writing what was appended.
+  ~DurableImage();
   DurableImage(const DurableImage&) = delete;
   DurableImage& operator=(const DurableImage&) = delete;
 
@@ -48,15 +76,33 @@ class DurableImage {
   // True the first time `implementation_id` is asked for: its record is to be appended first.
   bool FirstUseOf(const std::string& implementation_id) EXCLUDES(mu_);
 
-  JournalStats stats() const { return journal_->stats(); }
+  // Compacts every closed journal file now (what the background thread does when they grow).
+  // Errors: those of reading the snapshot and the files (DataLoss, Unavailable) and of writing
+  // the new snapshot (Unavailable); the journal and the old snapshot stay as they were then.
+  Status CompactNow() EXCLUDES(compact_mu_);
+
+  DurableImageStats stats() const EXCLUDES(mu_);
 
  private:
-  explicit DurableImage(std::unique_ptr<Journal> journal) : journal_(std::move(journal)) {}
+  DurableImage(const DurableImageOptions& options, int lock_fd)
+      : options_(options), lock_fd_(lock_fd) {}
+  void CompactLoop();
 
+  const DurableImageOptions options_;
+  const int lock_fd_;
   std::unique_ptr<Journal> journal_;
-  Mutex mu_;
+
+  mutable Mutex mu_;
   std::set<std::string, std::less<>> implementations_ GUARDED_BY(mu_);  // recorded ones
   Status failed_ GUARDED_BY(mu_);
+  uint64_t snapshot_seq_ GUARDED_BY(mu_) = 0;
+  uint64_t snapshot_bytes_ GUARDED_BY(mu_) = 0;
+  uint64_t compactions_ GUARDED_BY(mu_) = 0;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  CondVar stop_;  // signalled when stopping_ is set
+
+  Mutex compact_mu_;  // one compaction at a time
+  std::thread compactor_;
 };
 
 }  // namespace reef::actor

@@ -151,16 +151,25 @@ ActorRecord ReadHeader(Reader& in, const ActorRef& ref) {
 
 }  // namespace
 
-void EncodeImplementationRecord(const Implementation& implementation, std::string* out) {
+void EncodeImplementationRecord(const ImplementationRecord& implementation, std::string* out) {
   out->clear();
   out->push_back(static_cast<char>(ImageRecordKind::kImplementation));
   PutBytes(*out, implementation.id);
   PutBytes(*out, implementation.label);
   PutBytes(*out, implementation.handler);
-  PutBytes(*out, implementation.origin.empty() ? ModuleOrigin(*implementation.module)
-                                               : implementation.origin);
+  PutBytes(*out, implementation.origin);
+  PutBytes(*out,
+           {reinterpret_cast<const char*>(implementation.wasm.data()), implementation.wasm.size()});
+}
+
+void EncodeImplementationRecord(const Implementation& implementation, std::string* out) {
   auto wasm = implementation.module->bytes();
-  PutBytes(*out, {reinterpret_cast<const char*>(wasm.data()), wasm.size()});
+  EncodeImplementationRecord(
+      ImplementationRecord{implementation.id, implementation.label, implementation.handler,
+                           implementation.origin.empty() ? ModuleOrigin(*implementation.module)
+                                                         : implementation.origin,
+                           std::vector<uint8_t>(wasm.begin(), wasm.end())},
+      out);
 }
 
 void EncodeActorRecord(const ActorRecord& a, bool spawned, bool dropped_first, std::string* out) {
@@ -179,7 +188,7 @@ void EncodeActorRecord(const ActorRecord& a, bool spawned, bool dropped_first, s
   if (a.reset_state) PutCbor(*out, *a.reset_state);
   PutLe<uint32_t>(*out, a.mailbox_capacity);
   out->push_back(static_cast<char>(a.log_level));
-  out->push_back(a.reserved ? 1 : 0);
+  out->push_back(a.reserved && !spawned ? 1 : 0);
 }
 
 void EncodeMessagesRecord(const ActorRef& ref, bool reserved, const Envelope* first,

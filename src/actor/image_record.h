@@ -85,7 +85,9 @@ struct ActorRecord {
 
 // Record encoders. `out` is cleared first.
 void EncodeImplementationRecord(const Implementation& implementation, std::string* out);
-// `spawned`: the record creates the actor (it must not exist; its messages start empty).
+void EncodeImplementationRecord(const ImplementationRecord& implementation, std::string* out);
+// `spawned`: the record creates the actor (it must not exist; its messages start empty, so
+// none is reserved whatever actor.reserved says).
 // `dropped_first`: the actor's first message was dropped (a poisoned input, FailurePolicy::kReset)
 // before the header applies. `actor.messages` is not written.
 void EncodeActorRecord(const ActorRecord& actor, bool spawned, bool dropped_first,
@@ -117,9 +119,14 @@ class RecoveredImage {
 
   // Actors by ref, and every implementation recorded (also ones no actor uses any more).
   std::map<ActorRef, ActorRecord>& actors() { return actors_; }
+  const std::map<ActorRef, ActorRecord>& actors() const { return actors_; }
   std::map<std::string, ImplementationRecord, std::less<>>& implementations() {
     return implementations_;
   }
+  const std::map<std::string, ImplementationRecord, std::less<>>& implementations() const {
+    return implementations_;
+  }
+  const ValueLimits& limits() const { return limits_; }
 
  private:
   ValueLimits limits_;

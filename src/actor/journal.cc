@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,13 +29,7 @@ std::string Errno(std::string_view what, const std::filesystem::path& path) {
 }
 
 Status WriteAll(int fd, std::string_view bytes, const std::filesystem::path& path) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Status::Unavailable(Errno("cannot write", path));
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::Ok();
+  return WriteFully(fd, bytes, path, "image journal");
 }
 
 std::filesystem::path FilePath(const std::filesystem::path& dir, uint64_t first_seq) {
@@ -144,16 +137,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, co
     }
     ::chmod(options.dir.c_str(), 0700);
   }
-  // One process at a time: the lock is held as long as the journal is open.
   std::unique_ptr<Journal> journal(new Journal(options));
-  const std::filesystem::path lock_path = options.dir / "LOCK";
-  journal->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (journal->lock_fd_ < 0) return Status::Unavailable(Errno("cannot open", lock_path));
-  if (::flock(journal->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Status::Unavailable(
-        fmt::format("image journal {} is in use by another process (lock {})", options.dir.string(),
-                    lock_path.string()));
-  }
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(options.dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -188,9 +172,16 @@ Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, co
   }
 
   if (files.empty()) {
-    REEF_RETURN_IF_ERROR(journal->StartFile(1));
-    next_seq = 1;
+    next_seq = std::max<uint64_t>(options.first_seq, 1);
+    REEF_RETURN_IF_ERROR(journal->StartFile(next_seq));
   } else {
+    MutexLock lock(journal->mu_);
+    for (size_t i = 0; i + 1 < files.size(); ++i) {
+      journal->closed_.push_back(
+          {files[i].path, files[i].first_seq, files[i + 1].first_seq - 1, files[i].bytes.size()});
+    }
+  }
+  if (!files.empty()) {
     ParsedFile& tail = files.back();
     journal->path_ = tail.path;
     journal->fd_ = ::open(tail.path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -205,6 +196,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, co
       return Status::Unavailable(Errno("cannot seek in", tail.path));
     }
     journal->file_bytes_ = tail.valid_bytes;
+    journal->current_first_ = tail.first_seq;
   }
   {
     MutexLock lock(journal->mu_);
@@ -225,7 +217,6 @@ Journal::~Journal() {
   wake_.NotifyAll();
   if (writer_.joinable()) writer_.join();
   if (fd_ >= 0) ::close(fd_);
-  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 Status Journal::StartFile(uint64_t first_seq) {
@@ -243,9 +234,14 @@ Status Journal::StartFile(uint64_t first_seq) {
     ::close(fd);
     return written;
   }
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) {  // rotation: the file written so far is closed for good
+    ::close(fd_);
+    MutexLock lock(mu_);
+    closed_.push_back({path_, current_first_, first_seq - 1, file_bytes_});
+  }
   fd_ = fd;
   path_ = std::move(path);
+  current_first_ = first_seq;
   file_bytes_ = header.size();
   return Status::Ok();
 }
@@ -281,6 +277,47 @@ Status Journal::WaitDurable(uint64_t seq) {
   std::future<Status> result = promise.get_future();
   WhenDurable(seq, [&promise](Status status) { promise.set_value(std::move(status)); });
   return result.get();
+}
+
+std::vector<JournalFile> Journal::ClosedFiles() const {
+  MutexLock lock(mu_);
+  return closed_;
+}
+
+Status Journal::RemoveThrough(uint64_t seq) {
+  std::vector<JournalFile> removed;
+  {
+    MutexLock lock(mu_);
+    while (!closed_.empty() && closed_.front().last_seq <= seq) {
+      removed.push_back(std::move(closed_.front()));
+      closed_.erase(closed_.begin());
+    }
+  }
+  for (const JournalFile& file : removed) {
+    std::error_code ec;
+    std::filesystem::remove(file.path, ec);
+    if (ec) {
+      return Status::Unavailable(
+          fmt::format("image journal: cannot remove {}: {}", file.path.string(), ec.message()));
+    }
+  }
+  return removed.empty() ? Status::Ok() : SyncDirectory(options_.dir);
+}
+
+Status Journal::ReadClosedFile(const JournalFile& file, const Replay& replay) {
+  REEF_ASSIGN_OR_RETURN(ParsedFile parsed, ParseFile(file.path, file.first_seq));
+  if (!parsed.problem.empty()) {
+    return Status::DataLoss(
+        fmt::format("image journal damaged: {}: {}", file.path.string(), parsed.problem));
+  }
+  if (parsed.first_seq + parsed.records.size() != file.last_seq + 1) {
+    return Status::DataLoss(
+        fmt::format("image journal damaged: {} holds records {}..{}, not ..{}", file.path.string(),
+                    parsed.first_seq, parsed.first_seq + parsed.records.size() - 1, file.last_seq));
+  }
+  uint64_t seq = parsed.first_seq;
+  for (std::string_view record : parsed.records) REEF_RETURN_IF_ERROR(replay(seq++, record));
+  return Status::Ok();
 }
 
 uint64_t Journal::appended() const {

@@ -8,10 +8,10 @@
 // writes each record once; SQLite would rewrite B-tree pages per transition.
 //
 // Files: `dir`/journal-<first sequence number, 20 digits>.log, mode 0600 (`dir` is created
-// 0700), and `dir`/LOCK, held (flock) while the journal is open so that one process at a time
-// writes it. Each is a 32-byte file header ("REEF-IMAGE-JRNL1", its first sequence number u64,
-// zero u64) and frames (core/frame.h, magic "JRNL"): one frame per batch, its body the
-// batch's records, each a u32 length and the bytes. Sequence numbers start at 1 and run on
+// 0700). One process at a time: the caller locks the directory (DurableImage does). Each file
+// is a 32-byte header ("REEF-IMAGE-JRNL1", its first sequence number u64, zero u64) and frames
+// (core/frame.h, magic "JRNL"): one frame per batch, its body the batch's records, each a u32
+// length and the bytes. Sequence numbers start at JournalOptions::first_seq (1) and run on
 // without a gap from file to file; a file is closed and the next begun once it passes
 // `segment_bytes`.
 //
@@ -54,6 +54,17 @@ struct JournalOptions {
   uint64_t segment_bytes = 64ull << 20;  // a file this large is closed and the next begun
   size_t max_batch_bytes = 4u << 20;     // one frame carries at most this much (one record more)
   size_t max_record_bytes = 64u << 20;   // Append refuses larger records (LimitExceeded)
+  // The number of the first record when `dir` holds no journal file (after a compaction
+  // removed them all, the snapshot's record + 1).
+  uint64_t first_seq = 1;
+};
+
+// A journal file no longer written to: records first_seq..last_seq.
+struct JournalFile {
+  std::filesystem::path path;
+  uint64_t first_seq = 0;
+  uint64_t last_seq = 0;
+  uint64_t bytes = 0;
 };
 
 // What Open found.
@@ -79,7 +90,7 @@ class Journal {
 
   // Opens (or creates) the journal in options.dir, replaying its records through `replay`.
   // Errors: DataLoss (damage, above); Unavailable (a file or the directory cannot be read,
-  // written or synced; another process holds the lock); whatever `replay` returns.
+  // written or synced); whatever `replay` returns.
   static Result<std::unique_ptr<Journal>> Open(const JournalOptions& options, const Replay& replay,
                                                JournalRecovery* recovery = nullptr);
   // Writes what was appended, then stops the writer.
@@ -96,6 +107,15 @@ class Journal {
   // Blocks until WhenDurable(seq) would run; its status.
   Status WaitDurable(uint64_t seq);
   uint64_t durable() const EXCLUDES(mu_);
+
+  // Compaction (durable_image.h): the files closed so far (rotated away from; oldest first),
+  // reading one back, and removing those whose records all come at or before `seq`.
+  std::vector<JournalFile> ClosedFiles() const EXCLUDES(mu_);
+  // Replays every record of a closed file. Errors: DataLoss (not intact, or not holding
+  // exactly its records), Unavailable (cannot read), whatever `replay` returns.
+  static Status ReadClosedFile(const JournalFile& file, const Replay& replay);
+  // Errors: Unavailable (a file cannot be removed, the directory not synced).
+  Status RemoveThrough(uint64_t seq) EXCLUDES(mu_);
   // The sequence number of the last record appended (0: none yet).
   uint64_t appended() const EXCLUDES(mu_);
   JournalStats stats() const EXCLUDES(mu_);
@@ -114,10 +134,10 @@ class Journal {
   void Fail(Status why) REQUIRES(mu_);
 
   const JournalOptions options_;
-  int lock_fd_ = -1;  // `dir`/LOCK, flock'ed while open
   // Writer thread only (and Open, before it starts).
   int fd_ = -1;
   std::filesystem::path path_;
+  uint64_t current_first_ = 0;  // the first record number of `path_`
   uint64_t file_bytes_ = 0;
 
   mutable Mutex mu_;
@@ -129,6 +149,7 @@ class Journal {
   bool stopping_ GUARDED_BY(mu_) = false;
   std::multimap<uint64_t, Done> waiters_ GUARDED_BY(mu_);
   JournalStats stats_ GUARDED_BY(mu_);
+  std::vector<JournalFile> closed_ GUARDED_BY(mu_);
   std::thread writer_;
 };
 

@@ -19,4 +19,15 @@ std::string ErrnoText(std::string_view what, const std::filesystem::path& path);
 // Unavailable "cannot open directory ..." / "cannot sync directory ...".
 Status SyncDirectory(const std::filesystem::path& dir);
 
+// Writes all of `bytes` to `fd` at its offset (retrying short writes and EINTR).
+// Errors: Unavailable "<what>: cannot write <path>: <strerror>".
+Status WriteFully(int fd, std::string_view bytes, const std::filesystem::path& path,
+                  std::string_view what);
+
+// Opens (creating it 0600) and flock()s `path` exclusively, so one process at a time uses the
+// store it guards; the lock lasts until the returned descriptor is closed (or the process
+// ends). Errors: Unavailable "<what> is in use by another process (lock <path>)", or naming
+// the failed call.
+Result<int> LockExclusively(const std::filesystem::path& path, std::string_view what);
+
 }  // namespace reef

@@ -67,13 +67,8 @@ Status LogCore::Open() {
     return Status::Unavailable(
         fmt::format("cannot create event store directory {}: {}", dir_.string(), ec.message()));
   }
-  auto lock_path = dir_ / "LOCK";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd_ < 0) return Status::Unavailable(ErrnoText("cannot open", lock_path));
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Status::Unavailable(fmt::format("event store {} is in use by another process (lock {})",
-                                           dir_.string(), lock_path.string()));
-  }
+  REEF_ASSIGN_OR_RETURN(
+      lock_fd_, LockExclusively(dir_ / "LOCK", fmt::format("event store {}", dir_.string())));
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
     std::string name = entry.path().filename().string();

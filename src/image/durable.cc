@@ -34,13 +34,15 @@ Result<std::shared_ptr<const actor::Implementation>> Rebuild(
 }  // namespace
 
 Status Image::State::OpenDurable() {
-  actor::JournalOptions journal;
+  actor::DurableImageOptions durable_options;
+  actor::JournalOptions& journal = durable_options.journal;
   journal.dir = options.data_dir / "image";
   // A whole mailbox is one record when set-messages replaces it.
   journal.max_record_bytes = 256u << 20;
-  actor::RecoveredImage recovered(runtime->options().value_limits);
+  durable_options.value_limits = runtime->options().value_limits;
+  actor::RecoveredImage recovered(durable_options.value_limits);
   actor::JournalRecovery recovery;
-  REEF_ASSIGN_OR_RETURN(durable, actor::DurableImage::Open(journal, &recovered, &recovery));
+  REEF_ASSIGN_OR_RETURN(durable, actor::DurableImage::Open(durable_options, &recovered, &recovery));
   REEF_ASSIGN_OR_RETURN(group, runtime->CreateGroup(actor::SchedulingMode::kManual, durable));
 
   std::map<std::string, std::shared_ptr<const actor::Implementation>, std::less<>> built;
@@ -77,8 +79,10 @@ Status Image::State::OpenDurable() {
     if (!broken.ok()) return Status::InvalidArgument(broken.message());
     REEF_RETURN_IF_ERROR(restored);
   }
-  spdlog::info("image {}: {} actor(s) restored from {} record(s) in {} file(s)",
-               journal.dir.string(), count, recovery.records, recovery.files);
+  spdlog::info(
+      "image {}: {} actor(s) restored from the snapshot of record {} and {} journal "
+      "record(s) in {} file(s)",
+      journal.dir.string(), count, durable->stats().snapshot_seq, recovery.records, recovery.files);
   if (recovery.torn_bytes > 0) {
     spdlog::warn(
         "image journal: cut {} bytes from the end of its last file: a write torn by a crash "

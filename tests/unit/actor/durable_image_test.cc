@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <future>
 
 #include "actor/runtime.h"
@@ -20,7 +22,7 @@ using events::testing::TempDir;
 using test_support::Json;
 using test_support::LoadGuest;
 
-Value Op(std::string_view json) {
+Value MessageOf(std::string_view json) {
   return Json(json);
 }
 
@@ -39,16 +41,19 @@ struct Opened {
   std::shared_ptr<ActorGroup> group;
   RecoveredImage recovered{ValueLimits{}};
   JournalRecovery recovery;
+  Status status;  // of DurableImage::Open
 
-  explicit Opened(const std::filesystem::path& dir) {
+  explicit Opened(const std::filesystem::path& dir, uint64_t segment_bytes = 64ull << 20) {
     RuntimeOptions options;
     options.mode = SchedulingMode::kFreeRunning;
     options.reactors = 2;
     runtime = std::move(*Runtime::Create(options));
-    JournalOptions journal;
-    journal.dir = dir;
-    auto opened = DurableImage::Open(journal, &recovered, &recovery);
-    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    DurableImageOptions durable_options;
+    durable_options.journal.dir = dir;
+    durable_options.journal.segment_bytes = segment_bytes;
+    durable_options.compact_after_bytes = 0;  // CompactNow only
+    auto opened = DurableImage::Open(durable_options, &recovered, &recovery);
+    status = opened.status();
     if (!opened.ok()) return;
     durable = std::move(*opened);
     group = *runtime->CreateGroup(SchedulingMode::kManual, durable);
@@ -81,7 +86,7 @@ struct Opened {
   void Settle() {
     ASSERT_TRUE(runtime->PostAndWait(group->home, [] {}).ok());
     std::promise<Status> durable_now;
-    durable->WhenAppendedDurable([&](Status status) { durable_now.set_value(status); });
+    durable->WhenAppendedDurable([&](Status done) { durable_now.set_value(done); });
     ASSERT_TRUE(durable_now.get_future().get().ok());
   }
 };
@@ -124,19 +129,19 @@ TEST(DurableImageTest, ARestoreBringsBackEveryActorAsItWas) {
     ASSERT_TRUE(rt.TrySend(a, SendTo(c, 2)).status.ok());
     ASSERT_TRUE(rt.Tick(20, 1000000, image.group.get()).ok());
     // Queued messages in order, from the host and from an actor.
-    ASSERT_TRUE(rt.TrySend(b, Op(R"({"op": "add", "value": 1})")).status.ok());
+    ASSERT_TRUE(rt.TrySend(b, MessageOf(R"({"op": "add", "value": 1})")).status.ok());
     ASSERT_TRUE(rt.TrySend(a, SendTo(b, 3)).status.ok());
     ASSERT_TRUE(rt.Pause(b).ok());
     ASSERT_TRUE(rt.Tick(20, 1000000, image.group.get()).ok());
-    ASSERT_TRUE(rt.TrySend(b, Op(R"({"op": "add", "value": 4})")).status.ok());
+    ASSERT_TRUE(rt.TrySend(b, MessageOf(R"({"op": "add", "value": 4})")).status.ok());
     // A failed actor keeps its input reserved; repair changes a stopped one.
-    ASSERT_TRUE(rt.TrySend(c, Op(R"({"op": "nonsense"})")).status.ok());
-    ASSERT_TRUE(rt.TrySend(c, Op(R"({"op": "add", "value": 1})")).status.ok());
+    ASSERT_TRUE(rt.TrySend(c, MessageOf(R"({"op": "nonsense"})")).status.ok());
+    ASSERT_TRUE(rt.TrySend(c, MessageOf(R"({"op": "add", "value": 1})")).status.ok());
     ASSERT_TRUE(rt.Tick(20, 1000000, image.group.get()).ok());
     ASSERT_TRUE(rt.Kill(d).ok());
     ASSERT_TRUE(rt.SetState(d, Value::Int(99)).ok());
-    ASSERT_TRUE(rt.SetMessages(d, {Op(R"({"op": "add", "value": 1})")},
-                               {Op(R"({"op": "add", "value": 2})")})
+    ASSERT_TRUE(rt.SetMessages(d, {MessageOf(R"({"op": "add", "value": 1})")},
+                               {MessageOf(R"({"op": "add", "value": 2})")})
                     .ok());
     ASSERT_TRUE(rt.SetLogLevel(d, LogLevel::kDebug).ok());
     ASSERT_TRUE(rt.Stop(e).ok());
@@ -163,8 +168,9 @@ TEST(DurableImageTest, ARestoreBringsBackEveryActorAsItWas) {
     std::vector<ActorSnapshot> after = again.runtime->List(again.group.get());
     ASSERT_EQ(after.size(), before.size());
     for (size_t i = 0; i < before.size(); ++i) ExpectSameActor(before[i], after[i]);
-    EXPECT_EQ(again.runtime->TrySend(removed, Op(R"({"op": "add", "value": 1})")).status.code(),
-              Code::kNotFound);
+    EXPECT_EQ(
+        again.runtime->TrySend(removed, MessageOf(R"({"op": "add", "value": 1})")).status.code(),
+        Code::kNotFound);
     // The restored image goes on from there, and records again.
     for (const ActorSnapshot& snapshot : after) {
       if (snapshot.status == ActorStatus::kIdle && snapshot.implementation_id == counter->id) {
@@ -173,7 +179,8 @@ TEST(DurableImageTest, ARestoreBringsBackEveryActorAsItWas) {
       }
     }
     ASSERT_NE(changed, removed);
-    ASSERT_TRUE(again.runtime->TrySend(changed, Op(R"({"op": "add", "value": 100})")).status.ok());
+    ASSERT_TRUE(
+        again.runtime->TrySend(changed, MessageOf(R"({"op": "add", "value": 100})")).status.ok());
     ASSERT_TRUE(again.runtime->Tick(20, 1000000, again.group.get()).ok());
     again.Settle();
   }
@@ -190,8 +197,8 @@ TEST(DurableImageTest, AnInterruptedInvocationIsRetriedAfterARestore) {
   {
     Opened image(dir.path());
     a = image.Spawn(counter, 40);
-    ASSERT_TRUE(image.runtime->TrySend(a, Op(R"({"op": "add", "value": 2})")).status.ok());
-    ASSERT_TRUE(image.runtime->TrySend(a, Op(R"({"op": "add", "value": 3})")).status.ok());
+    ASSERT_TRUE(image.runtime->TrySend(a, MessageOf(R"({"op": "add", "value": 2})")).status.ok());
+    ASSERT_TRUE(image.runtime->TrySend(a, MessageOf(R"({"op": "add", "value": 3})")).status.ok());
     // One instruction per slice: the first message is reserved and its invocation unfinished.
     ASSERT_TRUE(image.runtime->Tick(1, 1, image.group.get()).ok());
     auto running = image.runtime->Inspect(a);
@@ -206,12 +213,112 @@ TEST(DurableImageTest, AnInterruptedInvocationIsRetriedAfterARestore) {
   EXPECT_EQ(restored->status, ActorStatus::kIdle);
   EXPECT_EQ(restored->state, Value::Int(40));
   ASSERT_EQ(restored->queued.size(), 2u);  // the interrupted input first
-  EXPECT_EQ(restored->queued[0].message.ToValue(), Op(R"({"op": "add", "value": 2})"));
+  EXPECT_EQ(restored->queued[0].message.ToValue(), MessageOf(R"({"op": "add", "value": 2})"));
   ASSERT_TRUE(again.runtime->Tick(50, 1000000, again.group.get()).ok());
   auto done = again.runtime->Inspect(a);
   ASSERT_TRUE(done.ok());
   EXPECT_EQ(done->state, Value::Int(45));
   EXPECT_TRUE(done->queued.empty());
+}
+
+// Every actor of `image`, and their number.
+std::vector<ActorSnapshot> All(Opened& image) {
+  return image.runtime->List(image.group.get());
+}
+
+TEST(DurableImageTest, CompactionReplacesClosedJournalFilesWithASnapshot) {
+  TempDir dir;
+  auto counter = LoadGuest("counter");
+  std::map<std::string, std::shared_ptr<const Implementation>> known{{counter->id, counter}};
+  auto journal_files = [&] {
+    size_t n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+      n += entry.path().extension() == ".log" ? 1 : 0;
+    }
+    return n;
+  };
+  std::vector<ActorSnapshot> before;
+  {
+    Opened image(dir.path(), /*segment_bytes=*/4'096);
+    ASSERT_TRUE(image.status.ok()) << image.status.ToString();
+    std::vector<ActorRef> refs;
+    for (int i = 0; i < 20; ++i) refs.push_back(image.Spawn(counter, i));
+    for (int round = 0; round < 10; ++round) {
+      for (size_t i = 0; i < refs.size(); ++i) {
+        ASSERT_TRUE(
+            image.runtime->TrySend(refs[i], SendTo(refs[(i + 1) % refs.size()], 1)).status.ok());
+      }
+      ASSERT_TRUE(image.runtime->Tick(3, 1'000'000, image.group.get()).ok());
+      if (round == 4) {
+        image.Settle();
+        ASSERT_TRUE(image.durable->CompactNow().ok());  // a second one builds on the first
+        EXPECT_EQ(image.durable->stats().compactions, 1u);
+      }
+    }
+    ASSERT_TRUE(image.runtime->Pause(refs[3]).ok());
+    ASSERT_TRUE(
+        image.runtime->TrySend(refs[3], MessageOf(R"({"op": "add", "value": 1000})")).status.ok());
+    image.Settle();
+    EXPECT_GT(journal_files(), 3u);
+    ASSERT_TRUE(image.durable->CompactNow().ok());
+    DurableImageStats stats = image.durable->stats();
+    EXPECT_EQ(stats.compactions, 2u);
+    EXPECT_GT(stats.snapshot_seq, 0u);
+    EXPECT_GT(stats.snapshot_bytes, 0u);
+    EXPECT_EQ(journal_files(), 1u) << "only the file being written is left";
+    before = All(image);
+  }
+  {
+    Opened again(dir.path(), 4'096);
+    ASSERT_TRUE(again.status.ok()) << again.status.ToString();
+    ASSERT_TRUE(again.Restore(known).ok());
+    std::vector<ActorSnapshot> after = All(again);
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < before.size(); ++i) ExpectSameActor(before[i], after[i]);
+  }
+  // A damaged snapshot is refused, never skipped: the files it replaced are gone.
+  std::filesystem::path snapshot;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    if (entry.path().extension() == ".img") snapshot = entry.path();
+  }
+  ASSERT_FALSE(snapshot.empty());
+  {
+    std::fstream file(snapshot, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(100);
+    file.put('\x5a');
+  }
+  Opened damaged(dir.path());
+  EXPECT_EQ(damaged.status.code(), Code::kDataLoss) << damaged.status.ToString();
+  EXPECT_NE(damaged.status.message().find(snapshot.filename().string()), std::string::npos)
+      << damaged.status.ToString();
+}
+
+TEST(DurableImageTest, AJournalFileMissingAfterTheSnapshotIsRefused) {
+  TempDir dir;
+  auto counter = LoadGuest("counter");
+  {
+    Opened image(dir.path(), /*segment_bytes=*/2'048);
+    ASSERT_TRUE(image.status.ok());
+    ActorRef a = image.Spawn(counter, 0);
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_TRUE(image.runtime->TrySend(a, MessageOf(R"({"op": "add", "value": 1})")).status.ok());
+      ASSERT_TRUE(image.runtime->Tick(1, 1'000'000, image.group.get()).ok());
+      if (i == 50) {
+        image.Settle();
+        ASSERT_TRUE(image.durable->CompactNow().ok());
+      }
+    }
+    image.Settle();
+  }
+  std::vector<std::filesystem::path> logs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    if (entry.path().extension() == ".log") logs.push_back(entry.path());
+  }
+  std::sort(logs.begin(), logs.end());
+  ASSERT_GE(logs.size(), 2u);
+  std::filesystem::remove(logs.front());  // the first file after the snapshot
+  Opened refused(dir.path());
+  EXPECT_EQ(refused.status.code(), Code::kDataLoss) << refused.status.ToString();
 }
 
 TEST(DurableImageTest, ContradictoryRecordsAreRefused) {
@@ -257,9 +364,9 @@ TEST(DurableImageTest, ASecondOpenOfTheSameJournalIsRefused) {
   TempDir dir;
   Opened image(dir.path());
   RecoveredImage recovered{ValueLimits{}};
-  JournalOptions journal;
-  journal.dir = dir.path();
-  auto second = DurableImage::Open(journal, &recovered);
+  DurableImageOptions options;
+  options.journal.dir = dir.path();
+  auto second = DurableImage::Open(options, &recovered);
   EXPECT_EQ(second.status().code(), Code::kUnavailable);
   EXPECT_NE(second.status().message().find("in use by another process"), std::string::npos);
 }
