@@ -148,7 +148,7 @@ void Transitions(const std::string& guests, const fs::path& dir, int senders) {
   }
   uint64_t commits = 0;
   while (Clock::now() - start < millis) {
-    auto report = Check(image.runtime->Tick(1, 1'000'000, image.group.get()), "tick");
+    auto report = Check(image.runtime->Tick(20, 1'000'000, image.group.get()), "tick");
     commits += report.commits;
     if (report.failures > 0) Die("a transition failed");
   }

@@ -74,7 +74,7 @@ set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-bench_awk=$(cat "$root/scripts/bench_lib.awk")  # field() and median()
+bench_awk=$(cat "$root/scripts/bench_lib.awk")  # field(), median() and get()
 fib_n=${REEF_BENCH_FIB_N:-30}
 loop_n=${REEF_BENCH_LOOP_N:-10000000}
 mem_n=${REEF_BENCH_MEM_N:-300}
@@ -273,7 +273,7 @@ if [[ $actors != 0 ]]; then
     "stopped actors"
   tick_lines=$(mktemp)
   "$actor_bench" "$build/guests" 1 tick | tee "$tick_lines"
-  awk '
+  awk "$bench_awk"'
     $1 == "bench" {
       for (i = 2; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
       rate[f["stopped"]] = f["median"]
@@ -307,7 +307,7 @@ if [[ $events != 0 ]]; then
   echo
 
   # One row per Reef figure, its anchor from the same run, and the goal (issue 5) it is held to.
-  awk '
+  awk "$bench_awk"'
     $1 == "bench" {
       key = ""
       for (i = 2; i <= NF; ++i) {
@@ -323,14 +323,6 @@ if [[ $events != 0 ]]; then
       for (name in f) val[key, name] = f[name]
       seen[key] = 1
       split("", f)
-    }
-    function get(key, name) {
-      if (!((key, name) in val)) {
-        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
-        bad = 1
-        return 0
-      }
-      return val[key, name] + 0
     }
     function num(v) { return sprintf("%.0f", v) }
     function verdict(ok) { return ok ? "PASS" : "MISS" }
@@ -460,7 +452,7 @@ if [[ $events != 0 ]]; then
   "$build/bench/durable_bench" "$build/guests" "$ev_dir" restart "$restart_n" "$build/reef" |
     tee -a "$durable_lines"
   cat "$event_lines" >> "$durable_lines"
-  awk '
+  awk "$bench_awk"'
     $1 == "bench" {
       key = ""
       for (i = 2; i <= NF; ++i) {
@@ -473,14 +465,6 @@ if [[ $events != 0 ]]; then
       }
       for (name in f) val[key, name] = f[name]
       split("", f)
-    }
-    function get(key, name) {
-      if (!((key, name) in val)) {
-        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
-        bad = 1
-        return 0
-      }
-      return val[key, name] + 0
     }
     function verdict(ok) { return ok ? "PASS" : "MISS" }
     END {
@@ -535,7 +519,7 @@ if [[ $apps != 0 ]]; then
   echo
 
   # One row per Reef figure next to its anchor from the same run; no goal (issue 6 sets none).
-  awk '
+  awk "$bench_awk"'
     $1 == "bench" {
       for (i = 2; i <= NF; ++i) {
         split($i, kv, "=")
@@ -548,14 +532,6 @@ if [[ $apps != 0 ]]; then
       if ("case" in f) key = key "/" f["case"]
       for (name in f) val[key, name] = f[name]
       split("", f)
-    }
-    function get(key, name) {
-      if (!((key, name) in val)) {
-        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
-        bad = 1
-        return 0
-      }
-      return val[key, name] + 0
     }
     function num(v) { return sprintf("%.0f", v) }
     function ratio(a, r) { return r > 0 ? sprintf("%.1fx", a / r) : "-" }
@@ -650,7 +626,7 @@ if [[ $programs != 0 ]]; then
   echo
 
   # One row per figure; the native handler is the limit, measured in the same run.
-  awk '
+  awk "$bench_awk"'
     $1 == "bench" {
       for (i = 2; i <= NF; ++i) {
         split($i, kv, "=")
@@ -659,14 +635,6 @@ if [[ $programs != 0 ]]; then
       key = "pr/" f["program"] "/" f["clients"]
       for (name in f) val[key, name] = f[name]
       split("", f)
-    }
-    function get(key, name) {
-      if (!((key, name) in val)) {
-        printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
-        bad = 1
-        return 0
-      }
-      return val[key, name] + 0
     }
     function row(label, key) {
       printf "| %-34s | %8.0f | %7.3f | %7.3f | %14.1f |\n", label, get(key, "per_s"),

@@ -20,3 +20,14 @@ function median(key,   n, i, j, v, tmp) {
   }
   return v[int(n / 2) + 1]
 }
+# get(key, name): val[key, name] as a number, the figure `name` of the line keyed `key` that the
+# table's own rule stored; a missing one is reported on stderr and sets `bad` (the table then
+# exits 1 at its end).
+function get(key, name) {
+  if (!((key, name) in val)) {
+    printf "bench: missing figure %s %s\n", key, name > "/dev/stderr"
+    bad = 1
+    return 0
+  }
+  return val[key, name] + 0
+}

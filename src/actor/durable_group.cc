@@ -72,10 +72,13 @@ void Runtime::State::RecordRemoval(const Actor& actor) {
 
 namespace {
 
+bool InInvocation(ActorStatus status) {
+  return status == ActorStatus::kRunning || status == ActorStatus::kAwaiting;
+}
+
 // What a restored actor resumes as: nothing of an invocation survives a restart.
 ActorStatus Resumed(ActorStatus status) {
-  return status == ActorStatus::kRunning || status == ActorStatus::kAwaiting ? ActorStatus::kIdle
-                                                                             : status;
+  return InInvocation(status) ? ActorStatus::kIdle : status;
 }
 
 }  // namespace
@@ -117,9 +120,17 @@ Status Runtime::Restore(const std::shared_ptr<ActorGroup>& group, std::vector<Ac
     a->failure = std::move(record.failure);
     a->reset_state = std::move(record.reset_state);
     a->cell->used.store(static_cast<uint32_t>(record.messages.size()));
-    if (record.reserved && !record.messages.empty()) {
+    // An input whose invocation a crash interrupted goes back to the front of the queue, as
+    // restart and cancel put it; with a stop asked meanwhile it stays reserved and is handled
+    // before on_shutdown runs. Any other reserved input (a failed one) stays as it was.
+    const bool interrupted =
+        InInvocation(record.status) || (record.status == ActorStatus::kPaused &&
+                                        record.paused_from && InInvocation(*record.paused_from));
+    const bool keep_reserved = record.reserved && (!interrupted || record.stopping);
+    if (keep_reserved && !record.messages.empty()) {
       a->reserved = std::move(record.messages.front());
       record.messages.pop_front();
+      a->finish_reserved_first = interrupted;
     }
     a->queued = std::move(record.messages);
     made.push_back(std::move(a));

@@ -46,11 +46,16 @@ Result<std::unique_ptr<DurableImage>> DurableImage::Open(const DurableImageOptio
     return Status::DataLoss(
         fmt::format("{} (record {} of the journal in {})", applied.message(), seq, dir.string()));
   };
-  REEF_ASSIGN_OR_RETURN(image->journal_, Journal::Open(journal, replay, recovery));
+  JournalRecovery found;
+  REEF_ASSIGN_OR_RETURN(image->journal_, Journal::Open(journal, replay, &found));
+  if (recovery != nullptr) *recovery = found;
   const uint64_t appended = image->journal_->appended();
   std::vector<JournalFile> closed = image->journal_->ClosedFiles();
   const uint64_t oldest = closed.empty() ? appended + 1 : closed.front().first_seq;
-  if (appended < snapshot || (first_replayed == 0 && oldest > snapshot + 1)) {
+  // Compaction never removes the file being written, which begins right after the snapshot:
+  // a snapshot with no journal file means the files were lost.
+  const bool files_lost = snapshot > 0 && found.files == 0;
+  if (files_lost || appended < snapshot || (first_replayed == 0 && oldest > snapshot + 1)) {
     return Status::DataLoss(fmt::format(
         "durable image {}: the snapshot ends at record {} but the journal holds records {}..{}: "
         "journal files are missing",
@@ -106,6 +111,29 @@ bool DurableImage::FirstUseOf(const std::string& implementation_id) {
 DurableImageStats DurableImage::stats() const {
   MutexLock lock(mu_);
   return {journal_->stats(), snapshot_seq_, snapshot_bytes_, compactions_};
+}
+
+void DurableImage::CollectMetrics(MetricFamilies& out) const {
+  static constexpr MetricDesc kRecords{
+      "reef_image_journal_records_total", MetricType::kCounter,
+      "Records appended to the durable image's journal since the server started."};
+  static constexpr MetricDesc kSyncs{
+      "reef_image_journal_syncs_total", MetricType::kCounter,
+      "Batches of journal records written, one fdatasync each, since the server started."};
+  static constexpr MetricDesc kLargest{"reef_image_journal_largest_batch", MetricType::kGauge,
+                                       "Records in the largest batch since the server started."};
+  static constexpr MetricDesc kSnapshot{
+      "reef_image_snapshot_record", MetricType::kGauge,
+      "The journal record the current snapshot of the image includes (0: none)."};
+  static constexpr MetricDesc kCompactions{
+      "reef_image_compactions_total", MetricType::kCounter,
+      "Compactions of the journal into a snapshot since the server started."};
+  const DurableImageStats now = stats();
+  out.Add(kRecords, {}, now.journal.records);
+  out.Add(kSyncs, {}, now.journal.batches);
+  out.Add(kLargest, {}, now.journal.largest_batch);
+  out.Add(kSnapshot, {}, now.snapshot_seq);
+  out.Add(kCompactions, {}, now.compactions);
 }
 
 Status DurableImage::CompactNow() {

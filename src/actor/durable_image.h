@@ -28,6 +28,7 @@
 
 #include "actor/image_record.h"
 #include "actor/journal.h"
+#include "core/metrics.h"
 #include "core/mutex.h"
 #include "core/status.h"
 
@@ -82,6 +83,10 @@ class DurableImage {
   Status CompactNow() EXCLUDES(compact_mu_);
 
   DurableImageStats stats() const EXCLUDES(mu_);
+  // Adds the durable image's series to a /metrics scrape (docs/http-api.md "Durable image
+  // metrics"): reef_image_journal_records_total, reef_image_journal_syncs_total,
+  // reef_image_journal_largest_batch, reef_image_snapshot_record, reef_image_compactions_total.
+  void CollectMetrics(MetricFamilies& out) const EXCLUDES(mu_);
 
  private:
   DurableImage(const DurableImageOptions& options, int lock_fd)

@@ -335,7 +335,8 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
 // Returns false when there is nothing to start (or the actor just stopped or failed).
 static bool StartNext(Runtime::State& state, Reactor& reactor, Actor& actor, TickReport* report) {
   state.ApplyPendingInstall(actor);
-  bool shutdown = actor.stopping;
+  bool shutdown = actor.stopping && !(actor.finish_reserved_first && actor.reserved);
+  actor.finish_reserved_first = false;
   if (shutdown && !HasShutdownHook(*actor.implementation->module)) {
     actor.stopping = false;
     actor.SetStatus(ActorStatus::kStopped);

@@ -40,6 +40,8 @@ Status Image::State::OpenDurable() {
   // A whole mailbox is one record when set-messages replaces it.
   journal.max_record_bytes = 256u << 20;
   durable_options.value_limits = runtime->options().value_limits;
+  std::error_code ec;
+  const bool had_lock = std::filesystem::exists(journal.dir / "LOCK", ec);
   actor::RecoveredImage recovered(durable_options.value_limits);
   actor::JournalRecovery recovery;
   REEF_ASSIGN_OR_RETURN(durable, actor::DurableImage::Open(durable_options, &recovered, &recovery));
@@ -67,6 +69,7 @@ Status Image::State::OpenDurable() {
   // In batches, each record freed as its actor is made: the records and the actors of a large
   // image are never all in memory at once.
   std::map<ActorRef, actor::ActorRecord>& left = recovered.actors();
+  std::vector<std::pair<ActorRef, std::string>> pending;  // (actor, label of its pending install)
   const size_t count = left.size();
   while (!left.empty()) {
     constexpr size_t kBatch = 10'000;
@@ -74,6 +77,12 @@ Status Image::State::OpenDurable() {
     batch.reserve(std::min(kBatch, left.size()));
     while (!left.empty() && batch.size() < kBatch) {
       batch.push_back(std::move(left.extract(left.begin()).mapped()));
+      const actor::ActorRecord& added = batch.back();
+      if (added.pending_install) {
+        if (auto implementation = implementation_of(*added.pending_install)) {
+          pending.emplace_back(added.ref, implementation->label);
+        }
+      }
     }
     Status restored = runtime->Restore(group, std::move(batch), implementation_of);
     if (!broken.ok()) return Status::InvalidArgument(broken.message());
@@ -86,8 +95,19 @@ Status Image::State::OpenDurable() {
   if (recovery.torn_bytes > 0) {
     spdlog::warn(
         "image journal: cut {} bytes from the end of its last file: a write torn by a crash "
-        "(never acknowledged)",
+        "(never acknowledged), or damage to the file's end",
         recovery.torn_bytes);
+  }
+  if (count == 0 && recovery.files == 0 && durable->stats().snapshot_seq == 0 && had_lock) {
+    spdlog::warn(
+        "image {}: no journal file, though the directory was used before (its LOCK is there): "
+        "starting with an empty image",
+        journal.dir.string());
+  }
+  // The labels of pending installs (reload, become), which inspect shows.
+  {
+    MutexLock lock(mu);
+    for (const auto& [ref, label] : pending) pending_labels[ref] = label;
   }
   return Status::Ok();
 }

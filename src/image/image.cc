@@ -33,6 +33,13 @@ Result<std::unique_ptr<Image>> Image::Open(ImageOptions options) {
   } else {
     REEF_ASSIGN_OR_RETURN(state->group,
                           state->runtime->CreateGroup(actor::SchedulingMode::kManual));
+    std::error_code ec;
+    if (std::filesystem::exists(options.data_dir / "image" / "LOCK", ec)) {
+      spdlog::warn(
+          "image: ephemeral: the durable image in {} is left as it is and not loaded; start "
+          "without --ephemeral to get its actors back",
+          (options.data_dir / "image").string());
+    }
   }
   for (const BundledSource& bundled : BundledSources()) {
     auto existing = state->store->Read(bundled.path);

@@ -39,6 +39,7 @@ Result<std::vector<MetricsRegistration>> RegisterMetrics(MetricsRegistry& regist
       {"actors",
        [&image, &programs](MetricFamilies& out) {
          image.runtime().CollectMetrics("image", out, &image.group());
+         if (image.group().durable) image.group().durable->CollectMetrics(out);
          programs.runtime().CollectMetrics("programs", out);
        }},
       {"engine",

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/http_test_client.h"
 #include "support/reef_server.h"
 #include "support/ws_test_client.h"
 
@@ -223,6 +224,11 @@ TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
               << stream_sent.load() << " streamed sends acknowledged, " << spawn_acked.size()
               << " spawns acknowledged, " << rows.size() << " actors after the restart\n";
   }
+  // The journal's series are on /metrics.
+  testing::HttpResult metrics = testing::HttpGet(server.port(), "/metrics");
+  EXPECT_NE(metrics.text.find("reef_image_journal_records_total "), std::string::npos)
+      << metrics.text.substr(0, 500);
+  EXPECT_NE(metrics.text.find("reef_image_snapshot_record "), std::string::npos);
   std::cout << "[ measured ] " << kCycles << " SIGKILL cycles with " << kCounters << " counters: "
             << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started).count()
             << " s, " << spawned_during_crashes.size() << " spawns acknowledged during them\n";

@@ -50,6 +50,9 @@ struct Actor {
   uint64_t joined_at_tick = 0;
   // FailurePolicy::kReset: the spawn state a failure or kill goes back to.
   std::optional<CborValue> reset_state;
+  // Restored (Runtime::Restore) while a stop was asked in the middle of handling the reserved
+  // input: that input is handled again first, then on_shutdown runs, as without the restart.
+  bool finish_reserved_first = false;
   // The call the active invocation waits for (status awaiting, or paused from awaiting).
   std::optional<AwaitingCall> awaiting;
   uint64_t calls_started = 0;

@@ -204,6 +204,9 @@ TEST(DurableImageTest, AnInterruptedInvocationIsRetriedAfterARestore) {
     auto running = image.runtime->Inspect(a);
     ASSERT_TRUE(running.ok());
     ASSERT_EQ(running->status, ActorStatus::kRunning);
+    // A change recorded mid-invocation (the actor's header, with its input reserved) does not
+    // change what comes back.
+    ASSERT_TRUE(image.runtime->SetLogLevel(a, LogLevel::kWarn).ok());
     image.Settle();
   }
   Opened again(dir.path());
@@ -212,6 +215,8 @@ TEST(DurableImageTest, AnInterruptedInvocationIsRetriedAfterARestore) {
   ASSERT_TRUE(restored.ok());
   EXPECT_EQ(restored->status, ActorStatus::kIdle);
   EXPECT_EQ(restored->state, Value::Int(40));
+  EXPECT_EQ(restored->log_level, LogLevel::kWarn);
+  EXPECT_FALSE(restored->reserved.has_value());
   ASSERT_EQ(restored->queued.size(), 2u);  // the interrupted input first
   EXPECT_EQ(restored->queued[0].message.ToValue(), MessageOf(R"({"op": "add", "value": 2})"));
   ASSERT_TRUE(again.runtime->Tick(50, 1000000, again.group.get()).ok());
@@ -317,8 +322,40 @@ TEST(DurableImageTest, AJournalFileMissingAfterTheSnapshotIsRefused) {
   std::sort(logs.begin(), logs.end());
   ASSERT_GE(logs.size(), 2u);
   std::filesystem::remove(logs.front());  // the first file after the snapshot
+  {
+    Opened refused(dir.path());
+    EXPECT_EQ(refused.status.code(), Code::kDataLoss) << refused.status.ToString();
+  }
+  for (const auto& log : logs) std::filesystem::remove(log);  // every file after it
   Opened refused(dir.path());
   EXPECT_EQ(refused.status.code(), Code::kDataLoss) << refused.status.ToString();
+  EXPECT_NE(refused.status.message().find("missing"), std::string::npos)
+      << refused.status.ToString();
+}
+
+TEST(DurableImageTest, AStopAskedMidInvocationStillLetsThatInputFinishAfterARestore) {
+  TempDir dir;
+  auto counter = LoadGuest("counter");
+  std::map<std::string, std::shared_ptr<const Implementation>> known{{counter->id, counter}};
+  ActorRef a = test_support::NumberedRef(1);
+  {
+    Opened image(dir.path());
+    a = image.Spawn(counter, 40);
+    ASSERT_TRUE(image.runtime->TrySend(a, MessageOf(R"({"op": "add", "value": 2})")).status.ok());
+    ASSERT_TRUE(image.runtime->TrySend(a, MessageOf(R"({"op": "add", "value": 3})")).status.ok());
+    ASSERT_TRUE(image.runtime->Tick(1, 1, image.group.get()).ok());
+    ASSERT_TRUE(image.runtime->Stop(a).ok());  // the handler is to finish first
+    image.Settle();
+  }
+  Opened again(dir.path());
+  ASSERT_TRUE(again.Restore(known).ok());
+  ASSERT_TRUE(again.runtime->Tick(50, 1'000'000, again.group.get()).ok());
+  auto stopped = again.runtime->Inspect(a);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(stopped->status, ActorStatus::kStopped);
+  EXPECT_EQ(stopped->state, Value::Int(42)) << "the interrupted input, then the stop";
+  ASSERT_EQ(stopped->queued.size(), 1u);
+  EXPECT_EQ(stopped->queued[0].message.ToValue(), MessageOf(R"({"op": "add", "value": 3})"));
 }
 
 TEST(DurableImageTest, ContradictoryRecordsAreRefused) {
