@@ -102,6 +102,9 @@ class ReefServer {
     return "reef serve was not ready within 10 s:\n" + Log();
   }
 
+  // The data directory (`--data-dir`); empty before the first Start.
+  std::filesystem::path data_dir() const { return dir_.empty() ? dir_ : dir_ / "data"; }
+
   // The listening port; 0 before a successful Start.
   uint16_t port() const { return port_; }
   // The server's process id; -1 when it is not running.
