@@ -46,8 +46,9 @@ struct ServeArgs {
   uint64_t effect_backoff_max_ms = apps::RuntimeOptions{}.effect_backoff_max.count();
   uint32_t reactors = 0;  // program units' reactor threads; 0 = cores (at least 2)
   uint64_t shutdown_timeout_ms = server::ServerLimits{}.shutdown_timeout.count();
-  std::string engine = "auto";  // wasm::TierChoice
-  bool ephemeral = false;       // the image's actors in memory only
+  std::string engine = "auto";      // wasm::TierChoice
+  bool ephemeral = false;           // the image's actors in memory only
+  uint32_t image_journal_mib = 64;  // journal file size and compaction threshold, MiB
 };
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
@@ -88,6 +89,7 @@ int Serve(const ServeArgs& args) {
   }
   options.engine = *engine;
   options.durable_image = !args.ephemeral;
+  options.image_journal_bytes = uint64_t{args.image_journal_mib} << 20;
   auto node = Node::Open(std::move(options));
   if (!node.ok()) {
     fmt::print(stderr, "reef serve: {}\n", node.status().message());
@@ -125,6 +127,12 @@ const Command kServeCommands[] = {
                     "Keep the image's actors in memory only: they are gone when the server "
                     "exits (default: durable in DATA_DIR/image, restored on start)")
            ->envname("REEF_EPHEMERAL");
+       app.add_option("--image-journal-mib", args->image_journal_mib,
+                      "Durable image: journal files are closed at this size, in MiB, and "
+                      "compacted into a snapshot once the closed ones hold as much")
+           ->envname("REEF_IMAGE_JOURNAL_MIB")
+           ->check(CLI::Range(1u, 1024u))
+           ->capture_default_str();
        app.add_option("--auth-token", args->auth_token,
                       "Bearer token every connection must present; required for a "
                       "non-loopback address")

@@ -39,6 +39,8 @@ Status Image::State::OpenDurable() {
   journal.dir = options.data_dir / "image";
   // A whole mailbox is one record when set-messages replaces it.
   journal.max_record_bytes = 256u << 20;
+  journal.segment_bytes = options.journal_bytes;
+  durable_options.compact_after_bytes = options.journal_bytes;
   durable_options.value_limits = runtime->options().value_limits;
   std::error_code ec;
   const bool had_lock = std::filesystem::exists(journal.dir / "LOCK", ec);

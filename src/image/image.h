@@ -65,6 +65,9 @@ struct ImageOptions {
   // change recorded before anything acknowledges it, everything restored by Open. False
   // (`reef serve --ephemeral`): the actors live in memory only.
   bool durable = true;
+  // The durable image's journal files are closed at this size, and compacted into a snapshot
+  // once the closed ones hold as much (and at least the last snapshot's size).
+  uint64_t journal_bytes = 64ull << 20;
   // The reactor fleet the image's actors live on (a manual group: they run only on `tick`,
   // on one reactor, between the fleet's other work). Null: the image makes its own, a
   // free-running runtime of one reactor with `runtime`'s options.

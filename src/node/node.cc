@@ -181,6 +181,7 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   image_options.data_dir = o.data_dir;
   image_options.fleet = n.fleet_;
   image_options.durable = o.durable_image;
+  image_options.journal_bytes = o.image_journal_bytes;
   auto image = image::Image::Open(std::move(image_options));
   if (!image.ok()) return opened(image.status(), "the image");
   n.image_ = std::move(*image);

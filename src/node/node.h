@@ -64,6 +64,9 @@ struct NodeOptions {
   wasm::TierChoice engine = wasm::TierChoice::kAuto;  // for every engine of the process
   // False (`--ephemeral`): the image's actors live in memory only (image::ImageOptions::durable).
   bool durable_image = true;
+  // Its journal files' size, and the closed files' size that starts a compaction
+  // (image::ImageOptions::journal_bytes).
+  uint64_t image_journal_bytes = 64ull << 20;
 };
 
 class Node {

@@ -89,7 +89,8 @@ void Drain(WsClient& ws) {
 }
 
 TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
-  ReefServer server(kReefBinary, {"--engine", "interp"});
+  // 1 MiB journal files: compactions run between (and are cut short by) the crashes.
+  ReefServer server(kReefBinary, {"--engine", "interp", "--image-journal-mib", "1"});
   ASSERT_EQ(server.Start(), "");
   std::mt19937 random(16);
 
@@ -231,10 +232,16 @@ TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
   testing::HttpResult metrics = testing::HttpGet(server.port(), "/metrics");
   EXPECT_NE(metrics.text.find("reef_image_journal_records_total "), std::string::npos)
       << metrics.text.substr(0, 500);
-  EXPECT_NE(metrics.text.find("reef_image_snapshot_record "), std::string::npos);
+  const size_t snapshot_at = metrics.text.find("\nreef_image_snapshot_record ");
+  ASSERT_NE(snapshot_at, std::string::npos);
+  const uint64_t snapshot_record = std::stoull(
+      metrics.text.substr(snapshot_at + std::string("\nreef_image_snapshot_record ").size()));
+  EXPECT_GT(snapshot_record, 0u) << "no compaction ran";
   std::cout << "[ measured ] " << kCycles << " SIGKILL cycles with " << kCounters << " counters: "
             << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started).count()
-            << " s, " << spawned_during_crashes.size() << " spawns acknowledged during them\n";
+            << " s, " << spawned_during_crashes.size()
+            << " spawns acknowledged during them; the last snapshot includes record "
+            << snapshot_record << "\n";
 }
 
 // The journal file that is being written (the newest).
