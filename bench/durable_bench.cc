@@ -291,20 +291,26 @@ void Restart(const std::string& guests, const fs::path& dir, int64_t n, const st
   const std::regex restored(R"(([0-9]+) actor\(s\) restored)");
   std::smatch match;
   std::string text;
+  auto stop = [pid] {
+    ::kill(pid, SIGTERM);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  };
   for (;;) {
     std::ifstream in(log);
     text.assign(std::istreambuf_iterator<char>(in), {});
     if (text.find("serving on") != std::string::npos) break;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) Die("reef serve exited:\n{}", text);
-    if (Clock::now() - start > std::chrono::minutes(5)) Die("reef serve not ready:\n{}", text);
+    if (Clock::now() - start > std::chrono::minutes(5)) {
+      stop();
+      Die("reef serve not ready:\n{}", text);
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   auto [peak, now] = RssMib(pid);
-  ::kill(pid, SIGTERM);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  stop();
   if (!std::regex_search(text, match, restored) || std::stoll(match[1].str()) != n) {
     Die("reef serve did not restore {} actors:\n{}", n, text);
   }

@@ -54,7 +54,7 @@ struct Envelope {
 struct Implementation {
   std::string id;  // lowercase hex SHA-256, see ImplementationId
   std::shared_ptr<const wasm::Module> module;
-  std::string label;  // where it came from, e.g. a source path; for people only
+  std::string label;   // where it came from, e.g. a source path; for people only
   std::string origin;  // the first input of its id (ModuleOrigin, or a source's origin)
   // The handler export run for each message: reef_handle, or a unit's handler (programs).
   std::string handler = std::string(kDefaultHandler);

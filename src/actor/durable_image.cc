@@ -30,6 +30,25 @@ Result<std::unique_ptr<DurableImage>> DurableImage::Open(const DurableImageOptio
   std::unique_ptr<DurableImage> image(new DurableImage(options, lock_fd));
 
   REEF_ASSIGN_OR_RETURN(const uint64_t snapshot, LoadImageSnapshot(dir, recovered));
+  // Checked before the journal opens (which would begin a new file): a compaction never
+  // removes the file being written, which begins right after the snapshot, so a snapshot with
+  // no journal file beginning at or before the record after it means files were lost.
+  if (snapshot > 0) {
+    uint64_t oldest_file = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.starts_with("journal-") || !name.ends_with(".log") || name.size() != 32) continue;
+      const uint64_t first = std::strtoull(name.c_str() + 8, nullptr, 10);
+      if (oldest_file == 0 || first < oldest_file) oldest_file = first;
+    }
+    if (oldest_file == 0 || oldest_file > snapshot + 1) {
+      return Status::DataLoss(fmt::format(
+          "durable image {}: the snapshot ends at record {} but {}: journal files are missing",
+          dir.string(), snapshot,
+          oldest_file == 0 ? std::string("there is no journal file")
+                           : fmt::format("the journal begins at record {}", oldest_file)));
+    }
+  }
   JournalOptions journal = options.journal;
   journal.first_seq = snapshot + 1;
   uint64_t first_replayed = 0;
@@ -52,10 +71,7 @@ Result<std::unique_ptr<DurableImage>> DurableImage::Open(const DurableImageOptio
   const uint64_t appended = image->journal_->appended();
   std::vector<JournalFile> closed = image->journal_->ClosedFiles();
   const uint64_t oldest = closed.empty() ? appended + 1 : closed.front().first_seq;
-  // Compaction never removes the file being written, which begins right after the snapshot:
-  // a snapshot with no journal file means the files were lost.
-  const bool files_lost = snapshot > 0 && found.files == 0;
-  if (files_lost || appended < snapshot || (first_replayed == 0 && oldest > snapshot + 1)) {
+  if (appended < snapshot || (first_replayed == 0 && oldest > snapshot + 1)) {
     return Status::DataLoss(fmt::format(
         "durable image {}: the snapshot ends at record {} but the journal holds records {}..{}: "
         "journal files are missing",
@@ -95,12 +111,19 @@ void DurableImage::WhenAppendedDurable(Journal::Done done) {
 void DurableImage::Append(std::string record) {
   auto seq = journal_->Append(std::move(record));
   if (seq.ok()) return;
-  MutexLock lock(mu_);
-  if (!failed_.ok()) return;
-  failed_ =
-      Status::Unavailable("the durable image could not record a change: " + seq.status().message());
+  Status failed;
+  {
+    MutexLock lock(mu_);
+    if (!failed_.ok()) return;
+    failed_ = Status::Unavailable("the durable image could not record a change: " +
+                                  seq.status().message());
+    failed = failed_;
+  }
+  // Nothing after the missing record may reach the disk: the journal stays a prefix of what
+  // happened, and the changes from here on live in memory only.
+  journal_->Abandon(failed);
   spdlog::error("durable image: {}; nothing the image does from now on is acknowledged",
-                failed_.message());
+                failed.message());
 }
 
 bool DurableImage::FirstUseOf(const std::string& implementation_id) {

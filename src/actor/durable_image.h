@@ -4,20 +4,22 @@
 // makes the change, and Open loads the newest snapshot (image_snapshot.h) and replays the
 // journal after it into a RecoveredImage that Runtime::Restore brings back.
 //
-// The output gate: nothing that leaves the process may claim a change before its record is on
-// disk. Every change of the group's actors happens on the group's home reactor and is appended
-// there in the order it happened, so "everything appended so far is durable"
-// (WhenAppendedDurable) covers any change made before the call. Changes inside the image need
-// no gate: a message one actor sends another is recorded in the sender's commit record, before
-// any record of what the receiver does with it, so a crash can lose the effect only together
-// with its cause.
+// The output gate: no op answer or "changed" notification claims a change before its record is
+// on disk (reads — inspect, ps, events, logs — show the live image, which may be a few
+// milliseconds ahead of the disk). Every change of the group's actors happens on the group's
+// home reactor and is appended there in the order it happened, so "everything appended so far is
+// durable" (WhenAppendedDurable) covers any change made before the call. Changes inside the
+// image need no gate: a message one actor sends another is recorded in the sender's commit
+// record, before any record of what the receiver does with it, so a crash can lose the effect
+// only together with its cause.
 //
 // Compaction: a background thread rebuilds the image from the last snapshot and the journal
 // files closed since (never the file being written, never the live actors), writes it as a new
 // snapshot, and removes those files and the old snapshot. So the journal holds only the changes
 // since the last snapshot and a restart replays a bounded amount.
 //
-// Thread ownership: any thread. The group's records are appended on its home reactor.
+// Thread ownership: any thread, except that Append and FirstUseOf run where the group's changes
+// happen (its home reactor), since their order is the journal's.
 #pragma once
 
 #include <condition_variable>
@@ -70,6 +72,7 @@ class DurableImage {
   // on the caller's and must not block.
   void WhenAppendedDurable(Journal::Done done);
 
+  // REQUIRES: on the group's home reactor (the runtime's records, durable_group.cc).
   // Appends `record`. When that fails (the journal failed, or a record over its size limit)
   // the image is failed for good: logged once, and WhenAppendedDurable answers Unavailable
   // from then on (the changes go on in memory, but none is acknowledged).

@@ -158,10 +158,15 @@ Result<std::shared_ptr<ActorGroup>> Runtime::CreateGroup(SchedulingMode mode,
   if (s.options.mode == SchedulingMode::kManual && mode == SchedulingMode::kFreeRunning) {
     return Status::InvalidArgument("a manual runtime has no free-running groups");
   }
-  if (durable && mode != SchedulingMode::kManual) {
+  // A manual group's actors live on one reactor (its home) in a free-running runtime; a manual
+  // runtime spreads them over its reactors, whose sends are then delivered by another
+  // reactor's Deliver than the committing one.
+  if (durable && (mode != SchedulingMode::kManual ||
+                  (s.options.mode == SchedulingMode::kManual && s.reactors.size() > 1))) {
     return Status::InvalidArgument(
-        "only a manual group can be durable (its actors live on one reactor, so one journal "
-        "orders all their changes)");
+        "only a manual group whose actors live on one reactor can be durable (a manual group of "
+        "a free-running runtime, or of a one-reactor manual runtime): one journal then orders "
+        "all their changes");
   }
   uint32_t home = 0;
   if (s.options.mode == SchedulingMode::kFreeRunning && mode == SchedulingMode::kManual) {

@@ -75,7 +75,7 @@ struct ActorRecord {
   std::optional<std::string> failure;
   CborValue state;
   std::optional<CborValue> reset_state;  // FailurePolicy::kReset's spawn state
-  uint32_t mailbox_capacity = 0;
+  uint32_t mailbox_capacity = 0;         // messages (queued + reserved)
   LogLevel log_level = LogLevel::kInfo;
   bool reserved = false;  // messages.front() is the reserved input
   // The reserved message (if any) first, then the queue, oldest first. Allocates nothing while
@@ -97,6 +97,7 @@ void EncodeActorRecord(const ActorRecord& actor, bool spawned, bool dropped_firs
 void EncodeMessagesRecord(const ActorRef& ref, bool reserved, const Envelope* first,
                           const detail::LazyDeque<Envelope>& rest, std::string* out);
 // `sends`: the transition's sends to actors of the same image, in order.
+// Pointers into the caller's send list, valid until EncodeCommitRecord returns.
 struct RecordedSend {
   const ActorRef* target;
   const std::optional<ActorRef>* sender;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -111,7 +112,7 @@ bool ReadExactly(int fd, char* into, size_t n, bool* short_read) {
   return true;
 }
 
-Status ApplySnapshot(int fd, const std::filesystem::path& path, uint64_t seq,
+Status ApplySnapshot(int fd, const std::filesystem::path& path, uint64_t seq, uint64_t file_bytes,
                      RecoveredImage* image) {
   auto damaged = [&](std::string why) {
     return Status::DataLoss(fmt::format("image snapshot damaged: {}: {}", path.string(), why));
@@ -140,6 +141,10 @@ Status ApplySnapshot(int fd, const std::filesystem::path& path, uint64_t seq,
                                    reinterpret_cast<const uint8_t*>(frame_header.data()));
     if (!frame || frame->first != next) {
       return damaged(fmt::format("a bad frame header at byte {}", offset));
+    }
+    if (frame->body_bytes > file_bytes - offset - kFrameHeaderBytes) {
+      return damaged(
+          fmt::format("a frame at byte {} claims more bytes than the file holds", offset));
     }
     body.resize(frame->body_bytes);
     if (!ReadExactly(fd, body.data(), body.size(), &short_read)) {
@@ -222,7 +227,12 @@ Result<uint64_t> LoadImageSnapshot(const std::filesystem::path& dir, RecoveredIm
   const std::filesystem::path path = SnapshotPath(dir, newest);
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Unavailable("image snapshot: " + ErrnoText("cannot open", path));
-  Status applied = ApplySnapshot(fd, path, newest, image);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Status::Unavailable("image snapshot: " + ErrnoText("cannot stat", path));
+  }
+  Status applied = ApplySnapshot(fd, path, newest, static_cast<uint64_t>(st.st_size), image);
   ::close(fd);
   REEF_RETURN_IF_ERROR(applied);
   return newest;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <future>
 #include <iterator>
+#include <limits>
 
 #include "core/crc32c.h"
 #include "core/files.h"
@@ -34,6 +35,14 @@ Status WriteAll(int fd, std::string_view bytes, const std::filesystem::path& pat
 
 std::filesystem::path FilePath(const std::filesystem::path& dir, uint64_t first_seq) {
   return dir / fmt::format("journal-{:020}.log", first_seq);
+}
+
+// The most a journal file can hold: its header, its segment size (the larger of this one's and
+// 1 GiB, so files written with a larger setting still load), then one more frame of at most
+// max_batch_bytes plus one record (frames are only started below the segment size).
+uint64_t MaxFileBytes(const JournalOptions& options) {
+  return kFileHeaderBytes + std::max<uint64_t>(options.segment_bytes, 1ull << 30) +
+         kFrameHeaderBytes + options.max_batch_bytes + options.max_record_bytes + 4;
 }
 
 // One file read whole, with what its frames hold.
@@ -85,9 +94,18 @@ bool IntactFrameAfter(const std::string& bytes, uint64_t offset) {
   return false;
 }
 
-Result<ParsedFile> ParseFile(const std::filesystem::path& path, uint64_t next_seq) {
+Result<ParsedFile> ParseFile(const std::filesystem::path& path, uint64_t next_seq,
+                             uint64_t max_bytes) {
   ParsedFile file;
   file.path = path;
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return Status::Unavailable(Errno("cannot read", path));
+  if (size > max_bytes) {
+    return Status::DataLoss(fmt::format(
+        "image journal damaged: {} holds {} bytes, more than a journal file ever does ({})",
+        path.string(), size, max_bytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Unavailable(Errno("cannot read", path));
   file.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -153,7 +171,7 @@ Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, co
   std::vector<ParsedFile> files;
   uint64_t next_seq = 0;
   for (size_t i = 0; i < paths.size(); ++i) {
-    REEF_ASSIGN_OR_RETURN(ParsedFile file, ParseFile(paths[i], next_seq));
+    REEF_ASSIGN_OR_RETURN(ParsedFile file, ParseFile(paths[i], next_seq, MaxFileBytes(options)));
     const bool last = i + 1 == paths.size();
     if (!file.problem.empty() && (!last || IntactFrameAfter(file.bytes, file.valid_bytes))) {
       return Status::DataLoss(
@@ -175,13 +193,13 @@ Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, co
     next_seq = std::max<uint64_t>(options.first_seq, 1);
     REEF_RETURN_IF_ERROR(journal->StartFile(next_seq));
   } else {
-    MutexLock lock(journal->mu_);
-    for (size_t i = 0; i + 1 < files.size(); ++i) {
-      journal->closed_.push_back(
-          {files[i].path, files[i].first_seq, files[i + 1].first_seq - 1, files[i].bytes.size()});
+    {
+      MutexLock lock(journal->mu_);
+      for (size_t i = 0; i + 1 < files.size(); ++i) {
+        journal->closed_.push_back(
+            {files[i].path, files[i].first_seq, files[i + 1].first_seq - 1, files[i].bytes.size()});
+      }
     }
-  }
-  if (!files.empty()) {
     ParsedFile& tail = files.back();
     journal->path_ = tail.path;
     journal->fd_ = ::open(tail.path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -285,27 +303,39 @@ std::vector<JournalFile> Journal::ClosedFiles() const {
 }
 
 Status Journal::RemoveThrough(uint64_t seq) {
-  std::vector<JournalFile> removed;
+  std::vector<JournalFile> candidates;
   {
     MutexLock lock(mu_);
-    while (!closed_.empty() && closed_.front().last_seq <= seq) {
-      removed.push_back(std::move(closed_.front()));
-      closed_.erase(closed_.begin());
+    for (const JournalFile& file : closed_) {
+      if (file.last_seq <= seq) candidates.push_back(file);
     }
   }
-  for (const JournalFile& file : removed) {
+  // Each file leaves the list only once it is gone, so a failed removal is tried again by the
+  // next compaction.
+  Status result = Status::Ok();
+  bool removed = false;
+  for (const JournalFile& file : candidates) {
     std::error_code ec;
     std::filesystem::remove(file.path, ec);
     if (ec) {
-      return Status::Unavailable(
+      result = Status::Unavailable(
           fmt::format("image journal: cannot remove {}: {}", file.path.string(), ec.message()));
+      break;
     }
+    removed = true;
+    MutexLock lock(mu_);
+    closed_.erase(closed_.begin());
   }
-  return removed.empty() ? Status::Ok() : SyncDirectory(options_.dir);
+  if (removed) {
+    Status synced = SyncDirectory(options_.dir);
+    if (result.ok()) result = synced;
+  }
+  return result;
 }
 
 Status Journal::ReadClosedFile(const JournalFile& file, const Replay& replay) {
-  REEF_ASSIGN_OR_RETURN(ParsedFile parsed, ParseFile(file.path, file.first_seq));
+  REEF_ASSIGN_OR_RETURN(ParsedFile parsed,
+                        ParseFile(file.path, file.first_seq, std::numeric_limits<uint64_t>::max()));
   if (!parsed.problem.empty()) {
     return Status::DataLoss(
         fmt::format("image journal damaged: {}: {}", file.path.string(), parsed.problem));
@@ -333,6 +363,20 @@ uint64_t Journal::durable() const {
 JournalStats Journal::stats() const {
   MutexLock lock(mu_);
   return stats_;
+}
+
+void Journal::Abandon(Status why) {
+  std::multimap<uint64_t, Done> left;
+  Status failed;
+  {
+    MutexLock lock(mu_);
+    if (failed_.ok()) Fail(std::move(why));
+    failed = failed_;
+    auto from = waiters_.upper_bound(durable_);
+    left.insert(from, waiters_.end());
+    waiters_.erase(from, waiters_.end());
+  }
+  for (auto& [seq, done] : left) done(failed);
 }
 
 void Journal::Fail(Status why) {

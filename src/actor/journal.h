@@ -107,6 +107,10 @@ class Journal {
   // Blocks until WhenDurable(seq) would run; its status.
   Status WaitDurable(uint64_t seq);
   uint64_t durable() const EXCLUDES(mu_);
+  // Fails the journal for good because of `why` (its user could not record a change, so later
+  // records must not follow on disk): nothing more is written, every waiting and later call
+  // gets Unavailable. What is on disk stays a consistent prefix. Idempotent.
+  void Abandon(Status why) EXCLUDES(mu_);
 
   // Compaction (durable_image.h): the files closed so far (rotated away from; oldest first),
   // reading one back, and removing those whose records all come at or before `seq`.

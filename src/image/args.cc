@@ -92,8 +92,7 @@ Result<ActorRef> Args::Actor(std::string_view name) const {
 template <typename T, typename Parse>
 Result<std::vector<T>> StringList(const Args& args, std::string_view op, std::string_view name,
                                   std::size_t max, std::string_view not_array,
-                                  std::string_view not_string, std::string_view bad,
-                                  Parse parse) {
+                                  std::string_view not_string, std::string_view bad, Parse parse) {
   std::vector<T> items;
   const json* value = args.Find(name);
   if (value == nullptr || value->is_null()) return items;

@@ -87,8 +87,12 @@ Status Image::State::OpenDurable() {
       }
     }
     Status restored = runtime->Restore(group, std::move(batch), implementation_of);
-    if (!broken.ok()) return Status::InvalidArgument(broken.message());
-    REEF_RETURN_IF_ERROR(restored);
+    if (!broken.ok()) restored = Status::InvalidArgument(broken.message());
+    if (!restored.ok()) {
+      // The batches restored so far go, and with them the group's hold on the journal.
+      (void)runtime->RemoveGroup(*group);
+      return restored;
+    }
   }
   spdlog::info(
       "image {}: {} actor(s) restored from the snapshot of record {} and {} journal "

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <future>
 #include <utility>
 
 #include "image/detail/image_state.h"
@@ -72,6 +73,15 @@ Image::~Image() {
   state_->control_pool.reset();  // waits for the actor operations running now
   Status removed = state_->runtime->RemoveGroup(*state_->group);
   if (!removed.ok()) spdlog::warn("image: its actors stay on the fleet: {}", removed.ToString());
+  if (state_->durable) {
+    // Every output gate still waiting answers now, while the state its answer touches is
+    // here: the group recorded its last change above, and a gate registered before this wait
+    // runs before it.
+    std::promise<Status> settled;
+    state_->durable->WhenAppendedDurable([&settled](Status status) { settled.set_value(status); });
+    Status last = settled.get_future().get();
+    if (!last.ok()) spdlog::warn("image: its last changes are not durable: {}", last.ToString());
+  }
 }
 
 Status Image::Attach(server::ServerOptions& options) {

@@ -26,13 +26,12 @@ void Finished(Image::State& s, const OpSpec& spec, uint64_t connection_id,
               const Result<json>& result, const Change& change) {
   spdlog::debug("connection {}: {} -> {}", connection_id, spec.name,
                 result.ok() ? "ok" : result.status().ToString());
-  if (result.ok() && spec.mutates) s.NotifyChanged(spec.name, change);
+  if (result.ok() && spec.changes != detail::Changes::kNothing) s.NotifyChanged(spec.name, change);
 }
 
-// Whether `spec` changes the image's actors, so its answer waits for the output gate. The
-// source ops change only the source store, whose every write is its own SQLite transaction.
+// Whether `spec` changes the image's actors, so its answer waits for the output gate.
 bool ChangesActors(const OpSpec& spec) {
-  return spec.mutates && spec.name != "write" && spec.name != "commit" && spec.name != "rollback";
+  return spec.changes == detail::Changes::kActors;
 }
 
 // Answers an op: a mutation of actors that succeeded only once its changes are durable (the output

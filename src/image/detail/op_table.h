@@ -41,11 +41,16 @@ enum class OpPool : uint8_t {
   kControl,  // the control pool: the op waits for an actor's reactor (inspect, ps, kill, ...)
 };
 
+// What an op changes. A change sends a "changed" notification on success; a change of actors
+// also waits for the output gate first (Image::State::AfterDurable). The source ops need no
+// gate: each of their SQLite writes is durable by itself.
+enum class Changes : uint8_t { kNothing, kActors, kSources };
+
 struct OpSpec {
   std::string_view name;
   std::vector<std::string_view> args;  // accepted argument names; anything else is an error
-  bool mutates;                        // success sends a "changed" notification
-  Handler handler;                     // null for an asynchronous op
+  Changes changes;
+  Handler handler;  // null for an asynchronous op
   std::string_view summary;
   AsyncHandler async_handler = nullptr;
   OpPool pool = OpPool::kNone;
