@@ -43,8 +43,7 @@ class FrameWriter {
   FrameWriter(int fd, const std::filesystem::path& path) : fd_(fd), path_(path) {}
 
   Status Add(std::string_view record) {
-    PutLe<uint32_t>(body_, static_cast<uint32_t>(record.size()));
-    body_.append(record);
+    AppendRecord(body_, record);
     ++count_;
     return body_.size() >= kSnapshotFrameBytes ? Flush() : Status::Ok();
   }
@@ -132,6 +131,7 @@ Status ApplySnapshot(int fd, const std::filesystem::path& path, uint64_t seq, ui
   }
   uint64_t next = 1, offset = kSnapshotHeaderBytes;
   std::string frame_header(kFrameHeaderBytes, '\0'), body;
+  std::vector<std::string_view> records;
   for (;;) {
     if (!ReadExactly(fd, frame_header.data(), frame_header.size(), &short_read)) {
       return short_read ? damaged(fmt::format("it ends at byte {} without its end frame", offset))
@@ -161,20 +161,14 @@ Status ApplySnapshot(int fd, const std::filesystem::path& path, uint64_t seq, ui
       }
       return Status::Ok();
     }
-    std::string_view rest(body);
-    for (uint32_t i = 0; i < frame->count; ++i) {
-      if (rest.size() < 4)
-        return damaged(fmt::format("a record runs past the frame at {}", offset));
-      uint32_t length = GetLe<uint32_t>(reinterpret_cast<const uint8_t*>(rest.data()));
-      rest.remove_prefix(4);
-      if (rest.size() < length) {
-        return damaged(fmt::format("a record runs past the frame at {}", offset));
-      }
-      Status applied = image->Apply(rest.substr(0, length));
-      if (!applied.ok()) return damaged(applied.message());
-      rest.remove_prefix(length);
+    records.clear();
+    if (std::string problem = SplitRecords(body, frame->count, &records); !problem.empty()) {
+      return damaged(fmt::format("{} at byte {}", problem, offset));
     }
-    if (!rest.empty()) return damaged(fmt::format("bytes follow the records of frame {}", offset));
+    for (std::string_view record : records) {
+      Status applied = image->Apply(record);
+      if (!applied.ok()) return damaged(applied.message());
+    }
     next += frame->count;
     offset += kFrameHeaderBytes + body.size();
   }

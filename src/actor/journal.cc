@@ -70,17 +70,9 @@ std::string CheckFrame(const std::string& bytes, uint64_t offset, uint64_t next_
   if (Crc32c(base + body, header->body_bytes) != header->body_crc) {
     return "a frame body fails its checksum";
   }
-  uint64_t at = body;
-  const uint64_t end = body + header->body_bytes;
-  for (uint32_t i = 0; i < header->count; ++i) {
-    if (end - at < 4) return "a record length runs past its frame";
-    uint32_t length = GetLe<uint32_t>(base + at);
-    at += 4;
-    if (end - at < length) return "a record runs past its frame";
-    records->push_back(std::string_view(bytes).substr(at, length));
-    at += length;
-  }
-  if (at != end) return "a frame holds bytes after its last record";
+  std::string problem = SplitRecords(std::string_view(bytes).substr(body, header->body_bytes),
+                                     header->count, records);
+  if (!problem.empty()) return problem;
   *frame_bytes = kFrameHeaderBytes + header->body_bytes;
   return {};
 }
@@ -434,10 +426,7 @@ void Journal::WriterLoop() {
 Status Journal::WriteBatch(const std::vector<Pending>& batch) {
   if (file_bytes_ >= options_.segment_bytes) REEF_RETURN_IF_ERROR(StartFile(batch.front().seq));
   std::string body;
-  for (const Pending& pending : batch) {
-    PutLe<uint32_t>(body, static_cast<uint32_t>(pending.record.size()));
-    body += pending.record;
-  }
+  for (const Pending& pending : batch) AppendRecord(body, pending.record);
   FrameHeader header{batch.front().seq, static_cast<uint32_t>(batch.size()),
                      static_cast<uint32_t>(body.size()), Crc32c(body.data(), body.size())};
   std::string frame = EncodeFrameHeader(kFrameMagic, header) + body;

@@ -4,6 +4,27 @@
 
 namespace reef {
 
+void AppendRecord(std::string& body, std::string_view record) {
+  PutLe<uint32_t>(body, static_cast<uint32_t>(record.size()));
+  body.append(record);
+}
+
+std::string SplitRecords(std::string_view body, uint32_t count,
+                         std::vector<std::string_view>* records) {
+  const auto* base = reinterpret_cast<const uint8_t*>(body.data());
+  size_t at = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (body.size() - at < 4) return "a record length runs past its frame";
+    const uint32_t length = GetLe<uint32_t>(base + at);
+    at += 4;
+    if (body.size() - at < length) return "a record runs past its frame";
+    records->push_back(body.substr(at, length));
+    at += length;
+  }
+  if (at != body.size()) return "a frame holds bytes after its last record";
+  return {};
+}
+
 std::string EncodeFrameHeader(uint32_t magic, const FrameHeader& header) {
   std::string out;
   out.reserve(kFrameHeaderBytes);

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace reef {
 
@@ -46,6 +48,16 @@ T GetLe(const uint8_t* p) {
   std::memcpy(&value, p, sizeof(T));
   return value;
 }
+
+// Frame bodies of length-prefixed records (the image journal and its snapshots): each record is
+// a u32 length and its bytes.
+// Appends `record` to `body`.
+void AppendRecord(std::string& body, std::string_view record);
+// Splits `body` into exactly `count` records, appended to `records` (views into `body`).
+// Returns "" or what is wrong ("a record runs past its frame", "a frame holds bytes after its
+// last record"); `records` may then hold some of them.
+std::string SplitRecords(std::string_view body, uint32_t count,
+                         std::vector<std::string_view>* records);
 
 // The 32 header bytes of `header` under `magic`, CRC included.
 std::string EncodeFrameHeader(uint32_t magic, const FrameHeader& header);
