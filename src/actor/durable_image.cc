@@ -17,14 +17,7 @@ Result<std::unique_ptr<DurableImage>> DurableImage::Open(const DurableImageOptio
                                                          JournalRecovery* recovery) {
   const std::filesystem::path& dir = options.journal.dir;
   std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-      return Status::Unavailable(
-          fmt::format("durable image: cannot create {}: {}", dir.string(), ec.message()));
-    }
-    ::chmod(dir.c_str(), 0700);
-  }
+  REEF_RETURN_IF_ERROR(CreatePrivateDirectory(dir, "durable image"));
   REEF_ASSIGN_OR_RETURN(int lock_fd,
                         LockExclusively(dir / "LOCK", fmt::format("image {}", dir.string())));
   std::unique_ptr<DurableImage> image(new DurableImage(options, lock_fd));

@@ -139,14 +139,7 @@ Journal::Journal(const JournalOptions& options) : options_(options) {}
 Result<std::unique_ptr<Journal>> Journal::Open(const JournalOptions& options, const Replay& replay,
                                                JournalRecovery* recovery) {
   std::error_code ec;
-  if (!std::filesystem::exists(options.dir, ec)) {
-    std::filesystem::create_directories(options.dir, ec);
-    if (ec) {
-      return Status::Unavailable(
-          fmt::format("image journal: cannot create {}: {}", options.dir.string(), ec.message()));
-    }
-    ::chmod(options.dir.c_str(), 0700);
-  }
+  REEF_RETURN_IF_ERROR(CreatePrivateDirectory(options.dir, "image journal"));
   std::unique_ptr<Journal> journal(new Journal(options));
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::directory_iterator(options.dir, ec)) {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,18 @@ Status SyncDirectory(const std::filesystem::path& dir) {
   int rc = ::fsync(fd);
   ::close(fd);
   if (rc != 0) return Status::Unavailable(ErrnoText("cannot sync directory", dir));
+  return Status::Ok();
+}
+
+Status CreatePrivateDirectory(const std::filesystem::path& dir, std::string_view what) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) return Status::Ok();
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::Unavailable(
+        fmt::format("{}: cannot create {}: {}", what, dir.string(), ec.message()));
+  }
+  ::chmod(dir.c_str(), 0700);
   return Status::Ok();
 }
 

@@ -19,6 +19,10 @@ std::string ErrnoText(std::string_view what, const std::filesystem::path& path);
 // Unavailable "cannot open directory ..." / "cannot sync directory ...".
 Status SyncDirectory(const std::filesystem::path& dir);
 
+// Creates `dir` (and its parents) when missing, mode 0700. Errors: Unavailable
+// "<what>: cannot create <dir>: <reason>".
+Status CreatePrivateDirectory(const std::filesystem::path& dir, std::string_view what);
+
 // Writes all of `bytes` to `fd` at its offset (retrying short writes and EINTR).
 // Errors: Unavailable "<what>: cannot write <path>: <strerror>".
 Status WriteFully(int fd, std::string_view bytes, const std::filesystem::path& path,

@@ -113,31 +113,21 @@ Status Image::RegisterOps(server::ProtocolDispatcher& dispatcher) {
           dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
       continue;
     }
-    if (spec.async_handler) {
+    // An asynchronous op, and with a durable image a synchronous one that changes actors
+    // (answered after the output gate), answer through `done`.
+    if (spec.async_handler || (ChangesActors(spec) && state->durable)) {
       auto handler = [state, &spec](const json& raw, server::Connection& connection,
                                     server::OpDone done) {
         Args args(spec.name, raw);
         if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
         auto change = std::make_shared<Change>();
         Ctx ctx{*state, args, &connection, *change};
-        spec.async_handler(ctx, [state, &spec, change, id = connection.id(),
-                                 done = std::move(done)](Result<json> result) mutable {
+        auto answer = [state, &spec, change, id = connection.id(),
+                       done = std::move(done)](Result<json> result) mutable {
           Answer(*state, spec, id, std::move(result), change, std::move(done));
-        });
-      };
-      REEF_RETURN_IF_ERROR(
-          dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));
-      continue;
-    }
-    if (ChangesActors(spec) && state->durable) {  // answered after the output gate
-      auto handler = [state, &spec](const json& raw, server::Connection& connection,
-                                    server::OpDone done) {
-        Args args(spec.name, raw);
-        if (Status known = args.OnlyKnown(spec.args); !known.ok()) return done(known);
-        auto change = std::make_shared<Change>();
-        Ctx ctx{*state, args, &connection, *change};
-        Result<json> result = spec.handler(ctx);
-        Answer(*state, spec, connection.id(), std::move(result), change, std::move(done));
+        };
+        if (spec.async_handler) return spec.async_handler(ctx, std::move(answer));
+        answer(spec.handler(ctx));
       };
       REEF_RETURN_IF_ERROR(
           dispatcher.RegisterAsync(std::string(spec.name), std::string(spec.summary), handler));

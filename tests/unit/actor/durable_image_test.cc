@@ -43,7 +43,8 @@ struct Opened {
   JournalRecovery recovery;
   Status status;  // of DurableImage::Open
 
-  explicit Opened(const std::filesystem::path& dir, uint64_t segment_bytes = 64ull << 20) {
+  explicit Opened(const std::filesystem::path& dir, uint64_t segment_bytes = 64ull << 20,
+                  size_t max_record_bytes = 64u << 20) {
     RuntimeOptions options;
     options.mode = SchedulingMode::kFreeRunning;
     options.reactors = 2;
@@ -51,6 +52,7 @@ struct Opened {
     DurableImageOptions durable_options;
     durable_options.journal.dir = dir;
     durable_options.journal.segment_bytes = segment_bytes;
+    durable_options.journal.max_record_bytes = max_record_bytes;
     durable_options.compact_after_bytes = 0;  // CompactNow only
     auto opened = DurableImage::Open(durable_options, &recovered, &recovery);
     status = opened.status();
@@ -340,28 +342,19 @@ TEST(DurableImageTest, AChangeThatCannotBeRecordedStopsTheJournalAtAConsistentPr
   auto counter = LoadGuest("counter");
   ActorRef a = test_support::NumberedRef(1), b = a;
   {
-    RuntimeOptions options;
-    options.mode = SchedulingMode::kFreeRunning;
-    options.reactors = 1;
-    auto runtime = std::move(*Runtime::Create(options));
-    DurableImageOptions durable_options;
-    durable_options.journal.dir = dir.path();
-    durable_options.journal.max_record_bytes = 64 << 10;  // the module fits, a 100 KiB state not
-    RecoveredImage recovered{ValueLimits{}};
-    auto durable = std::shared_ptr<DurableImage>(*DurableImage::Open(durable_options, &recovered));
-    auto group = *runtime->CreateGroup(SchedulingMode::kManual, durable);
-    SpawnOptions spawn;
-    spawn.group = group;
-    a = *runtime->Spawn(counter, Value::Int(1), spawn);
-    ASSERT_TRUE(runtime->Pause(a).ok());
-    ASSERT_TRUE(runtime->SetState(a, Value::String(std::string(100 << 10, 'x'))).ok());
-    b = *runtime->Spawn(counter, Value::Int(2), spawn);  // after the refused record
-    ASSERT_TRUE(runtime->PostAndWait(group->home, [] {}).ok());
+    // The module fits in a record, a 100 KiB state does not.
+    Opened image(dir.path(), 64ull << 20, /*max_record_bytes=*/64 << 10);
+    ASSERT_TRUE(image.status.ok()) << image.status.ToString();
+    a = image.Spawn(counter, 1);
+    ASSERT_TRUE(image.runtime->Pause(a).ok());
+    image.Settle();  // acknowledged: these stay
+    ASSERT_TRUE(image.runtime->SetState(a, Value::String(std::string(100 << 10, 'x'))).ok());
+    b = image.Spawn(counter, 2);  // after the refused record
+    ASSERT_TRUE(image.runtime->PostAndWait(image.group->home, [] {}).ok());
     std::promise<Status> gate;
-    durable->WhenAppendedDurable([&](Status status) { gate.set_value(status); });
+    image.durable->WhenAppendedDurable([&](Status status) { gate.set_value(status); });
     Status answer = gate.get_future().get();
     EXPECT_EQ(answer.code(), Code::kUnavailable) << "nothing is acknowledged any more";
-    EXPECT_TRUE(runtime->RemoveGroup(*group).ok());
   }
   Opened again(dir.path());
   ASSERT_TRUE(again.status.ok()) << again.status.ToString();
