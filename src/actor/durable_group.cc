@@ -45,6 +45,22 @@ void Runtime::State::RecordActor(const Actor& actor, bool spawned, bool dropped_
   durable->Append(std::move(record));
 }
 
+void Runtime::State::RecordCommit(Reactor& reactor, const Actor& actor, bool acknowledges,
+                                  bool stopped, const Effects& effects) {
+  DurableImage* durable = actor.cell->group->durable.get();
+  if (durable == nullptr) return;
+  std::vector<RecordedSend>& sends = reactor.recorded_sends;  // reused: no allocation per commit
+  sends.clear();
+  for (const SendEffect& send : effects.sends) {
+    if (!send.target.is_reply_address())
+      sends.push_back({&send.target, &send.sender, &send.message});
+  }
+  std::string record;
+  EncodeCommitRecord(actor.cell->ref, actor.state, acknowledges, stopped, sends, &record);
+  sends.clear();
+  durable->Append(std::move(record));
+}
+
 void Runtime::State::RecordMessages(const Actor& actor) {
   DurableImage* durable = actor.cell->group->durable.get();
   if (durable == nullptr) return;

@@ -22,7 +22,6 @@
 // happen (its home reactor), since their order is the journal's.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
 #include <set>
 #include <string>

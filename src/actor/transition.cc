@@ -271,20 +271,7 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
     if (self == reserved.end()) actor.cell->Release(1);  // acknowledged
   }
 
-  if (DurableImage* durable = actor.cell->group->durable.get()) {
-    // One record holds the new state, the acknowledgement and every send to an actor, so a
-    // crash keeps all of the transition or none of it.
-    std::vector<RecordedSend>& sends = reactor.recorded_sends;
-    sends.clear();
-    for (const SendEffect& send : effects.sends) {
-      if (!send.target.is_reply_address())
-        sends.push_back({&send.target, &send.sender, &send.message});
-    }
-    std::string record;
-    EncodeCommitRecord(actor.cell->ref, actor.state, acknowledges, shutdown, sends, &record);
-    sends.clear();
-    durable->Append(std::move(record));
-  }
+  state.RecordCommit(reactor, actor, acknowledges, shutdown, effects);
   reactor.committing = true;  // the commit record holds the sends Deliver is about to get
   bool replied = false;
   for (SendEffect& send : effects.sends) {

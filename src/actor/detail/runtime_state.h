@@ -275,6 +275,10 @@ struct Runtime::State {
   // The header of `actor` (spawn: `spawned`; a poisoned input dropped: `dropped_first`), after
   // the records of implementations it is the first to name.
   void RecordActor(const Actor& actor, bool spawned = false, bool dropped_first = false);
+  // A committed transition: its new state, whether it acknowledged its input or ended a stop,
+  // and its sends to actors (not reply addresses), in one record.
+  void RecordCommit(Reactor& reactor, const Actor& actor, bool acknowledges, bool stopped,
+                    const Effects& effects);
   void RecordMessages(const Actor& actor);                            // set-messages
   void RecordDelivery(const Actor& actor, const Envelope& envelope);  // not a commit's send
   void RecordRemoval(const Actor& actor);
