@@ -23,14 +23,8 @@ ActorRecord Header(const Actor& a) {
   r.mailbox_capacity = a.cell->capacity.load();
   r.log_level = a.context->min_log_level;
   r.reserved = a.reserved.has_value();
+  r.tag = a.tag;
   return r;
-}
-
-void RecordImplementation(DurableImage& durable, const Implementation& implementation) {
-  if (!durable.FirstUseOf(implementation.id)) return;
-  std::string record;
-  EncodeImplementationRecord(implementation, &record);
-  durable.Append(std::move(record));
 }
 
 }  // namespace
@@ -38,8 +32,8 @@ void RecordImplementation(DurableImage& durable, const Implementation& implement
 void Runtime::State::RecordActor(const Actor& actor, bool spawned, bool dropped_first) {
   DurableImage* durable = actor.cell->group->durable.get();
   if (durable == nullptr) return;
-  RecordImplementation(*durable, *actor.implementation);
-  if (actor.pending_install) RecordImplementation(*durable, *actor.pending_install);
+  durable->AppendImplementation(*actor.implementation);
+  if (actor.pending_install) durable->AppendImplementation(*actor.pending_install);
   std::string record;
   EncodeActorRecord(Header(actor), spawned, dropped_first, &record);
   durable->Append(std::move(record));
@@ -47,17 +41,38 @@ void Runtime::State::RecordActor(const Actor& actor, bool spawned, bool dropped_
 
 void Runtime::State::RecordCommit(Reactor& reactor, const Actor& actor, bool acknowledges,
                                   bool stopped, const Effects& effects) {
+  reactor.send_origins.clear();  // none unless recorded below
   DurableImage* durable = actor.cell->group->durable.get();
   if (durable == nullptr) return;
   std::vector<RecordedSend>& sends = reactor.recorded_sends;  // reused: no allocation per commit
+  std::vector<uint64_t>& origins = reactor.send_origins;
   sends.clear();
+  origins.clear();
+  // A routed commit's send to an actor this reactor does not own is posted (Route): in flight
+  // until its arrival. An actor in this reactor's table gets it within the commit: Route
+  // delivers inline to an owner it runs on (an actor moving here is in the table only once
+  // the move reached this reactor, and Route waits for the move to end).
+  const bool routed = actor.cell->group->mode == SchedulingMode::kFreeRunning;
   for (const SendEffect& send : effects.sends) {
+    uint64_t origin = 0;
+    if (routed && !send.target.is_reply_address() && !reactor.actors.contains(send.target)) {
+      origin = durable->NextOrigin();
+    }
+    origins.push_back(origin);
     if (!send.target.is_reply_address())
-      sends.push_back({&send.target, &send.sender, &send.message});
+      sends.push_back({&send.target, &send.sender, &send.message, origin});
   }
   std::string record;
-  EncodeCommitRecord(actor.cell->ref, actor.state, acknowledges, stopped, sends, &record);
+  EncodeCommitRecord(actor.cell->ref, actor.state, acknowledges, stopped, routed, sends, &record);
   sends.clear();
+  durable->Append(std::move(record));
+}
+
+void Runtime::State::RecordArrival(const Actor& actor, uint64_t origin) {
+  DurableImage* durable = actor.cell->group->durable.get();
+  if (durable == nullptr) return;
+  std::string record;
+  EncodeArrivalRecord(actor.cell->ref, origin, &record);
   durable->Append(std::move(record));
 }
 
@@ -102,11 +117,13 @@ ActorStatus Resumed(ActorStatus status) {
 Status Runtime::Restore(const std::shared_ptr<ActorGroup>& group, std::vector<ActorRecord> actors,
                         const ImplementationOf& implementation_of) {
   State& s = *state_;
-  if (!group || !group->durable || group->mode != SchedulingMode::kManual) {
-    return Status::InvalidArgument("only a durable manual group's actors can be restored");
+  if (!group || !group->durable) {
+    return Status::InvalidArgument("only a durable group's actors can be restored");
   }
-  std::vector<std::unique_ptr<Actor>> made;
-  made.reserve(actors.size());
+  const bool manual = group->mode == SchedulingMode::kManual;
+  SpawnOptions spread;  // a free-running group's actors go round the Up reactors
+  spread.placement = PlacementPolicy::kRoundRobin;
+  std::map<uint32_t, std::vector<std::unique_ptr<Actor>>> made;  // by reactor
   for (ActorRecord& record : actors) {
     auto implementation = implementation_of(record.implementation_id);
     if (!implementation) {
@@ -124,9 +141,15 @@ Status Runtime::Restore(const std::shared_ptr<ActorGroup>& group, std::vector<Ac
     if (s.FindCell(record.ref)) {
       return Status::AlreadyExists(fmt::format("@{} exists already", record.ref.str()));
     }
+    uint32_t reactor = group->home;
+    if (!manual) {
+      REEF_ASSIGN_OR_RETURN(Reactor * placed, s.Place(spread, *group));
+      reactor = placed->id;
+    }
     std::unique_ptr<Actor> a = s.NewActor(
         record.ref, std::move(implementation), std::move(record.state),
-        std::max<uint32_t>(record.mailbox_capacity, 1), group->home, group, record.log_level);
+        std::max<uint32_t>(record.mailbox_capacity, 1), reactor, group, record.log_level);
+    a->tag = std::move(record.tag);
     a->pending_install = std::move(pending);
     a->incarnation = record.incarnation;
     a->cell->incarnation.store(record.incarnation);
@@ -149,26 +172,29 @@ Status Runtime::Restore(const std::shared_ptr<ActorGroup>& group, std::vector<Ac
       a->finish_reserved_first = interrupted;
     }
     a->queued = std::move(record.messages);
-    made.push_back(std::move(a));
+    made[reactor].push_back(std::move(a));
   }
-  std::vector<std::shared_ptr<ActorCell>> cells;
-  cells.reserve(made.size());
-  for (const auto& a : made) cells.push_back(a->cell);
-  Reactor& home = *s.reactors[group->home];
-  REEF_RETURN_IF_ERROR(s.OnReactor(home, [&](Reactor& r) {
-    for (auto& owned : made) {
-      Actor& a = *owned;
-      const ActorRef ref = a.cell->ref;
-      r.actors.emplace(ref, std::move(owned));
-      group->members.insert(ref);
-      a.joined_at_tick = group->ticks_started;
-      if (s.Runnable(a)) s.MarkRunnable(r, a);
-    }
-    r.actor_count.fetch_add(made.size());
-    return Status::Ok();
-  }));
-  WriterLock lock(s.directory_mu);
-  for (auto& cell : cells) s.directory.emplace(cell->ref, std::move(cell));
+  for (auto& [reactor, batch] : made) {
+    std::vector<std::shared_ptr<ActorCell>> cells;
+    cells.reserve(batch.size());
+    for (const auto& a : batch) cells.push_back(a->cell);
+    REEF_RETURN_IF_ERROR(s.OnReactor(*s.reactors[reactor], [&](Reactor& r) {
+      for (auto& owned : batch) {
+        Actor& a = *owned;
+        const ActorRef ref = a.cell->ref;
+        r.actors.emplace(ref, std::move(owned));
+        if (manual) {
+          group->members.insert(ref);
+          a.joined_at_tick = group->ticks_started;
+        }
+        if (s.Runnable(a)) s.MarkRunnable(r, a);
+      }
+      r.actor_count.fetch_add(batch.size());
+      return Status::Ok();
+    }));
+    WriterLock lock(s.directory_mu);
+    for (auto& cell : cells) s.directory.emplace(cell->ref, std::move(cell));
+  }
   return Status::Ok();
 }
 

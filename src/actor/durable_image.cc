@@ -71,9 +71,25 @@ Result<std::unique_ptr<DurableImage>> DurableImage::Open(const DurableImageOptio
         dir.string(), snapshot, oldest, appended));
   }
   REEF_RETURN_IF_ERROR(RemoveOldSnapshots(dir, snapshot));
+  // Messages a crash caught between their send and their arrival arrive now, at the end of
+  // their targets' mailboxes, in the order they were sent: recorded first, so the journal
+  // replays to this image again.
+  std::vector<std::pair<uint64_t, ActorRef>> arriving;
+  for (const auto& [origin, sent] : recovered->in_flight())
+    arriving.emplace_back(origin, sent.target);
+  std::string record;
+  for (const auto& [origin, target] : arriving) {
+    EncodeArrivalRecord(target, origin, &record);
+    REEF_RETURN_IF_ERROR(image->journal_->Append(record).status());
+    REEF_RETURN_IF_ERROR(recovered->Apply(record));
+  }
+  image->next_origin_.store(recovered->last_origin() + 1);
   {
     MutexLock lock(image->mu_);
     image->snapshot_seq_ = snapshot;
+  }
+  {
+    MutexLock lock(image->first_use_mu_);
     for (const auto& [id, implementation] : recovered->implementations()) {
       image->implementations_.insert(id);
     }
@@ -119,9 +135,12 @@ void DurableImage::Append(std::string record) {
                 failed.message());
 }
 
-bool DurableImage::FirstUseOf(const std::string& implementation_id) {
-  MutexLock lock(mu_);
-  return implementations_.insert(implementation_id).second;
+void DurableImage::AppendImplementation(const Implementation& implementation) {
+  MutexLock lock(first_use_mu_);  // held while appending: see the header
+  if (!implementations_.insert(implementation.id).second) return;
+  std::string record;
+  EncodeImplementationRecord(implementation, &record);
+  Append(std::move(record));
 }
 
 DurableImageStats DurableImage::stats() const {
@@ -129,7 +148,7 @@ DurableImageStats DurableImage::stats() const {
   return {journal_->stats(), snapshot_seq_, snapshot_bytes_, compactions_};
 }
 
-void DurableImage::CollectMetrics(MetricFamilies& out) const {
+void DurableImage::CollectMetrics(std::string_view runtime, MetricFamilies& out) const {
   static constexpr MetricDesc kRecords{
       "reef_image_journal_records_total", MetricType::kCounter,
       "Records appended to the durable image's journal since the server started."};
@@ -145,11 +164,12 @@ void DurableImage::CollectMetrics(MetricFamilies& out) const {
       "reef_image_compactions_total", MetricType::kCounter,
       "Compactions of the journal into a snapshot since the server started."};
   const DurableImageStats now = stats();
-  out.Add(kRecords, {}, now.journal.records);
-  out.Add(kSyncs, {}, now.journal.batches);
-  out.Add(kLargest, {}, now.journal.largest_batch);
-  out.Add(kSnapshot, {}, now.snapshot_seq);
-  out.Add(kCompactions, {}, now.compactions);
+  const MetricLabels labels{{"runtime", std::string(runtime)}};
+  out.Add(kRecords, labels, now.journal.records);
+  out.Add(kSyncs, labels, now.journal.batches);
+  out.Add(kLargest, labels, now.journal.largest_batch);
+  out.Add(kSnapshot, labels, now.snapshot_seq);
+  out.Add(kCompactions, labels, now.compactions);
 }
 
 Status DurableImage::CompactNow() {

@@ -6,22 +6,31 @@
 //
 // The output gate: no op answer or "changed" notification claims a change before its record is
 // on disk (reads — inspect, ps, events, logs — show the live image, which may be a few
-// milliseconds ahead of the disk). Every change of the group's actors happens on the group's
-// home reactor and is appended there in the order it happened, so "everything appended so far is
-// durable" (WhenAppendedDurable) covers any change made before the call. Changes inside the
-// image need no gate: a message one actor sends another is recorded in the sender's commit
+// milliseconds ahead of the disk). Every change of an actor is appended on the reactor that
+// owns it, in the order it happened, so "everything appended so far is durable"
+// (WhenAppendedDurable), asked on that reactor after the change, covers it. Changes inside the
+// group need no gate: a message one actor sends another is recorded in the sender's commit
 // record, before any record of what the receiver does with it, so a crash can lose the effect
 // only together with its cause.
+//
+// Groups spread over several reactors (a free-running group: program unit instances) write
+// routed commits: a send to an actor on another reactor is in flight, by origin number, until
+// the target's reactor records its arrival. Replay keeps in-flight messages aside and puts
+// each in its target's mailbox at its arrival record, so every mailbox comes back in the order
+// it had. Open records the arrival of every message still in flight at the end (a crash came
+// between the send and its arrival), at the end of its target's mailbox, before anything else.
 //
 // Compaction: a background thread rebuilds the image from the last snapshot and the journal
 // files closed since (never the file being written, never the live actors), writes it as a new
 // snapshot, and removes those files and the old snapshot. So the journal holds only the changes
 // since the last snapshot and a restart replays a bounded amount.
 //
-// Thread ownership: any thread, except that Append and FirstUseOf run where the group's changes
-// happen (its home reactor), since their order is the journal's.
+// Thread ownership: any thread, except that Append and AppendImplementation run where the
+// change they record happens (the reactor owning the actor), since their order is the
+// journal's.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
@@ -71,13 +80,18 @@ class DurableImage {
   // on the caller's and must not block.
   void WhenAppendedDurable(Journal::Done done);
 
-  // REQUIRES: on the group's home reactor (the runtime's records, durable_group.cc).
-  // Appends `record`. When that fails (the journal failed, or a record over its size limit)
-  // the image is failed for good: logged once, and WhenAppendedDurable answers Unavailable
-  // from then on (the changes go on in memory, but none is acknowledged).
+  // REQUIRES: on the reactor that owns the actor the record is about (the runtime's
+  // records, durable_group.cc). Appends `record`. When that fails (the journal failed, or a
+  // record over its size limit) the image is failed for good: logged once, and
+  // WhenAppendedDurable answers Unavailable from then on (the changes go on in memory, but
+  // none is acknowledged).
   void Append(std::string record);
-  // True the first time `implementation_id` is asked for: its record is to be appended first.
-  bool FirstUseOf(const std::string& implementation_id) EXCLUDES(mu_);
+  // Appends `implementation`'s record unless it was appended (or recovered) before. A second
+  // reactor asking for the same one returns once the first has appended it, so no record
+  // naming it can precede it.
+  void AppendImplementation(const Implementation& implementation) EXCLUDES(first_use_mu_);
+  // A number no message in flight has (routed commits), unique since Open. Any thread.
+  uint64_t NextOrigin() { return next_origin_.fetch_add(1); }
 
   // Compacts every closed journal file now (what the background thread does when they grow).
   // Errors: those of reading the snapshot and the files (DataLoss, Unavailable) and of writing
@@ -87,8 +101,9 @@ class DurableImage {
   DurableImageStats stats() const EXCLUDES(mu_);
   // Adds the durable image's series to a /metrics scrape (docs/http-api.md "Durable image
   // metrics"): reef_image_journal_records_total, reef_image_journal_syncs_total,
-  // reef_image_journal_largest_batch, reef_image_snapshot_record, reef_image_compactions_total.
-  void CollectMetrics(MetricFamilies& out) const EXCLUDES(mu_);
+  // reef_image_journal_largest_batch, reef_image_snapshot_record, reef_image_compactions_total,
+  // each labelled runtime="<runtime>" ("image", "programs": the runtime metrics' label).
+  void CollectMetrics(std::string_view runtime, MetricFamilies& out) const EXCLUDES(mu_);
 
  private:
   DurableImage(const DurableImageOptions& options, int lock_fd)
@@ -99,8 +114,11 @@ class DurableImage {
   const int lock_fd_;
   std::unique_ptr<Journal> journal_;
 
+  Mutex first_use_mu_;
+  std::set<std::string, std::less<>> implementations_ GUARDED_BY(first_use_mu_);  // recorded
+  std::atomic<uint64_t> next_origin_{1};
+
   mutable Mutex mu_;
-  std::set<std::string, std::less<>> implementations_ GUARDED_BY(mu_);  // recorded ones
   Status failed_ GUARDED_BY(mu_);
   uint64_t snapshot_seq_ GUARDED_BY(mu_) = 0;
   uint64_t snapshot_bytes_ GUARDED_BY(mu_) = 0;

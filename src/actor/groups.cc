@@ -158,15 +158,14 @@ Result<std::shared_ptr<ActorGroup>> Runtime::CreateGroup(SchedulingMode mode,
   if (s.options.mode == SchedulingMode::kManual && mode == SchedulingMode::kFreeRunning) {
     return Status::InvalidArgument("a manual runtime has no free-running groups");
   }
-  // A manual group's actors live on one reactor (its home) in a free-running runtime; a manual
-  // runtime spreads them over its reactors, whose sends are then delivered by another
-  // reactor's Deliver than the committing one.
-  if (durable && (mode != SchedulingMode::kManual ||
-                  (s.options.mode == SchedulingMode::kManual && s.reactors.size() > 1))) {
+  // A manual runtime spreads a manual group over its reactors and delivers a commit's sends
+  // through another reactor's Deliver than the committing one, outside the commit: its
+  // records would not say which sends are in flight. A free-running runtime's groups record
+  // routed commits (durable_image.h).
+  if (durable && s.options.mode == SchedulingMode::kManual && s.reactors.size() > 1) {
     return Status::InvalidArgument(
-        "only a manual group whose actors live on one reactor can be durable (a manual group of "
-        "a free-running runtime, or of a one-reactor manual runtime): one journal then orders "
-        "all their changes");
+        "a manual runtime with several reactors has no durable groups (a free-running runtime's "
+        "groups, or a one-reactor manual runtime's, can be durable)");
   }
   uint32_t home = 0;
   if (s.options.mode == SchedulingMode::kFreeRunning && mode == SchedulingMode::kManual) {

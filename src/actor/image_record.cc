@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/frame.h"
 
 namespace reef::actor {
@@ -146,6 +148,7 @@ ActorRecord ReadHeader(Reader& in, const ActorRef& ref) {
   a.mailbox_capacity = in.Le<uint32_t>("mailbox capacity");
   a.log_level = in.Enum<LogLevel>("log level", kLastLevel);
   a.reserved = in.Flag("reserved");
+  if (in.ok() && !in.done()) a.tag = std::string(in.Bytes("tag"));  // absent: none
   return a;
 }
 
@@ -189,6 +192,7 @@ void EncodeActorRecord(const ActorRecord& a, bool spawned, bool dropped_first, s
   PutLe<uint32_t>(*out, a.mailbox_capacity);
   out->push_back(static_cast<char>(a.log_level));
   out->push_back(a.reserved && !spawned ? 1 : 0);
+  if (!a.tag.empty()) PutBytes(*out, a.tag);
 }
 
 void EncodeMessagesRecord(const ActorRef& ref, bool reserved, const Envelope* first,
@@ -201,16 +205,30 @@ void EncodeMessagesRecord(const ActorRef& ref, bool reserved, const Envelope* fi
 }
 
 void EncodeCommitRecord(const ActorRef& ref, const CborValue& state, bool acknowledges,
-                        bool stopped, const std::vector<RecordedSend>& sends, std::string* out) {
-  Begin(out, ImageRecordKind::kCommit, ref);
+                        bool stopped, bool routed, const std::vector<RecordedSend>& sends,
+                        std::string* out) {
+  Begin(out, routed ? ImageRecordKind::kRoutedCommit : ImageRecordKind::kCommit, ref);
   PutCbor(*out, state);
   out->push_back(static_cast<char>((acknowledges ? 1 : 0) | (stopped ? 2 : 0)));
   PutLe<uint32_t>(*out, static_cast<uint32_t>(sends.size()));
   for (const RecordedSend& send : sends) {
     PutRef(*out, *send.target);
+    if (routed) PutLe<uint64_t>(*out, send.origin);
     PutOptionalRef(*out, *send.sender);
     PutCbor(*out, *send.message);
   }
+}
+
+void EncodeArrivalRecord(const ActorRef& ref, uint64_t origin, std::string* out) {
+  Begin(out, ImageRecordKind::kArrival, ref);
+  PutLe<uint64_t>(*out, origin);
+}
+
+void EncodeInFlightRecord(const ActorRef& target, uint64_t origin, const Envelope& envelope,
+                          std::string* out) {
+  Begin(out, ImageRecordKind::kInFlight, target);
+  PutLe<uint64_t>(*out, origin);
+  PutEnvelope(*out, envelope);
 }
 
 void EncodeDeliveryRecord(const ActorRef& ref, const Envelope& envelope, std::string* out) {
@@ -225,7 +243,7 @@ void EncodeRemovalRecord(const ActorRef& ref, std::string* out) {
 Status RecoveredImage::Apply(std::string_view record) {
   Reader in(record, limits_);
   auto kind =
-      in.Enum<ImageRecordKind>("record kind", static_cast<uint8_t>(ImageRecordKind::kRemoval));
+      in.Enum<ImageRecordKind>("record kind", static_cast<uint8_t>(ImageRecordKind::kInFlight));
   if (in.ok() && kind == ImageRecordKind{}) in.Fail("record kind 0 is not a record");
   auto refuse = [&](std::string why) {
     return Status::DataLoss(fmt::format("image record: {}", why));
@@ -303,16 +321,24 @@ Status RecoveredImage::Apply(std::string_view record) {
       it->second.messages = std::move(messages);
       return Status::Ok();
     }
-    case ImageRecordKind::kCommit: {
+    case ImageRecordKind::kCommit:
+    case ImageRecordKind::kRoutedCommit: {
       REEF_RETURN_IF_ERROR(known());
+      const bool routed = kind == ImageRecordKind::kRoutedCommit;
       CborValue state = in.Cbor("state");
       uint8_t flags = in.Le<uint8_t>("commit flags");
       if (flags > 3) in.Fail(fmt::format("commit flags {} are out of range", flags));
       uint32_t count = in.Le<uint32_t>("send count");
-      std::vector<std::pair<ActorRef, Envelope>> sends;
+      struct Sent {
+        ActorRef target;
+        uint64_t origin;
+        Envelope envelope;
+      };
+      std::vector<Sent> sends;
       for (uint32_t i = 0; i < count && in.ok(); ++i) {
         ActorRef target = in.Ref("send target");
-        sends.emplace_back(target, in.TakeEnvelope("send"));
+        uint64_t origin = routed ? in.Le<uint64_t>("send origin") : 0;
+        sends.push_back({target, origin, in.TakeEnvelope("send")});
       }
       if (in.ok() && !in.done()) in.Fail("bytes follow the commit record");
       if (!in.ok()) return refuse(fmt::format("@{}: {}", ref.str(), in.error()));
@@ -321,10 +347,18 @@ Status RecoveredImage::Apply(std::string_view record) {
       if (acknowledges && a.messages.empty()) {
         return refuse(fmt::format("@{} acknowledges a message but has none", ref.str()));
       }
-      for (const auto& [target, envelope] : sends) {
-        if (!actors_.contains(target)) {
+      for (size_t i = 0; i < sends.size(); ++i) {
+        const Sent& send = sends[i];
+        if (!actors_.contains(send.target)) {
           return refuse(
-              fmt::format("@{} sends to @{}, which does not exist", ref.str(), target.str()));
+              fmt::format("@{} sends to @{}, which does not exist", ref.str(), send.target.str()));
+        }
+        if (send.origin == 0) continue;
+        bool repeated = in_flight_.contains(send.origin);
+        for (size_t j = 0; j < i && !repeated; ++j) repeated = sends[j].origin == send.origin;
+        if (repeated) {
+          return refuse(fmt::format("@{} sends origin {}, which is in flight already", ref.str(),
+                                    send.origin));
         }
       }
       a.state = std::move(state);
@@ -334,9 +368,41 @@ Status RecoveredImage::Apply(std::string_view record) {
       }
       a.status = (flags & 2) != 0 ? ActorStatus::kStopped : ActorStatus::kIdle;
       if ((flags & 2) != 0) a.stopping = false;
-      for (auto& [target, envelope] : sends) {
-        actors_.at(target).messages.push_back(std::move(envelope));
+      for (Sent& send : sends) {
+        if (send.origin == 0) {
+          actors_.at(send.target).messages.push_back(std::move(send.envelope));
+        } else {
+          last_origin_ = std::max(last_origin_, send.origin);
+          in_flight_.emplace(send.origin, InFlightMessage{send.target, std::move(send.envelope)});
+        }
       }
+      return Status::Ok();
+    }
+    case ImageRecordKind::kArrival: {
+      REEF_RETURN_IF_ERROR(known());
+      uint64_t origin = in.Le<uint64_t>("origin");
+      if (in.ok() && !in.done()) in.Fail("bytes follow the arrival record");
+      if (!in.ok()) return refuse(fmt::format("@{}: {}", ref.str(), in.error()));
+      auto sent = in_flight_.find(origin);
+      if (sent == in_flight_.end() || sent->second.target != ref) {
+        return refuse(
+            fmt::format("@{} receives origin {}, which is not in flight to it", ref.str(), origin));
+      }
+      it->second.messages.push_back(std::move(sent->second.envelope));
+      in_flight_.erase(sent);
+      return Status::Ok();
+    }
+    case ImageRecordKind::kInFlight: {
+      REEF_RETURN_IF_ERROR(known());
+      uint64_t origin = in.Le<uint64_t>("origin");
+      Envelope envelope = in.TakeEnvelope("message");
+      if (in.ok() && !in.done()) in.Fail("bytes follow the in-flight record");
+      if (in.ok() && origin == 0) in.Fail("origin 0 is not in flight");
+      if (!in.ok()) return refuse(fmt::format("@{}: {}", ref.str(), in.error()));
+      if (!in_flight_.emplace(origin, InFlightMessage{ref, std::move(envelope)}).second) {
+        return refuse(fmt::format("origin {} is in flight twice", origin));
+      }
+      last_origin_ = std::max(last_origin_, origin);
       return Status::Ok();
     }
     case ImageRecordKind::kDelivery: {

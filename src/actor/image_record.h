@@ -15,6 +15,13 @@
 //   delivery        one message added to the end of an actor's mailbox from outside a commit
 //                   (a host send, a call's request)
 //   removal         an actor removed for good
+//   routed commit   a commit of an actor of a group spread over several reactors: each send
+//                   has an origin number, 0 for one delivered within the commit (the target
+//                   is on the committing reactor), else a number no other message in flight
+//                   has; such a message is *in flight* until its arrival record
+//   arrival         an in-flight message (by origin) added to the end of its target's mailbox,
+//                   recorded by the target's reactor when it arrives there
+//   in flight       (snapshots only) a message still in flight when the snapshot was made
 //
 // An actor's messages are one sequence, the reserved one (if any) first: taking the next
 // input reserves the first message without changing the sequence, so it is not recorded; a
@@ -51,6 +58,9 @@ enum class ImageRecordKind : uint8_t {
   kCommit = 4,
   kDelivery = 5,
   kRemoval = 6,
+  kRoutedCommit = 7,
+  kArrival = 8,
+  kInFlight = 9,
 };
 
 // What an implementation record holds: enough to rebuild the implementation without the
@@ -66,6 +76,7 @@ struct ImplementationRecord {
 // The durable facts of one actor: what an actor record holds, plus its messages.
 struct ActorRecord {
   ActorRef ref;
+  std::string tag;  // SpawnOptions::tag (empty: none)
   std::string implementation_id;
   std::optional<std::string> pending_install;  // implementation id queued by reload/become
   uint32_t incarnation = 1;
@@ -102,11 +113,25 @@ struct RecordedSend {
   const ActorRef* target;
   const std::optional<ActorRef>* sender;
   const CborValue* message;
+  uint64_t origin = 0;  // routed commits: 0 = delivered within the commit, else in flight
 };
+// `routed`: a routed commit (each send's origin written), else a commit (every send delivered
+// within it).
 void EncodeCommitRecord(const ActorRef& ref, const CborValue& state, bool acknowledges,
-                        bool stopped, const std::vector<RecordedSend>& sends, std::string* out);
+                        bool stopped, bool routed, const std::vector<RecordedSend>& sends,
+                        std::string* out);
 void EncodeDeliveryRecord(const ActorRef& ref, const Envelope& envelope, std::string* out);
 void EncodeRemovalRecord(const ActorRef& ref, std::string* out);
+// The in-flight message `origin` reached `ref`'s mailbox.
+void EncodeArrivalRecord(const ActorRef& ref, uint64_t origin, std::string* out);
+void EncodeInFlightRecord(const ActorRef& target, uint64_t origin, const Envelope& envelope,
+                          std::string* out);
+
+// A message a routed commit sent that has not arrived yet.
+struct InFlightMessage {
+  ActorRef target;
+  Envelope envelope;
+};
 
 // The image rebuilt from records applied in order.
 class RecoveredImage {
@@ -115,7 +140,8 @@ class RecoveredImage {
 
   // Applies one record. Errors: DataLoss when it cannot be parsed, or contradicts what came
   // before (a commit or delivery for an unknown actor, an acknowledgement with no message, a
-  // spawn of a ref that exists, a name of an unrecorded implementation); nothing changes then.
+  // spawn of a ref that exists, a name of an unrecorded implementation, an origin in flight
+  // twice, an arrival of a message not in flight); nothing changes then.
   Status Apply(std::string_view record);
 
   // Actors by ref, and every implementation recorded (also ones no actor uses any more).
@@ -127,11 +153,17 @@ class RecoveredImage {
   const std::map<std::string, ImplementationRecord, std::less<>>& implementations() const {
     return implementations_;
   }
+  // Messages sent by routed commits and not arrived yet, by origin.
+  const std::map<uint64_t, InFlightMessage>& in_flight() const { return in_flight_; }
+  // The largest origin number any record applied so far used (0: none).
+  uint64_t last_origin() const { return last_origin_; }
   const ValueLimits& limits() const { return limits_; }
 
  private:
   ValueLimits limits_;
   std::map<ActorRef, ActorRecord> actors_;
+  std::map<uint64_t, InFlightMessage> in_flight_;
+  uint64_t last_origin_ = 0;
   std::map<std::string, ImplementationRecord, std::less<>> implementations_;
 };
 

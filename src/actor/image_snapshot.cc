@@ -92,6 +92,11 @@ Status WriteRecords(FrameWriter& out, const RecoveredImage& image) {
       REEF_RETURN_IF_ERROR(out.Add(record));
     }
   }
+  // After the actors they go to.
+  for (const auto& [origin, sent] : image.in_flight()) {
+    EncodeInFlightRecord(sent.target, origin, sent.envelope, &record);
+    REEF_RETURN_IF_ERROR(out.Add(record));
+  }
   return out.Finish();
 }
 

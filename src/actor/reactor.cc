@@ -213,42 +213,98 @@ void Runtime::State::MarkRunnable(Reactor& reactor, Actor& actor) {
   reactor.run_queue.push_back(actor.cell->ref);
 }
 
-void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope) {
+namespace {
+
+// The reactor a message to `cell` goes to now: its owner, or where it is moving (waits while
+// another reactor moves it).
+Reactor* RouteTarget(Runtime::State& s, ActorCell& cell) REQUIRES(cell.route_mu) {
+  Reactor* owner = s.reactors[cell.reactor.load(std::memory_order_acquire)].get();
+  while (cell.moving && tls_reactor != owner) {
+    cell.route_cv.WaitFor(cell.route_mu, std::chrono::milliseconds(5));
+    owner = s.reactors[cell.reactor.load(std::memory_order_acquire)].get();
+  }
+  // The old owner itself forwards straight to the new one while the move is in progress.
+  return cell.moving ? s.reactors[cell.moving_to].get() : owner;
+}
+
+// Runs `wait` on `cell`'s owner behind every message routed to it before, following it when
+// it moves (free-running; Runtime::WhenDurable).
+void RouteWait(Runtime::State& s, const std::shared_ptr<ActorCell>& cell,
+               std::function<void()> wait) {
+  MutexLock lock(cell->route_mu);
+  Reactor* target = RouteTarget(s, *cell);
+  target->Post([&s, cell, wait = std::move(wait)](Reactor& r) mutable {
+    if (r.actors.contains(cell->ref) || cell->removed.load()) return wait();
+    RouteWait(s, cell, std::move(wait));  // it moved away: follow it, as Route does
+  });
+}
+
+}  // namespace
+
+void Runtime::State::Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope,
+                           uint64_t origin) {
   if (options.mode == SchedulingMode::kManual) {  // one thread drives every reactor
     Reactor& owner = *reactors[cell->reactor.load(std::memory_order_acquire)];
     auto it = owner.actors.find(cell->ref);
-    if (it != owner.actors.end()) Deliver(owner, *it->second, std::move(envelope));
+    if (it != owner.actors.end()) Deliver(owner, *it->second, std::move(envelope), origin);
     return;
   }
   // Choosing the reactor and posting happen under route_mu, so a move (Drain) is ordered
   // against every send: before it (delivered or forwarded by the old owner), or after it.
   MutexLock lock(cell->route_mu);
-  Reactor* owner = reactors[cell->reactor.load(std::memory_order_acquire)].get();
-  while (cell->moving && tls_reactor != owner) {
-    cell->route_cv.WaitFor(cell->route_mu, std::chrono::milliseconds(5));
-    owner = reactors[cell->reactor.load(std::memory_order_acquire)].get();
-  }
-  // The old owner itself forwards straight to the new one while the move is in progress.
-  Reactor* target = cell->moving ? reactors[cell->moving_to].get() : owner;
+  Reactor* target = RouteTarget(*this, *cell);
   if (target == tls_reactor) {
     auto it = target->actors.find(cell->ref);
     if (it != target->actors.end()) {
-      Deliver(*target, *it->second, std::move(envelope));
+      Deliver(*target, *it->second, std::move(envelope), origin);
       return;
     }
   }
   auto shared = std::make_shared<Envelope>(std::move(envelope));
-  target->Post([this, cell, shared](Reactor& r) {
+  target->Post([this, cell, shared, origin](Reactor& r) {
     auto it = r.actors.find(cell->ref);
     if (it != r.actors.end()) {
-      Deliver(r, *it->second, std::move(*shared));
+      Deliver(r, *it->second, std::move(*shared), origin);
     } else if (cell->removed.load()) {
       // Unreachable by construction (senders back off once `removed` is set); never loop.
       cell->Release(1);
     } else {
-      Route(cell, std::move(*shared));  // it moved away: the old owner forwards it
+      Route(cell, std::move(*shared), origin);  // it moved away: the old owner forwards it
     }
   });
+}
+
+void Runtime::WhenDurable(const ActorGroup& group, const std::optional<ActorRef>& after,
+                          std::function<void(Status)> done) {
+  State& s = *state_;
+  std::shared_ptr<DurableImage> durable = group.durable;
+  if (!durable) return done(Status::Ok());
+  // Answers once: from the journal, or with Unavailable when the wait is destroyed unrun (the
+  // runtime stopping).
+  struct Waiter {
+    std::function<void(Status)> done;
+    void Answer(Status status) {
+      if (done) std::exchange(done, nullptr)(std::move(status));
+    }
+    ~Waiter() { Answer(Status::Unavailable("the runtime stopped before the change was durable")); }
+  };
+  auto waiter = std::make_shared<Waiter>();
+  waiter->done = std::move(done);
+  auto wait = [durable, waiter] {
+    durable->WhenAppendedDurable([waiter](Status status) { waiter->Answer(std::move(status)); });
+  };
+  std::shared_ptr<ActorCell> cell = after ? s.FindCell(*after, &group) : nullptr;
+  if (s.options.mode == SchedulingMode::kManual || (after && !cell)) {
+    // Everything happens on the caller's thread, or the actor is gone: whatever reached it
+    // was appended before it went.
+    return wait();
+  }
+  if (!cell) {
+    Status posted = Post(group.home, wait);
+    if (!posted.ok()) waiter->Answer(posted);
+    return;
+  }
+  RouteWait(s, cell, std::move(wait));
 }
 
 namespace {

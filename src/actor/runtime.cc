@@ -175,6 +175,9 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   if (!encoded.ok()) return encoded.status().WithContext("initial state");
   uint32_t capacity = options.mailbox_capacity.value_or(s.options.default_mailbox_capacity);
   if (capacity == 0) return Status::InvalidArgument("mailbox capacity must be at least 1");
+  if (options.tag.size() > kMaxTagBytes) {
+    return Status::InvalidArgument(fmt::format("an actor's tag is at most {} bytes", kMaxTagBytes));
+  }
   std::shared_ptr<ActorGroup> group = options.group ? options.group : s.default_group;
   REEF_ASSIGN_OR_RETURN(Reactor * reactor, s.Place(options, *group));
   REEF_ASSIGN_OR_RETURN(ActorRef ref, ActorRef::Generate());
@@ -182,6 +185,7 @@ Result<ActorRef> Runtime::Spawn(std::shared_ptr<const Implementation> implementa
   std::unique_ptr<Actor> actor = s.NewActor(ref, std::move(implementation), *encoded, capacity,
                                             reactor->id, group, options.log_level);
   if (options.failure_policy == FailurePolicy::kReset) actor->reset_state = *encoded;
+  actor->tag = options.tag;
   const bool post = s.options.mode == SchedulingMode::kFreeRunning && CurrentReactor() != reactor;
   if (post && s.shutting_down.load(std::memory_order_acquire)) {
     return Status::Unavailable("the actor runtime is shutting down");

@@ -63,23 +63,35 @@ class Runtime {
   // ---- groups ---------------------------------------------------------------------------
 
   // A new group (ActorGroup), recording its changes in `durable` when given. Errors:
-  // InvalidArgument (a free-running group in a manual runtime, or a durable free-running one),
-  // FailedPrecondition (no Up reactor to be a manual group's home).
+  // InvalidArgument (a free-running group in a manual runtime, or a durable group of a manual
+  // runtime with several reactors), FailedPrecondition (no Up reactor to be a manual group's
+  // home).
   Result<std::shared_ptr<ActorGroup>> CreateGroup(SchedulingMode mode,
                                                   std::shared_ptr<DurableImage> durable = nullptr);
-  // Brings back the actors of durable manual `group` as DurableImage::Open recovered them, on
-  // its home reactor, without recording them again: same refs, incarnations, states, statuses
-  // and messages in order. An actor that was running or awaiting comes back idle with its
-  // reserved message first, so that input is retried (spec 001's restart rule); one paused from
+  // Brings back the actors of durable `group` as DurableImage::Open recovered them, without
+  // recording them again: same refs, incarnations, states, statuses, tags and messages in
+  // order; on the home reactor of a manual group, spread over the Up reactors (as Spawn
+  // places them) for a free-running one. An actor that was running or awaiting comes back idle with
+  // its reserved message first, so that input is retried (spec 001's restart rule); one paused from
   // running or awaiting comes back paused from idle. `implementation_of` maps a recorded
   // implementation id to the implementation to run. May be called once per batch of actors.
-  // Errors: InvalidArgument (not a durable manual group), NotFound (an implementation id
-  // `implementation_of` does not know), AlreadyExists (a ref in use), Unavailable (the home
-  // reactor did not answer); nothing of the batch is restored then.
+  // Errors: InvalidArgument (not a durable group), NotFound (an implementation id
+  // `implementation_of` does not know), AlreadyExists (a ref in use), FailedPrecondition (no
+  // Up reactor), Unavailable (a reactor did not answer); nothing of the batch is restored then
+  // (a reactor that did not answer may still restore its part).
   using ImplementationOf =
       std::function<std::shared_ptr<const Implementation>(std::string_view id)>;
   Status Restore(const std::shared_ptr<ActorGroup>& group, std::vector<ActorRecord> actors,
                  const ImplementationOf& implementation_of);
+  // The output gate of durable `group` (durable_image.h): runs `done(Ok)` once every change
+  // made before this call to `after` (null: to any actor of a manual group) is on disk —
+  // including deliveries to it still on their way from this thread: the wait goes the way a
+  // message does, behind them, and follows the actor when it moves. `done(Unavailable)` when
+  // the journal failed or the runtime stops first; at once `done(Ok)` when `group` is not
+  // durable. `done` runs on the journal's writer thread, a reactor, or this thread, and must
+  // not block. Any thread.
+  void WhenDurable(const ActorGroup& group, const std::optional<ActorRef>& after,
+                   std::function<void(Status)> done);
   // Removes every actor of `group` for good (invocations dropped, calls cancelled, sends to
   // them NotFound). REQUIRES: not on a reactor thread. Errors: Unavailable (a reactor did not
   // answer within call_timeout; its actors of the group stay).

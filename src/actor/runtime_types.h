@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "actor/actor.h"
@@ -55,7 +56,11 @@ struct SpawnOptions {
   // in a free-running runtime is placed on the group's home reactor (`reactor` must be that
   // one or unset; placement and liveness do not apply).
   std::shared_ptr<ActorGroup> group;
+  // Kept with the actor in a durable group's records and given back by Restore (the program
+  // runtime's unit and instance); at most kMaxTagBytes.
+  std::string tag;
 };
+inline constexpr size_t kMaxTagBytes = 4096;
 
 // A moment's view of one mailbox, read without a reactor round trip.
 struct MailboxUsage {

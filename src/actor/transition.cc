@@ -87,8 +87,12 @@ void Runtime::State::ApplyPendingInstall(Actor& actor) {
   RecordActor(actor);
 }
 
-void Runtime::State::Deliver(Reactor& reactor, Actor& actor, Envelope envelope) {
-  if (!reactor.committing) RecordDelivery(actor, envelope);
+void Runtime::State::Deliver(Reactor& reactor, Actor& actor, Envelope envelope, uint64_t origin) {
+  if (origin != 0) {
+    RecordArrival(actor, origin);
+  } else if (!reactor.committing) {
+    RecordDelivery(actor, envelope);
+  }
   actor.queued.push_back(std::move(envelope));
   MarkRunnable(reactor, actor);
 }
@@ -274,7 +278,8 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   state.RecordCommit(reactor, actor, acknowledges, shutdown, effects);
   reactor.committing = true;  // the commit record holds the sends Deliver is about to get
   bool replied = false;
-  for (SendEffect& send : effects.sends) {
+  for (size_t i = 0; i < effects.sends.size(); ++i) {
+    SendEffect& send = effects.sends[i];
     Envelope envelope{send.sender, std::move(send.message)};
     auto target = FindReservation(reserved, send.target);
     if (!target->cell) {  // a reply address (ReserveEffects let it through)
@@ -290,7 +295,8 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
       if (send.target == actor.cell->ref) {
         state.Deliver(reactor, actor, std::move(envelope));
       } else {
-        state.Route(target->cell, std::move(envelope));
+        const uint64_t origin = i < reactor.send_origins.size() ? reactor.send_origins[i] : 0;
+        state.Route(target->cell, std::move(envelope), origin);
       }
     }
   }

@@ -120,16 +120,18 @@ const Command kServeCommands[] = {
            ->capture_default_str();
        app.add_option("--data-dir", args->data_dir,
                       "Data directory (reef.sqlite: source and module stores; image/: the "
-                      "actors; events/; projectors/, effects/, cache/); created when missing")
+                      "actors; units/: unit instances; programs/; events/; projectors/, "
+                      "effects/, cache/); created when missing")
            ->envname("REEF_DATA_DIR")
            ->capture_default_str();
        app.add_flag("--ephemeral", args->ephemeral,
-                    "Keep the image's actors in memory only: they are gone when the server "
-                    "exits (default: durable in DATA_DIR/image, restored on start)")
+                    "Keep the image's actors and the unit instances in memory only: they are "
+                    "gone when the server exits (default: durable in DATA_DIR/image and "
+                    "DATA_DIR/units, restored on start)")
            ->envname("REEF_EPHEMERAL");
        app.add_option("--image-journal-mib", args->image_journal_mib,
-                      "Durable image: journal files are closed at this size, in MiB, and "
-                      "compacted into a snapshot once the closed ones hold as much")
+                      "Durable image and unit instances: journal files are closed at this size, "
+                      "in MiB, and compacted into a snapshot once the closed ones hold as much")
            ->envname("REEF_IMAGE_JOURNAL_MIB")
            ->check(CLI::Range(1u, 1024u))
            ->capture_default_str();

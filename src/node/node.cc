@@ -39,8 +39,9 @@ Result<std::vector<MetricsRegistration>> RegisterMetrics(MetricsRegistry& regist
       {"actors",
        [&image, &programs](MetricFamilies& out) {
          image.runtime().CollectMetrics("image", out, &image.group());
-         if (image.group().durable) image.group().durable->CollectMetrics(out);
+         if (image.group().durable) image.group().durable->CollectMetrics("image", out);
          programs.runtime().CollectMetrics("programs", out);
+         if (programs.durable() != nullptr) programs.durable()->CollectMetrics("programs", out);
        }},
       {"engine",
        [](MetricFamilies& out) {
@@ -242,6 +243,8 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   apps::program::ProgramRuntimeOptions program_options;
   program_options.data_dir = o.data_dir;
   program_options.fleet = n.fleet_;
+  program_options.durable = o.durable_image;
+  program_options.journal_bytes = o.image_journal_bytes;
   auto programs = apps::program::ProgramRuntime::Open(std::move(program_options));
   if (!programs.ok()) {
     return Status(programs.status().code(),

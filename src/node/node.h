@@ -62,10 +62,11 @@ struct NodeOptions {
   uint32_t reactors = 0;
   std::chrono::milliseconds shutdown_timeout{5'000};  // for requests in flight at Stop
   wasm::TierChoice engine = wasm::TierChoice::kAuto;  // for every engine of the process
-  // False (`--ephemeral`): the image's actors live in memory only (image::ImageOptions::durable).
+  // False (`--ephemeral`): the image's actors and the unit instances live in memory only
+  // (image::ImageOptions::durable, apps::program::ProgramRuntimeOptions::durable).
   bool durable_image = true;
-  // Its journal files' size, and the closed files' size that starts a compaction
-  // (image::ImageOptions::journal_bytes).
+  // Their journal files' size, and the closed files' size that starts a compaction
+  // (image::ImageOptions::journal_bytes, ProgramRuntimeOptions::journal_bytes).
   uint64_t image_journal_bytes = 64ull << 20;
 };
 

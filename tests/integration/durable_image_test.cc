@@ -1,9 +1,10 @@
 // Issue 16's crash tests of the durable image, on the real `reef serve`. The first: 10,000
 // counters exchange messages while the server is killed with SIGKILL 20 times — mid-tick,
-// mid-stream of sends and mid-spawns. After every restart each acknowledged spawn and send is
-// there exactly once: the counters, drained, hold exactly their expected values (spec 001's
-// count invariant), the streamed counter holds between the acknowledged and the attempted
-// count, and every acknowledged spawn exists. The second: a torn journal tail is cut, and a
+// mid-stream of sends, mid-spawns and mid-invocations of a program unit. After every restart
+// each acknowledged spawn, send and invocation is there exactly once: the counters, drained,
+// hold exactly their expected values (spec 001's count invariant), the streamed counter and
+// the unit's counter instance hold between the acknowledged and the attempted count, and every
+// acknowledged spawn exists. The second: a torn journal tail is cut, and a
 // damaged journal keeps the server from starting (data_loss naming the file).
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "support/http_test_client.h"
+#include "support/program_body.h"
 #include "support/reef_server.h"
 #include "support/ws_test_client.h"
 
@@ -32,6 +34,7 @@ using testing::WsClient;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kReefBinary[] = REEF_BINARY;
+constexpr char kProgramV1Dir[] = REEF_PROGRAM_V1_DIR;
 constexpr int kCounters = 10'000;
 constexpr int kCycles = 20;
 constexpr int kSendsPerCycle = 2'000;
@@ -67,6 +70,24 @@ std::vector<json> Pipeline(WsClient& ws, const std::vector<json>& requests, size
 
 bool Ok(const json& answer) {
   return answer.is_object() && answer.value("ok", false);
+}
+
+// One `add` to the example program's counter unit (a singleton): mode=enqueue answers 202 once
+// it is queued, mode=wait 200 with the count once it is handled. True when acknowledged.
+bool AddToUnit(uint16_t port, const std::string& mode) {
+  testing::HttpResult r =
+      testing::HttpCall(port, boost::beast::http::verb::post, "/units/counter/invoke?mode=" + mode,
+                        R"({"op":"add"})");
+  return r.status == (mode == "wait" ? 200u : 202u);
+}
+
+// The counter unit's count (a `get` queued behind every add), or -1.
+int64_t UnitCount(uint16_t port) {
+  testing::HttpResult r = testing::HttpCall(port, boost::beast::http::verb::post,
+                                            "/units/counter/invoke?mode=wait", R"({"op":"get"})");
+  EXPECT_EQ(r.status, 200u) << r.text;
+  const json result = r.body.is_object() ? r.body.value("result", json()) : json();
+  return result.is_object() ? result.value("count", int64_t{-1}) : -1;
 }
 
 // Every actor's ps row by ref.
@@ -114,6 +135,14 @@ TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
   for (const std::string& ref : counters) expected[ref] = 0;
   int64_t streamed_value = 0;
   std::vector<std::string> spawned_during_crashes;
+  // and a program whose counter unit clients invoke
+  std::string body_error;
+  json program = testing::ProgramBody(kProgramV1Dir, nullptr, body_error);
+  ASSERT_TRUE(program.is_object()) << body_error;
+  testing::HttpResult deployed =
+      testing::HttpCall(server.port(), boost::beast::http::verb::post, "/programs", program.dump());
+  ASSERT_EQ(deployed.status, 200u) << deployed.text;
+  int64_t unit_value = 0;
 
   auto started = Clock::now();
   int next_id = 1'000'000;
@@ -143,12 +172,23 @@ TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
         expected[counters[effect[i].first]] += 1;
         if (effect[i].second >= 0) expected[counters[effect[i].second]] += 1;
       }
+      for (int i = 0; i < 10; ++i) {
+        ASSERT_TRUE(AddToUnit(server.port(), i % 2 == 0 ? "enqueue" : "wait"));
+        ++unit_value;
+      }
     }
     // and the server is killed while it ticks, while a client streams sends without waiting
     // and while another spawns
     std::atomic<bool> crashed{false};
     std::atomic<int64_t> stream_acked{0}, stream_sent{0};
     std::vector<std::string> spawn_acked;
+    std::atomic<int64_t> unit_acked{0}, unit_sent{0};
+    std::thread invoker([&] {
+      for (int i = 0; !crashed.load(); ++i) {
+        unit_sent.fetch_add(1);  // counted before it goes, as the streamed sends
+        if (AddToUnit(server.port(), i % 3 == 0 ? "wait" : "enqueue")) unit_acked.fetch_add(1);
+      }
+    });
     std::thread ticker([&] {
       WsClient ws(server.port());
       for (int id = 0; !crashed.load(); ++id) {
@@ -196,6 +236,7 @@ TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
     ticker.join();
     streamer.join();
     spawner.join();
+    invoker.join();
 
     // then after a restart everything acknowledged is there, exactly once
     ASSERT_EQ(server.Start(), "");
@@ -218,6 +259,10 @@ TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
     EXPECT_GE(now, streamed_value + stream_acked.load()) << "an acknowledged send was lost";
     EXPECT_LE(now, streamed_value + stream_sent.load()) << "a send was handled twice";
     streamed_value = now;
+    const int64_t unit_now = UnitCount(server.port());
+    EXPECT_GE(unit_now, unit_value + unit_acked.load()) << "an acknowledged invocation was lost";
+    EXPECT_LE(unit_now, unit_value + unit_sent.load()) << "an invocation was handled twice";
+    unit_value = unit_now;
     spawned_during_crashes.insert(spawned_during_crashes.end(), spawn_acked.begin(),
                                   spawn_acked.end());
     for (const std::string& ref : spawned_during_crashes) {
@@ -225,17 +270,23 @@ TEST(DurableImageCrashTest, CountersKeepTheirInvariantAcrossTwentySigkills) {
           << "acknowledged spawn @" << ref << " is gone";
     }
     std::cout << "[ measured ] cycle " << cycle << ": " << stream_acked.load() << "/"
-              << stream_sent.load() << " streamed sends acknowledged, " << spawn_acked.size()
+              << stream_sent.load() << " streamed sends acknowledged, " << unit_acked.load() << "/"
+              << unit_sent.load() << " unit invocations acknowledged, " << spawn_acked.size()
               << " spawns acknowledged, " << rows.size() << " actors after the restart\n";
   }
   // The journal's series are on /metrics.
   testing::HttpResult metrics = testing::HttpGet(server.port(), "/metrics");
-  EXPECT_NE(metrics.text.find("reef_image_journal_records_total "), std::string::npos)
+  EXPECT_NE(metrics.text.find("reef_image_journal_records_total{runtime=\"image\"} "),
+            std::string::npos)
       << metrics.text.substr(0, 500);
-  const size_t snapshot_at = metrics.text.find("\nreef_image_snapshot_record ");
+  EXPECT_NE(metrics.text.find("reef_image_journal_records_total{runtime=\"programs\"} "),
+            std::string::npos)
+      << "the unit instances' journal";
+  const std::string snapshot_series = "\nreef_image_snapshot_record{runtime=\"image\"} ";
+  const size_t snapshot_at = metrics.text.find(snapshot_series);
   ASSERT_NE(snapshot_at, std::string::npos);
-  const uint64_t snapshot_record = std::stoull(
-      metrics.text.substr(snapshot_at + std::string("\nreef_image_snapshot_record ").size()));
+  const uint64_t snapshot_record =
+      std::stoull(metrics.text.substr(snapshot_at + snapshot_series.size()));
   EXPECT_GT(snapshot_record, 0u) << "no compaction ran";
   std::cout << "[ measured ] " << kCycles << " SIGKILL cycles with " << kCounters << " counters: "
             << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started).count()

@@ -53,6 +53,7 @@ struct Actor {
   // Restored (Runtime::Restore) while a stop was asked in the middle of handling the reserved
   // input: that input is handled again first, then on_shutdown runs, as without the restart.
   bool finish_reserved_first = false;
+  std::string tag;  // SpawnOptions::tag, kept in the durable image's actor records
   // The call the active invocation waits for (status awaiting, or paused from awaiting).
   std::optional<AwaitingCall> awaiting;
   uint64_t calls_started = 0;
@@ -145,9 +146,10 @@ class Reactor {
   std::vector<Command> taken_commands;    // Turn's buffer for TakeCommands (reactor thread)
   std::vector<Reservation> reservations;  // Commit's buffer (transition.cc)
   // Durable groups (durable_group.cc): set while Commit delivers the sends its commit record
-  // holds already, so Deliver does not record them again; Commit's buffer of them.
+  // holds already, so Deliver does not record them again; Commit's buffers of them.
   bool committing = false;
   std::vector<RecordedSend> recorded_sends;
+  std::vector<uint64_t> send_origins;
 
  private:
   // Protected by mu_; cv_ is signalled when a command is posted.
@@ -259,8 +261,8 @@ struct Runtime::State {
   // Returns the instructions charged.
   uint64_t RunSlice(Reactor& reactor, Actor& actor, uint64_t budget, TickReport* report);
   bool Runnable(const Actor& actor) const;
-  // Delivers an envelope whose mailbox slot is already reserved.
-  void Deliver(Reactor& reactor, Actor& actor, Envelope envelope);
+  // Delivers an envelope whose mailbox slot is reserved; `origin`: its routed commit's number.
+  void Deliver(Reactor& reactor, Actor& actor, Envelope envelope, uint64_t origin = 0);
   // Ends the active invocation without effects and returns its instance to the pool.
   void DropInvocation(Reactor& reactor, Actor& actor);
   // Applies a queued reload/become at a handler boundary.
@@ -272,14 +274,15 @@ struct Runtime::State {
 
   // ---- durable groups (durable_group.cc), on the thread changing the actor ----
   // Each appends one record (image_record.h) when `actor`'s group is durable, else nothing.
-  // The header of `actor` (spawn: `spawned`; a poisoned input dropped: `dropped_first`), after
-  // the records of implementations it is the first to name.
+  // The header (spawn: `spawned`; a poisoned input dropped: `dropped_first`).
   void RecordActor(const Actor& actor, bool spawned = false, bool dropped_first = false);
   // A committed transition: its new state, whether it acknowledged its input or ended a stop,
-  // and its sends to actors (not reply addresses), in one record.
+  // and its sends to actors (not reply addresses), in one record; a free-running group's leaves
+  // the origins of its sends in reactor.send_origins for Route (0: delivered within it).
   void RecordCommit(Reactor& reactor, const Actor& actor, bool acknowledges, bool stopped,
                     const Effects& effects);
-  void RecordMessages(const Actor& actor);                            // set-messages
+  void RecordArrival(const Actor& actor, uint64_t origin);  // an in-flight message arrived
+  void RecordMessages(const Actor& actor);                  // set-messages
   void RecordDelivery(const Actor& actor, const Envelope& envelope);  // not a commit's send
   void RecordRemoval(const Actor& actor);
 
@@ -290,8 +293,8 @@ struct Runtime::State {
   void StopThreads();
   // Queues `actor` for a turn (free-running; not for actors that only Tick runs).
   void MarkRunnable(Reactor& reactor, Actor& actor);
-  // Routes an envelope to `cell`'s owner (inline in manual mode).
-  void Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope);
+  // Routes an envelope to `cell`'s owner (inline in manual mode, or on the owner's thread).
+  void Route(const std::shared_ptr<ActorCell>& cell, Envelope envelope, uint64_t origin = 0);
 };
 
 }  // namespace reef::actor

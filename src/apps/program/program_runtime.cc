@@ -130,9 +130,11 @@ Result<Instance*> ProgramRuntime::State::Pick(UnitState& unit,
     spawn_options.mailbox_capacity = unit.spec.inbox_capacity;
     spawn_options.reactor = reactor;
     spawn_options.failure_policy = actor::FailurePolicy::kReset;
+    spawn_options.group = group;  // null: the fleet's default group
+    uint32_t id = unit.next_instance->fetch_add(1);
+    if (group) spawn_options.tag = InstanceTag(unit, id);
     REEF_ASSIGN_OR_RETURN(
         ActorRef ref, runtime->Spawn(unit.implementation, unit.spec.initial_state, spawn_options));
-    uint32_t id = unit.next_instance->fetch_add(1);
     return &unit.instances.try_emplace(id, id, ref).first->second;
   };
   if (unit.spec.placement == Placement::kSingleton) {
@@ -259,18 +261,32 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
     }
     done(std::move(outcome));
   };
+  // The output gate of durable instances: an answer that says the message was queued, or that
+  // gives the handler's reply, waits until the delivery (and the commit) are on disk.
+  auto answer = [&s, target, finish = std::move(finish)](Result<Value> reply, bool queued) mutable {
+    if (!s.group || !queued) return finish(std::move(reply), queued);
+    s.runtime->WhenDurable(
+        *s.group, target,
+        [finish = std::move(finish), reply = std::move(reply), queued](Status durable) mutable {
+          if (!durable.ok()) {
+            reply = Status::Internal(
+                fmt::format("the invocation was not made durable: {}", durable.message()));
+          }
+          finish(std::move(reply), queued);
+        });
+  };
   switch (request.mode) {
     case InvokeMode::kTry: {
       Status sent = s.runtime->TrySend(target, std::move(request.message)).status;
-      if (sent.ok()) return finish(Value::Null(), true);
-      return finish(sent, false);
+      if (sent.ok()) return answer(Value::Null(), true);
+      return answer(sent, false);
     }
     case InvokeMode::kEnqueue:
       return s.runtime->SendAsync(target, std::move(request.message), request.timeout,
-                                  std::move(finish));
+                                  std::move(answer));
     case InvokeMode::kWait:
       return s.runtime->CallAsync(target, std::move(request.message), request.timeout,
-                                  actor::ReplyPolicy::kOptional, std::move(finish));
+                                  actor::ReplyPolicy::kOptional, std::move(answer));
   }
 }
 
@@ -452,6 +468,10 @@ actor::Runtime& ProgramRuntime::runtime() {
   return *state_->runtime;
 }
 
+const actor::DurableImage* ProgramRuntime::durable() const {
+  return state_->durable.get();
+}
+
 ProgramRuntime::ProgramRuntime(std::unique_ptr<State> state) : state_(std::move(state)) {}
 
 ProgramRuntime::~ProgramRuntime() {
@@ -476,6 +496,10 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
   state->runtime = std::move(state->options.fleet);
   if (!state->runtime) {
     REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::CreateFleet(state->options.reactors));
+  }
+  std::vector<std::pair<ActorRef, std::string>> restored;  // (instance actor, tag)
+  if (state->options.durable) {
+    REEF_ASSIGN_OR_RETURN(restored, state->OpenDurable());
   }
 
   auto kept = KeptPrograms(state->programs_dir);
@@ -505,6 +529,7 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
                     path.string(), program.status().ToString());
     }
   }
+  state->Reattach(restored);
   state->deploys = std::make_unique<IoPool>("program deploys", 1, kMaxWaitingDeploys);
   state->drains = std::make_unique<IoPool>("reactor drains", 2, kMaxWaitingDrains);
   state->controls = std::make_unique<IoPool>("unit controls", 2, kMaxWaitingControls);

@@ -8,6 +8,12 @@
 // - A unit instance is an actor (actor/runtime.h) of the unit's implementation, spawned with
 //   FailurePolicy::kReset: a handler that traps or fails, or a kill, poisons only that
 //   instance, which starts over from the unit's initial state (incarnation + 1).
+// - Durable instances (the default): the instances are a durable free-running group whose
+//   journal is <data_dir>/units (actor/durable_image.h). Open brings them back with their
+//   state, incarnation and inbox, and gives each to its unit again when the redeployed
+//   program has the same code for it (else it finishes its inbox on its old code, retired).
+//   An answer that says a message was queued (try, enqueue) or gives a handler's reply
+//   (wait) waits until that is on disk.
 // - Units whose code (module bytes, handler, placement, initial state) did not change keep
 //   their instances across a deploy; the others get new ones, and their old instances finish
 //   what they hold and are then removed.
@@ -48,6 +54,10 @@ struct ProgramRuntimeOptions {
   std::chrono::milliseconds eviction_interval{50};  // how often idle instances are looked for
   std::chrono::milliseconds max_timeout{60'000};    // longest invocation wait a caller may ask
   uint32_t kept_programs = 5;                       // program files kept on disk (the newest ones)
+  // Keep unit instances in <data_dir>/units across restarts and crashes (docs/programs.md
+  // "Durable instances"); false: in memory only (`reef serve --ephemeral`).
+  bool durable = true;
+  uint64_t journal_bytes = 64ull << 20;  // their journal's file size and compaction threshold
   ProgramLimits limits;
 };
 
@@ -126,10 +136,12 @@ struct InstanceInfo {
 
 class ProgramRuntime {
  public:
-  // Starts the reactor fleet and the eviction thread, and redeploys the newest program kept
-  // in <data_dir>/programs/ (instances start fresh). A kept program that no longer builds is
-  // logged and skipped.
-  // Errors: Unavailable when the directory cannot be created; those of Runtime::Create.
+  // Starts the reactor fleet and the eviction thread, restores the durable instances, and
+  // redeploys the newest program kept in <data_dir>/programs/, giving the instances back to
+  // their units. A kept program that no longer builds is logged and skipped (its instances
+  // then finish their inboxes and go).
+  // Errors: Unavailable when the directory cannot be created; those of Runtime::Create and of
+  // actor::OpenDurableGroup (a damaged journal: DataLoss).
   static Result<std::unique_ptr<ProgramRuntime>> Open(ProgramRuntimeOptions options);
   // Stops the eviction thread and the reactors (running handlers end at their next slice).
   ~ProgramRuntime();
@@ -206,6 +218,8 @@ class ProgramRuntime {
 
   const ProgramRuntimeOptions& options() const;
   actor::Runtime& runtime();
+  // The durable instances' journal (its metrics), or null (ProgramRuntimeOptions::durable off).
+  const actor::DurableImage* durable() const;
 
   struct State;  // internals (program_runtime.cc)
 

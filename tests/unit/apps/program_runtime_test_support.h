@@ -64,10 +64,12 @@ class ProgramRuntimeTest : public ::testing::Test {
     runtime_.reset();
     std::filesystem::remove_all(dir_);
   }
-  void Open() {
+  // (Re)opens the runtime on dir_, as a restart would; `durable`: ProgramRuntimeOptions'.
+  void Open(bool durable = true) {
     runtime_.reset();
     ProgramRuntimeOptions options;
     options.data_dir = dir_;
+    options.durable = durable;
     options.reactors = 2;
     options.eviction_interval = milliseconds(20);
     auto runtime = ProgramRuntime::Open(options);

@@ -12,8 +12,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "actor/durable_image.h"
 #include "apps/program/program_runtime.h"
 #include "core/io_pool.h"
 #include "core/mutex.h"
@@ -64,10 +66,19 @@ struct UnitState {
   std::atomic<uint64_t> evicted{0};
 };
 
+// What a durable instance's actor carries (actor::SpawnOptions::tag): its unit's name, the
+// instance number and the unit's code, so that a restart can give it back (State::Reattach).
+// JSON (program_durable.cc).
+std::string InstanceTag(const UnitState& unit, uint32_t instance);
+
 struct ProgramRuntime::State {
   ProgramRuntimeOptions options;
   std::shared_ptr<actor::Runtime> runtime;  // the fleet (ProgramRuntimeOptions::fleet)
   std::filesystem::path programs_dir;
+  // Durable instances (ProgramRuntimeOptions::durable): their group and its journal; null:
+  // instances join the fleet's default group, in memory only.
+  std::shared_ptr<actor::ActorGroup> group;
+  std::shared_ptr<actor::DurableImage> durable;
 
   Mutex deploy_mu;  // one deploy at a time
   uint64_t last_generation GUARDED_BY(deploy_mu) = 0;
@@ -95,6 +106,14 @@ struct ProgramRuntime::State {
   std::thread evictor;
 
   Result<DeployReport> Publish(std::shared_ptr<const Program> program);
+  // Opens the instances' journal in <data_dir>/units, makes `group` and `durable`, and
+  // restores the instances; returns (actor, tag) for each (program_durable.cc). Errors: those
+  // of actor::OpenDurableGroup.
+  Result<std::vector<std::pair<ActorRef, std::string>>> OpenDurable();
+  // Gives restored instances ((actor, tag) as InstanceTag wrote it) back to the current
+  // units: to the unit of their name when its code is the same, else to a retired UnitState
+  // of their old code (finished and removed by the eviction thread).
+  void Reattach(const std::vector<std::pair<ActorRef, std::string>>& tagged);
   // BuildProgram's trial instantiation, on a reactor of the fleet (the start function is
   // guest code); the calling thread waits. REQUIRES: not on a reactor thread.
   Status TrialInstantiate(const std::shared_ptr<const wasm::Module>& module);
