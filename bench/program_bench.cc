@@ -331,11 +331,18 @@ int main(int argc, char** argv) {
   // request instead of the interpreter until the background compile lands (engine auto).
   const char* engine_env = std::getenv("REEF_ENGINE");
   const std::string engine = engine_env != nullptr && *engine_env != '\0' ? engine_env : "auto";
-  fmt::print("program_bench: seconds={} native_threads={} reef={} engine={} program={}\n",
-             sizes.seconds, native_threads, REEF_BINARY, engine, REEF_PROGRAM_V1_DIR);
+  // REEF_EPHEMERAL=true passes --ephemeral on the same way: unit instances in memory only, to
+  // compare with durable ones (the default).
+  const char* ephemeral_env = std::getenv("REEF_EPHEMERAL");
+  const bool ephemeral = ephemeral_env != nullptr && (std::string_view(ephemeral_env) == "true" ||
+                                                      std::string_view(ephemeral_env) == "1");
+  std::vector<std::string> server_args{"--engine", engine};
+  if (ephemeral) server_args.push_back("--ephemeral");
+  fmt::print(
+      "program_bench: seconds={} native_threads={} reef={} engine={} ephemeral={} program={}\n",
+      sizes.seconds, native_threads, REEF_BINARY, engine, ephemeral, REEF_PROGRAM_V1_DIR);
   std::fflush(stdout);
-
-  reef::testing::ReefServer reef(REEF_BINARY, {"--engine", engine});
+  reef::testing::ReefServer reef(REEF_BINARY, server_args);
   if (std::string started = reef.Start(); !started.empty()) Die("{}", started);
   DeployExample(reef.port());
   NativeServer native(native_threads);

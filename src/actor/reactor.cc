@@ -294,9 +294,11 @@ void Runtime::WhenDurable(const ActorGroup& group, const std::optional<ActorRef>
     durable->WhenAppendedDurable([waiter](Status status) { waiter->Answer(std::move(status)); });
   };
   std::shared_ptr<ActorCell> cell = after ? s.FindCell(*after, &group) : nullptr;
-  if (s.options.mode == SchedulingMode::kManual || (after && !cell)) {
-    // Everything happens on the caller's thread, or the actor is gone: whatever reached it
-    // was appended before it went.
+  if (s.options.mode == SchedulingMode::kManual || (after && !cell) ||
+      (cell && tls_reactor != nullptr && tls_reactor->actors.contains(*after))) {
+    // Everything happens on the caller's thread; or the caller is the actor's owner, which
+    // delivers its own sends inline and has appended whatever it did (a commit answering a
+    // call); or the actor is gone: whatever reached it was appended before it went.
     return wait();
   }
   if (!cell) {

@@ -100,10 +100,10 @@ void Runtime::State::Deliver(Reactor& reactor, Actor& actor, Envelope envelope, 
 namespace {
 
 // Completes a pending host call whose reply address is `sender`, if it is one.
-void FailPendingCall(Runtime::State& state, const std::optional<Envelope>& input,
+void FailPendingCall(Runtime::State& state, const std::optional<ActorRef>& sender,
                      const std::string& why) {
-  if (!input || !input->sender) return;
-  if (auto slot = state.FindCall(*input->sender)) slot->Complete(Status::FailedPrecondition(why));
+  if (!sender) return;
+  if (auto slot = state.FindCall(*sender)) slot->Complete(Status::FailedPrecondition(why));
 }
 
 // A handler committed without replying to `input`'s sender: a call that needs a reply fails,
@@ -146,15 +146,17 @@ static void FailActor(Runtime::State& state, Reactor& reactor, Actor& actor, std
   state.DropInvocation(reactor, actor);
   actor.stopping = false;
   actor.failure = why;
-  FailPendingCall(state, actor.reserved, "the handler failed: " + why);
+  const std::optional<ActorRef> caller = actor.reserved ? actor.reserved->sender : std::nullopt;
   if (report) ++report->failures;
   state.Publish(LifecycleKind::kFailed, actor, why);
   if (actor.reset_state) {
     state.ResetPoisoned(reactor, actor, why);
-    return;
+  } else {
+    actor.SetStatus(ActorStatus::kFailed);
+    state.RecordActor(actor);
   }
-  actor.SetStatus(ActorStatus::kFailed);
-  state.RecordActor(actor);
+  // After the record: a caller told of the failure can wait for it to be durable (WhenDurable).
+  FailPendingCall(state, caller, "the handler failed: " + why);
 }
 
 namespace {
