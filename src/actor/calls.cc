@@ -54,6 +54,7 @@ int32_t Runtime::State::StartActorCall(Actor& actor, const ActorRef& target, Cbo
   uint64_t id = ++actor.calls_started;
   auto slot = std::make_shared<CallSlot>();
   slot->reply = ReplyPolicy::kRequired;
+  slot->from_host = false;
   // An actor with an active invocation never moves (Drain leaves it), so its reactor now is
   // where it is resumed.
   Reactor* home = reactors[actor.cell->reactor.load(std::memory_order_acquire)].get();

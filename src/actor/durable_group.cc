@@ -186,14 +186,30 @@ Status Runtime::Restore(const std::shared_ptr<ActorGroup>& group, std::vector<Ac
         if (manual) {
           group->members.insert(ref);
           a.joined_at_tick = group->ticks_started;
+          if (s.Runnable(a)) s.MarkRunnable(r, a);  // for the next tick
         }
-        if (s.Runnable(a)) s.MarkRunnable(r, a);
+        // A free-running group's actors stay still until StartRestored: one that ran now
+        // could send to (or call) an actor of a later batch that is not there yet.
       }
       r.actor_count.fetch_add(batch.size());
       return Status::Ok();
     }));
     WriterLock lock(s.directory_mu);
     for (auto& cell : cells) s.directory.emplace(cell->ref, std::move(cell));
+  }
+  return Status::Ok();
+}
+
+Status Runtime::StartRestored(const ActorGroup& group) {
+  State& s = *state_;
+  if (group.mode == SchedulingMode::kManual) return Status::Ok();  // Tick runs them
+  for (auto& reactor : s.reactors) {
+    REEF_RETURN_IF_ERROR(s.OnReactor(*reactor, [&](Reactor& r) {
+      for (auto& [ref, actor] : r.actors) {
+        if (actor->cell->group.get() == &group && s.Runnable(*actor)) s.MarkRunnable(r, *actor);
+      }
+      return Status::Ok();
+    }));
   }
   return Status::Ok();
 }

@@ -87,6 +87,10 @@ Result<OpenedGroup> OpenDurableGroup(Runtime& runtime, SchedulingMode mode,
       return restored;
     }
   }
+  if (Status started = runtime.StartRestored(*opened.group); !started.ok()) {
+    (void)runtime.RemoveGroup(*opened.group);
+    return started;
+  }
   spdlog::info(
       "{} {}: {} actor(s) restored from the snapshot of record {} and {} journal record(s) in "
       "{} file(s)",

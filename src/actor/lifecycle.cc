@@ -285,6 +285,16 @@ Status Runtime::SetMessages(const ActorRef& ref, std::vector<Value> reserved,
       Changed::kMessages);
 }
 
+Status Runtime::SetTag(const ActorRef& ref, std::string tag) {
+  if (tag.size() > kMaxTagBytes) {
+    return Status::InvalidArgument(fmt::format("an actor's tag is at most {} bytes", kMaxTagBytes));
+  }
+  return Change(*state_, ref, [&](Reactor&, Actor& a) {
+    a.tag = std::move(tag);
+    return Status::Ok();
+  });
+}
+
 Status Runtime::SetLogLevel(const ActorRef& ref, LogLevel level) {
   return Change(*state_, ref, [&](Reactor&, Actor& a) {
     a.context->min_log_level = level;  // read by the log import at every call

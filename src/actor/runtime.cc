@@ -552,7 +552,9 @@ void Runtime::State::FailPendingHostCalls(const std::string& why) {
   std::vector<std::shared_ptr<CallSlot>> pending;
   {
     MutexLock lock(calls_mu);
-    for (const auto& [address, slot] : calls) pending.push_back(slot);
+    for (const auto& [address, slot] : calls) {
+      if (slot->from_host) pending.push_back(slot);
+    }
   }
   for (auto& slot : pending) {
     slot->Complete(Status::Unavailable(why));

@@ -83,6 +83,11 @@ class Runtime {
       std::function<std::shared_ptr<const Implementation>(std::string_view id)>;
   Status Restore(const std::shared_ptr<ActorGroup>& group, std::vector<ActorRecord> actors,
                  const ImplementationOf& implementation_of);
+  // Lets the actors Restore brought back into free-running `group` run: Restore leaves them
+  // still, so that none sends to (or calls) an actor of a batch not restored yet. Call it once,
+  // after the last batch (a manual group's run at its ticks anyway: nothing to do).
+  // Errors: Unavailable (a reactor did not answer). REQUIRES: not on a reactor thread.
+  Status StartRestored(const ActorGroup& group);
   // The output gate of durable `group` (durable_image.h): runs `done(Ok)` once every change
   // made before this call to `after` (null: to any actor of a manual group) is on disk —
   // including deliveries to it still on their way from this thread: the wait goes the way a
@@ -161,7 +166,8 @@ class Runtime {
                  ReplyPolicy reply, HostDone done);
   // Ends every host send and call still waiting (queued or not) with Unavailable(`why`), at
   // once: for a shutdown that should answer its callers rather than wait out their timeouts.
-  // Later sends and calls are not affected. Any thread.
+  // Later sends and calls are not affected, nor are actors' calls (an invocation waiting in
+  // one ends uncommitted with the runtime, and a durable group retries it). Any thread.
   void FailPendingCalls(const std::string& why);
 
   // ---- scheduling -----------------------------------------------------------------------
@@ -211,6 +217,9 @@ class Runtime {
   Status SetMessages(const ActorRef& ref, std::vector<Value> reserved, std::vector<Value> queued);
   // Minimum level of accepted log entries; takes effect at once, also mid-invocation.
   Status SetLogLevel(const ActorRef& ref, LogLevel level);
+  // Replaces the actor's SpawnOptions::tag (recorded in a durable group). Errors: NotFound,
+  // InvalidArgument (over kMaxTagBytes).
+  Status SetTag(const ActorRef& ref, std::string tag);
 
   // ---- reactors and placement (spec 003) ------------------------------------------------
 

@@ -318,9 +318,13 @@ std::string FormatInstances(const json& body) {
                                                  "FAILURE"}};
   for (const json& instance : instances) {
     bool failed = instance.is_object() && instance.contains("failure");
+    // An instance of the unit's old code, finishing what it holds (docs/programs.md).
+    bool retired = instance.is_object() && instance.contains("retired") &&
+                   instance["retired"].is_boolean() && instance["retired"].get<bool>();
     rows.push_back(
-        {Field(instance, "instance"), Ref(instance), Field(instance, "reactor"),
-         Field(instance, "status"), Field(instance, "incarnation"), Field(instance, "tier"),
+        {Field(instance, "instance") + (retired ? " (retired)" : ""), Ref(instance),
+         Field(instance, "reactor"), Field(instance, "status"), Field(instance, "incarnation"),
+         Field(instance, "tier"),
          fmt::format("{}/{}", Field(instance, "queued"), Field(instance, "inbox_capacity")),
          Field(instance, "invocations"), fmt::format("{} ms", Field(instance, "idle_ms")),
          failed ? Cut(EscapeControl(Field(instance, "failure"))) : "-"});

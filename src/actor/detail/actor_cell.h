@@ -62,7 +62,10 @@ Status CheckTarget(const std::shared_ptr<ActorCell>& cell, const ActorRef& targe
 // address the handler sees as its sender (a fresh ref that is never an actor).
 struct CallSlot {
   ReplyPolicy reply = ReplyPolicy::kRequired;
-  bool wants_reply = true;          // false: completes (null) once queued (SendAsync)
+  bool wants_reply = true;  // false: completes (null) once queued (SendAsync)
+  // False for an actor's call (the call import): a shutdown leaves it to end with its
+  // invocation, uncommitted, instead of handing the caller an error to commit.
+  bool from_host = true;
   std::atomic<bool> queued{false};  // the message got into the mailbox
   std::atomic<bool> done{false};
   // The reply as it travels (bytes); Runtime::HostDone's callers get it as a Value.

@@ -231,7 +231,7 @@ struct Runtime::State {
                    std::shared_ptr<CborValue> message, Reactor::TimePoint deadline,
                    std::chrono::milliseconds timeout, std::chrono::microseconds pause);
   // Completes every registered host send or call with Unavailable(`why`) (StopThreads,
-  // Runtime::FailPendingCalls).
+  // Runtime::FailPendingCalls); actors' calls are left to end with their invocations.
   void FailPendingHostCalls(const std::string& why = "the actor runtime is shutting down")
       EXCLUDES(calls_mu);
   // Runs `fn` on the reactor owning `ref` and returns its result, waiting up to

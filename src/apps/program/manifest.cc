@@ -49,7 +49,8 @@ Status OnlyFields(const json& object, std::string_view where,
     for (std::string_view name : allowed) known = known || key == name;
     if (!known) {
       std::string list;
-      for (std::string_view name : allowed) list += fmt::format("{}{}", list.empty() ? "" : ", ", name);
+      for (std::string_view name : allowed)
+        list += fmt::format("{}{}", list.empty() ? "" : ", ", name);
       return Status::InvalidArgument(
           fmt::format("{} has an unknown field \"{}\" (known: {})", where, key, list));
     }
@@ -73,9 +74,9 @@ Result<UnitSpec> ParseUnit(const std::string& name, const json& j, const Manifes
   unit.name = name;
   REEF_ASSIGN_OR_RETURN(unit.module, NameField(j, where, "module"));
   if (manifest.modules.count(unit.module) == 0) {
-    return Status::InvalidArgument(fmt::format(
-        "unit {} names module {}, which the manifest's \"modules\" does not list", name,
-        unit.module));
+    return Status::InvalidArgument(
+        fmt::format("unit {} names module {}, which the manifest's \"modules\" does not list", name,
+                    unit.module));
   }
   if (auto it = j.find("handler"); it != j.end()) {
     if (!it->is_string() || it->get<std::string>().empty() || it->get<std::string>().size() > 128) {
@@ -89,9 +90,8 @@ Result<UnitSpec> ParseUnit(const std::string& name, const json& j, const Manifes
     } else if (*it == "replicated") {
       unit.placement = Placement::kReplicated;
     } else {
-      return Status::InvalidArgument(
-          fmt::format("{}.placement must be \"singleton\" or \"replicated\", not {}", where,
-                      it->dump()));
+      return Status::InvalidArgument(fmt::format(
+          "{}.placement must be \"singleton\" or \"replicated\", not {}", where, it->dump()));
     }
   }
   bool singleton = unit.placement == Placement::kSingleton;
@@ -100,13 +100,13 @@ Result<UnitSpec> ParseUnit(const std::string& name, const json& j, const Manifes
                                    ": a singleton unit is never evicted, so it takes no "
                                    "idle_eviction_ms");
   }
-  REEF_ASSIGN_OR_RETURN(uint64_t instance_limit,
-                        NumberField(j, where, "instance_limit",
-                                    singleton ? 1 : kDefaultInstanceLimit, 1,
-                                    singleton ? 1 : limits.max_instance_limit));
-  REEF_ASSIGN_OR_RETURN(uint64_t inbox, NumberField(j, where, "inbox_capacity",
-                                                    kDefaultInboxCapacity, 1,
-                                                    limits.max_inbox_capacity));
+  REEF_ASSIGN_OR_RETURN(
+      uint64_t instance_limit,
+      NumberField(j, where, "instance_limit", singleton ? 1 : kDefaultInstanceLimit, 1,
+                  singleton ? 1 : limits.max_instance_limit));
+  REEF_ASSIGN_OR_RETURN(
+      uint64_t inbox,
+      NumberField(j, where, "inbox_capacity", kDefaultInboxCapacity, 1, limits.max_inbox_capacity));
   REEF_ASSIGN_OR_RETURN(uint64_t idle, NumberField(j, where, "idle_eviction_ms",
                                                    singleton ? 0 : kDefaultIdleEvictionMs, 0,
                                                    limits.max_idle_eviction_ms));

@@ -14,15 +14,16 @@ namespace reef::apps::program {
 
 using json = nlohmann::json;
 
-std::string InstanceTag(const UnitState& unit, uint32_t instance) {
-  return json{{"unit", unit.name},
+std::string InstanceTag(const UnitState& unit, uint32_t instance, bool retired) {
+  json tag = {{"unit", unit.name},
               {"instance", instance},
               {"code", unit.code_fingerprint},
-              {"generation", unit.code_generation}}
-      .dump();
+              {"generation", unit.code_generation}};
+  if (retired) tag["retired"] = true;
+  return tag.dump();
 }
 
-Result<std::vector<std::pair<ActorRef, std::string>>> ProgramRuntime::State::OpenDurable() {
+Result<std::vector<Tagged>> ProgramRuntime::State::OpenDurable() {
   actor::DurableImageOptions durable_options;
   durable_options.journal.dir = options.data_dir / "units";
   durable_options.journal.segment_bytes = options.journal_bytes;
@@ -36,7 +37,36 @@ Result<std::vector<std::pair<ActorRef, std::string>>> ProgramRuntime::State::Ope
   return std::move(opened.tags);
 }
 
-void ProgramRuntime::State::Reattach(const std::vector<std::pair<ActorRef, std::string>>& tagged) {
+void ProgramRuntime::State::Settle(std::vector<Tagged> retiring) {
+  if (!unattached.empty()) {
+    bool have_program = false;
+    {
+      MutexLock lock(mu);
+      have_program = current != nullptr;
+    }
+    if (have_program) {
+      std::vector<Tagged> retired_now = Reattach(std::exchange(unattached, {}));
+      retiring.insert(retiring.end(), std::make_move_iterator(retired_now.begin()),
+                      std::make_move_iterator(retired_now.end()));
+    } else {
+      spdlog::warn(
+          "unit instances: {} restored, but no program came back to take them: they keep their "
+          "state and inbox until a deploy gives them to its units (deploy the program again)",
+          unattached.size());
+    }
+  }
+  for (auto& [ref, tag] : retiring) {
+    // NotFound: gone already (evicted), nothing to mark.
+    Status marked = runtime->SetTag(ref, std::move(tag));
+    if (!marked.ok() && marked.code() != Code::kNotFound) {
+      spdlog::warn("unit instances: @{} could not be marked retired: {}", ref.str(),
+                   marked.ToString());
+    }
+  }
+}
+
+std::vector<Tagged> ProgramRuntime::State::Reattach(const std::vector<Tagged>& tagged) {
+  std::vector<Tagged> retired_now;
   MutexLock lock(mu);
   std::map<std::pair<std::string, std::string>, std::shared_ptr<UnitState>> old_code;
   size_t kept = 0;
@@ -55,11 +85,13 @@ void ProgramRuntime::State::Reattach(const std::vector<std::pair<ActorRef, std::
     const std::string name = fields["unit"].get<std::string>();
     const std::string code = fields["code"].get<std::string>();
     const auto id = fields["instance"].get<uint32_t>();
+    const bool was_retired = fields.value("retired", false);
     auto& ids = instance_ids[name];
     if (!ids) ids = std::make_shared<std::atomic<uint32_t>>(1);
     if (ids->load() <= id) ids->store(id + 1);  // ids are never given twice
     std::shared_ptr<UnitState> unit;
-    if (auto it = units.find(name); it != units.end() && it->second->code_fingerprint == code) {
+    if (auto it = units.find(name);
+        !was_retired && it != units.end() && it->second->code_fingerprint == code) {
       unit = it->second;
       ++kept;
     } else {
@@ -76,6 +108,7 @@ void ProgramRuntime::State::Reattach(const std::vector<std::pair<ActorRef, std::
         retired.push_back(old);
       }
       unit = old;
+      if (!was_retired) retired_now.emplace_back(ref, InstanceTag(*old, id, /*retired=*/true));
     }
     MutexLock unit_lock(unit->mu);
     unit->instances.try_emplace(id, id, ref);
@@ -84,6 +117,7 @@ void ProgramRuntime::State::Reattach(const std::vector<std::pair<ActorRef, std::
     spdlog::info("unit instances: {} restored, {} back with their units, {} finishing on old code",
                  tagged.size(), kept, tagged.size() - kept);
   }
+  return retired_now;
 }
 
 }  // namespace reef::apps::program

@@ -304,7 +304,8 @@ void ProgramRuntime::BeginStop() {
   state_->stop_cv.NotifyAll();
 }
 
-Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Program> program) {
+Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Program> program,
+                                                    std::vector<Tagged>* retiring) {
   DeployReport report;
   report.generation = program->generation;
   report.program = program->manifest.program;
@@ -340,6 +341,11 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
     MutexLock unit_lock(state->mu);
     state->retired = true;
     retired.push_back(state);
+    if (group) {  // durable: marked, so that a restart keeps them retired
+      for (const auto& [id, instance] : state->instances) {
+        retiring->emplace_back(instance.actor, InstanceTag(*state, id, /*retired=*/true));
+      }
+    }
   }
   units = std::move(next);
   current = std::move(program);
@@ -380,8 +386,10 @@ Result<DeployReport> ProgramRuntime::Deploy(const nlohmann::json& body) {
     std::filesystem::remove(files.begin()->second, ec);
     files.erase(files.begin());
   }
-  auto report = s.Publish(std::move(program));
+  std::vector<Tagged> retiring;
+  auto report = s.Publish(std::move(program), &retiring);
   if (report.ok()) {
+    s.Settle(std::move(retiring));
     spdlog::info(
         "deployed program {} generation {}: {} added, {} changed, {} unchanged, {} "
         "removed",
@@ -497,14 +505,20 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
   if (!state->runtime) {
     REEF_ASSIGN_OR_RETURN(state->runtime, actor::Runtime::CreateFleet(state->options.reactors));
   }
-  std::vector<std::pair<ActorRef, std::string>> restored;  // (instance actor, tag)
+  std::vector<Tagged> restored;
   if (state->options.durable) {
     REEF_ASSIGN_OR_RETURN(restored, state->OpenDurable());
+  } else if (std::filesystem::exists(state->options.data_dir / "units", ec)) {
+    spdlog::warn(
+        "unit instances: ephemeral: the durable instances in {} are left as they are and not "
+        "loaded; start without --ephemeral to get them back",
+        (state->options.data_dir / "units").string());
   }
 
   auto kept = KeptPrograms(state->programs_dir);
+  MutexLock deploy_lock(state->deploy_mu);  // as Deploy; never waited for: nothing runs yet
+  std::vector<Tagged> retiring;
   if (!kept.empty()) {
-    MutexLock deploy_lock(state->deploy_mu);  // as Deploy; never waited for: nothing runs yet
     state->last_generation = kept.rbegin()->first;
     const auto& [generation, path] = *kept.rbegin();
     std::ifstream in(path, std::ios::binary);
@@ -521,7 +535,7 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
                              return raw->TrialInstantiate(module);
                            });
     if (program.ok()) {
-      REEF_ASSIGN_OR_RETURN(DeployReport report, state->Publish(std::move(*program)));
+      REEF_ASSIGN_OR_RETURN(DeployReport report, state->Publish(std::move(*program), &retiring));
       spdlog::info("program {} generation {} redeployed from {}", report.program, generation,
                    path.string());
     } else {
@@ -529,7 +543,9 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
                     path.string(), program.status().ToString());
     }
   }
-  state->Reattach(restored);
+  state->unattached = std::move(restored);
+  state->Settle(std::move(retiring));
+  deploy_lock.Unlock();
   state->deploys = std::make_unique<IoPool>("program deploys", 1, kMaxWaitingDeploys);
   state->drains = std::make_unique<IoPool>("reactor drains", 2, kMaxWaitingDrains);
   state->controls = std::make_unique<IoPool>("unit controls", 2, kMaxWaitingControls);

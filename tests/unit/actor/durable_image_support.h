@@ -71,10 +71,11 @@ struct Opened {
   Status Restore(const std::map<std::string, std::shared_ptr<const Implementation>>& known) {
     std::vector<ActorRecord> actors;
     for (auto& [ref, actor] : recovered.actors()) actors.push_back(std::move(actor));
-    return runtime->Restore(group, std::move(actors), [&](std::string_view id) {
+    Status restored = runtime->Restore(group, std::move(actors), [&](std::string_view id) {
       auto it = known.find(std::string(id));
       return it == known.end() ? nullptr : it->second;
     });
+    return restored.ok() ? runtime->StartRestored(*group) : restored;
   }
 
   ActorRef Spawn(const std::shared_ptr<const Implementation>& implementation, int64_t state,

@@ -151,6 +151,47 @@ TEST(DurableRoutedTest, AMessageACrashCaughtInFlightArrivesOnceAfterTheRestore) 
   }
 }
 
+TEST(DurableRoutedTest, RestoredActorsRunOnlyOnceEveryBatchIsThere) {
+  TempDir dir;
+  CutJournal cut;
+  ASSERT_TRUE(cut.counter);
+  {  // the sender's first message sends 5 to the target
+    std::vector<std::string> records = cut.Records();
+    records.resize(3);  // the implementation and the two spawns
+    std::string send;
+    EncodeDeliveryRecord(
+        cut.sender, Envelope{std::nullopt, *CborValue::Encode(SendTo(cut.target, 5), {})}, &send);
+    records.push_back(std::move(send));
+    JournalOptions options;
+    options.dir = dir.path();
+    auto journal = Journal::Open(options, [](uint64_t, std::string_view) { return Status::Ok(); });
+    ASSERT_TRUE(journal.ok()) << journal.status().ToString();
+    uint64_t last = 0;
+    for (std::string& record : records) last = *(*journal)->Append(std::move(record));
+    ASSERT_TRUE((*journal)->WaitDurable(last).ok());
+  }
+  Opened group(dir.path(), 64ull << 20, 64u << 20, kFreeRunning);
+  ASSERT_TRUE(group.group) << group.status.ToString();
+  auto known = [&](std::string_view id) { return id == cut.counter->id ? cut.counter : nullptr; };
+  // The sender first, alone: it must not run before its target is restored.
+  std::vector<ActorRecord> first, second;
+  first.push_back(std::move(group.recovered.actors().at(cut.sender)));
+  second.push_back(std::move(group.recovered.actors().at(cut.target)));
+  ASSERT_TRUE(group.runtime->Restore(group.group, std::move(first), known).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // time to run, if it could
+  ASSERT_TRUE(group.runtime->Restore(group.group, std::move(second), known).ok());
+  ASSERT_TRUE(group.runtime->StartRestored(*group.group).ok());
+  ASSERT_TRUE(WaitFor(*group.runtime, *group.group, [&](const std::vector<ActorSnapshot>& now) {
+    for (const ActorSnapshot& a : now) {
+      if (a.ref == cut.target) return a.state == Value::Int(5);
+    }
+    return false;
+  }));
+  auto sender = group.runtime->Inspect(cut.sender);
+  ASSERT_TRUE(sender.ok());
+  EXPECT_EQ(sender->status, ActorStatus::kIdle) << sender->failure.value_or("");
+}
+
 TEST(DurableRoutedTest, ArrivalsMustMatchAMessageInFlight) {
   CutJournal cut;
   ASSERT_TRUE(cut.counter);

@@ -132,7 +132,7 @@ TEST_F(UnitSupportTest, RemoveTakesOnlyAnIdleActorAndItsRefIsGoneAfterwards) {
   ASSERT_TRUE(KillRunning(a).ok());
   Settled(a);
   EXPECT_EQ(runtime_->Kill(a).code(), Code::kFailedPrecondition);  // idle: nothing to kill
-  EXPECT_EQ(runtime_->Inspect(a)->incarnation, 2u);                 // and no reset
+  EXPECT_EQ(runtime_->Inspect(a)->incarnation, 2u);                // and no reset
   uint64_t before = 0;
   for (const ReactorInfo& r : runtime_->Reactors()) before += r.actors;
   ASSERT_TRUE(runtime_->Remove(a).ok());

@@ -108,6 +108,63 @@ TEST_F(ProgramDurableTest, AnInstanceOfCodeTheRestoredProgramLacksFinishesOnItsO
   EXPECT_EQ(fresh.instance, 2u) << "instance 1 was the retired one's number";
 }
 
+TEST_F(ProgramDurableTest, ARetiredInstanceStaysRetiredWhenItsOldCodeComesBack) {
+  Deploy({{"c", kSingleton}});
+  ASSERT_EQ(Invoke("c", R"({"op":"spin"})", InvokeMode::kEnqueue).failure, InvokeFailure::kNone);
+  ASSERT_TRUE(WaitForStatus("c", 0, actor::ActorStatus::kRunning, milliseconds(5'000)));
+  json changed = kSingleton;
+  changed["initial_state"] = 50;
+  Deploy({{"c", changed}});     // instance 1 is retired, still spinning
+  Deploy({{"c", kSingleton}});  // c's first code again: a new unit state, not instance 1's
+  ASSERT_EQ(Invoke("c", R"({"op":"add","value":1})").failure, InvokeFailure::kNone);
+  Open();
+  auto c = Instances("c");
+  ASSERT_EQ(c.size(), 2u);
+  uint32_t live = 0;
+  for (const InstanceInfo& info : c) {
+    EXPECT_EQ(info.retired, info.instance == 1) << info.instance;
+    if (!info.retired) live = info.instance;
+  }
+  EXPECT_EQ(StateOf("c", live), Value::Int(1));
+  InvokeOutcome routed = Invoke("c", R"({"op":"reply"})");  // AnyOrSpawn: the live one
+  EXPECT_EQ(routed.instance, live);
+  ASSERT_TRUE(KillRunning("c", 1).ok());
+}
+
+TEST_F(ProgramDurableTest, InstancesWaitForAProgramWhenNoneComesBackAtStart) {
+  Deploy({{"c", kSingleton}});
+  ASSERT_EQ(Invoke("c", R"({"op":"add","value":9})").failure, InvokeFailure::kNone);
+  std::filesystem::remove(dir_ / "programs" / "program-1.json");
+  Open();
+  EXPECT_EQ(runtime_->Current(), nullptr);
+  Deploy({{"c", kSingleton}});  // the same code: the instance is c's again, state and all
+  auto c = Instances("c");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_FALSE(c[0].retired);
+  EXPECT_EQ(StateOf("c", c[0].instance), Value::Int(9));
+}
+
+TEST_F(ProgramDurableTest, ACallInProgressAtAShutdownIsMadeAgainAfterTheRestart) {
+  json b = kSingleton;
+  b["initial_state"] = 7;
+  Deploy({{"a", kSingleton}, {"b", b}});
+  ASSERT_EQ(Invoke("b", R"({"op":"spin"})", InvokeMode::kEnqueue).failure, InvokeFailure::kNone);
+  ASSERT_TRUE(WaitForStatus("b", 0, actor::ActorStatus::kRunning, milliseconds(5'000)));
+  const std::string call = R"({"op":"call","message":{"op":"reply"},"timeout":600000,)"
+                           R"("target":{"$actor":")" +
+                           std::string(Instances("b").at(0).actor.str()) + R"("}})";
+  ASSERT_EQ(Invoke("a", call, InvokeMode::kEnqueue).failure, InvokeFailure::kNone);
+  ASSERT_TRUE(WaitForStatus("a", 0, actor::ActorStatus::kAwaiting, milliseconds(5'000)));
+  // The shutdown leaves a's call unanswered (it does not commit an error); the restart runs
+  // a's invocation again, which calls b again.
+  Open();
+  ASSERT_TRUE(WaitForStatus("a", 0, actor::ActorStatus::kAwaiting, milliseconds(5'000)));
+  ASSERT_TRUE(WaitForStatus("b", 0, actor::ActorStatus::kRunning, milliseconds(5'000)));
+  EXPECT_EQ(Instances("b").at(0).queued, 2u) << "the first request and the one made again";
+  ASSERT_TRUE(KillRunning("b", 1).ok());  // b resets to 7 and answers both requests
+  EXPECT_EQ(StateOf("a", 1), Value::Int(7));
+}
+
 TEST_F(ProgramDurableTest, EphemeralInstancesStartOverAfterARestart) {
   Open(/*durable=*/false);
   Deploy({{"c", kSingleton}});

@@ -69,7 +69,9 @@ struct UnitState {
 // What a durable instance's actor carries (actor::SpawnOptions::tag): its unit's name, the
 // instance number and the unit's code, so that a restart can give it back (State::Reattach).
 // JSON (program_durable.cc).
-std::string InstanceTag(const UnitState& unit, uint32_t instance);
+// `retired`: the instance was retired (by a deploy that changed its unit); a restart keeps it so.
+std::string InstanceTag(const UnitState& unit, uint32_t instance, bool retired = false);
+using Tagged = std::pair<ActorRef, std::string>;  // an instance's actor and its tag
 
 struct ProgramRuntime::State {
   ProgramRuntimeOptions options;
@@ -82,6 +84,9 @@ struct ProgramRuntime::State {
 
   Mutex deploy_mu;  // one deploy at a time
   uint64_t last_generation GUARDED_BY(deploy_mu) = 0;
+  // Restored instances no program has taken yet (none came back at start): the next deploy
+  // gives them to its units (Settle).
+  std::vector<Tagged> unattached GUARDED_BY(deploy_mu);
 
   mutable Mutex mu;
   std::shared_ptr<const Program> current GUARDED_BY(mu);
@@ -105,15 +110,23 @@ struct ProgramRuntime::State {
   bool stopping GUARDED_BY(stop_mu) = false;
   std::thread evictor;
 
-  Result<DeployReport> Publish(std::shared_ptr<const Program> program);
+  // Publishes `program`; durable instances it retires go to `retiring` with their retired
+  // tags (Settle marks them).
+  Result<DeployReport> Publish(std::shared_ptr<const Program> program,
+                               std::vector<Tagged>* retiring);
   // Opens the instances' journal in <data_dir>/units, makes `group` and `durable`, and
   // restores the instances; returns (actor, tag) for each (program_durable.cc). Errors: those
   // of actor::OpenDurableGroup.
-  Result<std::vector<std::pair<ActorRef, std::string>>> OpenDurable();
-  // Gives restored instances ((actor, tag) as InstanceTag wrote it) back to the current
-  // units: to the unit of their name when its code is the same, else to a retired UnitState
-  // of their old code (finished and removed by the eviction thread).
-  void Reattach(const std::vector<std::pair<ActorRef, std::string>>& tagged);
+  Result<std::vector<Tagged>> OpenDurable();
+  // After a publish (or none, at start): gives `unattached` to the current program's units,
+  // if there is a program (Reattach), and marks `retiring` and the instances Reattach retired
+  // (SetTag: a reactor round trip each). REQUIRES: not on a reactor thread.
+  void Settle(std::vector<Tagged> retiring) REQUIRES(deploy_mu);
+  // Gives restored instances back to the current units: to the unit of their name when its
+  // code is the same and they were not retired, else to a retired UnitState of their old code
+  // (finished and removed by the eviction thread). Returns those it retired and whose tag
+  // does not say so yet.
+  std::vector<Tagged> Reattach(const std::vector<Tagged>& tagged);
   // BuildProgram's trial instantiation, on a reactor of the fleet (the start function is
   // guest code); the calling thread waits. REQUIRES: not on a reactor thread.
   Status TrialInstantiate(const std::shared_ptr<const wasm::Module>& module);
