@@ -45,9 +45,8 @@ void Runtime::State::RecordCommit(Reactor& reactor, const Actor& actor, bool ack
   DurableImage* durable = actor.cell->group->durable.get();
   if (durable == nullptr) return;
   std::vector<RecordedSend>& sends = reactor.recorded_sends;  // reused: no allocation per commit
-  std::vector<uint64_t>& origins = reactor.send_origins;
+  std::vector<uint64_t>& origins = reactor.send_origins;      // cleared above
   sends.clear();
-  origins.clear();
   // A routed commit's send to an actor this reactor does not own is posted (Route): in flight
   // until its arrival. An actor in this reactor's table gets it within the commit: Route
   // delivers inline to an owner it runs on (an actor moving here is in the table only once

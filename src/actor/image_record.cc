@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "actor/runtime_types.h"
 #include "core/frame.h"
 
 namespace reef::actor {
@@ -149,6 +150,7 @@ ActorRecord ReadHeader(Reader& in, const ActorRef& ref) {
   a.log_level = in.Enum<LogLevel>("log level", kLastLevel);
   a.reserved = in.Flag("reserved");
   if (in.ok() && !in.done()) a.tag = std::string(in.Bytes("tag"));  // absent: none
+  if (a.tag.size() > kMaxTagBytes) in.Fail(fmt::format("a tag of {} bytes", a.tag.size()));
   return a;
 }
 
@@ -416,6 +418,13 @@ Status RecoveredImage::Apply(std::string_view record) {
     case ImageRecordKind::kRemoval:
       REEF_RETURN_IF_ERROR(known());
       if (!in.done()) return refuse(fmt::format("@{}: bytes follow the removal record", ref.str()));
+      // Removal waits for every send on its way (Runtime::Remove): none can be in flight.
+      for (const auto& [origin, sent] : in_flight_) {
+        if (sent.target == ref) {
+          return refuse(
+              fmt::format("@{} is removed with message {} in flight to it", ref.str(), origin));
+        }
+      }
       actors_.erase(it);
       return Status::Ok();
     case ImageRecordKind::kImplementation:

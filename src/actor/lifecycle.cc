@@ -91,7 +91,10 @@ Status Runtime::Stop(const ActorRef& ref) {
 
 Status Runtime::Kill(const ActorRef& ref) {
   State& s = *state_;
-  return Change(s, ref, [&](Reactor& r, Actor& a) {
+  // A host call the killed input answers: failed once the kill is recorded (a caller that
+  // waits for the journal then waits for the kill too).
+  std::shared_ptr<CallSlot> caller;
+  Status killed = Change(s, ref, [&](Reactor& r, Actor& a) {
     if (a.reset_state && !a.active) {  // kReset: a kill poisons a running invocation only
       return Status::FailedPrecondition(
           fmt::format("@{} has no running invocation; nothing to kill", ref.str()));
@@ -99,11 +102,7 @@ Status Runtime::Kill(const ActorRef& ref) {
     s.DropInvocation(r, a);
     a.stopping = false;
     a.paused_from.reset();
-    if (a.reserved && a.reserved->sender) {
-      if (auto slot = s.FindCall(*a.reserved->sender)) {
-        slot->Complete(Status::FailedPrecondition("the actor was killed"));
-      }
-    }
+    if (a.reserved && a.reserved->sender) caller = s.FindCall(*a.reserved->sender);
     if (a.reset_state) {
       a.failure = "killed";
       s.ResetPoisoned(r, a, "killed");
@@ -113,6 +112,8 @@ Status Runtime::Kill(const ActorRef& ref) {
     s.Publish(LifecycleKind::kStopped, a, "killed");
     return Status::Ok();
   });
+  if (caller) caller->Complete(Status::FailedPrecondition("the actor was killed"));
+  return killed;
 }
 
 Status Runtime::Restart(const ActorRef& ref) {
@@ -427,6 +428,7 @@ Status Runtime::Remove(const ActorRef& ref) {
 Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
   State& s = *state_;
   uint64_t dropped = 0;
+  std::vector<std::shared_ptr<CallSlot>> callers;  // failed once the removal is recorded
   REEF_RETURN_IF_ERROR(s.OnActor(ref, [&](Reactor& r, Actor& a) {
     if (a.stopping) {
       return Status::FailedPrecondition(fmt::format(
@@ -441,10 +443,9 @@ Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
     }
     const uint64_t held = a.queued.size() + (a.reserved ? 1 : 0);
     if (Status claimed = ClaimRemoval(a, held); !claimed.ok()) return claimed;
-    const std::string why = fmt::format("@{} was removed", ref.str());
     auto fail_call = [&](const Envelope& envelope) {
       if (!envelope.sender) return;
-      if (auto slot = s.FindCall(*envelope.sender)) slot->Complete(Status::FailedPrecondition(why));
+      if (auto slot = s.FindCall(*envelope.sender)) callers.push_back(std::move(slot));
     };
     if (a.reserved) fail_call(*a.reserved);
     for (const Envelope& envelope : a.queued) fail_call(envelope);
@@ -453,6 +454,9 @@ Result<uint64_t> Runtime::RemoveStopped(const ActorRef& ref) {
     EraseActor(s, r, a);
     return Status::Ok();
   }));
+  for (auto& slot : callers) {
+    slot->Complete(Status::FailedPrecondition(fmt::format("@{} was removed", ref.str())));
+  }
   WriterLock lock(s.directory_mu);
   s.directory.erase(ref);
   return dropped;

@@ -302,6 +302,10 @@ void Runtime::WhenDurable(const ActorGroup& group, const std::optional<ActorRef>
     return wait();
   }
   if (!cell) {
+    if (group.mode != SchedulingMode::kManual) {  // no home: every reactor would be needed
+      return waiter->Answer(
+          Status::InvalidArgument("a free-running group's output gate needs the actor it is for"));
+    }
     Status posted = Post(group.home, wait);
     if (!posted.ok()) waiter->Answer(posted);
     return;

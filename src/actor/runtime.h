@@ -89,12 +89,12 @@ class Runtime {
   // Errors: Unavailable (a reactor did not answer). REQUIRES: not on a reactor thread.
   Status StartRestored(const ActorGroup& group);
   // The output gate of durable `group` (durable_image.h): runs `done(Ok)` once every change
-  // made before this call to `after` (null: to any actor of a manual group) is on disk —
-  // including deliveries to it still on their way from this thread: the wait goes the way a
-  // message does, behind them, and follows the actor when it moves. `done(Unavailable)` when
-  // the journal failed or the runtime stops first; at once `done(Ok)` when `group` is not
-  // durable. `done` runs on the journal's writer thread, a reactor, or this thread, and must
-  // not block. Any thread.
+  // this thread made to `after` before this call (null: to any actor of a manual group) is on
+  // disk — including its deliveries to it still on their way: the wait goes the way a message
+  // does, behind them, and follows the actor when it moves. `done(Unavailable)` when the
+  // journal failed or the runtime stops first; `done(InvalidArgument)` for null with a
+  // free-running group; at once `done(Ok)` when `group` is not durable. `done` runs on the
+  // journal's writer thread, a reactor, or this thread, and must not block. Any thread.
   void WhenDurable(const ActorGroup& group, const std::optional<ActorRef>& after,
                    std::function<void(Status)> done);
   // Removes every actor of `group` for good (invocations dropped, calls cancelled, sends to
@@ -218,7 +218,7 @@ class Runtime {
   // Minimum level of accepted log entries; takes effect at once, also mid-invocation.
   Status SetLogLevel(const ActorRef& ref, LogLevel level);
   // Replaces the actor's SpawnOptions::tag (recorded in a durable group). Errors: NotFound,
-  // InvalidArgument (over kMaxTagBytes).
+  // InvalidArgument (over kMaxTagBytes), Unavailable (its reactor did not answer).
   Status SetTag(const ActorRef& ref, std::string tag);
 
   // ---- reactors and placement (spec 003) ------------------------------------------------

@@ -278,6 +278,8 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
   }
 
   state.RecordCommit(reactor, actor, acknowledges, shutdown, effects);
+  // Taken, as `reserved` is: the loop below runs host callbacks (a call's completion).
+  std::vector<uint64_t> origins = std::move(reactor.send_origins);
   reactor.committing = true;  // the commit record holds the sends Deliver is about to get
   bool replied = false;
   for (size_t i = 0; i < effects.sends.size(); ++i) {
@@ -297,12 +299,14 @@ static void Commit(Runtime::State& state, Reactor& reactor, Actor& actor, TickRe
       if (send.target == actor.cell->ref) {
         state.Deliver(reactor, actor, std::move(envelope));
       } else {
-        const uint64_t origin = i < reactor.send_origins.size() ? reactor.send_origins[i] : 0;
+        const uint64_t origin = i < origins.size() ? origins[i] : 0;
         state.Route(target->cell, std::move(envelope), origin);
       }
     }
   }
   reactor.committing = false;
+  origins.clear();
+  reactor.send_origins = std::move(origins);  // its capacity, for the next commit
   if (!replied) CompleteUnanswered(state, input);
   reserved.clear();
   reactor.reservations = std::move(reserved);

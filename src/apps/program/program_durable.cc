@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "actor/durable_open.h"
@@ -12,7 +13,9 @@
 
 namespace reef::apps::program {
 
+namespace {
 using json = nlohmann::json;
+}  // namespace
 
 std::string InstanceTag(const UnitState& unit, uint32_t instance, bool retired) {
   json tag = {{"unit", unit.name},
@@ -38,22 +41,11 @@ Result<std::vector<Tagged>> ProgramRuntime::State::OpenDurable() {
 }
 
 void ProgramRuntime::State::Settle(std::vector<Tagged> retiring) {
-  if (!unattached.empty()) {
-    bool have_program = false;
-    {
-      MutexLock lock(mu);
-      have_program = current != nullptr;
-    }
-    if (have_program) {
-      std::vector<Tagged> retired_now = Reattach(std::exchange(unattached, {}));
-      retiring.insert(retiring.end(), std::make_move_iterator(retired_now.begin()),
-                      std::make_move_iterator(retired_now.end()));
-    } else {
-      spdlog::warn(
-          "unit instances: {} restored, but no program came back to take them: they keep their "
-          "state and inbox until a deploy gives them to its units (deploy the program again)",
-          unattached.size());
-    }
+  if (!unattached.empty()) {  // Publish takes them; none ran yet
+    spdlog::warn(
+        "unit instances: {} restored, but no program came back to take them: they get no "
+        "invocations until a deploy gives them to its units (deploy the program again)",
+        unattached.size());
   }
   for (auto& [ref, tag] : retiring) {
     // NotFound: gone already (evicted), nothing to mark.
@@ -65,53 +57,89 @@ void ProgramRuntime::State::Settle(std::vector<Tagged> retiring) {
   }
 }
 
+namespace {
+
+// The fields of a tag InstanceTag wrote, or nullopt (anything else: a journal holding what
+// this runtime did not write).
+struct TagFields {
+  std::string unit, code;
+  uint32_t instance = 0;
+  uint64_t generation = 0;
+  bool retired = false;
+};
+std::optional<TagFields> ParseTag(const std::string& tag) {
+  const json fields = json::parse(tag, nullptr, /*allow_exceptions=*/false);
+  if (!fields.is_object()) return std::nullopt;
+  auto field = [&](const char* key) -> const json* {
+    auto it = fields.find(key);
+    return it == fields.end() ? nullptr : &*it;
+  };
+  const json *unit = field("unit"), *code = field("code"), *instance = field("instance");
+  const json *generation = field("generation"), *retired = field("retired");
+  if (unit == nullptr || !unit->is_string() || code == nullptr || !code->is_string() ||
+      instance == nullptr || !instance->is_number_unsigned() ||
+      instance->get<uint64_t>() >= UINT32_MAX ||
+      (generation != nullptr && !generation->is_number_unsigned()) ||
+      (retired != nullptr && !retired->is_boolean())) {
+    return std::nullopt;
+  }
+  TagFields out;
+  out.unit = unit->get<std::string>();
+  out.code = code->get<std::string>();
+  out.instance = static_cast<uint32_t>(instance->get<uint64_t>());
+  if (generation != nullptr) out.generation = generation->get<uint64_t>();
+  out.retired = retired != nullptr && retired->get<bool>();
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tagged> ProgramRuntime::State::Reattach(const std::vector<Tagged>& tagged) {
   std::vector<Tagged> retired_now;
-  MutexLock lock(mu);
   std::map<std::pair<std::string, std::string>, std::shared_ptr<UnitState>> old_code;
   size_t kept = 0;
   for (const auto& [ref, tag] : tagged) {
-    json fields = json::parse(tag, nullptr, /*allow_exceptions=*/false);
-    const bool valid = fields.is_object() && fields.value("unit", json()).is_string() &&
-                       fields.value("instance", json()).is_number_unsigned() &&
-                       fields.value("code", json()).is_string();
-    if (!valid) {  // not written by InstanceTag: the journal holds what it did not write
+    std::optional<TagFields> fields = ParseTag(tag);
+    if (!fields) {
       spdlog::error(
           "unit instances: @{} has the tag {}, which names no unit instance; it stays "
           "but gets no invocations",
-          ref.str(), tag);
+          ref.str(), json(tag.substr(0, 200)).dump());
       continue;
     }
-    const std::string name = fields["unit"].get<std::string>();
-    const std::string code = fields["code"].get<std::string>();
-    const auto id = fields["instance"].get<uint32_t>();
-    const bool was_retired = fields.value("retired", false);
+    const std::string& name = fields->unit;
+    const uint32_t id = fields->instance;
     auto& ids = instance_ids[name];
     if (!ids) ids = std::make_shared<std::atomic<uint32_t>>(1);
     if (ids->load() <= id) ids->store(id + 1);  // ids are never given twice
     std::shared_ptr<UnitState> unit;
     if (auto it = units.find(name);
-        !was_retired && it != units.end() && it->second->code_fingerprint == code) {
+        !fields->retired && it != units.end() && it->second->code_fingerprint == fields->code) {
       unit = it->second;
       ++kept;
     } else {
-      std::shared_ptr<UnitState>& old = old_code[{name, code}];
+      std::shared_ptr<UnitState>& old = old_code[{name, fields->code}];
       if (!old) {
         old = std::make_shared<UnitState>();
         old->name = name;
         old->next_instance = ids;
-        old->code_fingerprint = code;
-        old->code_generation = fields.value("generation", uint64_t{0});
+        old->code_fingerprint = fields->code;
+        old->code_generation = fields->generation;
         MutexLock unit_lock(old->mu);  // never waited for: nothing else has the state yet
         old->spec.name = name;
         old->retired = true;
         retired.push_back(old);
       }
       unit = old;
-      if (!was_retired) retired_now.emplace_back(ref, InstanceTag(*old, id, /*retired=*/true));
+      if (!fields->retired) retired_now.emplace_back(ref, InstanceTag(*old, id, /*retired=*/true));
     }
     MutexLock unit_lock(unit->mu);
-    unit->instances.try_emplace(id, id, ref);
+    if (!unit->instances.try_emplace(id, id, ref).second) {
+      spdlog::error(
+          "unit instances: @{} is instance {} of unit {}, which another instance has "
+          "already; it stays but gets no invocations",
+          ref.str(), id, name);
+    }
   }
   if (!tagged.empty()) {
     spdlog::info("unit instances: {} restored, {} back with their units, {} finishing on old code",

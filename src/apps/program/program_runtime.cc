@@ -182,7 +182,7 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
     outcome.message = std::move(message);
     done(std::move(outcome));
   };
-  if (s.refusing.load()) return fail(InvokeFailure::kUnavailable, std::string(kShuttingDown));
+  if (s.refusing->load()) return fail(InvokeFailure::kUnavailable, std::string(kShuttingDown));
   if (request.timeout.count() < 0 || request.timeout > s.options.max_timeout) {
     return fail(InvokeFailure::kInvalid,
                 fmt::format("timeout must be 0..{} ms", s.options.max_timeout.count()));
@@ -227,7 +227,9 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
   const ActorRef target = *picked_ref;
   // Runs once, on whichever thread the hand-over ends on (this one, a reactor, or the
   // runtime's at shutdown): books the invocation and answers.
-  auto finish = [&s, unit, use, outcome = std::move(outcome), unit_name = request.unit,
+  // Holds nothing of the runtime's by reference: a durable answer may come after it is gone.
+  auto finish = [refusing = s.refusing, unit, use, outcome = std::move(outcome),
+                 unit_name = request.unit,
                  done = std::move(done)](Result<Value> reply, bool queued) mutable {
     use->Touch();
     if (queued) use->invocations.fetch_add(1);
@@ -249,9 +251,9 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
         outcome.message = fmt::format("{}: {}", where, sent.message());
         break;
       case Code::kUnavailable:
-        outcome.failure = s.refusing.load() ? InvokeFailure::kUnavailable
-                          : queued          ? InvokeFailure::kTimeout
-                                            : InvokeFailure::kNoRoom;
+        outcome.failure = refusing->load() ? InvokeFailure::kUnavailable
+                          : queued         ? InvokeFailure::kTimeout
+                                           : InvokeFailure::kNoRoom;
         outcome.message = fmt::format("{}: {}", where, sent.message());
         break;
       default:
@@ -263,10 +265,12 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
   };
   // The output gate of durable instances: an answer that says the message was queued, or that
   // gives the handler's reply, waits until the delivery (and the commit) are on disk.
-  auto answer = [&s, target, finish = std::move(finish)](Result<Value> reply, bool queued) mutable {
-    if (!s.group || !queued) return finish(std::move(reply), queued);
-    s.runtime->WhenDurable(
-        *s.group, target,
+  // (The runtime outlives every answer it gives: a plain pointer, never the last holder.)
+  auto answer = [runtime = s.runtime.get(), group = s.group, target, finish = std::move(finish)](
+                    Result<Value> reply, bool queued) mutable {
+    if (!group || !queued) return finish(std::move(reply), queued);
+    runtime->WhenDurable(
+        *group, target,
         [finish = std::move(finish), reply = std::move(reply), queued](Status durable) mutable {
           if (!durable.ok()) {
             reply = Status::Internal(
@@ -291,7 +295,7 @@ void ProgramRuntime::InvokeAsync(InvokeRequest request, InvokeDone done) {
 }
 
 void ProgramRuntime::RefuseInvocations() {
-  state_->refusing.store(true);
+  state_->refusing->store(true);
   state_->runtime->FailPendingCalls(std::string(kShuttingDown));
 }
 
@@ -349,6 +353,13 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
   }
   units = std::move(next);
   current = std::move(program);
+  // Restored instances no program took at start: given to these units now, before any
+  // invocation can see the units and spawn an instance in their place.
+  if (!unattached.empty()) {
+    std::vector<Tagged> retired_now = Reattach(std::exchange(unattached, {}));
+    retiring->insert(retiring->end(), std::make_move_iterator(retired_now.begin()),
+                     std::make_move_iterator(retired_now.end()));
+  }
   return report;
 }
 
@@ -543,7 +554,16 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
                     path.string(), program.status().ToString());
     }
   }
-  state->unattached = std::move(restored);
+  if (!restored.empty()) {
+    MutexLock lock(state->mu);
+    if (state->current) {
+      std::vector<Tagged> retired_now = state->Reattach(restored);
+      retiring.insert(retiring.end(), std::make_move_iterator(retired_now.begin()),
+                      std::make_move_iterator(retired_now.end()));
+    } else {
+      state->unattached = std::move(restored);  // the next deploy's Publish takes them
+    }
+  }
   state->Settle(std::move(retiring));
   deploy_lock.Unlock();
   state->deploys = std::make_unique<IoPool>("program deploys", 1, kMaxWaitingDeploys);

@@ -78,7 +78,7 @@ struct ProgramRuntime::State {
   std::shared_ptr<actor::Runtime> runtime;  // the fleet (ProgramRuntimeOptions::fleet)
   std::filesystem::path programs_dir;
   // Durable instances (ProgramRuntimeOptions::durable): their group and its journal; null:
-  // instances join the fleet's default group, in memory only.
+  // instances join the fleet's default group, in memory only. Constant after Open.
   std::shared_ptr<actor::ActorGroup> group;
   std::shared_ptr<actor::DurableImage> durable;
 
@@ -95,7 +95,9 @@ struct ProgramRuntime::State {
   std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> instance_ids GUARDED_BY(mu);
   std::vector<std::shared_ptr<UnitState>> retired GUARDED_BY(mu);
   std::atomic<uint32_t> reactor_cursor{0};
-  std::atomic<bool> refusing{false};  // RefuseInvocations was called
+  // RefuseInvocations was called; shared with the invocations in flight, whose answers may
+  // come after the runtime is gone (a journal's wait).
+  std::shared_ptr<std::atomic<bool>> refusing = std::make_shared<std::atomic<bool>>(false);
 
   // Runs DeployAsync's deploys, one at a time (declared after what they use: destroyed
   // first, waiting for the deploy in progress).
@@ -110,23 +112,22 @@ struct ProgramRuntime::State {
   bool stopping GUARDED_BY(stop_mu) = false;
   std::thread evictor;
 
-  // Publishes `program`; durable instances it retires go to `retiring` with their retired
-  // tags (Settle marks them).
+  // Publishes `program` and gives it the `unattached` instances (Reattach); durable instances
+  // it retires go to `retiring` with their retired tags (Settle marks them).
   Result<DeployReport> Publish(std::shared_ptr<const Program> program,
-                               std::vector<Tagged>* retiring);
+                               std::vector<Tagged>* retiring) REQUIRES(deploy_mu);
   // Opens the instances' journal in <data_dir>/units, makes `group` and `durable`, and
   // restores the instances; returns (actor, tag) for each (program_durable.cc). Errors: those
   // of actor::OpenDurableGroup.
   Result<std::vector<Tagged>> OpenDurable();
-  // After a publish (or none, at start): gives `unattached` to the current program's units,
-  // if there is a program (Reattach), and marks `retiring` and the instances Reattach retired
-  // (SetTag: a reactor round trip each). REQUIRES: not on a reactor thread.
+  // After a publish (or none, at start): marks `retiring` retired (SetTag: a reactor round
+  // trip each), and logs instances still waiting for a program. REQUIRES: not on a reactor.
   void Settle(std::vector<Tagged> retiring) REQUIRES(deploy_mu);
   // Gives restored instances back to the current units: to the unit of their name when its
   // code is the same and they were not retired, else to a retired UnitState of their old code
   // (finished and removed by the eviction thread). Returns those it retired and whose tag
   // does not say so yet.
-  std::vector<Tagged> Reattach(const std::vector<Tagged>& tagged);
+  std::vector<Tagged> Reattach(const std::vector<Tagged>& tagged) REQUIRES(mu);
   // BuildProgram's trial instantiation, on a reactor of the fleet (the start function is
   // guest code); the calling thread waits. REQUIRES: not on a reactor thread.
   Status TrialInstantiate(const std::shared_ptr<const wasm::Module>& module);
