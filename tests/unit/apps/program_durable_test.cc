@@ -165,6 +165,29 @@ TEST_F(ProgramDurableTest, ACallInProgressAtAShutdownIsMadeAgainAfterTheRestart)
   EXPECT_EQ(StateOf("a", 1), Value::Int(7));
 }
 
+TEST_F(ProgramDurableTest, TagsThisRuntimeDidNotWriteAreRefusedWithoutHarm) {
+  Deploy({{"c", kSingleton}, {"r", Replicated(4)}});
+  ASSERT_EQ(Invoke("c", R"({"op":"add","value":1})").failure, InvokeFailure::kNone);
+  ASSERT_EQ(Invoke("r", R"({"op":"add","value":1})").failure, InvokeFailure::kNone);
+  const ActorRef c = Instances("c").at(0).actor, r = Instances("r").at(0).actor;
+  // Fields of the wrong type, and an instance number past 32 bits.
+  ASSERT_TRUE(runtime_->runtime()
+                  .SetTag(c, R"({"unit":"c","instance":1,"code":"x","retired":1,"generation":"2"})")
+                  .ok());
+  ASSERT_TRUE(
+      runtime_->runtime().SetTag(r, R"({"unit":"r","instance":99999999999,"code":"x"})").ok());
+  Open();  // neither throws nor attaches them
+  for (const char* unit : {"c", "r"}) {
+    for (const InstanceInfo& info : Instances(unit)) {
+      EXPECT_NE(info.actor, c) << unit;
+      EXPECT_NE(info.actor, r) << unit;
+    }
+  }
+  InvokeOutcome fresh = Invoke("c", R"({"op":"reply"})");
+  EXPECT_EQ(fresh.failure, InvokeFailure::kNone) << fresh.message;
+  EXPECT_EQ(fresh.result, Value::Int(0)) << "a new instance, not the refused one";
+}
+
 TEST_F(ProgramDurableTest, EphemeralInstancesStartOverAfterARestart) {
   Open(/*durable=*/false);
   Deploy({{"c", kSingleton}});
