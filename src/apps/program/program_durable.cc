@@ -41,7 +41,7 @@ Result<std::vector<Tagged>> ProgramRuntime::State::OpenDurable() {
 }
 
 void ProgramRuntime::State::Settle(std::vector<Tagged> retiring) {
-  if (!unattached.empty()) {  // Publish takes them; none ran yet
+  if (!unattached.empty()) {  // no program took them
     spdlog::warn(
         "unit instances: {} restored, but no program came back to take them: they get no "
         "invocations until a deploy gives them to its units (deploy the program again)",
@@ -94,8 +94,8 @@ std::optional<TagFields> ParseTag(const std::string& tag) {
 
 }  // namespace
 
-std::vector<Tagged> ProgramRuntime::State::Reattach(const std::vector<Tagged>& tagged) {
-  std::vector<Tagged> retired_now;
+void ProgramRuntime::State::Reattach(const std::vector<Tagged>& tagged,
+                                     std::vector<Tagged>* retiring) {
   std::map<std::pair<std::string, std::string>, std::shared_ptr<UnitState>> old_code;
   size_t kept = 0;
   for (const auto& [ref, tag] : tagged) {
@@ -131,7 +131,7 @@ std::vector<Tagged> ProgramRuntime::State::Reattach(const std::vector<Tagged>& t
         retired.push_back(old);
       }
       unit = old;
-      if (!fields->retired) retired_now.emplace_back(ref, InstanceTag(*old, id, /*retired=*/true));
+      if (!fields->retired) retiring->emplace_back(ref, InstanceTag(*old, id, /*retired=*/true));
     }
     MutexLock unit_lock(unit->mu);
     if (!unit->instances.try_emplace(id, id, ref).second) {
@@ -145,7 +145,6 @@ std::vector<Tagged> ProgramRuntime::State::Reattach(const std::vector<Tagged>& t
     spdlog::info("unit instances: {} restored, {} back with their units, {} finishing on old code",
                  tagged.size(), kept, tagged.size() - kept);
   }
-  return retired_now;
 }
 
 }  // namespace reef::apps::program

@@ -355,11 +355,7 @@ Result<DeployReport> ProgramRuntime::State::Publish(std::shared_ptr<const Progra
   current = std::move(program);
   // Restored instances no program took at start: given to these units now, before any
   // invocation can see the units and spawn an instance in their place.
-  if (!unattached.empty()) {
-    std::vector<Tagged> retired_now = Reattach(std::exchange(unattached, {}));
-    retiring->insert(retiring->end(), std::make_move_iterator(retired_now.begin()),
-                     std::make_move_iterator(retired_now.end()));
-  }
+  if (!unattached.empty()) Reattach(std::exchange(unattached, {}), retiring);
   return report;
 }
 
@@ -529,6 +525,8 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
   auto kept = KeptPrograms(state->programs_dir);
   MutexLock deploy_lock(state->deploy_mu);  // as Deploy; never waited for: nothing runs yet
   std::vector<Tagged> retiring;
+  // The kept program's Publish takes the restored instances; without one, the next deploy's.
+  state->unattached = std::move(restored);
   if (!kept.empty()) {
     state->last_generation = kept.rbegin()->first;
     const auto& [generation, path] = *kept.rbegin();
@@ -552,16 +550,6 @@ Result<std::unique_ptr<ProgramRuntime>> ProgramRuntime::Open(ProgramRuntimeOptio
     } else {
       spdlog::error("cannot redeploy the kept program {}: {} (left in place; deploy again)",
                     path.string(), program.status().ToString());
-    }
-  }
-  if (!restored.empty()) {
-    MutexLock lock(state->mu);
-    if (state->current) {
-      std::vector<Tagged> retired_now = state->Reattach(restored);
-      retiring.insert(retiring.end(), std::make_move_iterator(retired_now.begin()),
-                      std::make_move_iterator(retired_now.end()));
-    } else {
-      state->unattached = std::move(restored);  // the next deploy's Publish takes them
     }
   }
   state->Settle(std::move(retiring));

@@ -124,19 +124,24 @@ struct CutJournal {
   }
 };
 
+// Writes `records` as a new journal in `dir`, durably.
+Status WriteJournal(const std::filesystem::path& dir, std::vector<std::string> records) {
+  JournalOptions options;
+  options.dir = dir;
+  auto replay_nothing = [](uint64_t, std::string_view) { return Status::Ok(); };
+  REEF_ASSIGN_OR_RETURN(auto journal, Journal::Open(options, replay_nothing));
+  uint64_t last = 0;
+  for (std::string& record : records) {
+    REEF_ASSIGN_OR_RETURN(last, journal->Append(std::move(record)));
+  }
+  return journal->WaitDurable(last);
+}
+
 TEST(DurableRoutedTest, AMessageACrashCaughtInFlightArrivesOnceAfterTheRestore) {
   TempDir dir;
   CutJournal cut;
   ASSERT_TRUE(cut.counter);
-  {
-    JournalOptions options;
-    options.dir = dir.path();
-    auto journal = Journal::Open(options, [](uint64_t, std::string_view) { return Status::Ok(); });
-    ASSERT_TRUE(journal.ok()) << journal.status().ToString();
-    uint64_t last = 0;
-    for (std::string& record : cut.Records()) last = *(*journal)->Append(std::move(record));
-    ASSERT_TRUE((*journal)->WaitDurable(last).ok());
-  }
+  ASSERT_TRUE(WriteJournal(dir.path(), cut.Records()).ok());
   for (int open = 0; open < 2; ++open) {  // the arrival is recorded once, not again
     SCOPED_TRACE(open);
     Opened group(dir.path(), 64ull << 20, 64u << 20, kFreeRunning);
@@ -162,13 +167,7 @@ TEST(DurableRoutedTest, RestoredActorsRunOnlyOnceEveryBatchIsThere) {
     EncodeDeliveryRecord(
         cut.sender, Envelope{std::nullopt, *CborValue::Encode(SendTo(cut.target, 5), {})}, &send);
     records.push_back(std::move(send));
-    JournalOptions options;
-    options.dir = dir.path();
-    auto journal = Journal::Open(options, [](uint64_t, std::string_view) { return Status::Ok(); });
-    ASSERT_TRUE(journal.ok()) << journal.status().ToString();
-    uint64_t last = 0;
-    for (std::string& record : records) last = *(*journal)->Append(std::move(record));
-    ASSERT_TRUE((*journal)->WaitDurable(last).ok());
+    ASSERT_TRUE(WriteJournal(dir.path(), std::move(records)).ok());
   }
   Opened group(dir.path(), 64ull << 20, 64u << 20, kFreeRunning);
   ASSERT_TRUE(group.group) << group.status.ToString();

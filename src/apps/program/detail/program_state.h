@@ -125,9 +125,9 @@ struct ProgramRuntime::State {
   void Settle(std::vector<Tagged> retiring) REQUIRES(deploy_mu);
   // Gives restored instances back to the current units: to the unit of their name when its
   // code is the same and they were not retired, else to a retired UnitState of their old code
-  // (finished and removed by the eviction thread). Returns those it retired and whose tag
-  // does not say so yet.
-  std::vector<Tagged> Reattach(const std::vector<Tagged>& tagged) REQUIRES(mu);
+  // (finished and removed by the eviction thread). Adds those it retired and whose tag does
+  // not say so yet to `retiring`.
+  void Reattach(const std::vector<Tagged>& tagged, std::vector<Tagged>* retiring) REQUIRES(mu);
   // BuildProgram's trial instantiation, on a reactor of the fleet (the start function is
   // guest code); the calling thread waits. REQUIRES: not on a reactor thread.
   Status TrialInstantiate(const std::shared_ptr<const wasm::Module>& module);
