@@ -155,12 +155,20 @@ TEST_F(ProgramDurableTest, ACallInProgressAtAShutdownIsMadeAgainAfterTheRestart)
                            std::string(Instances("b").at(0).actor.str()) + R"("}})";
   ASSERT_EQ(Invoke("a", call, InvokeMode::kEnqueue).failure, InvokeFailure::kNone);
   ASSERT_TRUE(WaitForStatus("a", 0, actor::ActorStatus::kAwaiting, milliseconds(5'000)));
+  // a awaits as soon as its call is sent; the request joins b's mailbox a moment later (a
+  // shutdown before that loses it with a's uncommitted invocation, and the test would see
+  // one request after the restart instead of two).
+  ASSERT_TRUE(WaitForInstance(
+      "b", 0, [](const InstanceInfo& info) { return info.queued == 1; }, milliseconds(5'000)));
   // The shutdown leaves a's call unanswered (it does not commit an error); the restart runs
   // a's invocation again, which calls b again.
   Open();
   ASSERT_TRUE(WaitForStatus("a", 0, actor::ActorStatus::kAwaiting, milliseconds(5'000)));
   ASSERT_TRUE(WaitForStatus("b", 0, actor::ActorStatus::kRunning, milliseconds(5'000)));
-  EXPECT_EQ(Instances("b").at(0).queued, 2u) << "the first request and the one made again";
+  // a's new call travels to b's reactor after a awaits; it arrives behind the first one.
+  EXPECT_TRUE(WaitForInstance(
+      "b", 0, [](const InstanceInfo& info) { return info.queued == 2; }, milliseconds(5'000)))
+      << "the first request and the one made again; queued " << Instances("b").at(0).queued;
   ASSERT_TRUE(KillRunning("b", 1).ok());  // b resets to 7 and answers both requests
   EXPECT_EQ(StateOf("a", 1), Value::Int(7));
 }

@@ -124,16 +124,23 @@ class ProgramRuntimeTest : public ::testing::Test {
     return false;
   }
 
-  // True once instance `index` (0-based) of `unit` has status `status`.
-  bool WaitForStatus(const std::string& unit, size_t index, actor::ActorStatus status,
-                     milliseconds within) {
+  // True once instance `index` (0-based) of `unit` exists and satisfies `pred`.
+  template <typename Pred>
+  bool WaitForInstance(const std::string& unit, size_t index, Pred pred, milliseconds within) {
     auto until = std::chrono::steady_clock::now() + within;
     while (std::chrono::steady_clock::now() < until) {
       auto instances = Instances(unit);
-      if (instances.size() > index && instances[index].status == status) return true;
+      if (instances.size() > index && pred(instances[index])) return true;
       std::this_thread::sleep_for(milliseconds(10));
     }
     return false;
+  }
+
+  // True once instance `index` (0-based) of `unit` has status `status`.
+  bool WaitForStatus(const std::string& unit, size_t index, actor::ActorStatus status,
+                     milliseconds within) {
+    return WaitForInstance(
+        unit, index, [status](const InstanceInfo& info) { return info.status == status; }, within);
   }
 
   std::filesystem::path dir_;
