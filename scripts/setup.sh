@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything Reef needs to build, test, benchmark and fuzz on Debian 12 (bookworm).
-# Idempotent: when every package is already installed it only runs dpkg-query (well under 1 s).
+# Idempotent: when every package is already installed it only runs dpkg-query and compares two
+# files' times (well under 1 s).
 set -euo pipefail
 
 packages=(
@@ -22,6 +23,7 @@ packages=(
   # the V8 anchor of the benchmarks
   nodejs
   erlang-base  # the Erlang/OTP anchor of the actor benchmarks (bench/anchors/)
+  chromium  # the dashboard's browser tests (tests/browser), driven by playwright-core from npm
 )
 
 missing=()
@@ -30,14 +32,21 @@ for p in "${packages[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
-  exit 0
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup: done" >&2
 fi
 
-echo "setup: installing ${missing[*]}" >&2
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup: done" >&2
+# The dashboard's npm packages (web/package.json, versions pinned by web/package-lock.json):
+# uPlot, which the build compiles into the binary, and playwright-core for the browser tests.
+# Installed again only when the lock file changed since the last install.
+web="$(dirname "$0")/../web"
+if [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
+  echo "setup: npm ci in web/" >&2
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi

@@ -8,10 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "core/version.h"
 
 namespace {
-
-constexpr const char* kVersion = "0.1.0";
 
 // True when `word` (a command-line word where a subcommand of `parent` is expected) is
 // neither an option nor one of its subcommands. CLI11 alone reports such a word as a
@@ -27,7 +26,7 @@ bool IsUnknownCommand(CLI::App& parent, std::string_view word) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Reef: a runtime that hosts sandboxed WebAssembly actors.", "reef"};
-  const std::string version = std::string("reef ") + kVersion;
+  const std::string version = "reef " + std::string(reef::kReefVersion);
   app.set_version_flag("--version", version);
   app.require_subcommand(1);
 

@@ -109,6 +109,9 @@ Status CheckSample(const MetricFamily& family, const MetricSample& sample, Label
           fmt::format("metric {}: a sample has label {} twice", family.name, sorted[i].name));
     }
   }
+  // A histogram's _bucket, _sum and _count share labels: the suffix tells them apart (as a
+  // label with an empty name, which no real label has).
+  sorted.insert(sorted.begin(), MetricLabel{"", std::string(sample.suffix)});
   if (!seen.insert(std::move(sorted)).second) {
     return Status::Internal(
         fmt::format("metric {}: two samples have the same labels", family.name));
@@ -155,11 +158,26 @@ void MetricFamilies::Declare(const MetricDesc& desc) {
 }
 
 void MetricFamilies::Add(const MetricDesc& desc, MetricLabels labels, uint64_t value) {
-  Family(desc).samples.push_back({std::move(labels), value});
+  Family(desc).samples.push_back({std::move(labels), value, {}});
 }
 
 void MetricFamilies::Add(const MetricDesc& desc, MetricLabels labels, double value) {
-  Family(desc).samples.push_back({std::move(labels), value});
+  Family(desc).samples.push_back({std::move(labels), value, {}});
+}
+
+void MetricFamilies::AddHistogram(const MetricDesc& desc, const MetricLabels& labels,
+                                  std::span<const double> bounds, std::span<const uint64_t> counts,
+                                  double sum) {
+  MetricFamily& family = Family(desc);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    cumulative += counts[i];
+    MetricLabels bucket = labels;
+    bucket.push_back({"le", i < bounds.size() ? fmt::format("{}", bounds[i]) : "+Inf"});
+    family.samples.push_back({std::move(bucket), cumulative, "_bucket"});
+  }
+  family.samples.push_back({labels, sum, "_sum"});
+  family.samples.push_back({labels, cumulative, "_count"});
 }
 
 Result<std::string> RenderPrometheusText(const MetricFamilies& families) {
@@ -179,6 +197,7 @@ Result<std::string> RenderPrometheusText(const MetricFamilies& families) {
     for (const MetricSample& sample : family.samples) {
       REEF_RETURN_IF_ERROR(CheckSample(family, sample, seen));
       out += name;
+      out += sample.suffix;
       if (!sample.labels.empty()) {
         out += '{';
         for (size_t i = 0; i < sample.labels.size(); ++i) {

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -30,7 +31,8 @@ namespace reef {
 // The metric types Reef exposes, one row each: enumerator, name in `# TYPE` lines.
 #define REEF_METRIC_TYPES(X) \
   X(kCounter, "counter")     \
-  X(kGauge, "gauge")
+  X(kGauge, "gauge")         \
+  X(kHistogram, "histogram")
 
 enum class MetricType : uint8_t {
 #define REEF_X(name, text) name,
@@ -38,7 +40,7 @@ enum class MetricType : uint8_t {
 #undef REEF_X
 };
 
-// "counter", "gauge".
+// "counter", "gauge", "histogram".
 std::string_view MetricTypeName(MetricType type);
 
 // One metric's declaration. `name` matches [a-zA-Z_:][a-zA-Z0-9_:]* and starts with "reef_"
@@ -64,6 +66,8 @@ using MetricLabels = std::vector<MetricLabel>;
 struct MetricSample {
   MetricLabels labels;
   std::variant<uint64_t, double> value;
+  // Appended to the family's name when rendered: a histogram's "_bucket", "_sum", "_count".
+  std::string_view suffix;
 };
 
 // A metric with every sample one scrape collected for it.
@@ -84,6 +88,12 @@ class MetricFamilies {
   // Declares `desc`'s family and adds one sample to it.
   void Add(const MetricDesc& desc, MetricLabels labels, uint64_t value);
   void Add(const MetricDesc& desc, MetricLabels labels, double value);
+  // Declares `desc`'s family (a kHistogram) and adds one histogram to it: a `_bucket` sample
+  // per bound (label le, counting observations <= the bound) and le="+Inf", then `_sum` and
+  // `_count`. `counts[i]` observations fell in bucket i alone (bounds[i-1], bounds[i]], the
+  // last one past every bound. REQUIRES: counts.size() == bounds.size() + 1, bounds ascending.
+  void AddHistogram(const MetricDesc& desc, const MetricLabels& labels,
+                    std::span<const double> bounds, std::span<const uint64_t> counts, double sum);
 
   // The families, ordered by name.
   const std::map<std::string, MetricFamily, std::less<>>& families() const { return families_; }

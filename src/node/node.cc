@@ -16,13 +16,16 @@
 #include "apps/http/program_routes.h"
 #include "apps/program/program_runtime.h"
 #include "apps/sqlite_heap.h"
+#include "core/version.h"
 #include "events/http/event_routes.h"
 #include "events/http/event_subscriptions.h"
 #include "image/image.h"
+#include "server/http_stats.h"
 #include "server/server.h"
 #include "wasm/engine.h"
 #include "wasm/engine_metrics.h"
 #include "wasm/native/code_source.h"
+#include "web/http/dashboard_routes.h"
 
 namespace reef {
 namespace {
@@ -144,6 +147,33 @@ Status PrepareDataDir(const std::filesystem::path& dir) {
   return Status::Ok();
 }
 
+// GET /status: what this node is and how long it has run (docs/http-api.md "GET /status").
+// `options` and `fleet` outlive the server.
+server::HttpRoute StatusRoute(const NodeOptions& options, const actor::Runtime& fleet) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  const int64_t started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+  server::HttpRoute route;
+  route.method = "GET";
+  route.path = "/status";
+  route.summary = "the node: version, uptime, engine tier, durability, reactors";
+  route.handler = [&options, &fleet, started,
+                   started_at_ms](const server::HttpRequest&) -> Result<nlohmann::json> {
+    double uptime = std::chrono::duration<double>(Clock::now() - started).count();
+    return nlohmann::json{{"version", kReefVersion},
+                          {"started_at_ms", started_at_ms},
+                          {"uptime_seconds", uptime},
+                          {"engine", wasm::TierChoiceName(options.engine)},
+                          {"durable", options.durable_image},
+                          {"reactors", fleet.ReactorCount()},
+                          {"data_dir", options.data_dir.string()},
+                          {"auth_token", options.auth_token.has_value()}};
+  };
+  return route;
+}
+
 }  // namespace
 
 Node::Node() = default;
@@ -261,6 +291,10 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   for (server::HttpRoute& route : apps::http::ProgramRoutes(*n.programs_)) {
     server_options.routes.push_back(std::move(route));
   }
+  server_options.routes.push_back(StatusRoute(n.options_, *n.fleet_));
+  for (server::HttpRoute& route : web::http::DashboardRoutes(o.auth_token)) {
+    server_options.routes.push_back(std::move(route));
+  }
   REEF_RETURN_IF_ERROR(n.image_->Attach(server_options));
   auto server = server::Server::Start(std::move(server_options));
   if (!server.ok()) {
@@ -268,6 +302,10 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
                   fmt::format("cannot listen on {}: {}", o.listen, server.status().ToString()));
   }
   n.server_ = std::move(*server);
+  auto server_metrics = n.metrics_.Register(
+      "server", [stats = n.server_->http_stats()](MetricFamilies& out) { stats->Collect(out); });
+  if (!server_metrics.ok()) return server_metrics.status();
+  n.metric_collectors_.push_back(std::move(*server_metrics));
   return node;
 }
 

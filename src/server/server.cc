@@ -81,24 +81,6 @@ void ServerCore::Untrack(uint64_t id) {
   if (sessions.empty()) drained.NotifyAll();
 }
 
-bool Authorized(const ServerCore& core, const HttpMessage& request) {
-  if (!core.options.auth_token) return true;
-  const std::string& token = *core.options.auth_token;
-  std::string_view header = request[http::field::authorization];
-  constexpr std::string_view kScheme = "bearer ";
-  if (header.size() < kScheme.size()) return false;
-  for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return false;
-  }
-  std::string_view presented = header.substr(kScheme.size());
-  if (presented.size() != token.size()) return false;
-  unsigned char diff = 0;  // constant time in the token's length
-  for (size_t i = 0; i < token.size(); ++i) {
-    diff |= static_cast<unsigned char>(presented[i] ^ token[i]);
-  }
-  return diff == 0;
-}
-
 void ServerCore::Owe(std::shared_ptr<OwedReply> reply) {
   MutexLock lock(owed_mu);
   uint64_t id = reply->id;
@@ -201,40 +183,7 @@ HttpReply UnauthorizedReply(const HttpMessage& request) {
 
 // ---- Requests, responses and route patterns ---------------------------------------------------
 
-namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// RFC 3986 percent-decoding; `plus_is_space` for query strings (form encoding). nullopt for a
-// malformed escape or a result that is not valid UTF-8.
-std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '%') {
-      if (i + 2 >= text.size()) return std::nullopt;
-      int hi = HexDigit(text[i + 1]);
-      int lo = HexDigit(text[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      out.push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out.push_back(' ');
-    } else {
-      out.push_back(c);
-    }
-  }
-  if (!IsValidUtf8(out)) return std::nullopt;
-  return out;
-}
-
-}  // namespace
+using detail::PercentDecode;
 
 std::optional<std::string> HttpRequest::Header(std::string_view name) const {
   auto it = headers.find(name);
@@ -448,6 +397,7 @@ class Server::Impl {
                                     : fmt::format("{}:{}", bound_.address().to_string(), port());
   }
   const std::vector<HttpRoute>& routes() const { return core_->routes; }
+  std::shared_ptr<const HttpStats> http_stats() const { return core_->http_stats; }
 
  private:
   void Accept() {
@@ -568,6 +518,10 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     }
     core->routes.push_back(std::move(route));
   }
+  std::vector<std::string> route_labels;
+  for (const HttpRoute& route : core->routes)
+    route_labels.push_back(route.method + " " + route.path);
+  core->http_stats = std::make_shared<HttpStats>(std::move(route_labels));
   core->largest_body_bytes = core->limits.max_request_bytes;
   for (const HttpRoute& route : core->routes) {
     core->largest_body_bytes = std::max(core->largest_body_bytes, route.max_body_bytes);
@@ -593,6 +547,9 @@ std::string Server::address() const {
 }
 const std::vector<HttpRoute>& Server::routes() const {
   return impl_->routes();
+}
+std::shared_ptr<const HttpStats> Server::http_stats() const {
+  return impl_->http_stats();
 }
 
 }  // namespace reef::server

@@ -1,7 +1,9 @@
 // Server: the image's one network listener. A single TCP port serves plain HTTP (a table of
 // routes; GET /health now) and WebSocket upgrades speaking the reef.v1 protocol
 // (server/protocol.h). Loopback only unless an auth token is set; with a token, every HTTP
-// request and every WebSocket upgrade must carry `Authorization: Bearer <token>` or gets 401.
+// request and every WebSocket upgrade must carry it (`Authorization: Bearer <token>` or the
+// dashboard's cookie, server/access.h) or gets 401, except the public routes
+// (HttpRoute::public_route). Requests from other sites' pages get 403 (the browser guards).
 //
 // Thread ownership: Start and Stop from any thread (Stop is idempotent; the destructor calls
 // it). Inside, `io_threads` Asio threads do network I/O only; requests are handed to
@@ -27,6 +29,8 @@
 #include "server/protocol.h"
 
 namespace reef::server {
+
+class HttpStats;
 
 // An HTTP request as a route handler sees it.
 struct HttpRequest {
@@ -114,6 +118,9 @@ struct HttpRoute {
   // ServerLimits::kUnchargedBodyBytes, saving a hop to a handler thread and back. It must not
   // block and must cost no more than parsing its (small) body.
   bool hand_off_on_io = false;
+  // Served without the auth token (server/access.h): the dashboard's page, its assets and its
+  // login, which a browser must reach before it has the token. The browser guards still apply.
+  bool public_route = false;
 };
 
 struct ServerOptions {
@@ -169,6 +176,8 @@ class Server {
   std::string address() const;
   // The route table: built-ins first, then ServerOptions::routes.
   const std::vector<HttpRoute>& routes() const;
+  // Its HTTP metrics (server/http_stats.h); shared, so a metrics collector may outlive it.
+  std::shared_ptr<const HttpStats> http_stats() const;
 
   class Impl;
 

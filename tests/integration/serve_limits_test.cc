@@ -171,7 +171,7 @@ TEST(ServeLimitsTest, UnauthenticatedUploadsAreRefusedWithoutBufferingTheirBodie
       int fd = Connect(port);
       if (fd < 0) return;
       std::string head =
-          "POST /commands/big/versions/1 HTTP/1.1\r\nHost: x\r\nContent-Type: "
+          "POST /commands/big/versions/1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
           "application/wasm\r\nContent-Length: 60000000\r\n\r\n";
       std::string chunk(256 << 10, '\0');
       if (SendAll(fd, head)) {

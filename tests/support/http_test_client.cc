@@ -48,6 +48,9 @@ HttpResult HttpCall(uint16_t port, http::verb method, const std::string& target,
   out.allow = std::string(parser.get()[http::field::allow]);
   out.content_type = std::string(parser.get()[http::field::content_type]);
   out.retry_after = std::string(parser.get()[http::field::retry_after]);
+  for (const auto& field : parser.get()) {
+    out.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
   out.body = nlohmann::json::parse(out.text, nullptr, false);
   return out;
 }

@@ -6,11 +6,13 @@
 #pragma once
 
 #include <boost/beast/core/error.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,6 +26,16 @@ struct HttpResult {
   std::string allow;            // the Allow header
   std::string content_type;     // the Content-Type header
   std::string retry_after;      // the Retry-After header
+  // Every header field as received (name as sent), in order.
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // The first field named `name` (case-insensitive), or "".
+  std::string Header(std::string_view name) const {
+    for (const auto& [field, value] : headers) {
+      if (boost::beast::iequals(field, name)) return value;
+    }
+    return {};
+  }
 };
 
 // Sends `method target` with `body` (as `content_type` when non-empty) to 127.0.0.1:port

@@ -62,7 +62,8 @@ struct WsClient::Impl {
 };
 
 WsClient::WsClient(uint16_t port, std::string subprotocol, std::string token,
-                   std::chrono::milliseconds timeout)
+                   std::chrono::milliseconds timeout,
+                   std::vector<std::pair<std::string, std::string>> headers)
     : impl_(std::make_unique<Impl>(timeout)) {
   auto& ws = impl_->ws;
   asio::ip::tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), port);
@@ -72,6 +73,7 @@ WsClient::WsClient(uint16_t port, std::string subprotocol, std::string token,
   ws.set_option(websocket::stream_base::decorator([=](websocket::request_type& request) {
     if (!subprotocol.empty()) request.set(beast::http::field::sec_websocket_protocol, subprotocol);
     if (!token.empty()) request.set(beast::http::field::authorization, "Bearer " + token);
+    for (const auto& [name, value] : headers) request.set(name, value);
   }));
   handshake_error =
       impl_->Await([&](auto handler) { ws.async_handshake(response, "127.0.0.1", "/", handler); });

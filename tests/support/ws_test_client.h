@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "support/http_test_client.h"
 
@@ -27,9 +29,11 @@ inline constexpr auto kTimeout = std::chrono::seconds(10);
 class WsClient {
  public:
   // Connects to 127.0.0.1:port and upgrades, offering `subprotocol` and sending `token` as a
-  // bearer token (each when non-empty); `handshake_error` and `response` tell how it went.
+  // bearer token (each when non-empty) and `headers`; `handshake_error` and `response` tell
+  // how it went.
   explicit WsClient(uint16_t port, std::string subprotocol = "reef.v1", std::string token = "",
-                    std::chrono::milliseconds timeout = kTimeout);
+                    std::chrono::milliseconds timeout = kTimeout,
+                    std::vector<std::pair<std::string, std::string>> headers = {});
   ~WsClient();
   WsClient(const WsClient&) = delete;
   WsClient& operator=(const WsClient&) = delete;

@@ -148,20 +148,31 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     if (IsMalformedRequest(ec)) return RejectMalformed(ec);
     if (ec) return CloseNow();  // header_timeout, the client went away
     const auto& head = parser_->get();
-    if (!Authorized(core_, head)) return Reject(UnauthorizedReply(head));
+    std::string_view target = head.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    const HttpRoute* route = nullptr;
+    for (const HttpRoute& candidate : core_.routes) {
+      if (candidate.method == head.method_string() &&
+          MatchRoutePath(candidate.path, path, nullptr)) {
+        route = &candidate;
+        break;
+      }
+    }
+    timed_ = RequestTiming{route == nullptr ? -1 : static_cast<int>(route - core_.routes.data()),
+                           std::chrono::steady_clock::now()};
+    if (auto refused = RefusedByBrowserGuards(core_, head)) return Reject(std::move(*refused));
+    // A WebSocket upgrade to a public path ("/") still needs the token: it is not the page.
+    bool open_route =
+        route != nullptr && route->public_route && !beast::websocket::is_upgrade(head);
+    if (!open_route && !Authorized(core_, head)) return Reject(UnauthorizedReply(head));
     if (shutting_down_) {
       return Reject(ErrorReply(head, Status::Unavailable("server is shutting down")));
     }
-    std::string_view target = head.target();
-    std::string_view path = target.substr(0, target.find('?'));
     body_limit_ = core_.limits.max_request_bytes;
     hand_off_on_io_ = false;
-    for (const HttpRoute& route : core_.routes) {
-      if (route.method == head.method_string() && MatchRoutePath(route.path, path, nullptr)) {
-        if (route.max_body_bytes) body_limit_ = route.max_body_bytes;
-        hand_off_on_io_ = route.async_handler && route.hand_off_on_io;
-        break;
-      }
+    if (route != nullptr) {
+      if (route->max_body_bytes) body_limit_ = route->max_body_bytes;
+      hand_off_on_io_ = route->async_handler && route->hand_off_on_io;
     }
     parser_->body_limit(body_limit_);  // applies to chunked bodies from here on
     if (parser_->content_length() && *parser_->content_length() > body_limit_) {
@@ -408,6 +419,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   void Write(HttpReply reply, bool close) {
     if (phase_ == Phase::kClosed) return;
     phase_ = Phase::kWriting;
+    RecordAnswer(reply);
     reply.keep_alive(!close && !shutting_down_);
     reply.prepare_payload();
     reply_ = std::make_unique<HttpReply>(std::move(reply));
@@ -419,6 +431,15 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
                         if (close || self->shutting_down_) return self->CloseSend();
                         self->Read();
                       });
+  }
+
+  // Counts the answer to the request whose head was read last (HttpStats); an answer to a
+  // connection that sent no head (refused at the connection cap) is not a request's.
+  void RecordAnswer(const HttpReply& reply) {
+    if (!timed_) return;
+    core_.http_stats->Record(timed_->route, reply.result_int(),
+                             std::chrono::steady_clock::now() - timed_->started);
+    timed_.reset();
   }
 
   void RejectTooLarge(const std::string& message) {
@@ -436,6 +457,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   void Reject(HttpReply reply, bool linger = true) {
     if (phase_ == Phase::kClosed) return;
     phase_ = Phase::kWriting;
+    RecordAnswer(reply);
     reply.keep_alive(false);
     reply.prepare_payload();
     reply_ = std::make_unique<HttpReply>(std::move(reply));
@@ -493,6 +515,13 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   std::array<char, 16 * 1024> drain_;  // lingering close: discarded input
   size_t lingered_ = 0;                // bytes discarded so far
   uint64_t requests_ = 0;              // requests read on this connection
+  // The request being answered: its route (index in the table, -1 for none) and when its head
+  // was read. Set in OnHeader, taken by the answer (RecordAnswer).
+  struct RequestTiming {
+    int route;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::optional<RequestTiming> timed_;
   // Bytes this request holds in max_concurrent_body_bytes (0: none). The strand, or the
   // handler thread while the request is being handled (ReleaseBody).
   // Atomic: an async route that answers at once releases it on the strand (Answer) while the

@@ -16,11 +16,15 @@
 #include <boost/beast/http/string_body.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/mutex.h"
 #include "core/status.h"
 #include "server/detail/byte_budget.h"
+#include "server/http_stats.h"
 #include "server/server.h"
 
 namespace reef::server::detail {
@@ -186,6 +190,8 @@ struct ServerCore {
   ServerOptions options;  // options.dispatcher holds the op table
   const ServerLimits limits;
   std::vector<HttpRoute> routes;
+  // Request durations and answers by code (GET /metrics); made once the routes are known.
+  std::shared_ptr<HttpStats> http_stats;
   // The largest body any route accepts (max_request_bytes or a route's max_body_bytes): the
   // limit a request head is read under before its route is known.
   uint64_t largest_body_bytes = 0;
@@ -217,8 +223,16 @@ struct ServerCore {
   asio::io_context ioc;
 };
 
-// True when `request` may pass: no token configured, or `Authorization: Bearer <token>`.
+// True when `request` may pass: no token configured, `Authorization: Bearer <token>`, or the
+// token cookie (server/access.h).
 bool Authorized(const ServerCore& core, const HttpMessage& request);
+// 403 "forbidden" saying why `request` fails the browser guards (BrowserGuardRefusal), or
+// nullopt when it passes.
+std::optional<HttpReply> RefusedByBrowserGuards(const ServerCore& core, const HttpMessage& request);
+
+// RFC 3986 percent-decoding; `plus_is_space` for query strings (form encoding). nullopt for a
+// malformed escape or a result that is not valid UTF-8.
+std::optional<std::string> PercentDecode(std::string_view text, bool plus_is_space);
 
 // A reply with a JSON body (and Content-Type application/json).
 HttpReply JsonReply(const HttpMessage& request, http::status status, const nlohmann::json& body);

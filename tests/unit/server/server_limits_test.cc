@@ -77,7 +77,7 @@ TEST(ServerLimitsTest, UnauthenticatedUploadGets401FromItsHeadBeforeTheBody) {
 
   // when a client without the token sends the head of a 60 MB upload and none of its body
   ASSERT_FALSE(
-      client.Write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n"));
+      client.Write("POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 60000000\r\n\r\n"));
   HttpResult result = client.Read(milliseconds(5'000));
 
   // then it is refused from the head at once: the server neither waits for nor buffers a body
@@ -100,7 +100,7 @@ TEST(ServerLimitsTest, ContentLengthOverTheRouteLimitGets413FromTheHead) {
 
   // when an authenticated client announces a 2 KiB body and sends none of it
   ASSERT_FALSE(client.Write(
-      "POST /small HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\nContent-Length: "
+      "POST /small HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\r\nContent-Length: "
       "2048\r\n\r\n"));
   HttpResult result = client.Read(milliseconds(5'000));
 
@@ -119,9 +119,9 @@ TEST(ServerLimitsTest, MalformedFramingGets400BeforeTheConnectionCloses) {
   auto server = StartServer(std::move(options));
   ASSERT_NE(server, nullptr);
   for (const char* head :
-       {"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
-        "POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-        "POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+       {"POST /small HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n",
+        "POST /small HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        "POST /small HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
     RawHttpClient client(server->port());
     ASSERT_FALSE(client.Write(head));
     HttpResult result = client.Read(milliseconds(5'000));
@@ -139,7 +139,7 @@ TEST(ServerLimitsTest, AHeaderThatCarriesOneValueSentTwiceIsRefusedBeforeTheRout
   ASSERT_NE(server, nullptr);
   RawHttpClient client(server->port());
   ASSERT_FALSE(
-      client.Write("POST /run HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\n"
+      client.Write("POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\n"
                    "Content-Length: 2\r\n\r\n{}"));
   HttpResult result = client.Read(milliseconds(5'000));
   EXPECT_EQ(result.status, 400u) << result.ec.message();
@@ -148,7 +148,7 @@ TEST(ServerLimitsTest, AHeaderThatCarriesOneValueSentTwiceIsRefusedBeforeTheRout
   EXPECT_EQ(*calls, 0);
   // Fields that may repeat still do (the last value is kept).
   ASSERT_FALSE(
-      client.Write("POST /run HTTP/1.1\r\nHost: x\r\nX-Note: a\r\nX-Note: b\r\n"
+      client.Write("POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Note: a\r\nX-Note: b\r\n"
                    "Content-Length: 2\r\n\r\n{}"));
   EXPECT_EQ(client.Read(milliseconds(5'000)).status, 200u);
   EXPECT_EQ(*calls, 1);
@@ -162,7 +162,7 @@ TEST(ServerLimitsTest, ContentLengthOverEveryRouteLimitGets413FromTheHead) {
 
   // when a client announces a 1 GB body
   ASSERT_FALSE(
-      client.Write("POST /health HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n"));
+      client.Write("POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000000\r\n\r\n"));
   HttpResult result = client.Read(milliseconds(5'000));
 
   // then it gets 413 at once
@@ -442,9 +442,9 @@ TEST(ServerLimitsTest, RequestArrivingDuringStopGets503WithoutRunning) {
   std::thread client([&, port = server->port()] { slow = HttpGet(port, "/slow"); });
   EXPECT_TRUE(gate->WaitEntered(1));
   RawHttpClient late(server->port());
-  EXPECT_FALSE(late.Write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_FALSE(late.Write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   EXPECT_EQ(late.Read().status, 200u);  // (so the server took the connection before stopping)
-  EXPECT_FALSE(late.Write("POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n12345"));
+  EXPECT_FALSE(late.Write("POST /count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n12345"));
   EXPECT_TRUE(late.WaitDelivered());
 
   // when the server starts stopping and the second request's last bytes arrive

@@ -164,7 +164,7 @@ TEST(ServerTest, AClientThatLeavesWhileItsReplyIsOwedFreesItsConnectionAtOnce) {
   std::vector<std::unique_ptr<RawHttpClient>> waiting;
   for (int i = 0; i < 8; ++i) {
     waiting.push_back(std::make_unique<RawHttpClient>(server->port()));
-    ASSERT_FALSE(waiting.back()->Write("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_FALSE(waiting.back()->Write("GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   }
   ASSERT_TRUE(slow.WaitFor(8));
   // No waiting connection can be evicted: while they all wait, there is no room.
@@ -190,10 +190,10 @@ TEST(ServerTest, APipelinedRequestBehindAnOwedReplyIsAnsweredAfterIt) {
   auto server = StartServer(std::move(options));
   ASSERT_NE(server, nullptr);
   RawHttpClient client(server->port());
-  ASSERT_FALSE(client.Write("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_FALSE(client.Write("GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   ASSERT_TRUE(slow.WaitFor(1));
   // A second request on the same connection before the first is answered (pipelining).
-  ASSERT_FALSE(client.Write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_FALSE(client.Write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   ASSERT_TRUE(client.WaitDelivered());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   for (auto& responder : slow.Take()) responder->Send(HttpResponse::Json(201, json{{"n", 1}}));

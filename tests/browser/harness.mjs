@@ -1,0 +1,109 @@
+// What the dashboard's browser tests share: a real `reef serve` with the bundled examples
+// (started by scripts/run.sh, as `make run` does), Debian's chromium driven by
+// playwright-core (from web/node_modules, where scripts/setup.sh installs it), and screenshots
+// saved under the build folder.
+//
+// Environment (tests/browser/CMakeLists.txt sets it): REEF_SOURCE_DIR, REEF_BUILD_DIR,
+// REEF_CHROMIUM (default /usr/bin/chromium).
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export const sourceDir = process.env.REEF_SOURCE_DIR;
+export const buildDir = process.env.REEF_BUILD_DIR;
+export const screenshotDir = path.join(buildDir, 'screenshots');
+const require = createRequire(path.join(sourceDir, 'web', 'package.json'));
+const { chromium } = require('playwright-core');
+
+// Starts Reef as `make run` does (scripts/run.sh: examples uploaded, the example program
+// deployed) on a free loopback port and a fresh data directory; resolves once it prints the
+// address it serves on. `env`: extra environment (REEF_AUTH_TOKEN). `bare`: `reef serve`
+// alone, without the examples (faster, for the login tests).
+export async function startReef({ env = {}, bare = false } = {}) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'reef-browser-'));
+  const environment = { ...process.env, REEF_LISTEN: '127.0.0.1:0', REEF_DATA_DIR: dataDir, ...env };
+  const child = bare
+    ? spawn(path.join(buildDir, 'reef'), ['serve'], { env: environment, detached: true })
+    : spawn('bash', [path.join(sourceDir, 'scripts', 'run.sh'), buildDir],
+      { cwd: sourceDir, env: environment, detached: true });
+  let log = '';
+  const address = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`reef did not start within 120 s:\n${log}`)), 120_000);
+    const ready = bare ? /serving on ws:\/\/(\S+)/ : /is serving on (\S+) \(data dir/;
+    const onData = (chunk) => {
+      log += chunk;
+      const match = ready.exec(log);
+      if (match) { clearTimeout(timer); resolve(match[1]); }
+    };
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', onData);
+    child.stdout.resume();
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`reef exited (${code}):\n${log}`)); });
+  });
+  child.removeAllListeners('exit');
+  const base = `http://${address}`;
+  return {
+    base,
+    dataDir,
+    log: () => log,
+    // HTTP as a client (curl, the CLI) would: JSON in, JSON out; throws on a non-2xx answer.
+    async call(method, route, body, headers = {}) {
+      const response = await fetch(base + route, {
+        method, headers: { 'Content-Type': 'application/json', ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await response.text();
+      if (!response.ok) throw new Error(`${method} ${route}: HTTP ${response.status} ${text}`);
+      return text ? JSON.parse(text) : {};
+    },
+    async stop() {
+      await new Promise((resolve) => {
+        child.on('exit', resolve);
+        try { process.kill(-child.pid, 'SIGINT'); } catch { resolve(); }
+        setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ } }, 10_000);
+      });
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function launchBrowser() {
+  return chromium.launch({ executablePath: process.env.REEF_CHROMIUM || '/usr/bin/chromium' });
+}
+
+// A new page that fails the test on any console error or uncaught exception in the page.
+export async function openPage(browser, pageErrors) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') pageErrors.push(`console error: ${message.text()}`);
+  });
+  return page;
+}
+
+export async function screenshot(page, name) {
+  mkdirSync(screenshotDir, { recursive: true });
+  const file = path.join(screenshotDir, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+// The labelling and keyboard basics every page must pass: each form control has a label
+// (a <label for>, a wrapping label or aria-label), each button a name, each image a text.
+export async function unlabelledControls(page) {
+  return page.evaluate(() => {
+    const missing = [];
+    for (const c of document.querySelectorAll('input, select, textarea')) {
+      if (c.type === 'hidden') continue;
+      if (!(c.labels && c.labels.length) && !c.getAttribute('aria-label') &&
+          !c.getAttribute('aria-labelledby')) missing.push(c.outerHTML.slice(0, 80));
+    }
+    for (const b of document.querySelectorAll('button, a[href]')) {
+      if (!b.textContent.trim() && !b.getAttribute('aria-label')) missing.push(b.outerHTML.slice(0, 80));
+    }
+    return missing;
+  });
+}

@@ -1,0 +1,81 @@
+// The dashboard's shell: the login form, the page router (#/overview, ...), the header line.
+// Each page module exports render(main, params) -> dispose(), which stops its timers.
+import { ApiError, getJson, send, setUnauthenticatedHandler } from './api.js';
+import { el } from './format.js';
+import * as overview from './overview.js';
+
+const pages = { overview };
+let dispose = () => {};
+let loggedOut = false;
+
+function main() { return document.getElementById('main'); }
+
+// The page the location's hash names ("#/overview" -> overview, with params after it).
+function route() {
+  const [name, ...params] = location.hash.replace(/^#\/?/, '').split('/');
+  return { name: pages[name] ? name : 'overview', params: params.map(decodeURIComponent) };
+}
+
+async function show() {
+  dispose();
+  dispose = () => {};
+  const { name, params } = route();
+  for (const link of document.querySelectorAll('nav a')) {
+    if (link.dataset.page === name) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  const container = main();
+  container.replaceChildren();
+  try {
+    const status = await getJson('/status');
+    loggedOut = false;
+    document.getElementById('server-line').textContent =
+      `${location.host} · version ${status.version}`;
+    document.getElementById('logout').hidden = !status.auth_token;
+    dispose = pages[name].render(container, params) || (() => {});
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) {
+      container.replaceChildren(el('p', { class: 'error' }, e.message));
+    }
+  }
+}
+
+function showLogin(message) {
+  if (loggedOut) return;  // one form, however many requests were refused
+  loggedOut = true;
+  dispose();
+  dispose = () => {};
+  const error = el('p', { class: 'error', role: 'alert' }, message || '');
+  const input = el('input', {
+    id: 'token', name: 'token', type: 'password', autocomplete: 'current-password', required: true,
+  });
+  const form = el('form', { class: 'login', 'aria-labelledby': 'login-title' },
+    el('h1', { id: 'login-title' }, 'Log in to Reef'),
+    el('p', { class: 'muted' },
+      'This server needs its auth token (the one reef serve was given). It is kept in a ' +
+      'cookie that page scripts cannot read, until the browser closes.'),
+    el('label', { for: 'token' }, 'Auth token'), input, error,
+    el('p', {}, el('button', { type: 'submit', class: 'primary' }, 'Log in')));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    try {
+      await send('POST', '/login', { token: input.value });
+      loggedOut = false;
+      show();
+    } catch (e) {
+      loggedOut = true;
+      error.textContent = e.message;
+      input.focus();
+    }
+  });
+  main().replaceChildren(form);
+  input.focus();
+}
+
+setUnauthenticatedHandler(() => showLogin());
+document.getElementById('logout').addEventListener('click', async () => {
+  await send('POST', '/logout');
+  showLogin('Logged out.');
+});
+window.addEventListener('hashchange', () => { show(); main().focus(); });
+show();

@@ -1,0 +1,49 @@
+// Small helpers for building the pages: elements, numbers, durations.
+
+// An element: el('td', {class: 'num'}, '42'); children are nodes or text.
+export function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? '' : value);
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+// 1234567 -> "1,234,567"; fractions keep `digits` decimals.
+export function number(value, digits = 0) {
+  if (value === undefined || value === null || Number.isNaN(value)) return '–';
+  return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+}
+
+// Seconds as "3d 4h", "2h 5m", "4m 10s", "12s".
+export function duration(seconds) {
+  const s = Math.floor(seconds);
+  const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60), r = s % 60;
+  if (d > 0) return `${d}d ${h}h`;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${r}s`;
+  return `${r}s`;
+}
+
+// A status word as a coloured pill: good for up/running/active, bad for down/failed.
+export function pill(text) {
+  const word = String(text).toLowerCase();
+  let tone = 'warn';
+  if (['up', 'running', 'active', 'ok', 'idle', 'ready'].includes(word)) tone = 'good';
+  if (['down', 'failed', 'stopped', 'poisoned', 'error'].includes(word)) tone = 'bad';
+  return el('span', { class: `pill ${tone}` }, text);
+}
+
+// Shows `message` for a few seconds in the corner (an aria-live region reads it out).
+export function toast(message, bad = false) {
+  const box = el('div', { class: bad ? 'toast bad' : 'toast' }, message);
+  document.getElementById('toasts').append(box);
+  setTimeout(() => box.remove(), bad ? 8000 : 4000);
+}
