@@ -2,9 +2,17 @@
 // Each page module exports render(main, params) -> dispose(), which stops its timers.
 import { ApiError, getJson, send, setUnauthenticatedHandler } from './api.js';
 import { el } from './format.js';
+import * as actor from './actor.js';
+import * as actors from './actors.js';
+import * as events from './events.js';
+import * as module from './module.js';
+import * as modules from './modules.js';
 import * as overview from './overview.js';
+import * as programs from './programs.js';
 
-const pages = { overview };
+// Page name -> module; a name with parameters ("#/actors/REF") may have its own module.
+const pages = { overview, actors, modules, events, programs };
+const detailPages = { actors: actor, modules: module };
 let dispose = () => {};
 let loggedOut = false;
 
@@ -12,11 +20,18 @@ function main() { return document.getElementById('main'); }
 
 // The page the location's hash names ("#/overview" -> overview, with params after it).
 function route() {
-  const [name, ...params] = location.hash.replace(/^#\/?/, '').split('/');
-  return { name: pages[name] ? name : 'overview', params: params.map(decodeURIComponent) };
+  const [name, ...parts] = location.hash.replace(/^#\/?/, '').split('/');
+  const params = [];
+  for (const part of parts.filter(Boolean)) {
+    try { params.push(decodeURIComponent(part)); } catch { params.push(part); }
+  }
+  return { name: pages[name] ? name : 'overview', params };
 }
 
+let shown = 0;  // counts navigations: a slower, older one must not render over a newer one
+
 async function show() {
+  const navigation = ++shown;
   dispose();
   dispose = () => {};
   const { name, params } = route();
@@ -28,11 +43,13 @@ async function show() {
   container.replaceChildren();
   try {
     const status = await getJson('/status');
+    if (navigation !== shown) return;
     loggedOut = false;
     document.getElementById('server-line').textContent =
       `${location.host} · version ${status.version}`;
     document.getElementById('logout').hidden = !status.auth_token;
-    dispose = pages[name].render(container, params) || (() => {});
+    const page = params.length > 0 && detailPages[name] ? detailPages[name] : pages[name];
+    dispose = page.render(container, params) || (() => {});
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 401)) {
       container.replaceChildren(el('p', { class: 'error' }, e.message));

@@ -153,7 +153,8 @@ function renderAttention(container, modules) {
     return;
   }
   container.replaceChildren(el('ul', { class: 'errors' }, troubled.map((m) => el('li', {},
-    el('strong', {}, `${m.kind} ${m.name}`), ' ', pill(m.status.state), ' ',
+    el('a', { href: `#/modules/${m.kind}s/${encodeURIComponent(m.name)}` }, `${m.kind} ${m.name}`), ' ',
+    pill(m.status.state), ' ',
     m.status.backoff_seconds > 0 ? `retrying in ${number(m.status.backoff_seconds, 1)} s · ` : '',
     m.status.error || ''))));
 }

@@ -88,6 +88,7 @@ json PsRowJson(const actor::ActorSnapshot& s) {
           {"incarnation", s.incarnation},
           {"implementation", ImplementationJson(s.implementation_id, s.implementation_label)},
           {"queued", s.queued.size()},
+          {"reactor", s.reactor},
           {"state", ValueToJson(s.state)}};
 }
 

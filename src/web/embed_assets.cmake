@@ -1,6 +1,7 @@
 # Writes OUTPUT: a C++ source whose table holds the dashboard's files (ASSETS, a list of
 # "served-name=path" pairs), each as bytes, its content type and an ETag (its SHA-256).
 # Run by src/web/CMakeLists.txt at build time: `cmake -DOUTPUT=... -DASSETS=... -P <this>`.
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/file_bytes.cmake)
 set(types_js "text/javascript; charset=utf-8")
 set(types_css "text/css; charset=utf-8")
 set(types_html "text/html; charset=utf-8")
@@ -19,11 +20,8 @@ foreach(pair IN LISTS ASSETS)
   if(NOT DEFINED types_${ext})
     message(FATAL_ERROR "embed_assets: no content type for ${path}")
   endif()
-  file(READ "${path}" hex HEX)
+  reef_file_bytes("${path}" bytes size)
   file(SHA256 "${path}" sha)
-  string(LENGTH "${hex}" hex_length)
-  math(EXPR size "${hex_length} / 2")
-  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
   string(APPEND body "const unsigned char kAsset${index}[] = {${bytes}};\n")
   string(SUBSTRING "${sha}" 0 32 etag)
   string(APPEND rows "    {\"${name}\", \"${types_${ext}}\", \"\\\"${etag}\\\"\",\n"

@@ -68,8 +68,6 @@ describe('login', () => {
   before(async () => {
     reef = await startReef({ bare: true, env: { REEF_AUTH_TOKEN: token } });
     page = await openPage(browser, pageErrors);
-    // The failed requests before the login are the expected 401s, not page errors.
-    page.removeAllListeners('console');
   });
   after(async () => { await page?.context().close(); await reef?.stop(); });
 
@@ -94,6 +92,9 @@ describe('login', () => {
     assert.equal(cookies[0].sameSite, 'Strict');
     assert.equal(await page.evaluate(() => document.cookie), '');
     assert.ok(!page.url().includes(token));
+    // The WebSocket protocol (the actors page) takes the cookie too.
+    await page.getByRole('link', { name: 'Actors' }).click();
+    await page.getByRole('status').getByText('0 actors').waitFor();
     assert.deepEqual(pageErrors, []);
   });
 

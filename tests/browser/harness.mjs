@@ -5,7 +5,7 @@
 //
 // Environment (tests/browser/CMakeLists.txt sets it): REEF_SOURCE_DIR, REEF_BUILD_DIR,
 // REEF_CHROMIUM (default /usr/bin/chromium).
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -58,6 +58,16 @@ export async function startReef({ env = {}, bare = false } = {}) {
       if (!response.ok) throw new Error(`${method} ${route}: HTTP ${response.status} ${text}`);
       return text ? JSON.parse(text) : {};
     },
+    // The reef CLI against this server, as a user would run it; its --json answer.
+    cli(...args) {
+      return new Promise((resolve, reject) => {
+        execFile(path.join(buildDir, 'reef'), ['--connect', address, '--json', ...args],
+          { env: { ...environment } }, (error, stdout, stderr) => {
+            if (error) reject(new Error(`reef ${args.join(' ')}: ${stderr || error.message}`));
+            else resolve(stdout.trim() ? JSON.parse(stdout) : {});
+          });
+      });
+    },
     async stop() {
       await new Promise((resolve) => {
         child.on('exit', resolve);
@@ -73,13 +83,18 @@ export async function launchBrowser() {
   return chromium.launch({ executablePath: process.env.REEF_CHROMIUM || '/usr/bin/chromium' });
 }
 
-// A new page that fails the test on any console error or uncaught exception in the page.
+// A new page whose uncaught exceptions and console errors are collected in `pageErrors`, for
+// the tests to check. The browser's own note on an HTTP error answer ("Failed to load
+// resource") is not one: the page shows those answers to the user (a 401 before the login, a
+// 422 of a rejected command).
 export async function openPage(browser, pageErrors) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   page.on('pageerror', (error) => pageErrors.push(`page error: ${error.message}`));
   page.on('console', (message) => {
-    if (message.type() === 'error') pageErrors.push(`console error: ${message.text()}`);
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) {
+      pageErrors.push(`console error: ${message.text()}`);
+    }
   });
   return page;
 }
