@@ -46,6 +46,16 @@ fi
 # uPlot, which the build compiles into the binary, and playwright-core for the browser tests.
 # Installed again only when the lock file changed since the last install.
 web="$(dirname "$0")/../web"
+# Debian's nodejs comes without npm (a package of its own); playwright-core wants Node >= 20.
+if ! command -v npm >/dev/null; then
+  echo "setup: installing npm" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
+if (( $(node -p 'process.versions.node.split(".")[0]') < 20 )); then
+  echo "setup: node $(node --version) is older than the browser tests need (20); install Node.js 20" >&2
+fi
 if [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
   echo "setup: npm ci in web/" >&2
   (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)

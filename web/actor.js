@@ -1,7 +1,7 @@
 // One actor (#/actors/REF): its snapshot (protocol op `inspect`), refreshed when an operation
 // touches it; the lifecycle buttons and the state repair, each confirmed first; its logs,
 // followed live (subscription "logs" for this actor).
-import { call, on } from './protocol.js';
+import { call, callIfOpen, on } from './protocol.js';
 import { el, number, pill, toast } from './format.js';
 import { confirmAction } from './dialog.js';
 
@@ -150,7 +150,9 @@ export function render(main, [ref]) {
       `${new Date(entry.unix_ms).toLocaleTimeString()} ${entry.level.padEnd(5)} #${entry.incarnation} ${entry.message}`));
     while (logs.children.length > 1000) logs.firstChild.remove();
   };
+  let starts = 0;  // a newer start (Follow ticked again) supersedes an older one
   const startLogs = async () => {
+    const start = ++starts;
     catchingUp = true;
     pushed = [];
     lastSeq = 0;
@@ -160,7 +162,7 @@ export function render(main, [ref]) {
       let after = 0;
       for (let pages = 0; pages < 10; ++pages) {  // 1,000 entries per actor are retained
         const page = await call('logs', { actors: [ref], after, limit: 1000 });
-        if (stopped) return;
+        if (stopped || start !== starts) return;
         page.entries.forEach(addLog);
         after = page.next_after;
         if (!page.more) break;
@@ -169,13 +171,15 @@ export function render(main, [ref]) {
     } catch (e) {
       if (!stopped && !gone) logs.replaceChildren(el('li', { class: 'error' }, e.message));
     } finally {
-      catchingUp = false;
-      pushed = [];
+      if (start === starts) {
+        catchingUp = false;
+        pushed = [];
+      }
     }
   };
   follow.addEventListener('change', () => {
     if (follow.checked) startLogs();
-    else call('unsubscribe', { topic: 'logs' }).catch(() => {});
+    else callIfOpen('unsubscribe', { topic: 'logs' });
   });
   const off = [
     on('changed', (data) => { if (data.actors === null || data.actors.includes(ref)) load(); }),
@@ -184,6 +188,12 @@ export function render(main, [ref]) {
       if (catchingUp) pushed.push(entry);
       else addLog(entry);
     }),
+    // The connection dropped with its subscriptions: subscribe again and catch up.
+    on('closed', () => setTimeout(() => {
+      if (stopped) return;
+      call('subscribe', { topic: 'changes' }).then(load, () => {});
+      if (follow.checked) startLogs();
+    }, 1000)),
     on('subscription-failed', (data) => {
       if (data.topic === 'logs') logs.append(el('li', { class: 'error' }, `${data.message} (untick and tick Follow to go on)`));
     }),
@@ -194,6 +204,7 @@ export function render(main, [ref]) {
   return () => {
     stopped = true;
     off.forEach((f) => f());
-    call('unsubscribe', { topic: 'logs' }).catch(() => {});
+    callIfOpen('unsubscribe', { topic: 'logs' });
+    callIfOpen('unsubscribe', { topic: 'changes' });
   };
 }

@@ -1,7 +1,7 @@
 // Actors: the live image's actors (protocol op `ps`), searchable, refreshed when the image
 // changes (subscription "changes"); the ticks that run them; and one actor's page
 // (actor.js). The list shows at most SHOWN rows: search narrows it.
-import { call, on } from './protocol.js';
+import { call, callIfOpen, on } from './protocol.js';
 import { el, number, pill, toast } from './format.js';
 
 const SHOWN = 500;
@@ -88,5 +88,9 @@ export function render(main) {
     summary.textContent = e.message;
   });
   resubscribe();
-  return () => { stopped = true; off.forEach((f) => f()); };
+  return () => {
+    stopped = true;
+    off.forEach((f) => f());
+    callIfOpen('unsubscribe', { topic: 'changes' });
+  };
 }

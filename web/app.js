@@ -1,6 +1,7 @@
 // The dashboard's shell: the login form, the page router (#/overview, ...), the header line.
 // Each page module exports render(main, params) -> dispose(), which stops its timers.
 import { ApiError, getJson, send, setUnauthenticatedHandler } from './api.js';
+import { close as closeProtocol } from './protocol.js';
 import { el } from './format.js';
 import * as actor from './actor.js';
 import * as actors from './actors.js';
@@ -51,7 +52,11 @@ async function show() {
     const page = params.length > 0 && detailPages[name] ? detailPages[name] : pages[name];
     dispose = page.render(container, params) || (() => {});
   } catch (e) {
-    if (!(e instanceof ApiError && e.status === 401)) {
+    if (navigation !== shown) return;
+    if (e instanceof ApiError && e.status === 401) {
+      loggedOut = false;  // this navigation cleared the form: show it again
+      showLogin();
+    } else {
       container.replaceChildren(el('p', { class: 'error' }, e.message));
     }
   }
@@ -62,6 +67,7 @@ function showLogin(message) {
   loggedOut = true;
   dispose();
   dispose = () => {};
+  closeProtocol();
   const error = el('p', { class: 'error', role: 'alert' }, message || '');
   const input = el('input', {
     id: 'token', name: 'token', type: 'password', autocomplete: 'current-password', required: true,
@@ -95,4 +101,9 @@ document.getElementById('logout').addEventListener('click', async () => {
   showLogin('Logged out.');
 });
 window.addEventListener('hashchange', () => { show(); main().focus(); });
+// The skip link moves the focus to the page's content (its #main would be read as a page).
+document.querySelector('.skip').addEventListener('click', (event) => {
+  event.preventDefault();
+  main().focus();
+});
 show();

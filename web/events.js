@@ -2,7 +2,7 @@
 // tag, 50 to a page; an event's data, metadata and position; new events followed live while
 // the newest page is shown (protocol op events-subscribe).
 import { send } from './api.js';
-import { call, on } from './protocol.js';
+import { call, callIfOpen, on } from './protocol.js';
 import { el, number } from './format.js';
 import { brief } from './actors.js';
 
@@ -44,6 +44,8 @@ export function render(main) {
   let subscription = null;
   let head = 0;
   let drawing = false;
+  let subscribing = false;  // an events-subscribe is on its way: keep what arrives (early)
+  let early = [];
 
   const row = (event) => {
     const details = el('tr', { class: 'details', hidden: true }, el('td', { colspan: 5 },
@@ -74,42 +76,64 @@ export function render(main) {
     newer.disabled = newest;
     older.disabled = rows.length < PAGE || rows[rows.length - 1].position <= 1;
   };
+  const showPushed = (event) => {
+    rows.unshift(event);
+    if (rows.length > KEPT) rows.length = KEPT;
+    head = event.position;
+    if (!drawing) {  // one redraw per frame, however fast events arrive
+      drawing = true;
+      requestAnimationFrame(() => { drawing = false; if (!stopped) draw(head); });
+    }
+  };
   const unsubscribe = async () => {
     if (subscription === null) return;
     const id = subscription;
     subscription = null;
-    await call('events-unsubscribe', { subscription: id }).catch(() => {});
+    await callIfOpen('events-unsubscribe', { subscription: id });
   };
-  const subscribe = async (after) => {
+  // Each read counts: the subscription of a read that a newer one overtook is ended at once.
+  let reads = 0;
+  const subscribe = async (after, read) => {
     await unsubscribe();
-    if (!follow.checked || !newest || stopped) return;
+    if (!follow.checked || !newest || stopped || read !== reads) return;
+    subscribing = true;
     try {
       const answer = await call('events-subscribe', { query, after });
-      if (stopped) return call('events-unsubscribe', { subscription: answer.subscription });
+      if (stopped || read !== reads) {
+        return callIfOpen('events-unsubscribe', { subscription: answer.subscription });
+      }
+      await unsubscribe();  // one another read made meanwhile
       subscription = answer.subscription;
+      // The first events may come before the answer that names their subscription.
+      for (const data of early) if (data.subscription === subscription) showPushed(data.event);
     } catch (e) {
       summary.textContent = e.message;
+    } finally {
+      subscribing = false;
+      early = [];
     }
   };
   // Reads the page whose newest position is at most `from` (null: the head) going back.
   const readBack = async (from) => {
+    const read = ++reads;
     try {
       const answer = await send('POST', '/events/read',
         { query, backwards: true, limit: PAGE, ...(from === null ? {} : { from }) });
-      if (stopped) return;
+      if (stopped || read !== reads) return;
       rows = answer.events;
       newest = from === null;
       draw(answer.head);
-      await subscribe(answer.head);
+      await subscribe(answer.head, read);
     } catch (e) {
       if (!stopped) summary.textContent = e.message;
     }
   };
   const readNewer = async () => {
+    const read = ++reads;
     try {
       const answer = await send('POST', '/events/read',
         { query, limit: PAGE + 1, from: rows.length ? rows[0].position + 1 : 1 });
-      if (stopped) return;
+      if (stopped || read !== reads) return;
       if (answer.events.length <= PAGE && !answer.truncated) return readBack(null);
       rows = answer.events.slice(0, PAGE).reverse();
       newest = false;
@@ -128,17 +152,17 @@ export function render(main) {
   newer.addEventListener('click', () => readNewer());
   const off = [
     on('event', (data) => {
-      if (data.subscription !== subscription) return;
-      rows.unshift(data.event);
-      if (rows.length > KEPT) rows.length = KEPT;
-      head = data.event.position;
-      if (!drawing) {  // one redraw per frame, however fast events arrive
-        drawing = true;
-        requestAnimationFrame(() => { drawing = false; if (!stopped) draw(head); });
-      }
+      if (subscribing) early.push(data);
+      if (data.subscription === subscription) showPushed(data.event);
     }),
     on('subscription-failed', (data) => {
       if (data.subscription === subscription) { subscription = null; readBack(null); }
+    }),
+    // The connection dropped, and the subscription with it: read again and follow anew.
+    on('closed', () => {
+      if (subscription === null) return;
+      subscription = null;
+      setTimeout(() => { if (!stopped && newest) readBack(null); }, 1000);
     }),
   ];
   readBack(null);

@@ -54,3 +54,20 @@ export function toast(message, bad = false) {
   document.getElementById('toasts').append(box);
   setTimeout(() => box.remove(), bad ? 8000 : 4000);
 }
+
+// What tells a focusable element apart from its replacement after a redraw.
+function focusKey(element) {
+  return [element.tagName, element.id, element.getAttribute('aria-label') || '', element.textContent].join('|');
+}
+
+// Runs `rebuild` (which replaces what `container` holds) and gives the focus back to the new
+// twin of the element that had it, so a page that refreshes every few seconds does not take
+// the keyboard's place away.
+export function keepFocus(container, rebuild) {
+  const active = document.activeElement;
+  const key = active && active !== container && container.contains(active) ? focusKey(active) : null;
+  rebuild();
+  if (key === null) return;
+  const twin = [...container.querySelectorAll(active.tagName)].find((e) => focusKey(e) === key);
+  if (twin) twin.focus();
+}

@@ -5,7 +5,7 @@
 // something.
 import { getJson, send } from './api.js';
 import { confirmAction } from './dialog.js';
-import { el, number, pill, toast } from './format.js';
+import { el, keepFocus, number, pill, toast } from './format.js';
 import { lags } from './modules.js';
 
 function facts(pairs) {
@@ -25,6 +25,10 @@ export function rowsTable(label, rows) {
 }
 
 export function render(main, [kind, name]) {
+  if (!['commands', 'projectors', 'effects'].includes(kind) || !name) {
+    main.append(el('p', { class: 'error', role: 'alert' }, `No such module page: ${kind}/${name || ''}`));
+    return () => {};
+  }
   const base = `/${kind}/${encodeURIComponent(name)}`;
   const singular = kind.slice(0, -1);
   const status = el('div');
@@ -116,7 +120,7 @@ export function render(main, [kind, name]) {
       if (stopped) return;
       // Rebuilding the forms while someone types in them would lose the typing.
       if (!main.contains(document.activeElement) || document.activeElement === document.body ||
-          !document.activeElement.matches('input, textarea')) show(m, lag);
+          !document.activeElement.matches('input, textarea')) keepFocus(main, () => show(m, lag));
     } catch (e) {
       if (!stopped) status.replaceChildren(el('p', { class: 'error', role: 'alert' }, e.message));
     }

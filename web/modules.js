@@ -2,7 +2,7 @@
 // version, state, position, lag (reef_module_lag_positions), failures, backoff and last error,
 // refreshed every 2 s; one module's page is module.js.
 import { getJson, getText, parseMetrics } from './api.js';
-import { el, number, pill } from './format.js';
+import { el, keepFocus, number, pill } from './format.js';
 
 export const KINDS = [['commands', 'Commands'], ['projectors', 'Projectors'], ['effects', 'Effects']];
 
@@ -48,8 +48,8 @@ export function render(main) {
         Promise.all(KINDS.map(([kind]) => getJson('/' + kind))), lags()]);
       if (stopped) return;
       problem.textContent = '';
-      sections.replaceChildren(...KINDS.flatMap(([kind, title], i) =>
-        [el('h2', {}, title), table(kind, title, lists[i].modules, lag)]));
+      keepFocus(sections, () => sections.replaceChildren(...KINDS.flatMap(([kind, title], i) =>
+        [el('h2', {}, title), table(kind, title, lists[i].modules, lag)])));
     } catch (e) {
       if (!stopped) problem.textContent = e.message;
     }

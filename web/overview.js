@@ -187,11 +187,12 @@ function renderErrors(container, log) {
 }
 
 // reef_http_request_duration_seconds summed over the routes that change something (commands,
-// invocations, appends: not GET, which this page's own refreshes are): Map le -> count.
+// invocations, appends: not GET, which this page's own refreshes are, nor requests no route
+// took): Map le -> count.
 function latencyBuckets(metrics) {
   const buckets = new Map();
   for (const s of metrics.get('reef_http_request_duration_seconds_bucket') || []) {
-    if (s.labels.route.startsWith('GET ')) continue;
+    if (s.labels.route.startsWith('GET ') || s.labels.route === 'none') continue;
     buckets.set(s.labels.le, (buckets.get(s.labels.le) || 0) + s.value);
   }
   return buckets;

@@ -86,3 +86,18 @@ export function on(kind, handler) {
   listeners.get(kind).add(handler);
   return () => listeners.get(kind).delete(handler);
 }
+
+// Runs `op` only over a connection that is open already (an unsubscribe has nothing to end
+// on a connection that dropped); resolves undefined otherwise.
+export async function callIfOpen(op, args) {
+  if (!connection) return undefined;
+  return call(op, args).catch(() => undefined);
+}
+
+// Closes the connection (logout): its subscriptions end with it.
+export async function close() {
+  const open = connection;
+  connection = null;
+  if (!open) return;
+  try { (await open).socket.close(); } catch { /* it never opened */ }
+}

@@ -66,7 +66,8 @@ using MetricLabels = std::vector<MetricLabel>;
 struct MetricSample {
   MetricLabels labels;
   std::variant<uint64_t, double> value;
-  // Appended to the family's name when rendered: a histogram's "_bucket", "_sum", "_count".
+  // Appended to the family's name when rendered: a histogram's "_bucket", "_sum", "_count";
+  // points at a string literal (AddHistogram's), never at a collector's own buffer.
   std::string_view suffix;
 };
 

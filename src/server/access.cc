@@ -30,13 +30,18 @@ bool IsPlainCookieOctet(unsigned char c) {
   return c >= 0x21 && c <= 0x7e && c != '"' && c != ',' && c != ';' && c != '\\' && c != '%';
 }
 
-// The host part of a Host field value ("127.0.0.1:7433" -> "127.0.0.1", "[::1]:80" -> "::1").
+// The host part of a Host field value ("127.0.0.1:7433" -> "127.0.0.1", "[::1]:80" -> "::1"),
+// also of a bare IPv6 literal ("::1", as some clients send it).
 std::string_view HostName(std::string_view host) {
   if (!host.empty() && host.front() == '[') {
     size_t close = host.find(']');
     return close == std::string_view::npos ? std::string_view() : host.substr(1, close - 1);
   }
-  return host.substr(0, host.find(':'));
+  size_t colon = host.find(':');
+  if (colon != std::string_view::npos && host.find(':', colon + 1) != std::string_view::npos) {
+    return host;  // two colons and no brackets: an IPv6 address without a port
+  }
+  return host.substr(0, colon);
 }
 
 int HexDigit(char c) {
@@ -96,8 +101,17 @@ std::optional<std::string> CookieValue(std::string_view cookie_header, std::stri
   return std::nullopt;
 }
 
-std::string BrowserGuardRefusal(std::string_view host, std::string_view origin,
-                                bool loopback_only) {
+std::string BrowserGuardRefusal(std::string_view host, std::string_view origin, bool loopback_only,
+                                std::string_view fetch_site, std::string_view fetch_mode) {
+  // Fetch metadata (sent by current browsers): a subresource or script request from another
+  // site (or another port of this one) is refused even where it carries no Origin; following
+  // a link here (a navigation) is not.
+  if ((fetch_site == "cross-site" || fetch_site == "same-site") && fetch_mode != "navigate") {
+    return fmt::format(
+        "cross-site request refused: Sec-Fetch-Site {:?} (a page of another site, or of "
+        "another port) may not use this server",
+        fetch_site);
+  }
   if (loopback_only && !host.empty() && !IsLoopbackName(HostName(host))) {
     return fmt::format(
         "Host {:?} is not a loopback name: a server without an auth token answers only "
@@ -140,7 +154,8 @@ std::optional<HttpReply> RefusedByBrowserGuards(const ServerCore& core,
                                                 const HttpMessage& request) {
   std::string refusal =
       BrowserGuardRefusal(request[http::field::host], request[http::field::origin],
-                          /*loopback_only=*/!core.options.auth_token);
+                          /*loopback_only=*/!core.options.auth_token, request["sec-fetch-site"],
+                          request["sec-fetch-mode"]);
   if (refusal.empty()) return std::nullopt;
   nlohmann::json body = {{"error", {{"code", "forbidden"}, {"message", refusal}}}};
   return JsonReply(request, http::status::forbidden, body);

@@ -2,10 +2,9 @@
 // it as `Authorization: Bearer <token>` (clients, curl) or as the dashboard's cookie, which
 // the dashboard's login sets (HttpOnly, SameSite=Strict: page scripts cannot read it and
 // other sites' pages do not send it). Every request, with or without a token, also passes
-// the browser guards (server/detail/access.cc): a request whose Origin is not the server's own
-// is refused, and without a token the Host must name a loopback address, so a page on
-// another site, or a DNS name rebound to 127.0.0.1, cannot drive a local server
-// (docs/operations.md "Security").
+// the browser guards (BrowserGuardRefusal below): what another site's page sends is refused,
+// and without a token the Host must name a loopback address, so neither a page elsewhere nor
+// a DNS name rebound to 127.0.0.1 can drive a local server (docs/operations.md "Browsers").
 //
 // Thread ownership: pure functions, any thread.
 #pragma once
@@ -32,10 +31,14 @@ std::string ExpiredTokenCookie();
 // nullopt when it is absent or does not decode to valid UTF-8.
 std::optional<std::string> CookieValue(std::string_view cookie_header, std::string_view name);
 
-// The browser guards on one request's Host and Origin header fields (empty when absent).
-// Returns an empty string when the request may pass, else why it may not: an Origin other
-// than http(s)://<Host> (a page of another site, or "null"), or, when `loopback_only` (no
-// token: the server listens on loopback), a Host that is not localhost, 127.0.0.0/8 or [::1].
-std::string BrowserGuardRefusal(std::string_view host, std::string_view origin, bool loopback_only);
+// The browser guards on one request's Host, Origin, Sec-Fetch-Site and Sec-Fetch-Mode header
+// fields (each empty when absent). Returns an empty string when the request may pass, else why
+// it may not: Sec-Fetch-Site "cross-site" or "same-site" on a request that is not a
+// navigation (a script, image or fetch of another site's page, or of another port's); an
+// Origin other than http(s)://<Host> (a page of another site, or "null"); or, when
+// `loopback_only` (no token: the server listens on loopback), a Host that is not localhost,
+// 127.0.0.0/8 or [::1].
+std::string BrowserGuardRefusal(std::string_view host, std::string_view origin, bool loopback_only,
+                                std::string_view fetch_site = {}, std::string_view fetch_mode = {});
 
 }  // namespace reef::server

@@ -6,7 +6,8 @@
 //                                              or "none"; only routes with requests appear
 //   reef_http_responses_total{code}            counter: answers by HTTP status code
 //
-// WebSocket upgrades are not counted (a WebSocket's requests are protocol ops).
+// An accepted WebSocket upgrade is not counted (a WebSocket's requests are protocol ops); one
+// refused (401, 403) is, like any other answer.
 //
 // Thread ownership: Record from any thread (the connections' strands), Collect from any
 // thread (a scrape); both lock-free. Routes are fixed when the server starts.

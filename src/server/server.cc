@@ -519,8 +519,9 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options) {
     core->routes.push_back(std::move(route));
   }
   std::vector<std::string> route_labels;
-  for (const HttpRoute& route : core->routes)
+  for (const HttpRoute& route : core->routes) {
     route_labels.push_back(route.method + " " + route.path);
+  }
   core->http_stats = std::make_shared<HttpStats>(std::move(route_labels));
   core->largest_body_bytes = core->limits.max_request_bytes;
   for (const HttpRoute& route : core->routes) {

@@ -22,7 +22,8 @@ foreach(pair IN LISTS ASSETS)
   endif()
   reef_file_bytes("${path}" bytes size)
   file(SHA256 "${path}" sha)
-  string(APPEND body "const unsigned char kAsset${index}[] = {${bytes}};\n")
+  # One byte more than the file (a trailing 0), so that an empty file still makes an array.
+  string(APPEND body "const unsigned char kAsset${index}[${size} + 1] = {${bytes} 0};\n")
   string(SUBSTRING "${sha}" 0 32 etag)
   string(APPEND rows "    {\"${name}\", \"${types_${ext}}\", \"\\\"${etag}\\\"\",\n"
          "     std::string_view(reinterpret_cast<const char*>(kAsset${index}), ${size})},\n")

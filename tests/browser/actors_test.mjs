@@ -2,32 +2,17 @@
 // an actor's state changing after a send, the lifecycle buttons and the state repair with
 // their confirmations, live logs.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 
-import { launchBrowser, openPage, screenshot, startReef, unlabelledControls } from './harness.mjs';
+import { confirmDialog, screenshot, unlabelledControls, withDashboard } from './harness.mjs';
 
-let browser;
 let reef;
 let page;
-const pageErrors = [];
-before(async () => {
-  browser = await launchBrowser();
-  reef = await startReef({ bare: true });
-  page = await openPage(browser, pageErrors);
-});
-after(async () => {
-  await page?.context().close();
-  await browser?.close();
-  await reef?.stop();
+const { pageErrors } = withDashboard({ bare: true }, async (session) => {
+  ({ reef, page } = session);
 });
 
-// Confirms the open dialog with its confirm button `label`.
-async function confirm(label) {
-  const dialog = page.getByRole('dialog');
-  await dialog.waitFor();
-  await dialog.getByRole('button', { name: label }).click();
-  await dialog.waitFor({ state: 'detached' });
-}
+const confirm = (label) => confirmDialog(page, label);
 
 describe('actors', () => {
   let counter;

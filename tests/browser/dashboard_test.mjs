@@ -57,6 +57,11 @@ describe('overview', () => {
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to content');
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Overview');
+    // The skip link moves the focus to the content and stays on the page.
+    await page.keyboard.press('Shift+Tab');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'main');
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
   });
 });
 
@@ -77,12 +82,17 @@ describe('login', () => {
     await input.waitFor();
     await screenshot(page, 'login');
     assert.deepEqual(await unlabelledControls(page), []);
+    // Going to another page before logging in keeps the form.
+    await page.getByRole('link', { name: 'Actors' }).click();
+    await page.getByLabel('Auth token').waitFor();
     await input.fill('wrong');
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.getByRole('alert').getByText('not this server').waitFor();
     await input.fill(token);
     await page.getByRole('button', { name: 'Log in' }).click();
-    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    // The page asked for comes up; the WebSocket protocol it uses takes the cookie too.
+    await page.getByRole('heading', { name: 'Actors' }).waitFor();
+    await page.getByRole('status').getByText('0 actors').waitFor();
     // The cookie is there, HttpOnly and SameSite=Strict; scripts cannot read it; the token is
     // in no URL.
     const cookies = await page.context().cookies();
@@ -92,9 +102,6 @@ describe('login', () => {
     assert.equal(cookies[0].sameSite, 'Strict');
     assert.equal(await page.evaluate(() => document.cookie), '');
     assert.ok(!page.url().includes(token));
-    // The WebSocket protocol (the actors page) takes the cookie too.
-    await page.getByRole('link', { name: 'Actors' }).click();
-    await page.getByRole('status').getByText('0 actors').waitFor();
     assert.deepEqual(pageErrors, []);
   });
 

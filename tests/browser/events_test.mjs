@@ -1,28 +1,19 @@
 // The dashboard's events page in a real browser (issue 17, page 4): newest first, filtered by
 // type and tag, paged; an event's data, metadata and position; new events followed live.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
-import { launchBrowser, openPage, screenshot, startReef, unlabelledControls } from './harness.mjs';
+import { screenshot, unlabelledControls, withDashboard } from './harness.mjs';
 
-let browser;
 let reef;
 let page;
-const pageErrors = [];
-before(async () => {
-  browser = await launchBrowser();
-  reef = await startReef({ bare: true });
-  page = await openPage(browser, pageErrors);
+const { pageErrors } = withDashboard({ bare: true }, async (session) => {
+  ({ reef, page } = session);
   // 120 events: 60 accounts opened, then 60 deposits, tagged by account.
   const events = [];
   for (let i = 1; i <= 60; ++i) events.push({ type: 'AccountOpened', tags: [`account:${i}`], data: { account_id: `${i}` } });
   for (let i = 1; i <= 60; ++i) events.push({ type: 'MoneyDeposited', tags: [`account:${i}`], data: { account_id: `${i}`, amount: i } });
   await reef.call('POST', '/events/append', { events });
-});
-after(async () => {
-  await page?.context().close();
-  await browser?.close();
-  await reef?.stop();
 });
 
 const positions = async () => page.getByRole('table', { name: 'Events' })
@@ -64,7 +55,7 @@ describe('events', () => {
     await page.getByLabel('Types (any of)').fill('');
     await page.getByLabel('Tags (all of)').fill('');
     await page.getByRole('button', { name: 'Filter' }).click();
-    await page.getByText('Head 120').waitFor();
+    await page.getByText('positions 71 to 120 · following').waitFor();
     await reef.call('POST', '/events/append', { events: [{ type: 'MoneyWithdrawn', tags: ['account:1'], data: { amount: 1 } }] });
     await page.getByRole('table', { name: 'Events' }).getByText('MoneyWithdrawn').waitFor();
     assert.equal((await positions())[0], '121');

@@ -8,6 +8,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { after, before } from 'node:test';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -121,4 +122,31 @@ export async function unlabelledControls(page) {
     }
     return missing;
   });
+}
+
+// The set-up of a test file with one Reef and one page: starts them before its tests (options
+// as startReef's), calls `ready(session)` with `reef` and `page` filled in, and stops them
+// after. `pageErrors` collects the page's errors (openPage).
+export function withDashboard(options, ready) {
+  const session = { reef: null, page: null, pageErrors: [], browser: null };
+  before(async () => {
+    session.browser = await launchBrowser();
+    session.reef = await startReef(options);
+    session.page = await openPage(session.browser, session.pageErrors);
+    await ready(session);
+  });
+  after(async () => {
+    await session.page?.context().close();
+    await session.browser?.close();
+    await session.reef?.stop();
+  });
+  return session;
+}
+
+// Confirms the open confirmation dialog of `page` with its button `label`.
+export async function confirmDialog(page, label) {
+  const dialog = page.getByRole('dialog');
+  await dialog.waitFor();
+  await dialog.getByRole('button', { name: label }).click();
+  await dialog.waitFor({ state: 'detached' });
 }

@@ -3,30 +3,17 @@
 // deposit, lag back to 0, and a failing effect showing its backoff and error, healed by an
 // environment variable set from the page.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
-import { launchBrowser, openPage, screenshot, startReef, unlabelledControls } from './harness.mjs';
+import { confirmDialog, screenshot, unlabelledControls, withDashboard } from './harness.mjs';
 
-let browser;
 let reef;
 let page;
-const pageErrors = [];
-before(async () => {
-  browser = await launchBrowser();
-  reef = await startReef();
-  page = await openPage(browser, pageErrors);
-});
-after(async () => {
-  await page?.context().close();
-  await browser?.close();
-  await reef?.stop();
+const { pageErrors } = withDashboard({}, async (session) => {
+  ({ reef, page } = session);
 });
 
-async function confirm(label) {
-  const dialog = page.getByRole('dialog');
-  await dialog.getByRole('button', { name: label }).click();
-  await dialog.waitFor({ state: 'detached' });
-}
+const confirm = (label) => confirmDialog(page, label);
 
 async function execute(command, input) {
   await page.goto(`${reef.base}/#/modules/commands/${command}`);

@@ -2,23 +2,14 @@
 // the program and its generation, units with their counters, a unit's instances, and a
 // reactor drained from the page.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
-import { launchBrowser, openPage, screenshot, startReef, unlabelledControls } from './harness.mjs';
+import { confirmDialog, screenshot, unlabelledControls, withDashboard } from './harness.mjs';
 
-let browser;
 let reef;
 let page;
-const pageErrors = [];
-before(async () => {
-  browser = await launchBrowser();
-  reef = await startReef();
-  page = await openPage(browser, pageErrors);
-});
-after(async () => {
-  await page?.context().close();
-  await browser?.close();
-  await reef?.stop();
+const { pageErrors } = withDashboard({}, async (session) => {
+  ({ reef, page } = session);
 });
 
 describe('programs and units', () => {
@@ -44,7 +35,7 @@ describe('programs and units', () => {
   test('draining a reactor moves its instances away', async () => {
     const reactors = page.getByRole('table', { name: 'Reactors' });
     await page.getByRole('button', { name: 'Drain reactor 0' }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Drain' }).click();
+    await confirmDialog(page, 'Drain');
     await reactors.locator('tbody tr', { hasText: '#0' }).getByText('down').waitFor();
     // The last Up reactor cannot be drained: its button is gone.
     assert.equal(await page.getByRole('button', { name: 'Drain reactor 1' }).count(), 0);

@@ -162,9 +162,11 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
                            std::chrono::steady_clock::now()};
     if (auto refused = RefusedByBrowserGuards(core_, head)) return Reject(std::move(*refused));
     // A WebSocket upgrade to a public path ("/") still needs the token: it is not the page.
-    bool open_route =
-        route != nullptr && route->public_route && !beast::websocket::is_upgrade(head);
-    if (!open_route && !Authorized(core_, head)) return Reject(UnauthorizedReply(head));
+    // The head decides: OnRead refuses a message that turns into an upgrade in its trailer.
+    upgrade_ = beast::websocket::is_upgrade(head);
+    bool authorized = Authorized(core_, head);
+    bool open_route = route != nullptr && route->public_route && !upgrade_;
+    if (!open_route && !authorized) return Reject(UnauthorizedReply(head));
     if (shutting_down_) {
       return Reject(ErrorReply(head, Status::Unavailable("server is shutting down")));
     }
@@ -173,6 +175,9 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
     if (route != nullptr) {
       if (route->max_body_bytes) body_limit_ = route->max_body_bytes;
       hand_off_on_io_ = route->async_handler && route->hand_off_on_io;
+      // Without the token a public route takes no body beyond its own limit (none for a
+      // page): an unauthenticated client costs the server its head and little more.
+      if (!authorized) body_limit_ = route->max_body_bytes;
     }
     parser_->body_limit(body_limit_);  // applies to chunked bodies from here on
     if (parser_->content_length() && *parser_->content_length() > body_limit_) {
@@ -209,7 +214,14 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
       return Write(ErrorReply(request, Status::Unavailable("server is shutting down")),
                    /*close=*/true);
     }
-    if (beast::websocket::is_upgrade(request)) {
+    if (beast::websocket::is_upgrade(request) != upgrade_) {
+      // Upgrade fields in a chunked body's trailer: the head was checked as a plain request.
+      return Write(ErrorReply(request, Status::InvalidArgument(
+                                           "a request must ask for a WebSocket upgrade in its "
+                                           "head, not in a chunked trailer")),
+                   /*close=*/true);
+    }
+    if (upgrade_) {
       phase_ = Phase::kClosed;  // the stream moves to the WebSocket session
       stream_.expires_never();
       StartWebSocketSession(core_, id_, std::move(stream_), std::move(request));
@@ -512,6 +524,7 @@ class HttpSession : public Session, public std::enable_shared_from_this<HttpSess
   bool shutting_down_ = false;         // Shutdown was called: answer what is in flight, then close
   uint64_t body_limit_ = 0;            // the body limit of the request being read
   bool hand_off_on_io_ = false;        // its route is HttpRoute::hand_off_on_io
+  bool upgrade_ = false;               // its head asks for a WebSocket upgrade
   std::array<char, 16 * 1024> drain_;  // lingering close: discarded input
   size_t lingered_ = 0;                // bytes discarded so far
   uint64_t requests_ = 0;              // requests read on this connection

@@ -67,6 +67,14 @@ TEST(ServerAccessTest, BrowserGuardsRefuseOtherSitesAndRebindingOnly) {
   EXPECT_EQ(BrowserGuardRefusal("LocalHost:7433", "http://localhost:7433", true), "");
   EXPECT_EQ(BrowserGuardRefusal("[::1]:7433", "", true), "");
   EXPECT_EQ(BrowserGuardRefusal("127.0.0.2", "", true), "");
+  EXPECT_EQ(BrowserGuardRefusal("::1", "", true), "");  // a bare IPv6 literal, as some send it
+  // Fetch metadata: this page's own requests and navigations from elsewhere pass; another
+  // site's (or another port's) subresources and fetches do not, Origin or not.
+  EXPECT_EQ(BrowserGuardRefusal("127.0.0.1:7433", "", true, "same-origin", "cors"), "");
+  EXPECT_EQ(BrowserGuardRefusal("127.0.0.1:7433", "", true, "cross-site", "navigate"), "");
+  EXPECT_EQ(BrowserGuardRefusal("127.0.0.1:7433", "", true, "none", "navigate"), "");
+  EXPECT_NE(BrowserGuardRefusal("127.0.0.1:7433", "", true, "cross-site", "no-cors"), "");
+  EXPECT_NE(BrowserGuardRefusal("localhost:7433", "", true, "same-site", "no-cors"), "");
   EXPECT_EQ(BrowserGuardRefusal("reef.example:443", "https://reef.example:443", false), "");
   // Another site's page, a sandboxed one, another port.
   EXPECT_NE(BrowserGuardRefusal("127.0.0.1:7433", "http://evil.example", true), "");
@@ -104,6 +112,40 @@ TEST(ServerAccessTest, PublicRoutesNeedNoTokenButEverythingElseDoes) {
   // The handshake's Host is "127.0.0.1" (no port), so that Origin is this server's own.
   ASSERT_FALSE(with_cookie.handshake_error) << with_cookie.handshake_error.message();
   ExpectPong(with_cookie.Call(Ping(7)), 7);
+}
+
+TEST(ServerAccessTest, AnUpgradeHiddenInAChunkedTrailerIsRefused) {
+  ServerOptions options;
+  options.auth_token = "s3cret";
+  options.routes.push_back(PublicPage());
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  // The head is a plain GET of the public page; the upgrade fields come in the trailer.
+  testing::RawHttpClient client(server->port());
+  ASSERT_FALSE(client.Write(
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n"
+      "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: reef.v1\r\n\r\n"));
+  HttpResult answer = client.Read();
+  EXPECT_EQ(answer.status, 400u) << answer.text;
+  EXPECT_NE(answer.text.find("chunked trailer"), std::string::npos) << answer.text;
+}
+
+TEST(ServerAccessTest, UnauthenticatedRequestsToPublicRoutesCarryNoBody) {
+  ServerOptions options;
+  options.auth_token = "s3cret";
+  HttpRoute page = PublicPage();
+  page.method = "POST";
+  page.path = "/login";
+  page.max_body_bytes = 16;
+  options.routes.push_back(PublicPage());
+  options.routes.push_back(page);
+  auto server = StartServer(std::move(options));
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(HttpCall(server->port(), verb::get, "/", std::string(100, 'x')).status, 413u);
+  EXPECT_EQ(HttpCall(server->port(), verb::get, "/", std::string(100, 'x'), "s3cret").status, 200u);
+  EXPECT_EQ(HttpCall(server->port(), verb::post, "/login", "{}").status, 200u);
+  EXPECT_EQ(HttpCall(server->port(), verb::post, "/login", std::string(17, 'x')).status, 413u);
 }
 
 TEST(ServerAccessTest, OtherSitesPagesAndRebindingAreRefusedWith403) {
