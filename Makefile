@@ -97,7 +97,7 @@ test-asan: asan-configure
 # The effect worker trapping 10,000 times (28 s under TSan) is left to the release build; the
 # other effect tests cover the dispatcher and its workers here.
 TSAN_BUILD ?= build-tsan
-TSAN_TESTS ?= FreeRunning*:ManualGroupTest.*:JournalTest.*:DurableImageTest.*:AsyncOpTest.*:SerialQueueTest.*:Modes/CallTest.*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerLimitsTest.*:ServerBodyBudgetTest.*:Native*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*:ModuleRuntimeTest.AnEffectWorkerThatTraps10000Times*
+TSAN_TESTS ?= FreeRunning*:ManualGroupTest.*:JournalTest.*:DurableImageTest.*:AsyncOpTest.*:SerialQueueTest.*:Modes/CallTest.*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerAccessTest.*:ServerLimitsTest.*:ServerBodyBudgetTest.*:Native*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*:ModuleRuntimeTest.AnEffectWorkerThatTraps10000Times*
 test-tsan: build
 	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(TSAN_FLAGS) -DREEF_TSAN=ON $(SANITIZER_GUESTS) \
 	  $(CMAKE_FLAGS) >/dev/null

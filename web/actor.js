@@ -120,6 +120,8 @@ export function render(main, [ref]) {
       },
     }, label))]);
   }
+  for (const [, button] of actionButtons) button.disabled = true;  // until the snapshot says
+  setState.disabled = true;
   stateInput.addEventListener('input', () => { stateInput.dataset.edited = '1'; });
   setState.addEventListener('click', async () => {
     let value;
@@ -147,7 +149,9 @@ export function render(main, [ref]) {
     if (entry.seq <= lastSeq) return;
     lastSeq = entry.seq;
     logs.append(el('li', { class: `level-${entry.level}` },
-      `${new Date(entry.unix_ms).toLocaleTimeString()} ${entry.level.padEnd(5)} #${entry.incarnation} ${entry.message}`));
+      // A newline inside a message shows as ⏎: one entry is one line, an actor cannot forge more.
+      `${new Date(entry.unix_ms).toLocaleTimeString()} ${entry.level.padEnd(5)} #${entry.incarnation} ` +
+      entry.message.replace(/\r?\n/g, ' ⏎ ')));
     while (logs.children.length > 1000) logs.firstChild.remove();
   };
   let starts = 0;  // a newer start (Follow ticked again) supersedes an older one
@@ -188,12 +192,16 @@ export function render(main, [ref]) {
       if (catchingUp) pushed.push(entry);
       else addLog(entry);
     }),
-    // The connection dropped with its subscriptions: subscribe again and catch up.
-    on('closed', () => setTimeout(() => {
-      if (stopped) return;
+    // The connection dropped with its subscriptions: say so; once it is back, subscribe again
+    // and catch up.
+    on('closed', () => {
+      facts.replaceChildren(el('p', { class: 'error', role: 'alert' }, 'The connection to Reef dropped; reconnecting…'));
+      for (const [, button] of actionButtons) button.disabled = true;
+    }),
+    on('reopened', () => {
       call('subscribe', { topic: 'changes' }).then(load, () => {});
       if (follow.checked) startLogs();
-    }, 1000)),
+    }),
     on('subscription-failed', (data) => {
       if (data.topic === 'logs') logs.append(el('li', { class: 'error' }, `${data.message} (untick and tick Follow to go on)`));
     }),

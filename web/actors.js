@@ -83,7 +83,11 @@ export function render(main) {
       toast(e.message, true);
     }
   });
-  const off = [on('changed', () => load()), on('closed', () => setTimeout(() => !stopped && resubscribe(), 1000))];
+  const off = [
+    on('changed', () => load()),
+    on('closed', () => { summary.textContent = 'The connection to Reef dropped; reconnecting…'; }),
+    on('reopened', () => resubscribe()),
+  ];
   const resubscribe = () => call('subscribe', { topic: 'changes' }).then(load, (e) => {
     summary.textContent = e.message;
   });

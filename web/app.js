@@ -26,7 +26,7 @@ function route() {
   for (const part of parts.filter(Boolean)) {
     try { params.push(decodeURIComponent(part)); } catch { params.push(part); }
   }
-  return { name: pages[name] ? name : 'overview', params };
+  return { name: Object.hasOwn(pages, name) ? name : 'overview', params };
 }
 
 let shown = 0;  // counts navigations: a slower, older one must not render over a newer one
@@ -49,7 +49,7 @@ async function show() {
     document.getElementById('server-line').textContent =
       `${location.host} · version ${status.version}`;
     document.getElementById('logout').hidden = !status.auth_token;
-    const page = params.length > 0 && detailPages[name] ? detailPages[name] : pages[name];
+    const page = params.length > 0 && Object.hasOwn(detailPages, name) ? detailPages[name] : pages[name];
     dispose = page.render(container, params) || (() => {});
   } catch (e) {
     if (navigation !== shown) return;
@@ -68,6 +68,7 @@ function showLogin(message) {
   dispose();
   dispose = () => {};
   closeProtocol();
+  document.getElementById('logout').hidden = true;
   const error = el('p', { class: 'error', role: 'alert' }, message || '');
   const input = el('input', {
     id: 'token', name: 'token', type: 'password', autocomplete: 'current-password', required: true,

@@ -3,7 +3,7 @@
 // the newest page is shown (protocol op events-subscribe).
 import { send } from './api.js';
 import { call, callIfOpen, on } from './protocol.js';
-import { el, number } from './format.js';
+import { el, keepFocus, number } from './format.js';
 import { brief } from './actors.js';
 
 const PAGE = 50;
@@ -44,22 +44,26 @@ export function render(main) {
   let subscription = null;
   let head = 0;
   let drawing = false;
-  let subscribing = false;  // an events-subscribe is on its way: keep what arrives (early)
+  let subscribing = false;
+  let truncated = false;
+  const expanded = new Set();  // positions whose details are open, kept across redraws  // an events-subscribe is on its way: keep what arrives (early)
   let early = [];
 
   const row = (event) => {
-    const details = el('tr', { class: 'details', hidden: true }, el('td', { colspan: 5 },
+    const open = expanded.has(event.position);
+    const details = el('tr', { class: 'details', hidden: !open }, el('td', { colspan: 5 },
       el('dl', { class: 'facts' },
         el('div', {}, el('dt', {}, 'Position'), el('dd', {}, number(event.position))),
         el('div', {}, el('dt', {}, 'Id'), el('dd', { class: 'mono' }, event.id))),
       el('h3', {}, 'Data'), el('pre', { class: 'json' },
         event.data !== undefined ? JSON.stringify(event.data, null, 2) : `base64: ${event.data_base64}`),
       el('h3', {}, 'Metadata'), el('pre', { class: 'json' }, JSON.stringify(event.metadata || {}, null, 2))));
-    const toggle = el('button', { type: 'button', class: 'quiet mono', 'aria-expanded': 'false',
+    const toggle = el('button', { type: 'button', class: 'quiet mono', 'aria-expanded': String(open),
       'aria-label': `Event ${event.position}: show data and metadata` }, number(event.position));
     toggle.addEventListener('click', () => {
       details.hidden = !details.hidden;
       toggle.setAttribute('aria-expanded', String(!details.hidden));
+      if (details.hidden) expanded.delete(event.position); else expanded.add(event.position);
     });
     const time = event.metadata && event.metadata.timestamp_ms;
     return [el('tr', {}, el('td', { class: 'num' }, toggle), el('td', {}, event.type),
@@ -68,13 +72,14 @@ export function render(main) {
       el('td', { class: 'mono' }, event.data !== undefined ? brief(event.data) : '(binary)')), details];
   };
   const draw = (head) => {
-    body.replaceChildren(...rows.flatMap(row));
+    keepFocus(body, () => body.replaceChildren(...rows.flatMap(row)));
     if (rows.length === 0) body.append(el('tr', {}, el('td', { colspan: 5, class: 'muted' }, 'No events match.')));
     summary.textContent = `Head ${number(head)}` + (rows.length ?
       ` · positions ${number(rows[rows.length - 1].position)} to ${number(rows[0].position)}` : '') +
       (subscription !== null ? ' · following' : '');
     newer.disabled = newest;
-    older.disabled = rows.length < PAGE || rows[rows.length - 1].position <= 1;
+    older.disabled = rows.length === 0 || (rows.length < PAGE && !truncated) ||
+      rows[rows.length - 1].position <= 1;
   };
   const showPushed = (event) => {
     rows.unshift(event);
@@ -121,6 +126,7 @@ export function render(main) {
         { query, backwards: true, limit: PAGE, ...(from === null ? {} : { from }) });
       if (stopped || read !== reads) return;
       rows = answer.events;
+      truncated = answer.truncated;  // the read's byte cap cut it short: older ones remain
       newest = from === null;
       draw(answer.head);
       await subscribe(answer.head, read);
@@ -159,11 +165,8 @@ export function render(main) {
       if (data.subscription === subscription) { subscription = null; readBack(null); }
     }),
     // The connection dropped, and the subscription with it: read again and follow anew.
-    on('closed', () => {
-      if (subscription === null) return;
-      subscription = null;
-      setTimeout(() => { if (!stopped && newest) readBack(null); }, 1000);
-    }),
+    on('closed', () => { subscription = null; }),
+    on('reopened', () => { if (!stopped && newest && follow.checked) readBack(null); }),
   ];
   readBack(null);
   return () => { stopped = true; off.forEach((f) => f()); unsubscribe(); };

@@ -25,7 +25,8 @@ export function rowsTable(label, rows) {
 }
 
 export function render(main, [kind, name]) {
-  if (!['commands', 'projectors', 'effects'].includes(kind) || !name) {
+  // The server's module names (docs/http-api.md "Modules"): no "." or ".." that a URL would fold.
+  if (!['commands', 'projectors', 'effects'].includes(kind) || !/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(name || '')) {
     main.append(el('p', { class: 'error', role: 'alert' }, `No such module page: ${kind}/${name || ''}`));
     return () => {};
   }
@@ -99,6 +100,10 @@ export function render(main, [kind, name]) {
       el('div', {}, el('button', { type: 'submit' }, 'Set variable')));
     form.addEventListener('submit', (event) => {
       event.preventDefault();
+      if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(keyInput.value)) {
+        toast('A variable name is a letter or _ followed by up to 127 letters, digits or _', true);
+        return;
+      }
       act(`Set ${keyInput.value} on ${singular} ${name}?`,
         kind === 'commands' ? 'The next execution sees it.' : 'A running runner restarts to see it.',
         'Set variable', 'PUT', `${base}/env/${encodeURIComponent(keyInput.value)}`, { value: valueInput.value });

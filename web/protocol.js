@@ -22,9 +22,12 @@ class Connection {
       for (const handler of listeners.get(envelope.event) || []) handler(envelope.data);
       return;
     }
-    const waiting = this.pending.get(envelope.id);
+    // An error the server could not tie to a request (it could not read the id: a message
+    // over its size limit) answers the oldest one still waiting: answers come in order.
+    const id = envelope.id === null && !envelope.ok ? this.pending.keys().next().value : envelope.id;
+    const waiting = this.pending.get(id);
     if (!waiting) return;
-    this.pending.delete(envelope.id);
+    this.pending.delete(id);
     if (envelope.ok) waiting.resolve(envelope.result);
     else waiting.reject(new ApiError(200, envelope.error.code, envelope.error.message));
   }
@@ -36,6 +39,7 @@ class Connection {
     }
     this.pending.clear();
     for (const handler of listeners.get('closed') || []) handler({});
+    if (!closing) reconnect(1000);
   }
 
   call(op, args) {
@@ -45,6 +49,27 @@ class Connection {
       this.socket.send(JSON.stringify({ v: 1, id, op, args: args || {} }));
     });
   }
+}
+
+// After a drop: tries again with a growing delay (at most 10 s) until the server answers,
+// then tells the pages ("reopened"), which subscribe again and reload.
+let closing = false;
+let reconnecting = false;
+function reconnect(delay) {
+  if (reconnecting) return;
+  reconnecting = true;
+  setTimeout(async () => {
+    reconnecting = false;
+    if (connection || closing) return;
+    connection = open();
+    try {
+      await connection;
+      for (const handler of listeners.get('reopened') || []) handler({});
+    } catch {
+      connection = null;
+      reconnect(Math.min(delay * 2, 10000));
+    }
+  }, delay);
 }
 
 function open() {
@@ -80,7 +105,8 @@ export async function call(op, args) {
 }
 
 // Calls `handler(data)` for every pushed event of `kind` ("changed", "log",
-// "subscription-failed", or "closed" when the connection drops); returns the unsubscriber.
+// "subscription-failed", "closed" when the connection drops, "reopened" once it is back);
+// returns the unsubscriber.
 export function on(kind, handler) {
   if (!listeners.has(kind)) listeners.set(kind, new Set());
   listeners.get(kind).add(handler);
@@ -99,5 +125,7 @@ export async function close() {
   const open = connection;
   connection = null;
   if (!open) return;
+  closing = true;
   try { (await open).socket.close(); } catch { /* it never opened */ }
+  setTimeout(() => { closing = false; }, 0);
 }

@@ -5,7 +5,10 @@
 
 #include <boost/asio/ip/address.hpp>
 #include <cctype>
+#include <charconv>
+#include <chrono>
 
+#include "core/ids.h"
 #include "core/utf8.h"
 #include "server/detail/server_core.h"
 
@@ -22,12 +25,6 @@ bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
     }
   }
   return true;
-}
-
-// RFC 6265's cookie-octet: printable ASCII except space, '"', ',', ';' and '\'. '%' is
-// escaped too, so that decoding gives the token back.
-bool IsPlainCookieOctet(unsigned char c) {
-  return c >= 0x21 && c <= 0x7e && c != '"' && c != ',' && c != ';' && c != '\\' && c != '%';
 }
 
 // The host part of a Host field value ("127.0.0.1:7433" -> "127.0.0.1", "[::1]:80" -> "::1"),
@@ -69,25 +66,49 @@ bool TokenEquals(std::string_view presented, std::string_view token) {
   return diff == 0;
 }
 
-std::string TokenCookie(std::string_view token) {
-  std::string value;
-  value.reserve(token.size());
-  for (char c : token) {
-    auto byte = static_cast<unsigned char>(c);
-    if (IsPlainCookieOctet(byte)) {
-      value.push_back(c);
-    } else {
-      value += fmt::format("%{:02X}", byte);
-    }
+namespace {
+
+// The port of a Host field value ("127.0.0.1:7433" -> "7433", "[::1]:80" -> "80"), "80" when
+// it names none.
+std::string_view HostPort(std::string_view host) {
+  size_t bracket = host.rfind(']');
+  size_t colon = host.rfind(':');
+  if (colon == std::string_view::npos || (bracket != std::string_view::npos && colon < bracket) ||
+      HostName(host) == host) {
+    return "80";
   }
-  return fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict", kTokenCookieName, value);
+  std::string_view port = host.substr(colon + 1);
+  for (char c : port) {
+    if (c < '0' || c > '9') return "80";
+  }
+  return port.empty() || port.size() > 5 ? std::string_view("80") : port;
 }
 
-std::string ExpiredTokenCookie() {
-  return fmt::format("{}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0", kTokenCookieName);
+std::string SessionProof(int64_t expiry, std::string_view token) {
+  std::string text = fmt::format("reef-session:{}:{}", expiry, token);
+  return Sha256Hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
 }
 
-std::optional<std::string> CookieValue(std::string_view cookie_header, std::string_view name) {
+}  // namespace
+
+std::string SessionCookieName(std::string_view host) {
+  return fmt::format("reef_session_{}", HostPort(host));
+}
+
+std::string SessionCookie(std::string_view token, std::string_view host, int64_t now_s) {
+  int64_t expiry = now_s + kSessionSeconds;
+  return fmt::format("{}={}.{}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict",
+                     SessionCookieName(host), expiry, SessionProof(expiry, token), kSessionSeconds);
+}
+
+std::string ExpiredSessionCookie(std::string_view host) {
+  return fmt::format("{}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict", SessionCookieName(host));
+}
+
+bool SessionCookieValid(std::string_view cookie_header, std::string_view host,
+                        std::string_view token, int64_t now_s) {
+  const std::string name = SessionCookieName(host);
+  bool valid = false;
   while (!cookie_header.empty()) {
     size_t semicolon = cookie_header.find(';');
     std::string_view pair = cookie_header.substr(0, semicolon);
@@ -96,9 +117,18 @@ std::optional<std::string> CookieValue(std::string_view cookie_header, std::stri
     while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
     size_t eq = pair.find('=');
     if (eq == std::string_view::npos || pair.substr(0, eq) != name) continue;
-    return detail::PercentDecode(pair.substr(eq + 1), /*plus_is_space=*/false);
+    std::string_view value = pair.substr(eq + 1);
+    size_t dot = value.find('.');
+    if (dot == std::string_view::npos || dot == 0 || dot > 19) continue;
+    int64_t expiry = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + dot, expiry);
+    if (ec != std::errc() || end != value.data() + dot || expiry <= now_s ||
+        expiry > now_s + kSessionSeconds) {
+      continue;
+    }
+    valid |= TokenEquals(value.substr(dot + 1), SessionProof(expiry, token));
   }
-  return std::nullopt;
+  return valid;
 }
 
 std::string BrowserGuardRefusal(std::string_view host, std::string_view origin, bool loopback_only,
@@ -146,8 +176,10 @@ bool Authorized(const ServerCore& core, const HttpMessage& request) {
     return TokenEquals(header.substr(kScheme.size()), token);
   }
   if (!header.empty()) return false;
-  auto cookie = CookieValue(request[http::field::cookie], kTokenCookieName);
-  return cookie && TokenEquals(*cookie, token);
+  int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  return SessionCookieValid(request[http::field::cookie], request[http::field::host], token, now_s);
 }
 
 std::optional<HttpReply> RefusedByBrowserGuards(const ServerCore& core,

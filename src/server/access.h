@@ -1,35 +1,47 @@
 // Who may use the listener. With an auth token (ServerOptions::auth_token), a request carries
-// it as `Authorization: Bearer <token>` (clients, curl) or as the dashboard's cookie, which
-// the dashboard's login sets (HttpOnly, SameSite=Strict: page scripts cannot read it and
-// other sites' pages do not send it). Every request, with or without a token, also passes
-// the browser guards (BrowserGuardRefusal below): what another site's page sends is refused,
-// and without a token the Host must name a loopback address, so neither a page elsewhere nor
-// a DNS name rebound to 127.0.0.1 can drive a local server (docs/operations.md "Browsers").
+// it as `Authorization: Bearer <token>` (clients, curl), or a browser carries the session
+// cookie the dashboard's login sets (below: HttpOnly, SameSite=Strict, 12 hours; page scripts
+// cannot read it and other sites' pages do not send it). Every request, with or without a token,
+// also passes the browser guards (BrowserGuardRefusal below): what another site's page sends is
+// refused, and without a token the Host must name a loopback address, so neither a page elsewhere
+// nor a DNS name rebound to 127.0.0.1 can drive a local server (docs/operations.md "Browsers").
 //
 // Thread ownership: pure functions, any thread.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace reef::server {
 
-// The name of the cookie that carries the auth token in a browser.
-inline constexpr std::string_view kTokenCookieName = "reef_token";
+// A browser does not hold the token itself: the login gives it a session cookie,
+// `reef_session_<port>=<expiry>.<proof>`, where <expiry> is a Unix time in seconds 12 hours
+// ahead and <proof> the hex SHA-256 of "reef-session:<expiry>:<token>". Cookies are shared by
+// every port of a host (RFC 6265), so the name carries the port of the request's Host (two
+// Reefs on one host keep apart) and the value never reveals the token to the other ports'
+// servers, only a proof that stops working at its expiry.
+inline constexpr int64_t kSessionSeconds = 12 * 3600;
+
+// The session cookie's name for a request whose Host is `host` ("127.0.0.1:7433" ->
+// "reef_session_7433"; no port: "reef_session_80").
+std::string SessionCookieName(std::string_view host);
+
+// The Set-Cookie value of a login at `now_s` (Unix seconds) to the server at `host`:
+// `reef_session_<port>=<value>; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict`.
+std::string SessionCookie(std::string_view token, std::string_view host, int64_t now_s);
+// A Set-Cookie value that deletes it (logout).
+std::string ExpiredSessionCookie(std::string_view host);
+
+// True when a Cookie header (`cookie_header`, "a=1; reef_session_7433=...") holds a session
+// cookie for `host` that `token` made and that has not expired at `now_s`. Every cookie of
+// that name counts (a page elsewhere on the host may set more of them).
+bool SessionCookieValid(std::string_view cookie_header, std::string_view host,
+                        std::string_view token, int64_t now_s);
 
 // True when `presented` equals `token`, comparing in time that depends on their lengths only.
 bool TokenEquals(std::string_view presented, std::string_view token);
-
-// A Set-Cookie value that keeps `token` in the browser until it closes:
-// `reef_token=<token, percent-encoded>; Path=/; HttpOnly; SameSite=Strict`.
-std::string TokenCookie(std::string_view token);
-// A Set-Cookie value that deletes the token cookie (logout).
-std::string ExpiredTokenCookie();
-
-// The value of the cookie `name` in a Cookie header ("a=1; reef_token=x"), percent-decoded;
-// nullopt when it is absent or does not decode to valid UTF-8.
-std::optional<std::string> CookieValue(std::string_view cookie_header, std::string_view name);
 
 // The browser guards on one request's Host, Origin, Sec-Fetch-Site and Sec-Fetch-Mode header
 // fields (each empty when absent). Returns an empty string when the request may pass, else why

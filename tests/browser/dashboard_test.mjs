@@ -76,7 +76,7 @@ describe('login', () => {
   });
   after(async () => { await page?.context().close(); await reef?.stop(); });
 
-  test('the page asks for the token, refuses a wrong one and keeps the right one in a cookie', async () => {
+  test('the page asks for the token, refuses a wrong one and keeps a session in a cookie', async () => {
     await page.goto(reef.base + '/');
     const input = page.getByLabel('Auth token');
     await input.waitFor();
@@ -97,7 +97,8 @@ describe('login', () => {
     // in no URL.
     const cookies = await page.context().cookies();
     assert.equal(cookies.length, 1);
-    assert.equal(cookies[0].name, 'reef_token');
+    assert.equal(cookies[0].name, `reef_session_${new URL(reef.base).port}`);
+    assert.ok(!cookies[0].value.includes(token), 'the cookie proves the token, it does not hold it');
     assert.equal(cookies[0].httpOnly, true);
     assert.equal(cookies[0].sameSite, 'Strict');
     assert.equal(await page.evaluate(() => document.cookie), '');

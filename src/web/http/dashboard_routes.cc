@@ -1,5 +1,6 @@
 #include "web/http/dashboard_routes.h"
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <utility>
@@ -92,7 +93,12 @@ std::vector<server::HttpRoute> DashboardRoutes(std::optional<std::string> auth_t
               "that is not this server's auth token (the token `reef serve` was given)");
         }
         server::HttpResponse response = server::HttpResponse::Json(200, {{"token_required", true}});
-        response.headers.emplace_back("Set-Cookie", server::TokenCookie(presented));
+        int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+        response.headers.emplace_back(
+            "Set-Cookie",
+            server::SessionCookie(presented, request.Header("host").value_or(""), now_s));
         response.headers.emplace_back("Cache-Control", "no-store");
         return response;
       });
@@ -100,9 +106,10 @@ std::vector<server::HttpRoute> DashboardRoutes(std::optional<std::string> auth_t
   routes.push_back(std::move(login));
   routes.push_back(PublicRoute(
       "POST", "/logout", "forget the browser's token cookie",
-      [](const server::HttpRequest&) -> Result<server::HttpResponse> {
+      [](const server::HttpRequest& request) -> Result<server::HttpResponse> {
         server::HttpResponse response = server::HttpResponse::Json(200, {{"logged_out", true}});
-        response.headers.emplace_back("Set-Cookie", server::ExpiredTokenCookie());
+        response.headers.emplace_back(
+            "Set-Cookie", server::ExpiredSessionCookie(request.Header("host").value_or("")));
         return response;
       }));
   return routes;

@@ -5,7 +5,7 @@
 //   GET /assets/{file}   -> 200 one of its scripts, styles or the charting library;
 //                           304 for a matching If-None-Match; 404 not_found for other names
 //   POST /login          {"token": "..."} -> 200 {"token_required": bool} with Set-Cookie
-//                           keeping the token (server/access.h); 401 unauthenticated for a
+//                           of a 12-hour session (server/access.h); 401 unauthenticated for a
 //                           wrong token; 400 invalid_argument for a body that is not that
 //   POST /logout         -> 200 {"logged_out": true} with a Set-Cookie deleting it
 //

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "server/http_stats.h"
 #include "server/server.h"
@@ -41,6 +44,15 @@ HttpRoute PublicPage() {
   return route;
 }
 
+// A server with the token "s3cret", the public page and `extra` routes.
+std::unique_ptr<Server> StartWithToken(std::vector<HttpRoute> extra = {}) {
+  ServerOptions options;
+  options.auth_token = "s3cret";
+  options.routes.push_back(PublicPage());
+  for (HttpRoute& route : extra) options.routes.push_back(std::move(route));
+  return StartServer(std::move(options));
+}
+
 TEST(ServerAccessTest, TokensCompareExactly) {
   EXPECT_TRUE(TokenEquals("s3cret", "s3cret"));
   EXPECT_FALSE(TokenEquals("s3cre", "s3cret"));
@@ -48,16 +60,31 @@ TEST(ServerAccessTest, TokensCompareExactly) {
   EXPECT_FALSE(TokenEquals("", "s3cret"));
 }
 
-TEST(ServerAccessTest, TheTokenCookieKeepsAnyTokenAndReadsBack) {
+TEST(ServerAccessTest, TheSessionCookieProvesTheTokenWithoutCarryingIt) {
   const std::string token = "a b;c,d\"e\\f%g=h\xc3\xa9";
-  std::string cookie = TokenCookie(token);
-  EXPECT_NE(cookie.find("; Path=/; HttpOnly; SameSite=Strict"), std::string::npos) << cookie;
+  const int64_t now = 1'800'000'000;
+  std::string cookie = SessionCookie(token, "127.0.0.1:7433", now);
+  EXPECT_NE(cookie.find("; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict"), std::string::npos)
+      << cookie;
+  EXPECT_EQ(cookie.find(token), std::string::npos) << cookie;
   std::string pair = cookie.substr(0, cookie.find(';'));
-  EXPECT_EQ(pair.find(' '), std::string::npos) << pair;
-  EXPECT_EQ(CookieValue("other=1; " + pair + "; more=2", kTokenCookieName), token);
-  EXPECT_EQ(CookieValue("other=1", kTokenCookieName), std::nullopt);
-  EXPECT_EQ(CookieValue("reef_token=%zz", kTokenCookieName), std::nullopt);
-  EXPECT_NE(ExpiredTokenCookie().find("Max-Age=0"), std::string::npos);
+  EXPECT_EQ(pair.rfind("reef_session_7433=", 0), 0u) << pair;
+  EXPECT_TRUE(SessionCookieValid("other=1; " + pair + "; more=2", "127.0.0.1:7433", token, now));
+  // Another token, another port's server, after its 12 hours: no.
+  EXPECT_FALSE(SessionCookieValid(pair, "127.0.0.1:7433", "other", now));
+  EXPECT_FALSE(SessionCookieValid(pair, "127.0.0.1:7434", token, now));
+  EXPECT_FALSE(SessionCookieValid(pair, "127.0.0.1:7433", token, now + kSessionSeconds + 1));
+  // A page elsewhere on the host may add junk of the same name: the right one still counts.
+  EXPECT_TRUE(SessionCookieValid("reef_session_7433=junk; reef_session_7433=9.x; " + pair,
+                                 "127.0.0.1:7433", token, now));
+  // A forged expiry does not match its proof.
+  std::string forged =
+      "reef_session_7433=" + std::to_string(now + 100) + pair.substr(pair.find('.'));
+  EXPECT_FALSE(SessionCookieValid(forged, "127.0.0.1:7433", token, now));
+  EXPECT_EQ(SessionCookieName("[::1]:9000"), "reef_session_9000");
+  EXPECT_EQ(SessionCookieName("localhost"), "reef_session_80");
+  EXPECT_NE(ExpiredSessionCookie("127.0.0.1:7433").find("reef_session_7433=; Path=/; Max-Age=0"),
+            std::string::npos);
 }
 
 TEST(ServerAccessTest, BrowserGuardsRefuseOtherSitesAndRebindingOnly) {
@@ -89,36 +116,38 @@ TEST(ServerAccessTest, BrowserGuardsRefuseOtherSitesAndRebindingOnly) {
 }
 
 TEST(ServerAccessTest, PublicRoutesNeedNoTokenButEverythingElseDoes) {
-  ServerOptions options;
-  options.auth_token = "s3cret";
-  options.routes.push_back(PublicPage());
-  auto server = StartServer(std::move(options));
+  auto server = StartWithToken();
   ASSERT_NE(server, nullptr);
 
   EXPECT_EQ(Get(server->port(), "/", {}).status, 200u);
   EXPECT_EQ(Get(server->port(), "/health", {}).status, 401u);
-  EXPECT_EQ(Get(server->port(), "/health", {{"Cookie", "reef_token=guess"}}).status, 401u);
-  EXPECT_EQ(Get(server->port(), "/health", {{"Cookie", "x=1; reef_token=s3cret"}}).status, 200u);
+  // The test client's Host is "127.0.0.1" (port 80 for cookies).
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  std::string session = SessionCookie("s3cret", "127.0.0.1", now);
+  session = session.substr(0, session.find(';'));
+  std::string guessed = SessionCookie("guess", "127.0.0.1", now);
+  guessed = guessed.substr(0, guessed.find(';'));
+  EXPECT_EQ(Get(server->port(), "/health", {{"Cookie", guessed}}).status, 401u);
+  EXPECT_EQ(Get(server->port(), "/health", {{"Cookie", "reef_token=s3cret"}}).status, 401u);
+  EXPECT_EQ(Get(server->port(), "/health", {{"Cookie", "x=1; " + session}}).status, 200u);
   // A wrong bearer token is not rescued by a right cookie.
-  EXPECT_EQ(Get(server->port(), "/health",
-                {{"Authorization", "Bearer guess"}, {"Cookie", "reef_token=s3cret"}})
+  EXPECT_EQ(Get(server->port(), "/health", {{"Authorization", "Bearer guess"}, {"Cookie", session}})
                 .status,
             401u);
   // A WebSocket upgrade to the public page's path still needs the token; the cookie does.
   WsClient without(server->port());
   EXPECT_EQ(without.response.result_int(), 401u);
   WsClient with_cookie(server->port(), "reef.v1", "", kTimeout,
-                       {{"Cookie", "reef_token=s3cret"}, {"Origin", "http://127.0.0.1"}});
+                       {{"Cookie", session}, {"Origin", "http://127.0.0.1"}});
   // The handshake's Host is "127.0.0.1" (no port), so that Origin is this server's own.
   ASSERT_FALSE(with_cookie.handshake_error) << with_cookie.handshake_error.message();
   ExpectPong(with_cookie.Call(Ping(7)), 7);
 }
 
 TEST(ServerAccessTest, AnUpgradeHiddenInAChunkedTrailerIsRefused) {
-  ServerOptions options;
-  options.auth_token = "s3cret";
-  options.routes.push_back(PublicPage());
-  auto server = StartServer(std::move(options));
+  auto server = StartWithToken();
   ASSERT_NE(server, nullptr);
   // The head is a plain GET of the public page; the upgrade fields come in the trailer.
   testing::RawHttpClient client(server->port());
@@ -132,15 +161,11 @@ TEST(ServerAccessTest, AnUpgradeHiddenInAChunkedTrailerIsRefused) {
 }
 
 TEST(ServerAccessTest, UnauthenticatedRequestsToPublicRoutesCarryNoBody) {
-  ServerOptions options;
-  options.auth_token = "s3cret";
-  HttpRoute page = PublicPage();
-  page.method = "POST";
-  page.path = "/login";
-  page.max_body_bytes = 16;
-  options.routes.push_back(PublicPage());
-  options.routes.push_back(page);
-  auto server = StartServer(std::move(options));
+  HttpRoute login = PublicPage();
+  login.method = "POST";
+  login.path = "/login";
+  login.max_body_bytes = 16;
+  auto server = StartWithToken({login});
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(HttpCall(server->port(), verb::get, "/", std::string(100, 'x')).status, 413u);
   EXPECT_EQ(HttpCall(server->port(), verb::get, "/", std::string(100, 'x'), "s3cret").status, 200u);
