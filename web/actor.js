@@ -2,7 +2,7 @@
 // touches it; the lifecycle buttons and the state repair, each confirmed first; its logs,
 // followed live (subscription "logs" for this actor).
 import { call, callIfOpen, on } from './protocol.js';
-import { el, number, pill, toast } from './format.js';
+import { el, facts as factList, number, pill, toast } from './format.js';
 import { confirmAction } from './dialog.js';
 
 // What each lifecycle button does, for its confirmation.
@@ -23,11 +23,6 @@ const REPAIRABLE = ['paused', ...ENDED];
 
 function pretty(value) {
   return el('pre', { class: 'json' }, JSON.stringify(value, null, 2));
-}
-
-function definitions(pairs) {
-  return el('dl', { class: 'facts' }, pairs.filter(([, v]) => v !== undefined).map(([k, v]) =>
-    el('div', {}, el('dt', {}, k), el('dd', {}, v))));
 }
 
 export function render(main, [ref]) {
@@ -55,7 +50,7 @@ export function render(main, [ref]) {
   let stopped = false;
   let gone = false;
   const show = (snapshot) => {
-    facts.replaceChildren(definitions([
+    facts.replaceChildren(factList([
       ['Status', pill(snapshot.status)],
       ['Incarnation', number(snapshot.incarnation)],
       ['Implementation', snapshot.implementation.label],
@@ -85,7 +80,7 @@ export function render(main, [ref]) {
         el('tbody', {}, rows.map(([place, m], i) => el('tr', {}, el('td', {}, i + 1), el('td', {}, place),
           el('td', { class: 'mono' }, m.sender ? '@' + m.sender : 'host'),
           el('td', { class: 'mono' }, JSON.stringify(m.message)))))));
-    telemetry.replaceChildren(snapshot.telemetry ? definitions([
+    telemetry.replaceChildren(snapshot.telemetry ? factList([
       ['Instructions', number(snapshot.telemetry.instructions)],
       ['Call depth', number(snapshot.telemetry.call_depth)],
       ['Function', String(snapshot.telemetry.function)],

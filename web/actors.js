@@ -2,16 +2,10 @@
 // changes (subscription "changes"); the ticks that run them; and one actor's page
 // (actor.js). The list shows at most SHOWN rows: search narrows it.
 import { call, callIfOpen, on } from './protocol.js';
-import { el, number, pill, toast } from './format.js';
+import { brief, el, number, pill, toast } from './format.js';
 
 const SHOWN = 500;
 const STATUSES = ['idle', 'running', 'awaiting', 'paused', 'stopped', 'failed'];
-
-// The value as one line of JSON, cut to `max` characters.
-export function brief(value, max = 80) {
-  const text = JSON.stringify(value);
-  return text.length > max ? text.slice(0, max - 1) + '…' : text;
-}
 
 export function render(main) {
   const search = el('input', { id: 'actor-search', type: 'search', placeholder: 'ref, implementation or state' });

@@ -3,8 +3,7 @@
 // the newest page is shown (protocol op events-subscribe).
 import { send } from './api.js';
 import { call, callIfOpen, on } from './protocol.js';
-import { el, keepFocus, number } from './format.js';
-import { brief } from './actors.js';
+import { brief, el, keepFocus, number } from './format.js';
 
 const PAGE = 50;
 const KEPT = 500;  // rows kept while following

@@ -15,6 +15,18 @@ export function el(tag, attributes = {}, ...children) {
   return node;
 }
 
+// The value as one line of JSON, cut to `max` characters.
+export function brief(value, max = 80) {
+  const text = JSON.stringify(value);
+  return text.length > max ? text.slice(0, max - 1) + '…' : text;
+}
+
+// A list of facts (term, value) as a <dl class="facts">; a value undefined or '' is left out.
+export function facts(pairs) {
+  return el('dl', { class: 'facts' }, pairs.filter(([, v]) => v !== undefined && v !== '')
+    .map(([k, v]) => el('div', {}, el('dt', {}, k), el('dd', {}, v))));
+}
+
 // One formatter per number of decimals: toLocaleString with options builds a new one on
 // every call, which costs a table of 10,000 rows a good part of a second.
 const formatters = new Map();

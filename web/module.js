@@ -5,13 +5,8 @@
 // something.
 import { getJson, send } from './api.js';
 import { confirmAction } from './dialog.js';
-import { el, keepFocus, number, pill, toast } from './format.js';
+import { el, facts, keepFocus, number, pill, toast } from './format.js';
 import { lags } from './modules.js';
-
-function facts(pairs) {
-  return el('dl', { class: 'facts' }, pairs.filter(([, v]) => v !== undefined && v !== '')
-    .map(([k, v]) => el('div', {}, el('dt', {}, k), el('dd', {}, v))));
-}
 
 // Rows (objects) as a table with one column per key of the first rows.
 export function rowsTable(label, rows) {

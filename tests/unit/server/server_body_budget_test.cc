@@ -93,8 +93,9 @@ TEST(ServerBodyBudgetTest, AClientThatStallsMidBodyHoldsNoRoomInTheBudget) {
   auto server = StartServer(std::move(options));
   ASSERT_NE(server, nullptr);
   RawHttpClient staller(server->port());
-  ASSERT_FALSE(staller.Write("POST /big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3000000\r\n\r\n" +
-                             std::string(100'000, 'x')));
+  ASSERT_FALSE(
+      staller.Write("POST /big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3000000\r\n\r\n" +
+                    std::string(100'000, 'x')));
 
   // when another client sends a 600 KB body
   auto start = Clock::now();

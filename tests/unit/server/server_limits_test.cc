@@ -138,9 +138,9 @@ TEST(ServerLimitsTest, AHeaderThatCarriesOneValueSentTwiceIsRefusedBeforeTheRout
   auto server = StartServer(std::move(options));
   ASSERT_NE(server, nullptr);
   RawHttpClient client(server->port());
-  ASSERT_FALSE(
-      client.Write("POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\n"
-                   "Content-Length: 2\r\n\r\n{}"));
+  ASSERT_FALSE(client.Write(
+      "POST /run HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\n"
+      "Content-Length: 2\r\n\r\n{}"));
   HttpResult result = client.Read(milliseconds(5'000));
   EXPECT_EQ(result.status, 400u) << result.ec.message();
   EXPECT_NE(result.text.find("header Idempotency-Key is sent more than once"), std::string::npos)
@@ -161,8 +161,8 @@ TEST(ServerLimitsTest, ContentLengthOverEveryRouteLimitGets413FromTheHead) {
   RawHttpClient client(server->port());
 
   // when a client announces a 1 GB body
-  ASSERT_FALSE(
-      client.Write("POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000000\r\n\r\n"));
+  ASSERT_FALSE(client.Write(
+      "POST /health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000000\r\n\r\n"));
   HttpResult result = client.Read(milliseconds(5'000));
 
   // then it gets 413 at once
@@ -444,7 +444,8 @@ TEST(ServerLimitsTest, RequestArrivingDuringStopGets503WithoutRunning) {
   RawHttpClient late(server->port());
   EXPECT_FALSE(late.Write("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   EXPECT_EQ(late.Read().status, 200u);  // (so the server took the connection before stopping)
-  EXPECT_FALSE(late.Write("POST /count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n12345"));
+  EXPECT_FALSE(
+      late.Write("POST /count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n12345"));
   EXPECT_TRUE(late.WaitDelivered());
 
   // when the server starts stopping and the second request's last bytes arrive
