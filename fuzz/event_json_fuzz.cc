@@ -143,15 +143,15 @@ void ReadCondition(const json& value, const std::string& path) {
 }
 
 void CheckBase64(std::string_view bytes) {
-  auto round = http::Base64Decode(http::Base64Encode(bytes));
+  auto round = reef::Base64Decode(reef::Base64Encode(bytes));
   FUZZ_CHECK(round.ok() && *round == bytes);
-  auto decoded = http::Base64Decode(bytes);
+  auto decoded = reef::Base64Decode(bytes);
   if (!decoded.ok()) {
     FUZZ_CHECK(decoded.status().code() == reef::Code::kInvalidArgument);
     return;
   }
   FUZZ_CHECK(decoded->size() <= bytes.size() / 4 * 3);
-  auto again = http::Base64Decode(http::Base64Encode(*decoded));
+  auto again = reef::Base64Decode(reef::Base64Encode(*decoded));
   FUZZ_CHECK(again.ok() && *again == *decoded);
 }
 

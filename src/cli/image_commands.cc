@@ -94,7 +94,8 @@ std::vector<ImageCommand> BuildTable() {
        {{"revision", 'r', "R", "print this committed revision instead"}},
        RunRead},
       {"write",
-       "Save FILE (.c or .wat) as the working source at PATH; refuses to overwrite others' work",
+       "Save FILE (.c, .wat or .wasm) as the working source at PATH; refuses to overwrite others' "
+       "work",
        {kPathParam, {"FILE", ParamKind::kFile}},
        {{"expected", 0, "ID", "the source id you last saw (default: the current one)"},
         {"create", 0, "", "PATH must not exist yet"}},

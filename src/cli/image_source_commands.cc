@@ -6,6 +6,7 @@
 //
 // Thread ownership: main thread only.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +17,7 @@
 #include "cli/detail/image_handlers.h"
 #include "cli/output.h"
 #include "client/json_fields.h"
+#include "core/base64.h"
 
 namespace reef::cli::detail {
 
@@ -27,6 +29,9 @@ namespace {
 
 // Largest source file `write` sends (the server's limit on source text).
 constexpr size_t kMaxSourceBytes = 1u << 20;
+// Largest wasm binary `write` sends: its base64 (4/3 of it) and the request around it must fit
+// the server's 1 MiB request limit.
+constexpr size_t kMaxWasmBytes = 768u << 10;
 // Fewest hex characters `write --expected` accepts as a prefix of a source id.
 constexpr size_t kMinIdPrefix = 8;
 
@@ -106,8 +111,22 @@ Status RunRead(Session& session, const Invocation& invocation) {
     PrintJson(result);
   } else {
     // Byte for byte: `reef read x > f` gives back what was written. Only the REPL ends an
-    // unterminated last line, so its prompt starts on a line of its own.
+    // unterminated last line, so its prompt starts on a line of its own. A wasm binary goes
+    // to a file or pipe as is, never to a terminal.
     std::string text = StringField(result, "text");
+    if (StringField(result, "kind") == "wasm") {
+      auto bytes = Base64Decode(StringField(result, "base64"));
+      if (!bytes.ok()) {
+        return Status::Internal("the server sent a wasm source that is not base64: " +
+                                bytes.status().message());
+      }
+      if (session.repl || ::isatty(STDOUT_FILENO) != 0) {
+        std::printf("%s is a wasm binary of %zu bytes; to save it: reef read %s > FILE.wasm\n",
+                    invocation.args.at(0).c_str(), bytes->size(), invocation.args.at(0).c_str());
+        return Status::Ok();
+      }
+      text = std::move(*bytes);
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     if (session.repl && !text.empty() && text.back() != '\n') std::fputc('\n', stdout);
     std::fflush(stdout);
@@ -123,14 +142,22 @@ Status RunWrite(Session& session, const Invocation& invocation) {
     kind = "c";
   } else if (file.ends_with(".wat")) {
     kind = "wat";
+  } else if (file.ends_with(".wasm")) {
+    kind = "wasm";  // built by another toolchain (AssemblyScript, Rust, ...): sent as base64
   } else {
     return Status::InvalidArgument(fmt::format(
-        "cannot tell the language of '{}': the file name must end in .c or .wat", file));
+        "cannot tell the language of '{}': the file name must end in .c, .wat or .wasm", file));
   }
   if (invocation.Has("expected") && invocation.Has("create")) {
     return Status::InvalidArgument("give --expected ID or --create, not both");
   }
   REEF_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(file));
+  if (kind == "wasm" && text.size() > kMaxWasmBytes) {
+    return Status::LimitExceeded(fmt::format(
+        "'{}' has {} bytes; a wasm source is at most {} bytes (its base64 must fit the server's "
+        "1 MiB request limit)",
+        file, text.size(), kMaxWasmBytes));
+  }
   json expected;
   if (invocation.Has("expected")) {
     REEF_ASSIGN_OR_RETURN(expected,
@@ -151,7 +178,10 @@ Status RunWrite(Session& session, const Invocation& invocation) {
   REEF_ASSIGN_OR_RETURN(
       json result,
       Call(session, "write",
-           {{"path", path}, {"kind", kind}, {"text", std::move(text)}, {"expected", expected}}));
+           {{"path", path},
+            {"kind", kind},
+            {kind == "wasm" ? "base64" : "text", kind == "wasm" ? Base64Encode(text) : text},
+            {"expected", expected}}));
   Remember(session, result);
   PrintResult(session, result,
               fmt::format("wrote {} (source {})", path, ShortId(StringField(result, "source_id"))));

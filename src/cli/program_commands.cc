@@ -21,7 +21,7 @@
 #include "client/http_client.h"
 #include "client/json_fields.h"
 #include "client/repl_syntax.h"
-#include "events/http/event_json.h"
+#include "core/base64.h"
 
 namespace reef::cli {
 namespace {
@@ -194,7 +194,7 @@ Result<json> DeployRequest(const fs::path& dir) {
                       "compile text (.wat) with wat2wasm first",
                       what, (dir / relative).string()));
     }
-    std::string base64 = events::http::Base64Encode(bytes);
+    std::string base64 = Base64Encode(bytes);
     request_bytes += base64.size();
     if (request_bytes > kMaxDeployRequestBytes) {
       return Status::LimitExceeded(fmt::format(

@@ -230,6 +230,7 @@ std::shared_ptr<const Compiler> Compiler::Create(CompilerOptions options) {
   if (options.sdk_dir.empty()) options.sdk_dir = REEF_SDK_C_DIR;
   std::shared_ptr<Compiler> compiler(new Compiler(std::move(options)));
   compiler->wat_fingerprint_ = "wat: in-process wabt 1.0.32 (reef::wasm::Module::FromText)";
+  compiler->wasm_fingerprint_ = "wasm: in-process wabt 1.0.32 (reef::wasm::Module::FromBinary)";
 
   std::string version = "none";
   if (!compiler->options_.clang.empty()) {
@@ -269,7 +270,15 @@ std::shared_ptr<const Compiler> Compiler::Create(CompilerOptions options) {
 }
 
 const std::string& Compiler::Fingerprint(SourceKind kind) const {
-  return kind == SourceKind::kC ? c_fingerprint_ : wat_fingerprint_;
+  switch (kind) {
+    case SourceKind::kC:
+      return c_fingerprint_;
+    case SourceKind::kWasm:
+      return wasm_fingerprint_;
+    case SourceKind::kWat:
+      break;
+  }
+  return wat_fingerprint_;
 }
 
 Result<CompileOutput> Compiler::Compile(SourceKind kind, std::string_view bytes,
@@ -278,6 +287,15 @@ Result<CompileOutput> Compiler::Compile(SourceKind kind, std::string_view bytes,
   std::string stem = ValidateSourcePath(label).ok() ? std::string(label) : "source";
   if (kind == SourceKind::kWat) {
     auto module = wasm::Module::FromText(bytes, stem + ".wat");
+    if (!module.ok()) {
+      if (module.status().code() != Code::kInvalidArgument) return module.status();
+      return Status::InvalidArgument("compile error:\n" + module.status().message());
+    }
+    return CompileOutput{std::move(*module), ""};
+  }
+  if (kind == SourceKind::kWasm) {
+    auto module = wasm::Module::FromBinary(
+        {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, stem + ".wasm");
     if (!module.ok()) {
       if (module.status().code() != Code::kInvalidArgument) return module.status();
       return Status::InvalidArgument("compile error:\n" + module.status().message());

@@ -1,8 +1,9 @@
 // Compiler: turns one source text into a validated WebAssembly module.
 //
-// `.wat` compiles in-process (wasm::Module::FromText). `.c` compiles with clang for wasm32
-// (C11, freestanding, no libc) together with the C SDK (sdk/c), using the flags of
-// cmake/guest.cmake: each file is compiled with -O2 -c -mbulk-memory -flto, then linked by
+// `.wat` compiles in-process (wasm::Module::FromText); a `.wasm` binary (built by another
+// toolchain: AssemblyScript, Rust, ...) is only validated (wasm::Module::FromBinary). `.c` compiles
+// with clang for wasm32 (C11, freestanding, no libc) together with the C SDK (sdk/c), using the
+// flags of cmake/guest.cmake: each file is compiled with -O2 -c -mbulk-memory -flto, then linked by
 // wasm-ld through clang without -O (so clang never runs a wasm-opt found on PATH) with
 // --no-entry --export-dynamic --stack-first. Clang runs as a child process in its own process
 // group, inside a fresh temporary directory, with a wall-clock timeout and an environment of
@@ -62,7 +63,8 @@ class Compiler {
 
   // Compiles `bytes` of kind `kind`. `label` names the source in diagnostics: when it is a
   // valid source path, clang reports "<label>.c:LINE:COL: error: ..." and wabt
-  // "<label>.wat:LINE:COL: ..."; otherwise "source.c" / "source.wat".
+  // "<label>.wat:LINE:COL: ..." (a binary: "<label>.wasm:OFFSET: ..."); otherwise "source.c" /
+  // "source.wat" / "source.wasm".
   // Errors: InvalidArgument "compile error:\n<diagnostics>" when the source does not compile
   // (clang's stderr filtered by FilterDiagnostics, or wabt's message) or includes a file by an
   // absolute or `..` path (CheckIncludes); LimitExceeded for the size
@@ -74,8 +76,8 @@ class Compiler {
                                 std::string_view label) const;
 
   // A string that changes whenever the output for the same source of kind `kind` may change:
-  // for `wat` the in-process engine; for `c` the clang path and `--version` output, the flags
-  // and the SHA-256 of the SDK files. Part of the compile cache key (compile_cache.h).
+  // for `wat` and `wasm` the in-process engine; for `c` the clang path and `--version` output, the
+  // flags and the SHA-256 of the SDK files. Part of the compile cache key (compile_cache.h).
   const std::string& Fingerprint(SourceKind kind) const;
 
   const CompilerOptions& options() const { return options_; }
@@ -96,6 +98,7 @@ class Compiler {
   // Constant after Create.
   CompilerOptions options_;
   std::string wat_fingerprint_;
+  std::string wasm_fingerprint_;
   std::string c_fingerprint_;
   std::filesystem::path resource_include_dir_;  // clang's own headers; empty without clang
 };

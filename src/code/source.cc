@@ -27,6 +27,8 @@ std::string_view SourceKindName(SourceKind kind) {
       return "c";
     case SourceKind::kWat:
       return "wat";
+    case SourceKind::kWasm:
+      return "wasm";
   }
   return "?";
 }
@@ -34,8 +36,9 @@ std::string_view SourceKindName(SourceKind kind) {
 Result<SourceKind> ParseSourceKind(std::string_view name) {
   if (name == "c") return SourceKind::kC;
   if (name == "wat") return SourceKind::kWat;
+  if (name == "wasm") return SourceKind::kWasm;
   return Status::InvalidArgument(
-      fmt::format("source kind '{}': expected one of \"c\", \"wat\"", name));
+      fmt::format("source kind '{}': expected one of \"c\", \"wat\", \"wasm\"", name));
 }
 
 Status ValidateSourcePath(std::string_view path) {

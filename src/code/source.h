@@ -3,7 +3,7 @@
 // A source path names one working source, e.g. "actors/counter". Paths are canonical so that
 // one file has exactly one spelling (spec 001, "Source files have canonical case-sensitive
 // relative paths ... rejecting traversal and empty components"). The language is not in the
-// path: it is the stored file kind (`c` or `wat`).
+// path: it is the stored file kind (`c`, `wat` or `wasm`).
 //
 // Rules for a path (ValidateSourcePath checks them in this order and names the rule broken):
 //   1. 1..kMaxSourcePathBytes bytes;
@@ -28,19 +28,21 @@ namespace reef::code {
 
 // Longest source path, in bytes.
 inline constexpr std::size_t kMaxSourcePathBytes = 256;
-// Largest source text, in bytes (1 MiB).
+// Largest source text (or wasm binary), in bytes (1 MiB).
 inline constexpr std::size_t kMaxSourceBytes = 1u << 20;
 
 // The stored file kind of a source: which compiler turns it into a module.
 enum class SourceKind {
-  kC,    // C11 for wasm32 with the C SDK, compiled by clang (compiler.h)
-  kWat,  // WebAssembly text format, compiled in-process by wabt
+  kC,     // C11 for wasm32 with the C SDK, compiled by clang (compiler.h)
+  kWat,   // WebAssembly text format, compiled in-process by wabt
+  kWasm,  // a WebAssembly binary built elsewhere (AssemblyScript, Rust, ...), validated by wabt
 };
 
-// Stable lowercase name: "c" or "wat" (protocol, CLI, the store's rows, the identity domain).
+// Stable lowercase name: "c", "wat" or "wasm" (protocol, CLI, the store's rows, the identity
+// domain).
 std::string_view SourceKindName(SourceKind kind);
 
-// Parses "c" or "wat" (exactly, lowercase).
+// Parses "c", "wat" or "wasm" (exactly, lowercase).
 // Errors: InvalidArgument naming the accepted kinds.
 Result<SourceKind> ParseSourceKind(std::string_view name);
 

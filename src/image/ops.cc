@@ -303,87 +303,6 @@ Result<json> LogLevelOp(Ctx& c) {
   return json{{"actor", RefText(ref)}, {"level", std::string(actor::LogLevelName(*level))}};
 }
 
-// ---- sources ------------------------------------------------------------------------------------
-
-Result<json> Sources(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(auto entries, c.s.store->List());
-  json sources = json::array();
-  for (const code::SourceEntry& entry : entries) {
-    sources.push_back({{"path", entry.path},
-                       {"kind", std::string(code::SourceKindName(entry.kind))},
-                       {"source_id", entry.id}});
-  }
-  return json{{"sources", std::move(sources)}};
-}
-
-Result<json> Read(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
-  REEF_ASSIGN_OR_RETURN(auto revision, c.args.OptionalString("revision"));
-  REEF_ASSIGN_OR_RETURN(code::SourceFile file, revision ? c.s.store->ReadRevision(path, *revision)
-                                                        : c.s.store->Read(path));
-  return json{{"path", file.path},
-              {"kind", std::string(code::SourceKindName(file.kind))},
-              {"text", file.text},
-              {"source_id", file.id}};
-}
-
-Result<json> Write(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
-  REEF_ASSIGN_OR_RETURN(std::string kind_name, c.args.String("kind"));
-  auto kind = code::ParseSourceKind(kind_name);
-  if (!kind.ok()) return c.args.Invalid("kind", kind.status().message());
-  const json* text = c.args.Find("text");
-  if (text == nullptr || !text->is_string()) return c.args.Invalid("text", "must be a string");
-  if (c.args.Find("expected") == nullptr) {
-    return c.args.Invalid("expected",
-                          "is required: the source_id last read, or null to create the path");
-  }
-  REEF_ASSIGN_OR_RETURN(auto expected, c.args.OptionalString("expected"));
-  REEF_ASSIGN_OR_RETURN(
-      std::string id, c.s.store->Write(path, *kind, text->get_ref<const std::string&>(), expected));
-  c.change.actors = std::vector<std::string>{};
-  c.change.paths = {path};
-  return json{{"path", path}, {"source_id", id}};
-}
-
-Result<json> Commit(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
-  REEF_ASSIGN_OR_RETURN(auto message, c.args.OptionalString("message"));
-  REEF_ASSIGN_OR_RETURN(
-      std::string revision,
-      c.s.store->Commit(path, message ? std::optional<std::string_view>(*message) : std::nullopt));
-  c.change.actors = std::vector<std::string>{};
-  c.change.paths = {path};
-  return json{{"path", path}, {"revision", revision}};
-}
-
-Result<json> History(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
-  REEF_ASSIGN_OR_RETURN(auto revisions, c.s.store->History(path));
-  if (revisions.empty()) {
-    // Never committed: fine for an existing working source, not_found for an unknown path.
-    REEF_RETURN_IF_ERROR(c.s.store->Read(path).status());
-  }
-  json rows = json::array();
-  for (const code::Revision& r : revisions) {
-    rows.push_back({{"revision", r.revision},
-                    {"source_id", r.source_id},
-                    {"kind", std::string(code::SourceKindName(r.kind))},
-                    {"unix_ms", r.time_ms},
-                    {"message", r.message ? json(*r.message) : json(nullptr)}});
-  }
-  return json{{"path", path}, {"revisions", std::move(rows)}};
-}
-
-Result<json> Rollback(Ctx& c) {
-  REEF_ASSIGN_OR_RETURN(std::string path, c.args.String("path"));
-  REEF_ASSIGN_OR_RETURN(std::string revision, c.args.String("revision"));
-  REEF_ASSIGN_OR_RETURN(std::string id, c.s.store->Rollback(path, revision));
-  c.change.actors = std::vector<std::string>{};
-  c.change.paths = {path};
-  return json{{"path", path}, {"source_id", id}};
-}
-
 // ---- logs and subscriptions ---------------------------------------------------------------------
 
 Result<actor::LogFilter> LogFilterArgs(Ctx& c) {
@@ -531,23 +450,27 @@ const std::vector<OpSpec>& Table() {
        "Compile the source at path and switch the actor to it at the next handler boundary",
        nullptr,
        OpPool::kCompile},
-      {"sources", {}, kNothing, Sources, "Every working source, ordered by path"},
-      {"read", {"path", "revision"}, kNothing, Read, "The text of a working source or a revision"},
+      {"sources", {}, kNothing, detail::SourcesOp, "Every working source, ordered by path"},
+      {"read",
+       {"path", "revision"},
+       kNothing,
+       detail::ReadOp,
+       "The source (text, or a wasm binary in base64) of a working source or a revision"},
       {"write",
-       {"path", "kind", "text", "expected"},
+       {"path", "kind", "text", "base64", "expected"},
        kSources,
-       Write,
+       detail::WriteOp,
        "Save working source; expected is the source_id last seen (null creates)"},
       {"commit",
        {"path", "message"},
        kSources,
-       Commit,
+       detail::CommitOp,
        "Snapshot the working source as a revision"},
-      {"history", {"path"}, kNothing, History, "The revisions of a path, newest first"},
+      {"history", {"path"}, kNothing, detail::HistoryOp, "The revisions of a path, newest first"},
       {"rollback",
        {"path", "revision"},
        kSources,
-       Rollback,
+       detail::RollbackOp,
        "Restore a revision as working source (no commit)"},
       {"logs",
        {"actors", "after", "limit", "min_level"},

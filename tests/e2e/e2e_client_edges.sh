@@ -3,9 +3,11 @@
 # double, `read` byte for byte, the one-shot `events` paging hint, short --expected ids,
 # unknown commands, control characters and long mailboxes in human output, `let` rebinding,
 # `logs -f` without a terminal, a refused token, and the REPL when the server shuts down.
-# Usage: e2e_client_edges.sh PATH/TO/reef
+# A wasm binary is a working source too (written, read back byte for byte, spawned).
+# Usage: e2e_client_edges.sh PATH/TO/reef PATH/TO/counter.wasm
 set -u
 REEF=$1
+COUNTER_WASM=$2
 source "$(dirname "$0")/lib.sh"
 trap 'stop_server; rm -rf "$WORK"' EXIT
 
@@ -31,6 +33,20 @@ REV=$("$REEF" commit qa/t1 -m one | sed -n 's/^committed qa\/t1 as revision \(.*
 [[ -n "$REV" ]] || fail "commit printed no revision"
 "$REEF" read qa/t1 --revision "$REV" >"$WORK/read" || fail "read --revision"
 cmp -s "$WORK/m.wat" "$WORK/read" || fail "read --revision adds bytes: $(od -c "$WORK/read")"
+
+# 2b. A .wasm file is written as kind wasm, read back byte for byte, and spawns.
+"$REEF" write qa/w1 "$COUNTER_WASM" --create >/dev/null || fail "write .wasm"
+"$REEF" sources | grep -q '^qa/w1 *wasm ' || fail "sources: $("$REEF" sources)"
+"$REEF" read qa/w1 >"$WORK/read.wasm" || fail "read of a wasm source"
+cmp -s "$COUNTER_WASM" "$WORK/read.wasm" || fail "read of a wasm source is not byte for byte"
+A=$("$REEF" spawn qa/w1 2) || fail "spawn of a wasm source"
+"$REEF" send "$A" '{"op": "add", "value": 3}' >/dev/null || fail "send"
+"$REEF" tick 10 100000 >/dev/null || fail "tick"
+[[ $("$REEF" inspect "$A" --json | json_field state) == 5 ]] || fail "wasm counter: $("$REEF" inspect "$A")"
+"$REEF" kill "$A" >/dev/null && "$REEF" rm "$A" >/dev/null || fail "rm the wasm counter"
+printf 'junk' >"$WORK/junk.txt"
+if "$REEF" write qa/w2 "$WORK/junk.txt" 2>"$WORK/err" >/dev/null; then fail "a .txt was written"; fi
+grep -q 'must end in .c, .wat or .wasm' "$WORK/err" || fail "write .txt: $(cat "$WORK/err")"
 
 # 4. --expected takes the 12-character id the CLI prints (any prefix of 8 or more).
 SHORT=$(sed -n 's/^wrote qa\/t1 (source \([0-9a-f]*\))$/\1/p' "$WORK/out")

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include "actor/guest_abi.h"
+#include "core/base64.h"
 #include "core/cbor.h"
 #include "core/ids.h"
-#include "events/http/event_json.h"
 
 namespace reef::apps::program {
 
@@ -24,7 +24,7 @@ Result<ProgramModule> LoadModule(const std::string& name, const json& encoded,
     return Status::LimitExceeded(
         fmt::format("module {} is over the limit of {} bytes", name, limits.max_module_bytes));
   }
-  auto bytes = events::http::Base64Decode(text);
+  auto bytes = Base64Decode(text);
   if (!bytes.ok()) return bytes.status().WithContext(fmt::format("modules.{}", name));
   if (bytes->size() > limits.max_module_bytes) {
     return Status::LimitExceeded(fmt::format("module {} has {} bytes; the limit is {}", name,

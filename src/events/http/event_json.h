@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base64.h"
 #include "core/status.h"
 #include "events/event.h"
 #include "events/event_store.h"
@@ -53,10 +54,5 @@ enum class DataEncoding {
 };
 
 nlohmann::json EventToJson(const EventView& event, DataEncoding encoding);
-
-// RFC 4648 base64 (standard alphabet, padded).
-std::string Base64Encode(std::string_view bytes);
-// Errors: InvalidArgument when `text` is not padded standard base64.
-Result<std::string> Base64Decode(std::string_view text);
 
 }  // namespace reef::events::http

@@ -56,6 +56,14 @@ struct OpSpec {
   OpPool pool = OpPool::kNone;
 };
 
+// The source store's handlers (source_ops.cc), rows of the table.
+Result<nlohmann::json> SourcesOp(Ctx& c);
+Result<nlohmann::json> ReadOp(Ctx& c);
+Result<nlohmann::json> WriteOp(Ctx& c);
+Result<nlohmann::json> CommitOp(Ctx& c);
+Result<nlohmann::json> HistoryOp(Ctx& c);
+Result<nlohmann::json> RollbackOp(Ctx& c);
+
 // Every op of the image, in the order of docs/protocol.md. Static storage.
 const std::vector<OpSpec>& OpTable();
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "apps/program/program_runtime.h"
+#include "core/base64.h"
 #include "core/json.h"
-#include "events/http/event_json.h"
 
 namespace reef::apps::program {
 namespace {
@@ -48,7 +48,7 @@ TEST(ProgramMetricsTest, EachUnitAndEachReactorHasOneSeriesPerMetric) {
         {"modules", {{"probe", "probe.wasm"}}},
         {"units",
          {{"counter", {{"module", "probe"}, {"placement", "singleton"}, {"initial_state", 0}}}}}}},
-      {"modules", {{"probe", events::http::Base64Encode(probe.str())}}}};
+      {"modules", {{"probe", Base64Encode(probe.str())}}}};
   ASSERT_TRUE((*runtime)->Deploy(body).ok());
   InvokeRequest request;
   request.unit = "counter";

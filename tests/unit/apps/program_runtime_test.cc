@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "actor/actor.h"
+#include "core/base64.h"
 #include "core/json.h"
-#include "events/http/event_json.h"
 #include "program_runtime_test_support.h"
 
 namespace reef::apps::program {
@@ -99,7 +99,7 @@ TEST_F(ProgramRuntimeTest, BadDeploysChangeNothing) {
   body["modules"]["probe"] = "not base64!";
   fails(body, "base64");
   body = Body({{"c", kSingleton}});
-  body["modules"]["probe"] = events::http::Base64Encode("\0asm garbage");
+  body["modules"]["probe"] = Base64Encode("\0asm garbage");
   fails(body, "module probe");
   body = Body({{"c", kSingleton}});
   body["modules"].erase("probe");

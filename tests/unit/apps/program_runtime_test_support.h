@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "apps/program/program_runtime.h"
+#include "core/base64.h"
 #include "core/json.h"
-#include "events/http/event_json.h"
 
 namespace reef::apps::program::test_support {
 
@@ -34,7 +34,7 @@ inline std::string ReadFile(const std::string& path) {
 
 inline const std::string& ProbeBase64() {
   static const std::string encoded =
-      events::http::Base64Encode(ReadFile(std::string(REEF_GUEST_DIR) + "/probe.wasm"));
+      Base64Encode(ReadFile(std::string(REEF_GUEST_DIR) + "/probe.wasm"));
   return encoded;
 }
 

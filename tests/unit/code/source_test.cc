@@ -83,9 +83,11 @@ TEST(SourceIdTest, SourceLargerThanOneMebibyteIsRejected) {
   EXPECT_EQ(ValidateSourceSize(std::string(kMaxSourceBytes + 1, 'x')).code(), Code::kLimitExceeded);
 }
 
-TEST(SourceKindTest, ParsesExactlyCAndWat) {
+TEST(SourceKindTest, ParsesExactlyCWatAndWasm) {
   EXPECT_EQ(*ParseSourceKind("c"), SourceKind::kC);
   EXPECT_EQ(*ParseSourceKind("wat"), SourceKind::kWat);
+  EXPECT_EQ(*ParseSourceKind("wasm"), SourceKind::kWasm);
+  EXPECT_EQ(SourceKindName(SourceKind::kWasm), "wasm");
   EXPECT_EQ(ParseSourceKind("C").status().code(), Code::kInvalidArgument);
 }
 

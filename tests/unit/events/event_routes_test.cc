@@ -73,7 +73,7 @@ TEST_F(EventRoutesTest, AppendReadAndHeadRoundTripJsonAndBase64Data) {
   auto forced = Post("/events/read", {{"data_encoding", "base64"}, {"limit", 1}});
   ASSERT_EQ(forced.status, 200u);
   EXPECT_EQ(forced.body["events"][0]["data_base64"],
-            http::Base64Encode(R"({"capacity":10,"courseId":"c1"})"));
+            Base64Encode(R"({"capacity":10,"courseId":"c1"})"));
 }
 
 TEST_F(EventRoutesTest, ConditionalAppendConflictIs409AndRetryReturnsThePosition) {
@@ -246,12 +246,12 @@ TEST_F(EventRoutesTest, DeeplyNestedDataIsRefusedAndTheServerKeepsServing) {
   EXPECT_EQ(appended.status, 400u);
   EXPECT_NE(appended.text.find("deeper than"), std::string::npos) << appended.text;
   // Data stored as bytes that would nest that deep comes back as base64, not as JSON.
-  auto stored = Post("/events/append",
-                     {{"events", {{{"type", "D"}, {"data_base64", http::Base64Encode(deep)}}}}});
+  auto stored =
+      Post("/events/append", {{"events", {{{"type", "D"}, {"data_base64", Base64Encode(deep)}}}}});
   ASSERT_EQ(stored.status, 200u) << stored.text;
   auto read = Post("/events/read", json::object());
   ASSERT_EQ(read.status, 200u);
-  EXPECT_EQ(read.body["events"][0]["data_base64"], http::Base64Encode(deep));
+  EXPECT_EQ(read.body["events"][0]["data_base64"], Base64Encode(deep));
   EXPECT_EQ(reef::testing::HttpGet(server_->port(), "/health").status, 200u);
   // The limit is exact: 64 levels of data are accepted and read back as JSON, 65 are not.
   std::string at_limit = std::string(64, '[') + std::string(64, ']');

@@ -1,0 +1,97 @@
+// Working sources of kind `wasm` (docs/protocol.md "write"): binaries built by another
+// toolchain (AssemblyScript, Rust) travel as base64, are stored byte for byte, validated at
+// spawn and run like any other implementation; the text fields of the other kinds are refused.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/base64.h"
+#include "image_test_support.h"
+#include "wasm/module.h"
+
+namespace reef::image {
+namespace {
+
+using test_support::ConstantActorWat;
+using test_support::json;
+
+class ImageWasmSourceTest : public test_support::ImageFixture {
+ protected:
+  // The binary of an actor whose every message sets the state to `state`.
+  static std::string ConstantActorBinary(int state) {
+    auto module = wasm::Module::FromText(ConstantActorWat(state));
+    EXPECT_TRUE(module.ok()) << module.status().message();
+    auto bytes = (*module)->bytes();
+    return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+};
+
+TEST_F(ImageWasmSourceTest, ABinaryIsStoredExactlyAndSpawnsAnActorThatRuns) {
+  auto client = Connect();
+  std::string binary = ConstantActorBinary(7);
+  json written = client->Ok("write", {{"path", "actors/seven"},
+                                      {"kind", "wasm"},
+                                      {"base64", Base64Encode(binary)},
+                                      {"expected", nullptr}});
+  json read = client->Ok("read", {{"path", "actors/seven"}});
+  EXPECT_EQ(read["kind"], "wasm");
+  EXPECT_FALSE(read.contains("text")) << read.dump();
+  auto decoded = Base64Decode(read.value("base64", ""));
+  ASSERT_TRUE(decoded.ok()) << read.dump();
+  EXPECT_EQ(*decoded, binary);
+  EXPECT_EQ(read["source_id"], written["source_id"]);
+  json sources = client->Ok("sources")["sources"];
+  bool listed = false;
+  for (const json& s : sources) listed |= s["path"] == "actors/seven" && s["kind"] == "wasm";
+  EXPECT_TRUE(listed) << sources.dump();
+
+  std::string actor =
+      client->Ok("spawn", {{"path", "actors/seven"}, {"state", 0}}).value("actor", "");
+  client->Ok("send", {{"actor", actor}, {"message", "go"}});
+  json report = client->Ok("tick", {{"count", 10}, {"budget", 100000}});
+  EXPECT_EQ(report["commits"], 1) << report.dump();
+  EXPECT_EQ(client->Ok("inspect", {{"actor", actor}})["state"], 7);
+
+  // A new binary is a new working source, and `become` switches the actor to it.
+  client->Ok("write", {{"path", "actors/eight"},
+                       {"kind", "wasm"},
+                       {"base64", Base64Encode(ConstantActorBinary(8))},
+                       {"expected", nullptr}});
+  client->Ok("become", {{"actor", actor}, {"path", "actors/eight"}});
+  client->Ok("send", {{"actor", actor}, {"message", "go"}});
+  client->Ok("tick", {{"count", 10}, {"budget", 100000}});
+  EXPECT_EQ(client->Ok("inspect", {{"actor", actor}})["state"], 8);
+}
+
+TEST_F(ImageWasmSourceTest, EachKindCarriesItsOwnFieldAndBadBinariesAreRefused) {
+  auto client = Connect();
+  auto write = [&](const std::string& path, json args) {
+    args["path"] = path;
+    args["expected"] = nullptr;
+    return client->Error("write", std::move(args));
+  };
+  json e = write("actors/a", {{"kind", "wasm"}, {"text", "(module)"}});
+  EXPECT_EQ(e["code"], "invalid_argument");
+  EXPECT_NE(e["message"].get<std::string>().find("base64"), std::string::npos) << e.dump();
+  e = write("actors/a", {{"kind", "wat"}, {"base64", "AAAA"}});
+  EXPECT_EQ(e["code"], "invalid_argument");
+  e = write("actors/a", {{"kind", "wasm"}, {"base64", "not base64!"}});
+  EXPECT_EQ(e["code"], "invalid_argument");
+  EXPECT_NE(e["message"].get<std::string>().find("base64"), std::string::npos) << e.dump();
+  e = write("actors/a", {{"kind", "wasm"}});
+  EXPECT_EQ(e["code"], "invalid_argument");
+  EXPECT_EQ(client->Error("read", {{"path", "actors/a"}})["code"], "not_found");
+
+  // Bytes that are no module are stored (as any invalid source is) but do not spawn.
+  client->Ok("write", {{"path", "actors/junk"},
+                       {"kind", "wasm"},
+                       {"base64", Base64Encode("junk")},
+                       {"expected", nullptr}});
+  e = client->Error("spawn", {{"path", "actors/junk"}, {"state", 0}});
+  EXPECT_EQ(e["code"], "invalid_argument");
+  EXPECT_NE(e["message"].get<std::string>().find("actors/junk.wasm"), std::string::npos)
+      << e.dump();
+}
+
+}  // namespace
+}  // namespace reef::image
