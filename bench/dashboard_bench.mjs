@@ -96,7 +96,7 @@ try {
       () => protocolMs('ps', {})],
     ['actor', `#/actors/${refs[refs.length - 1]}`, (p) => p.locator('pre.json'),
       () => protocolMs('inspect', { actor: refs[refs.length - 1] })],
-    ['modules', '#/modules', (p) => p.getByRole('table', { name: 'Projectors' }).getByRole('link', { name: 'balances' }),
+    ['modules', '#/modules', (p) => p.getByRole('table', { name: 'Projectors' }).getByRole('link', { name: 'balances', exact: true }),
       () => reef.call('GET', '/projectors')],
     ['module', '#/modules/projectors/balances', (p) => p.getByRole('table', { name: 'Versions' }),
       () => reef.call('GET', '/projectors/balances')],

@@ -76,6 +76,13 @@
 # and times every page in Debian's chromium: opened in a fresh tab, and reached from another
 # page; next to each, its main API request alone. Issue 17's goal: every page shows its data
 # in under 1 s (PASS/MISS on the fresh-tab figure). About 2 minutes, most of it filling.
+#
+# Guest languages table. The bank's deposit command and the counter actor in C, AssemblyScript
+# and Rust (issue 18): module sizes, engine instructions of each guest call of one deposit
+# (BUILD_DIR/bench/guest_languages_bench: init, fold over 100 events of the account, decide;
+# each on a fresh instance, on the interpreter) and of one counter `add` (`reef wasm handle
+# --profile`), and the deposit's median wall time. Measured, not a goal (no PASS/MISS); the C
+# row is the anchor. Skip with REEF_BENCH_LANGUAGES=0. A few seconds.
 set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
@@ -94,6 +101,7 @@ events=${REEF_BENCH_EVENTS:-1}
 apps=${REEF_BENCH_APPS:-1}
 programs=${REEF_BENCH_PROGRAMS:-1}
 dashboard=${REEF_BENCH_DASHBOARD:-1}
+languages=${REEF_BENCH_LANGUAGES:-1}
 actor_bench=$build/bench/actor_bench
 needed=()
 if [[ $engine != 0 ]]; then
@@ -118,6 +126,12 @@ fi
 if [[ $dashboard != 0 ]]; then
   needed+=("$build/reef" "$build/examples/program/v1/program.json" "$root/web/node_modules/playwright-core"
     "${REEF_CHROMIUM:-/usr/bin/chromium}")
+fi
+if [[ $languages != 0 ]]; then
+  for suffix in "" _as _rs; do
+    needed+=("$build/guests/bank_deposit$suffix.wasm" "$build/guests/counter$suffix.wasm")
+  done
+  needed+=("$build/bench/guest_languages_bench" "$build/reef")
 fi
 for f in "${needed[@]}"; do
   if [[ ! -e $f ]]; then
@@ -699,4 +713,42 @@ if [[ $dashboard != 0 ]]; then
       }
     }
   ' <<<"$dashboard_lines"
+fi
+
+if [[ $languages != 0 ]]; then
+  echo
+  echo "## Guest languages: the bank's deposit and the counter in C, AssemblyScript and Rust"
+  language_lines=$("$build/bench/guest_languages_bench")
+  # One counter add, {"op": "add", "value": 1} on state 41, per language: engine instructions.
+  for pair in c: assemblyscript:_as rust:_rs; do
+    language=${pair%%:*}
+    suffix=${pair#*:}
+    count=$("$build/reef" wasm handle "$build/guests/counter$suffix.wasm" 41 \
+      '{"op": "add", "value": 1}' --profile | sed -n 's/^profile *\([0-9]*\) instructions$/\1/p')
+    language_lines+=$'\n'"bench counter language=$language bytes=$(stat -c %s "$build/guests/counter$suffix.wasm") add=$count"
+  done
+  echo "$language_lines"
+  echo
+  awk "$bench_awk"'
+    $1 == "bench" && $2 ~ /^language=/ {
+      for (i = 2; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      n++; lang[n] = f["language"]; bytes[n] = f["bytes"]; init[n] = f["init"]; fold[n] = f["fold"]
+      decide[n] = f["decide"]; total[n] = f["total"]; us[n] = f["us"]; split("", f)
+    }
+    $1 == "bench" && $2 == "counter" {
+      for (i = 3; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      cbytes[f["language"]] = f["bytes"]; cadd[f["language"]] = f["add"]; split("", f)
+    }
+    END {
+      printf "| %-14s | %13s | %8s | %10s | %8s | %10s | %6s | %9s | %13s | %11s |\n", "language",
+             "deposit bytes", "init", "fold (100)", "decide", "total", "vs C", "median us",
+             "counter bytes", "counter add"
+      printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------", "---------------", "----------",
+             "------------", "----------", "------------", "--------", "-----------", "---------------", "-------------"
+      for (i = 1; i <= n; ++i) {
+        printf "| %-14s | %13s | %8s | %10s | %8s | %10s | %5.1fx | %9s | %13s | %11s |\n", lang[i], bytes[i],
+               init[i], fold[i], decide[i], total[i], total[i] / total[1], us[i], cbytes[lang[i]], cadd[lang[i]]
+      }
+    }
+  ' <<<"$language_lines"
 fi

@@ -5,8 +5,14 @@
 # cleanly. Override with REEF_LISTEN / REEF_DATA_DIR (and REEF_AUTH_TOKEN) as for `reef serve`.
 #
 # The modules (the table below) are uploaded: examples/bank (commands open-account, deposit,
-# withdraw; projector balances; effect withdrawal-alert) and the DCB commands of examples/dcb.
-# Each is activated when it has no active version yet. Uploading the same bytes again is
+# withdraw; projector balances; effect withdrawal-alert), the same bank written in
+# AssemblyScript (names ending in -as) and in Rust (-rs), and the DCB commands of examples/dcb.
+# Each is activated when it has no active version yet, except the AssemblyScript and Rust
+# effects: all three would append an alert for the same withdrawal, so those two are only
+# uploaded (activate one with PUT /effects/NAME/active). The AssemblyScript and Rust counters
+# are written into the live image as the working sources actors/counter-as and
+# actors/counter-rs (kind wasm) when those paths do not exist yet, next to the bundled C
+# actors (reef spawn actors/counter-rs 0). Uploading the same bytes again is
 # idempotent (HTTP 200), so running this again on the same data dir works and keeps any
 # version you activated yourself. Then the example program (examples/program) is deployed
 # unless a program is deployed already.
@@ -15,13 +21,21 @@ build=${1:-build}
 reef="$build/reef"
 guests="$build/guests"
 
-# kind name version file (under $guests)
-modules=(
-  "commands open-account 1.0.0 bank_open_account.wasm"
-  "commands deposit 1.0.0 bank_deposit.wasm"
-  "commands withdraw 1.0.0 bank_withdraw.wasm"
-  "projectors balances 1.0.0 bank_balances.wasm"
-  "effects withdrawal-alert 1.0.0 bank_withdrawal_alert.wasm"
+# kind name version file (under $guests) [upload-only]
+modules=()
+for language in "" _as _rs; do
+  suffix=${language//_/-}
+  only=""
+  [[ -z $language ]] || only=upload-only
+  modules+=(
+    "commands open-account$suffix 1.0.0 bank_open_account$language.wasm"
+    "commands deposit$suffix 1.0.0 bank_deposit$language.wasm"
+    "commands withdraw$suffix 1.0.0 bank_withdraw$language.wasm"
+    "projectors balances$suffix 1.0.0 bank_balances$language.wasm"
+    "effects withdrawal-alert$suffix 1.0.0 bank_withdrawal_alert$language.wasm $only"
+  )
+done
+modules+=(
   "commands register-account 4.0.0 dcb_register_account_v4.wasm"
   "commands create-invoice 1.0.0 dcb_create_invoice.wasm"
   "commands define-course 1.0.0 dcb_define_course.wasm"
@@ -93,7 +107,7 @@ if [[ -n ${REEF_AUTH_TOKEN:-} ]]; then auth=(-H "Authorization: Bearer $REEF_AUT
 echo "Uploading the example modules to http://$address:" >&2
 for row in "${modules[@]}"; do
   [[ -z $stopping ]] || finish
-  read -r kind name version file <<<"$row"
+  read -r kind name version file only <<<"$row"
   if [[ ! -f $guests/$file ]]; then
     echo "  $kind/$name $version: skipped, $guests/$file is missing (guests not built?)" >&2
     continue
@@ -108,7 +122,9 @@ for row in "${modules[@]}"; do
     [[ $code == 201 ]] && state="uploaded"
     active=$(curl -sS -g "${auth[@]}" "http://$address/$kind/$name" |
       grep -o '"active_version":[^,]*' | cut -d: -f2 | tr -d '"') || active=""
-    if [[ $active == null || -z $active ]]; then
+    if [[ -n $only ]]; then
+      code="upload-only"
+    elif [[ $active == null || -z $active ]]; then
       code=$(curl -sS -g -o "$work/answer" -w '%{http_code}' "${auth[@]}" -X PUT \
         -d "{\"version\": \"$version\"}" "http://$address/$kind/$name/active") || code=000
       [[ $code == 200 ]] && code="activated"
@@ -119,6 +135,7 @@ for row in "${modules[@]}"; do
   case $code in
     activated) echo "  $kind/$name $version: $state, active" >&2 ;;
     kept*) echo "  $kind/$name $version: $state; version ${code#kept } stays active" >&2 ;;
+    upload-only) echo "  $kind/$name $version: $state, not activated (the C effect is)" >&2 ;;
     409) echo "  $kind/$name $version: HTTP 409, this version holds other bytes (an older" \
            "build?); the active version stays. Use a fresh REEF_DATA_DIR, or upload the" \
            "new build under a new version." >&2 ;;
@@ -131,6 +148,22 @@ done
 # Clients find a server on another address through REEF_CONNECT.
 client="$reef"
 if [[ $address != 127.0.0.1:7433 ]]; then client="REEF_CONNECT=$address $reef"; fi
+
+# The AssemblyScript and Rust counters, written as working sources unless the path exists (a
+# source you edited stays).
+for row in "actors/counter-as counter_as.wasm" "actors/counter-rs counter_rs.wasm"; do
+  [[ -z $stopping ]] || finish
+  read -r path file <<<"$row"
+  if [[ ! -f $guests/$file ]]; then
+    echo "  $path: skipped, $guests/$file is missing (guests not built?)" >&2
+  elif REEF_CONNECT=$address "$reef" read "$path" >/dev/null 2>&1; then
+    echo "  $path: a working source exists already; it stays" >&2
+  elif out=$(REEF_CONNECT=$address "$reef" write "$path" "$guests/$file" --create 2>&1); then
+    echo "  $path: written from $file ($out)" >&2
+  else
+    echo "  $path: $out" >&2
+  fi
+done
 
 # The example program (examples/program: units counter and worker), deployed when no program
 # is deployed yet, so a program you deployed yourself stays.
@@ -157,6 +190,8 @@ Reef $("$reef" --version | cut -d' ' -f2) is serving on $address (data dir $data
   curl -s $address/commands/deposit/execute -d '{"account_id": "demo", "amount": 100}'
   curl -s $address/projectors/balances/query -d '{"sql": "SELECT * FROM accounts"}'
   curl -s $address/metrics
+  curl -s $address/commands/deposit-rs/execute -d '{"account_id": "demo", "amount": 5}'   # the Rust bank (-as: AssemblyScript)
+  $client spawn actors/counter-rs 0   # the Rust counter (actors/counter-as: AssemblyScript)
   $client invoke counter '{"op": "add"}'   # the example program's singleton unit
   $client units
   $client repl   # the actors of the live image; type 'help'

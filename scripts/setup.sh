@@ -24,6 +24,10 @@ packages=(
   nodejs
   erlang-base  # the Erlang/OTP anchor of the actor benchmarks (bench/anchors/)
   chromium  # the dashboard's browser tests (tests/browser), driven by playwright-core from npm
+  # the Rust SDK and its examples (sdk/rust, examples/rust): Debian's rustc 1.63 and cargo with
+  # the wasm32-unknown-unknown standard library; the build names /usr/bin/rustc explicitly, since
+  # a rustup toolchain earlier on PATH may lack that target
+  rustc cargo libstd-rust-dev-wasm32
 )
 
 missing=()
@@ -42,10 +46,11 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   echo "setup: done" >&2
 fi
 
-# The dashboard's npm packages (web/package.json, versions pinned by web/package-lock.json):
-# uPlot, which the build compiles into the binary, and playwright-core for the browser tests.
-# Installed again only when the lock file changed since the last install.
-web="$(dirname "$0")/../web"
+# The npm packages, versions pinned by each folder's package-lock.json: the dashboard's (web/:
+# uPlot, which the build compiles into the binary, and playwright-core for the browser tests)
+# and the AssemblyScript SDK's (sdk/assemblyscript/: the asc compiler). Installed again only
+# when the lock file changed since the last install.
+root="$(dirname "$0")/.."
 # Debian's nodejs comes without npm (a package of its own); playwright-core wants Node >= 20.
 if ! command -v npm >/dev/null; then
   echo "setup: installing npm" >&2
@@ -56,7 +61,11 @@ fi
 if (( $(node -p 'process.versions.node.split(".")[0]') < 20 )); then
   echo "setup: node $(node --version) is older than the browser tests need (20); install Node.js 20" >&2
 fi
-if [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
-  echo "setup: npm ci in web/" >&2
-  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-fi
+for folder in web sdk/assemblyscript; do
+  dir="$root/$folder"
+  if [[ ! -f $dir/node_modules/.package-lock.json ||
+        $dir/package-lock.json -nt $dir/node_modules/.package-lock.json ]]; then
+    echo "setup: npm ci in $folder/" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+done

@@ -170,6 +170,9 @@ class ModuleInstance {
   // native code became ready): callers that keep one for reuse replace it between calls.
   bool Outdated() const { return engine_->Outdated(*instance_); }
   wasm::Tier tier() const { return instance_->tier(); }
+  // Engine instructions the last finished call ran (its export, not reef_alloc; 0 before the
+  // first). On the native tier, what the instruction counter charged (docs/engine.md).
+  uint64_t last_call_instructions() const { return last_call_instructions_; }
   ModuleCallContext& context() { return context_; }
   const wasm::Module& module() const { return instance_->module(); }
 
@@ -191,6 +194,7 @@ class ModuleInstance {
   ModuleCallContext context_;
   std::unique_ptr<wasm::Engine> engine_;
   std::unique_ptr<wasm::Instance> instance_;
+  uint64_t last_call_instructions_ = 0;
   std::unique_ptr<Pending> pending_;  // declared last: it ends before the instance
 };
 

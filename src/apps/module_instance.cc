@@ -73,6 +73,7 @@ std::optional<Result<std::vector<wasm::WasmValue>>> ModuleInstance::RunSlice(uin
   wasm::RunState state = call.invocation->Run(std::max<uint64_t>(1, std::min(slice, left)));
   Result<std::vector<WasmValue>> out = Status::Internal("unset");
   if (state == wasm::RunState::kFinished) {
+    last_call_instructions_ = call.invocation->instructions();
     out = call.invocation->results();
   } else if (state == wasm::RunState::kTrapped) {
     std::string reason = context_.failure               ? *context_.failure
