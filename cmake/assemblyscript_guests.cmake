@@ -25,6 +25,9 @@ function(reef_add_as_guest name)
   add_custom_command(
     OUTPUT ${out}
     COMMAND ${REEF_NODE} ${REEF_SDK_AS_DIR}/build.mjs ${entry} ${out}
+    # build.mjs takes asc from the working directory's node_modules first: the SDK's own, the
+    # version its package-lock.json pins, never one that happens to sit above the build tree.
+    WORKING_DIRECTORY ${REEF_SDK_AS_DIR}
     DEPENDS ${inputs} ${REEF_SDK_AS_DIR}/build.mjs ${REEF_SDK_AS_DIR}/package-lock.json
     COMMENT "asc ${name}.wasm"
     VERBATIM)

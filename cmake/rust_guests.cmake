@@ -42,7 +42,8 @@ function(reef_add_rust_guests target)
   endforeach()
   add_custom_command(
     OUTPUT ${outputs}
-    COMMAND ${CMAKE_COMMAND} -E env RUSTC=${REEF_RUSTC} CARGO_TARGET_DIR=${cargo_dir}
+    # A RUSTFLAGS of the caller's would replace .cargo/config.toml's (the stack size, -D warnings).
+    COMMAND ${CMAKE_COMMAND} -E env --unset=RUSTFLAGS RUSTC=${REEF_RUSTC} CARGO_TARGET_DIR=${cargo_dir}
             ${REEF_CARGO} build --quiet --release --offline --locked --target wasm32-unknown-unknown
     ${copies}
     WORKING_DIRECTORY ${workspace}

@@ -29,9 +29,9 @@ namespace {
 
 // Largest source file `write` sends (the server's limit on source text).
 constexpr size_t kMaxSourceBytes = 1u << 20;
-// Largest wasm binary `write` sends: its base64 (4/3 of it) and the request around it must fit
-// the server's 1 MiB request limit.
-constexpr size_t kMaxWasmBytes = 768u << 10;
+// Largest wasm binary `write` sends: its base64 (4/3 of it) and the request around it (4 KiB
+// for the path and the rest) must fit the server's 1 MiB request limit: 765 KiB.
+constexpr size_t kMaxWasmBytes = ((1u << 20) - (4u << 10)) / 4 * 3;
 // Fewest hex characters `write --expected` accepts as a prefix of a source id.
 constexpr size_t kMinIdPrefix = 8;
 

@@ -1,6 +1,8 @@
 // The image's source store ops (rows of ops.cc's table): sources, read, write, commit,
 // history and rollback, over code::SourceStore. Text kinds (c, wat) travel as `text`; a wasm
 // binary as `base64` (docs/protocol.md "write").
+#include <fmt/format.h>
+
 #include <string>
 
 #include "code/source.h"
@@ -50,19 +52,28 @@ Result<json> WriteOp(Ctx& c) {
   }
   const json* text = c.args.Find(field);
   if (text == nullptr || !text->is_string()) return c.args.Invalid(field, "must be a string");
-  std::string bytes = text->get<std::string>();
+  const std::string& given = text->get_ref<const std::string&>();
+  std::string decoded;
   if (binary) {
-    // The request limit (1 MiB) bounds the base64, so the binary is under the source limit.
-    auto decoded = Base64Decode(bytes);
-    if (!decoded.ok()) return c.args.Invalid("base64", decoded.status().message());
-    bytes = std::move(*decoded);
+    // Counted before decoding (a server may take requests larger than the source limit): a
+    // binary of at most kMaxSourceBytes has at most this much base64.
+    constexpr std::size_t kMaxBase64 = 4 * ((code::kMaxSourceBytes + 2) / 3);
+    if (given.size() > kMaxBase64) {
+      return Status::LimitExceeded(
+          fmt::format("base64 of {} characters: a wasm source is at most {} bytes ({} characters)",
+                      given.size(), code::kMaxSourceBytes, kMaxBase64));
+    }
+    auto bytes = Base64Decode(given);
+    if (!bytes.ok()) return c.args.Invalid("base64", bytes.status().message());
+    decoded = std::move(*bytes);
   }
   if (c.args.Find("expected") == nullptr) {
     return c.args.Invalid("expected",
                           "is required: the source_id last read, or null to create the path");
   }
   REEF_ASSIGN_OR_RETURN(auto expected, c.args.OptionalString("expected"));
-  REEF_ASSIGN_OR_RETURN(std::string id, c.s.store->Write(path, *kind, bytes, expected));
+  REEF_ASSIGN_OR_RETURN(std::string id,
+                        c.s.store->Write(path, *kind, binary ? decoded : given, expected));
   c.change.actors = std::vector<std::string>{};
   c.change.paths = {path};
   return json{{"path", path}, {"source_id", id}};

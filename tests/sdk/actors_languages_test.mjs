@@ -2,13 +2,18 @@
 // `make run` starts it (scripts/run.sh), which writes the AssemblyScript and Rust counters
 // (kind wasm) next to the bundled C one and uploads every language's bank modules. The three
 // counters pass messages around a ring, the C asker calls each of them and gets its count, and
-// a message a counter does not understand fails it with its own reason.
+// a message a counter does not understand fails it with its own reason. Then a program of three
+// units, the example program's counter in each language (handlers exported under their own
+// name), answers the same replies to the same invocations.
 //
 // Environment: REEF_SOURCE_DIR, REEF_BUILD_DIR (tests/sdk/CMakeLists.txt).
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 
-import { startReef } from '../support/reef_server.mjs';
+import { buildDir, startReef } from '../support/reef_server.mjs';
 
 const COUNTERS = { c: 'actors/counter', assemblyscript: 'actors/counter-as', rust: 'actors/counter-rs' };
 
@@ -72,6 +77,41 @@ test('counters in three languages exchange messages and answer calls', async () 
     assert.equal(await state(as), 12);
     assert.equal(await state(rs), 103);
   } finally {
+    await reef.stop();
+  }
+});
+
+test('program units in three languages give the same replies', async () => {
+  const reef = await startReef({ bare: true });
+  const dir = mkdtempSync(path.join(tmpdir(), 'reef-program-'));
+  try {
+    const modules = {};
+    const units = {};
+    for (const [language, file] of [['c', 'program_counter'], ['as', 'program_counter_as'],
+      ['rs', 'program_counter_rs']]) {
+      copyFileSync(path.join(buildDir, 'guests', `${file}.wasm`), path.join(dir, `${language}.wasm`));
+      modules[language] = `${language}.wasm`;
+      units[`counter-${language}`] = { module: language, handler: 'counter_handle',
+        placement: 'singleton', initial_state: 0 };
+    }
+    writeFileSync(path.join(dir, 'program.json'),
+      JSON.stringify({ program: 'languages', modules, units }));
+    await reef.cli('deploy', dir);
+    const replies = {};
+    for (const language of ['c', 'as', 'rs']) {
+      replies[language] = [];
+      for (const message of [{ op: 'add' }, { op: 'add' }, { op: 'get' }, { op: 'jump' }, 'x']) {
+        const answer = await reef.cli('invoke', `counter-${language}`, JSON.stringify(message));
+        replies[language].push(answer);
+      }
+    }
+    assert.deepEqual(replies.c.slice(0, 3).map((a) => a.result), [{ count: 1 }, { count: 2 }, { count: 2 }],
+      JSON.stringify(replies.c));
+    assert.match(JSON.stringify(replies.c[3]), /error/);
+    assert.deepEqual(replies.as, replies.c, 'AssemblyScript');
+    assert.deepEqual(replies.rs, replies.c, 'Rust');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
     await reef.stop();
   }
 });

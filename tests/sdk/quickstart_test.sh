@@ -8,7 +8,8 @@
 #   <!-- quickstart-test: run expect=REGEX -->   ... and its output must match REGEX (grep -E)
 # The user's setting is recreated: the document's /path/to/reef is this repository, and the
 # server it talks to (127.0.0.1:7433, `make run`) is a fresh `reef serve` on a free port: the
-# address is replaced in every run block, and REEF_CONNECT names it for the CLI.
+# address is replaced in every run block, and REEF_CONNECT names it for the CLI. `npm install`
+# prefers npm's cache (filled by scripts/setup.sh's `npm ci` of the same packages).
 # Usage: quickstart_test.sh BUILD_DIR REPO_ROOT DOC
 set -uo pipefail
 build=$(cd "$1" && pwd)
@@ -66,8 +67,10 @@ script=$work/session.sh
         echo "QUICKSTART_BLOCK_END"
         ;;
       run*)
+        # npm takes the packages scripts/setup.sh already fetched from its cache when it can.
         sed -e "s|127\.0\.0\.1:7433|$address|g" -e "s|localhost:7433|$address|g" \
-          -e "s|/path/to/reef|$repo|g" "$work/block$i"
+          -e "s|/path/to/reef|$repo|g" -e "s|npm install |npm install --prefer-offline |g" \
+          "$work/block$i"
         ;;
       *) fail "unknown marker '$marker'" ;;
     esac

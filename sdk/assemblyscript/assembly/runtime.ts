@@ -73,6 +73,12 @@ function newCall(len: i32): usize {
       callMark = __alloc(0);
     }
     if (<u32>len > MAX_INPUT) return 0;
+    // The stub allocator traps when memory cannot grow; reef_alloc answers 0 instead (docs/abi.md
+    // "One invocation"), so grow it here first (the mark is the top of the heap; 64 bytes cover
+    // the block's header and alignment).
+    const need = callMark + <usize><u32>len + 64;
+    const have = (<usize>memory.size()) << 16;
+    if (need > have && memory.grow(<i32>((need - have + 0xffff) >> 16)) < 0) return 0;
     return __alloc(<usize><u32>len);
   }
   inputBuffer = null;

@@ -43,7 +43,8 @@ export function randomU64(): u64 {
 }
 
 /** The module's environment variable `key` (set with PUT /{kind}/{name}/env/{key}), or null
- * when it is unset. */
+ * when it is unset. Any other answer of the host (-1 for a key that is not valid UTF-8, such
+ * as one with a lone surrogate) fails the call rather than pass for an unset variable. */
 export function env(key: string): string | null {
   const k = String.UTF8.encode(key);
   let buf = new ArrayBuffer(256);
@@ -51,7 +52,9 @@ export function env(key: string): string | null {
   while ((n = reef_env(changetype<usize>(k), <usize>k.byteLength, changetype<usize>(buf), <usize>buf.byteLength)) > buf.byteLength) {
     buf = new ArrayBuffer(n); // the value did not fit: again, with room for it
   }
-  return n < 0 ? null : String.UTF8.decodeUnsafe(changetype<usize>(buf), <usize>n);
+  if (n == -6) return null;
+  if (n < 0) fail(`env "${key}": the host answered ${n}`);
+  return String.UTF8.decodeUnsafe(changetype<usize>(buf), <usize>n);
 }
 
 /** SQL params: a list of null, bool, int, float or string values, bound to ?1, ?2, ... */

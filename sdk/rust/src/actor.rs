@@ -127,7 +127,7 @@ pub fn call(target: &ActorRef, message: &Value, timeout_ms: u32) -> Result<Value
             if host::call_reply(&mut buf) != n {
                 return Err(Error::new(ErrorKind::Malformed, "call: the host gave no reply"));
             }
-            return cbor::decode(&buf, &Limits::ACTOR).map_err(|e| e.context("call: the reply"));
+            return cbor::decode(&buf, &Limits::HOST_INPUT).map_err(|e| e.context("call: the reply"));
         }
     };
     Err(Error::new(kind, format!("call to {}: {}", target, kind.description())))
@@ -140,7 +140,7 @@ pub fn self_ref() -> Result<ActorRef> {
     if n <= 0 || n as usize > buf.len() {
         return Err(Error::new(ErrorKind::Malformed, "self: unexpected answer from the host"));
     }
-    match cbor::decode(&buf[..n as usize], &Limits::ACTOR) {
+    match cbor::decode(&buf[..n as usize], &Limits::HOST_INPUT) {
         Ok(Value::Actor(r)) => Ok(r),
         _ => Err(Error::new(ErrorKind::Malformed, "self: the host's answer is no actor ref")),
     }

@@ -47,6 +47,16 @@ impl Limits {
         max_string_bytes: 32 << 20,
         max_cbor_bytes: 32 << 20,
     };
+    /// What actor inputs from the host (state, sender, message, a call's reply) are read
+    /// with: the host checked them already, against limits it may have been configured with
+    /// beyond the defaults, so only the depth is bounded here (by the guest's stack: the
+    /// decoder and the drop of a value recurse), at the deepest default, 72.
+    pub const HOST_INPUT: Limits = Limits {
+        max_depth: 72,
+        max_nodes: usize::MAX,
+        max_string_bytes: usize::MAX,
+        max_cbor_bytes: usize::MAX,
+    };
 }
 
 // ---- Encoding -------------------------------------------------------------------------------

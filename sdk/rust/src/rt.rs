@@ -151,15 +151,15 @@ pub fn run_handle<E: Display>(
     sender: &[u8],
     message: &[u8],
 ) -> Vec<u8> {
-    let state = decode(state, &Limits::ACTOR, "state");
-    let sender = match decode(sender, &Limits::ACTOR, "sender") {
+    let state = decode(state, &Limits::HOST_INPUT, "state");
+    let sender = match decode(sender, &Limits::HOST_INPUT, "sender") {
         Value::Null => None,
         Value::Actor(r) => Some(r),
         other => {
             fail(&format!("reef: the sender is neither null nor an actor ref but {}", other.kind()))
         }
     };
-    let message = decode(message, &Limits::ACTOR, "message");
+    let message = decode(message, &Limits::HOST_INPUT, "message");
     match f(state, sender, message) {
         Ok(v) => encode(&v, "the new state"),
         Err(e) => fail_with(e),
@@ -171,7 +171,7 @@ pub fn run_shutdown<E: Display>(
     f: impl FnOnce(Value) -> Result<Value, E>,
     state: &[u8],
 ) -> Vec<u8> {
-    match f(decode(state, &Limits::ACTOR, "state")) {
+    match f(decode(state, &Limits::HOST_INPUT, "state")) {
         Ok(v) => encode(&v, "the final state"),
         Err(e) => fail_with(e),
     }

@@ -60,10 +60,14 @@ fn read_sized(
 }
 
 /// The module's environment variable `key` (set with `PUT /{kind}/{name}/env/{key}`), or
-/// `None` when it is unset.
+/// `None` when it is unset. Any other answer of the host (it has none today) fails the call
+/// rather than pass for an unset variable.
 pub fn env(key: &str) -> Option<String> {
-    let bytes = read_sized(256, |out| host::env(key.as_bytes(), out)).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    match read_sized(256, |out| host::env(key.as_bytes(), out)) {
+        Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(-6) => None,
+        Err(code) => crate::fail(&format!("env {:?}: the host answered {}", key, code)),
+    }
 }
 
 fn params_cbor(params: &[Value]) -> Result<Vec<u8>> {

@@ -120,11 +120,15 @@ class ImageFixture : public ::testing::Test {
     image_ = std::move(image).value();
     server::ServerOptions server_options;
     server_options.listen = "127.0.0.1:0";
+    ConfigureServer(server_options);
     ASSERT_TRUE(image_->Attach(server_options).ok());
     auto server = server::Server::Start(std::move(server_options));
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(server).value();
   }
+
+  // Lets a test change the server's options (its limits) before it starts.
+  virtual void ConfigureServer(server::ServerOptions& options) { (void)options; }
 
   void StopImage() {
     server_.reset();  // before the image its ops refer to

@@ -93,5 +93,27 @@ TEST_F(ImageWasmSourceTest, EachKindCarriesItsOwnFieldAndBadBinariesAreRefused) 
       << e.dump();
 }
 
+// A server that takes larger requests than the default still refuses a wasm source over the
+// source limit, from the base64's length, before decoding it.
+class ImageWasmSourceLargeRequestTest : public ImageWasmSourceTest {
+ protected:
+  void ConfigureServer(server::ServerOptions& options) override {
+    options.limits.max_request_bytes = 4u << 20;
+  }
+};
+
+TEST_F(ImageWasmSourceLargeRequestTest, ABinaryOverTheSourceLimitIsRefusedBeforeDecoding) {
+  auto client = Connect();
+  json e = client->Error("write", {{"path", "actors/big"},
+                                   {"kind", "wasm"},
+                                   {"base64", std::string(1500000, 'A')},
+                                   {"expected", nullptr}});
+  EXPECT_EQ(e["code"], "limit_exceeded") << e.dump();
+  EXPECT_NE(e["message"].get<std::string>().find("a wasm source is at most 1048576 bytes"),
+            std::string::npos)
+      << e.dump();
+  EXPECT_EQ(client->Error("read", {{"path", "actors/big"}})["code"], "not_found");
+}
+
 }  // namespace
 }  // namespace reef::image

@@ -1,18 +1,10 @@
 // Reef AssemblyScript SDK: the exports of an effect module, for
 // effect(query, partitionKey, handle). Re-export them from the entry file:
 //   export * from "reef-sdk/assembly/exports/effect";
-import { beginCall } from "../runtime";
 import { moduleQuery, moduleEvent, effectPartitionKey } from "../module";
 
-/** The ABI version: 1. */
-export function reef_abi_version(): i32 {
-  return 1;
-}
-
-/** Frees the previous call's memory and returns `len` bytes for the inputs (0: no memory). */
-export function reef_alloc(len: i32): i32 {
-  return <i32>beginCall(len);
-}
+// reef_abi_version and reef_alloc, which every module exports.
+export { reef_abi_version, reef_alloc } from "./unit";
 
 /** -> the effect's query (called once by the dispatcher and each worker). */
 export function reef_query(): i64 {

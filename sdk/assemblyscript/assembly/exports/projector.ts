@@ -1,17 +1,9 @@
 // Reef AssemblyScript SDK: the exports of a projector module, for projector(query, project).
 // Re-export them from the entry file:  export * from "reef-sdk/assembly/exports/projector";
-import { beginCall } from "../runtime";
 import { moduleQuery, moduleEvent } from "../module";
 
-/** The ABI version: 1. */
-export function reef_abi_version(): i32 {
-  return 1;
-}
-
-/** Frees the previous call's memory and returns `len` bytes for the inputs (0: no memory). */
-export function reef_alloc(len: i32): i32 {
-  return <i32>beginCall(len);
-}
+// reef_abi_version and reef_alloc, which every module exports.
+export { reef_abi_version, reef_alloc } from "./unit";
 
 /** -> the projector's query (called once when it starts). */
 export function reef_query(): i64 {
