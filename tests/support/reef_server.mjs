@@ -1,24 +1,27 @@
 // A real `reef serve` for the Node tests (the dashboard's browser tests, the SDK tests): started
 // on a free loopback port with a fresh data directory, driven over HTTP and the reef CLI.
 //
-// Environment (the tests' CMakeLists.txt set it): REEF_SOURCE_DIR, REEF_BUILD_DIR.
+// Environment (the tests' CMakeLists.txt set it): REEF_SOURCE_DIR, REEF_BUILD_DIR; by default
+// this repository and its build/.
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const sourceDir = process.env.REEF_SOURCE_DIR;
-export const buildDir = process.env.REEF_BUILD_DIR;
+export const sourceDir = process.env.REEF_SOURCE_DIR ??
+  path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const buildDir = process.env.REEF_BUILD_DIR ?? path.join(sourceDir, 'build');
 
 // Starts Reef as `make run` does (scripts/run.sh: examples uploaded, the example program
 // deployed) on a free loopback port and a fresh data directory; resolves once it prints the
 // address it serves on. `env`: extra environment (REEF_AUTH_TOKEN). `bare`: `reef serve`
-// alone, without the examples (faster, for the login tests).
-export async function startReef({ env = {}, bare = false } = {}) {
+// alone, without the examples (faster, for the login tests), with `args` added to it.
+export async function startReef({ env = {}, bare = false, args = [] } = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'reef-test-'));
   const environment = { ...process.env, REEF_LISTEN: '127.0.0.1:0', REEF_DATA_DIR: dataDir, ...env };
   const child = bare
-    ? spawn(path.join(buildDir, 'reef'), ['serve'], { env: environment, detached: true })
+    ? spawn(path.join(buildDir, 'reef'), ['serve', ...args], { env: environment, detached: true })
     : spawn('bash', [path.join(sourceDir, 'scripts', 'run.sh'), buildDir],
       { cwd: sourceDir, env: environment, detached: true });
   let log = '';
@@ -38,6 +41,7 @@ export async function startReef({ env = {}, bare = false } = {}) {
   child.removeAllListeners('exit');
   const base = `http://${address}`;
   return {
+    address,
     base,
     dataDir,
     log: () => log,
@@ -53,11 +57,11 @@ export async function startReef({ env = {}, bare = false } = {}) {
     },
     // Any answer, 2xx or not: {status, body} (body parsed as JSON when it is JSON). `body` is
     // sent as JSON unless it is a Buffer or Uint8Array (sent as it is: a module's bytes).
-    async request(method, route, body) {
+    async request(method, route, body, headers = {}) {
       const raw = body instanceof Uint8Array;
       const response = await fetch(base + route, {
         method,
-        headers: { 'Content-Type': raw ? 'application/octet-stream' : 'application/json' },
+        headers: { 'Content-Type': raw ? 'application/octet-stream' : 'application/json', ...headers },
         body: body === undefined ? undefined : raw ? body : JSON.stringify(body),
       });
       const text = await response.text();

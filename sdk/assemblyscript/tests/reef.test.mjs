@@ -5,10 +5,11 @@
 // binary is missing.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, copyFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startReef } from '../../../tests/support/reef_server.mjs';
 import { buildDir, buildModules, repoDir } from './modules.mjs';
 
 const reef = process.env.REEF_BIN ?? join(buildDir, 'reef');
@@ -19,7 +20,7 @@ const REF_A = 'V1StGXR8_Z5jdHi6B-myT';
 let wasm;
 const servers = [];
 before(async () => { if (!skip) wasm = await buildModules('server'); }, { timeout: 300000 });
-after(() => { for (const s of servers) { s.proc.kill(); rmSync(s.dir, { recursive: true, force: true }); } });
+after(async () => { for (const s of servers) await s.stop(); });
 
 const run = (...args) => {
   try { return { code: 0, out: execFileSync(reef, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) }; }
@@ -61,29 +62,19 @@ test('reef wasm handle: the counter adds, sends, replies and fails like the C co
 
 // ---- Servers -------------------------------------------------------------------------------
 
+// A fresh `reef serve` (tests/support/reef_server.mjs), with short effect retries.
 async function startServer() {
-  const dir = mkdtempSync(join(tmpdir(), 'reef-as-'));
-  const proc = spawn(reef, ['serve', '--listen', '127.0.0.1:0', '--data-dir', dir, '--ephemeral',
-    '--effect-backoff-initial-ms', '50', '--effect-backoff-max-ms', '200'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const addr = await new Promise((resolve, reject) => {
-    let text = '';
-    proc.stderr.on('data', (d) => { text += d; const m = /serving on ws:\/\/([0-9.]+:\d+)/.exec(text); if (m) resolve(m[1]); });
-    proc.on('exit', (code) => reject(new Error(`reef serve exited ${code}: ${text}`)));
+  const server = await startReef({
+    bare: true, args: ['--ephemeral', '--effect-backoff-initial-ms', '50', '--effect-backoff-max-ms', '200'],
   });
-  proc.stderr.resume();
-  const server = { proc, dir, addr };
   servers.push(server);
   return server;
 }
 
 async function http(server, method, path, body, headers = {}) {
-  const res = await fetch(`http://${server.addr}${path}`, {
-    method, headers, body: body === undefined ? undefined : typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { json = text; }
-  return { status: res.status, json };
+  const sent = typeof body === 'string' ? new TextEncoder().encode(body) : body;
+  const { status, body: json } = await server.request(method, path, sent, headers);
+  return { status, json };
 }
 
 async function upload(server, kind, name, file) {
@@ -259,7 +250,7 @@ test('reef deploy + reef invoke: the AssemblyScript program unit', { skip, timeo
   const dir = mkdtempSync(join(tmpdir(), 'reef-as-program-'));
   copyFileSync(join(repoDir, 'examples', 'assemblyscript', 'program', 'program.json'), join(dir, 'program.json'));
   copyFileSync(wasm.program_counter, join(dir, 'counter.wasm'));
-  const cli = (...args) => run('--connect', server.addr, ...args);
+  const cli = (...args) => run('--connect', server.address, ...args);
   const deployed = cli('deploy', dir);
   assert.equal(deployed.code, 0, deployed.out);
   assert.deepEqual(JSON.parse(cli('invoke', 'counter', '{"op": "add"}').out), { count: 1 });
