@@ -55,9 +55,9 @@ const REEF_IMPORTS = new Set(['send', 'send_from', 'call', 'call_reply', 'log', 
   'now_ms', 'random', 'env', 'sql_exec', 'sql_query', 'append']);
 const HINTS = {
   'env.abort': 'a throw without --use abort=reef_abort',
-  'env.seed': 'Math.random(): use random() or randomU64() from the SDK',
+  'env.seed': 'Math.random(): use random() or randomU64() from the SDK (commands, projectors and effects; an actor gets no randomness: pass a seed in the message)',
   'env.trace': 'trace(): use log.debug() from the SDK',
-  'env.Date.now': 'Date.now(): use nowMs() from the SDK',
+  'env.Date.now': 'Date.now(): use nowMs() from the SDK (commands, projectors and effects; an actor gets no clock: pass the time in the message)',
   'env.console.log': 'console.log(): use log.info() from the SDK',
 };
 

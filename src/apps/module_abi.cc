@@ -203,14 +203,21 @@ int GuestAuthorizer(void*, int action, const char* arg1, const char* arg2, const
       return SQLITE_DENY;
     case SQLITE_PRAGMA:
       return arg2 == nullptr ? SQLITE_OK : SQLITE_DENY;  // reading a pragma is fine
+    // The table is the first argument of these (sqlite.org/c3ref/c_alter_table.html) ...
     case SQLITE_INSERT:
     case SQLITE_UPDATE:
     case SQLITE_DELETE:
     case SQLITE_DROP_TABLE:
+      return host_table(arg1) ? SQLITE_DENY : SQLITE_OK;
+    // ... and the second of these (the first is the database, index or trigger name).
     case SQLITE_ALTER_TABLE:
     case SQLITE_CREATE_INDEX:
+    case SQLITE_DROP_INDEX:
     case SQLITE_CREATE_TRIGGER:
-      return host_table(arg1) ? SQLITE_DENY : SQLITE_OK;
+    case SQLITE_CREATE_TEMP_TRIGGER:
+    case SQLITE_DROP_TRIGGER:
+    case SQLITE_DROP_TEMP_TRIGGER:
+      return host_table(arg2) ? SQLITE_DENY : SQLITE_OK;
     default:
       return SQLITE_OK;
   }

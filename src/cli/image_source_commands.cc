@@ -42,7 +42,8 @@ void Remember(Session& session, const json& result) {
   }
 }
 
-Result<std::string> ReadSourceFile(const std::string& file) {
+// The file's bytes, refused as soon as they pass `limit`; `what` names the limit in the error.
+Result<std::string> ReadSourceFile(const std::string& file, size_t limit, std::string_view what) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     return Status::NotFound(fmt::format("cannot open '{}': {}", file, std::strerror(errno)));
@@ -51,10 +52,9 @@ Result<std::string> ReadSourceFile(const std::string& file) {
   char buffer[64 * 1024];
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
     text.append(buffer, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxSourceBytes) {
+    if (text.size() > limit) {
       return Status::LimitExceeded(
-          fmt::format("'{}' is larger than {} bytes, the largest source text the server stores",
-                      file, kMaxSourceBytes));
+          fmt::format("'{}' is larger than {} bytes, {}", file, limit, what));
     }
   }
   if (in.bad()) return Status::Unavailable(fmt::format("reading '{}' failed", file));
@@ -151,13 +151,13 @@ Status RunWrite(Session& session, const Invocation& invocation) {
   if (invocation.Has("expected") && invocation.Has("create")) {
     return Status::InvalidArgument("give --expected ID or --create, not both");
   }
-  REEF_ASSIGN_OR_RETURN(std::string text, ReadSourceFile(file));
-  if (kind == "wasm" && text.size() > kMaxWasmBytes) {
-    return Status::LimitExceeded(fmt::format(
-        "'{}' has {} bytes; a wasm source is at most {} bytes (its base64 must fit the server's "
-        "1 MiB request limit)",
-        file, text.size(), kMaxWasmBytes));
-  }
+  REEF_ASSIGN_OR_RETURN(
+      std::string text,
+      kind == "wasm"
+          ? ReadSourceFile(file, kMaxWasmBytes,
+                           "the largest wasm source (its base64 must fit the server's 1 MiB "
+                           "request limit; a release build is much smaller than a debug one)")
+          : ReadSourceFile(file, kMaxSourceBytes, "the largest source text the server stores"));
   json expected;
   if (invocation.Has("expected")) {
     REEF_ASSIGN_OR_RETURN(expected,

@@ -44,6 +44,9 @@ A=$("$REEF" spawn qa/w1 2) || fail "spawn of a wasm source"
 "$REEF" tick 10 100000 >/dev/null || fail "tick"
 [[ $("$REEF" inspect "$A" --json | json_field state) == 5 ]] || fail "wasm counter: $("$REEF" inspect "$A")"
 "$REEF" kill "$A" >/dev/null && "$REEF" rm "$A" >/dev/null || fail "rm the wasm counter"
+head -c 800000 /dev/zero >"$WORK/big.wasm"
+if "$REEF" write qa/w3 "$WORK/big.wasm" 2>"$WORK/err" >/dev/null; then fail "an 800 KB .wasm was written"; fi
+grep -q 'larger than 783360 bytes, the largest wasm source' "$WORK/err" || fail "big .wasm: $(cat "$WORK/err")"
 printf 'junk' >"$WORK/junk.txt"
 if "$REEF" write qa/w2 "$WORK/junk.txt" 2>"$WORK/err" >/dev/null; then fail "a .txt was written"; fi
 grep -q 'must end in .c, .wat or .wasm' "$WORK/err" || fail "write .txt: $(cat "$WORK/err")"

@@ -19,7 +19,7 @@ const REF_A = 'V1StGXR8_Z5jdHi6B-myT';
 
 let wasm;
 const servers = [];
-before(async () => { if (!skip) wasm = await buildModules('server'); }, { timeout: 300000 });
+before(async () => { if (!skip) wasm = await buildModules('modules'); }, { timeout: 300000 });
 after(async () => { for (const s of servers) await s.stop(); });
 
 const run = (...args) => {

@@ -10,7 +10,7 @@ import {
 } from './host.mjs';
 
 let wasm;
-before(async () => { wasm = await buildModules('unit'); }, { timeout: 300000 });
+before(async () => { wasm = await buildModules('modules'); }, { timeout: 300000 });
 
 const REF_A = 'V1StGXR8_Z5jdHi6B-myT';
 const REF_B = 'abcdefghijklmnopqrstu';

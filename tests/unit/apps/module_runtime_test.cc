@@ -173,9 +173,13 @@ TEST_F(ModuleRuntimeTest, AFailingProjectorStopsWithItsErrorAndKeepsEarlierEvent
 }
 
 TEST_F(ModuleRuntimeTest, ProjectorSqlCannotTouchTransactionsOrTheHostsTables) {
-  for (const char* sql : {"COMMIT", "UPDATE reef_projector SET position = 0", "ROLLBACK",
-                          "SAVEPOINT x", "ATTACH DATABASE '/tmp/x.sqlite' AS x",
-                          "PRAGMA synchronous = OFF", "DROP TABLE reef_projector"}) {
+  for (const char* sql :
+       {"COMMIT", "UPDATE reef_projector SET position = 0", "ROLLBACK", "SAVEPOINT x",
+        "ATTACH DATABASE '/tmp/x.sqlite' AS x", "PRAGMA synchronous = OFF",
+        "DROP TABLE reef_projector", "ALTER TABLE reef_projector RENAME TO hijacked",
+        "CREATE INDEX meddle ON reef_projector(position)",
+        "CREATE TRIGGER meddle AFTER UPDATE ON reef_projector BEGIN "
+        "SELECT 1; END"}) {
     SCOPED_TRACE(sql);
     Close();
     std::filesystem::remove_all(dir_.path());
