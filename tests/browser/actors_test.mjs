@@ -15,6 +15,8 @@ const { pageErrors } = withDashboard({ bare: true }, async (session) => {
 const confirm = (label) => confirmDialog(page, label);
 
 describe('actors', () => {
+  // Bare NanoIDs (for the pages' URLs); the CLI gets them as `@${id}`, since an id may begin
+  // with '-', which the CLI would read as an option.
   let counter;
   let greeter;
   before(async () => {
@@ -44,7 +46,7 @@ describe('actors', () => {
     await page.getByRole('heading', { name: '@' + counter }).waitFor();
     const state = page.locator('pre.json');
     await state.getByText('0').waitFor();
-    await reef.cli('send', counter, '{"op": "add", "value": 5}');
+    await reef.cli('send', `@${counter}`, '{"op": "add", "value": 5}');
     // Queued: the mailbox shows the message until a tick runs it.
     await page.getByRole('table', { name: 'Mailbox' }).getByText('"value":5').waitFor();
     await reef.cli('tick', '1', '1000000');
@@ -66,7 +68,7 @@ describe('actors', () => {
     await page.getByRole('button', { name: 'Set state' }).click();
     await confirm('Set state');
     await page.locator('pre.json').getByText('42').waitFor();
-    assert.equal((await reef.cli('inspect', counter)).state, 42);
+    assert.equal((await reef.cli('inspect', `@${counter}`)).state, 42);
     await page.getByRole('button', { name: 'Resume' }).click();
     await confirm('Resume');
     await facts.getByText('idle').waitFor();
@@ -83,23 +85,23 @@ describe('actors', () => {
     assert.equal(await page.getByRole('button', { name: 'Set state' }).isDisabled(), true);
     // A refusal by the server says why, and changes nothing: the actor stops between the
     // page's last look and the click.
-    await reef.cli('pause', counter);
+    await reef.cli('pause', `@${counter}`);
     await facts.getByText('paused').waitFor();
     await page.getByRole('button', { name: 'Pause' }).isDisabled();
-    await reef.cli('kill', counter);
+    await reef.cli('kill', `@${counter}`);
     await facts.getByText('stopped').waitFor();
     await page.getByRole('button', { name: 'Remove' }).click();
-    await reef.cli('restart', counter);
+    await reef.cli('restart', `@${counter}`);
     await confirm('Remove');
     await page.locator('.toast.bad').getByText(/stop or kill it/).waitFor();
-    assert.equal((await reef.cli('inspect', counter)).status, 'idle');
+    assert.equal((await reef.cli('inspect', `@${counter}`)).status, 'idle');
     assert.deepEqual(pageErrors, []);
   });
 
   test('logs arrive live while the page is open', async () => {
     await page.goto(`${reef.base}/#/actors/${greeter}`);
     await page.getByRole('heading', { name: '@' + greeter }).waitFor();
-    await reef.cli('send', greeter, '{"name": "Ada"}');
+    await reef.cli('send', `@${greeter}`, '{"name": "Ada"}');
     await reef.cli('tick', '1', '1000000');
     await page.getByRole('list', { name: 'Log entries' }).getByText('hello, Ada!').waitFor();
     await page.locator('pre.json').getByText('1', { exact: true }).waitFor();
@@ -112,11 +114,11 @@ describe('actors', () => {
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Cancel');
     await page.keyboard.press('Escape');
     await page.getByRole('dialog').waitFor({ state: 'detached' });
-    assert.equal((await reef.cli('inspect', greeter)).status, 'idle');
+    assert.equal((await reef.cli('inspect', `@${greeter}`)).status, 'idle');
   });
 
   test('remove: the actor goes for good and the list no longer shows it', async () => {
-    await reef.cli('kill', greeter);
+    await reef.cli('kill', `@${greeter}`);
     await page.getByRole('button', { name: 'Remove' }).click();
     await confirm('Remove');
     await page.getByRole('heading', { name: 'Actors' }).waitFor();

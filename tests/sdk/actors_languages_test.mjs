@@ -37,11 +37,13 @@ test('counters in three languages exchange messages and answer calls', async () 
 
     // A ring: C sends 1 to AssemblyScript, AssemblyScript 2 to Rust, Rust 3 to C; each sender
     // adds 1 for the send itself.
-    const c = (await reef.cli('spawn', COUNTERS.c, '0')).actor;
-    const as = (await reef.cli('spawn', COUNTERS.assemblyscript, '10')).actor;
-    const rs = (await reef.cli('spawn', COUNTERS.rust, '100')).actor;
+    // Refs as the CLI takes them, with their '@' (a bare NanoID may begin with '-').
+    const spawn = async (path, state) => `@${(await reef.cli('spawn', path, state)).actor}`;
+    const c = await spawn(COUNTERS.c, '0');
+    const as = await spawn(COUNTERS.assemblyscript, '10');
+    const rs = await spawn(COUNTERS.rust, '100');
     const send = (from, value, to) => reef.cli('send', from,
-      JSON.stringify({ op: 'send', value, target: { $actor: to } }));
+      JSON.stringify({ op: 'send', value, target: { $actor: to.slice(1) } }));
     await send(c, 1, as);
     await send(as, 2, rs);
     await send(rs, 3, c);
@@ -54,8 +56,8 @@ test('counters in three languages exchange messages and answer calls', async () 
     // The C asker calls each counter ({"op": "get"}) and keeps the reply as its state; the
     // counters in all three languages answer a caller.
     for (const counter of [c, as, rs]) {
-      const asker = (await reef.cli('spawn', 'actors/asker', '0')).actor;
-      await reef.cli('send', asker, JSON.stringify({ op: 'ask', target: { $actor: counter } }));
+      const asker = await spawn('actors/asker', '0');
+      await reef.cli('send', asker, JSON.stringify({ op: 'ask', target: { $actor: counter.slice(1) } }));
       let answer;
       for (let i = 0; i < 50 && answer === undefined; ++i) {
         await reef.cli('tick', '5', '1000000');
