@@ -6,9 +6,11 @@
 
 namespace reef::code {
 
-std::string SourceOrigin(std::string_view source_id, std::string_view fingerprint) {
+std::string SourceOrigin(std::string_view source_id, std::string_view path,
+                         std::string_view fingerprint) {
   // The fingerprint may span lines (clang --version); its hash keeps the origin one line each.
-  return "source " + std::string(source_id) + "\ncompiler " +
+  // (A source path has no newline: ValidateSourcePath.)
+  return "source " + std::string(source_id) + "\npath " + std::string(path) + "\ncompiler " +
          Sha256Hex(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(fingerprint.data()),
                                             fingerprint.size()));
 }
@@ -17,7 +19,7 @@ Result<std::shared_ptr<const actor::Implementation>> CompileCache::Get(SourceKin
                                                                        std::string_view bytes,
                                                                        std::string_view label) {
   const std::string source_id = SourceId(kind, bytes);
-  std::string key = source_id + "\n" + compiler_->Fingerprint(kind);
+  std::string key = source_id + "\n" + std::string(label) + "\n" + compiler_->Fingerprint(kind);
   {
     MutexLock lock(mu_);
     auto found = by_source_.find(key);
@@ -33,7 +35,7 @@ Result<std::shared_ptr<const actor::Implementation>> CompileCache::Get(SourceKin
   Result<std::shared_ptr<const actor::Implementation>> made =
       compiled.ok()
           ? actor::MakeImplementation(compiled->module, std::string(label),
-                                      SourceOrigin(source_id, compiler_->Fingerprint(kind)))
+                                      SourceOrigin(source_id, label, compiler_->Fingerprint(kind)))
           : Result<std::shared_ptr<const actor::Implementation>>(compiled.status());
 
   MutexLock lock(mu_);

@@ -1,14 +1,17 @@
 // CompileCache: compiled actor implementations, keyed so an unchanged source never recompiles.
 //
 // Two in-memory maps (nothing is persisted; spec 001, "The cache is in-memory only"):
-//   (SourceId, Compiler::Fingerprint(kind)) -> implementation id, or the compile error
+//   (SourceId, path, Compiler::Fingerprint(kind)) -> implementation id, or the compile error
 //   implementation id -> shared_ptr<const actor::Implementation>
 // The implementation id is actor::ImplementationId with the origin SourceOrigin(SourceId,
-// fingerprint): the exact source text and the compiler, plus the engine, ABI/host manifest
-// and target (spec 001 "implementation identity"). Textually different sources are different
-// implementations even when they compile to the same module. Deterministic failures (compile
-// errors, missing actor exports: InvalidArgument) are cached too; transient ones (timeouts, no
-// temporary directory) are not.
+// path, fingerprint): the exact source text, the path it is compiled under (a compile input:
+// diagnostics and the module's names carry it) and the compiler, plus the engine, ABI/host
+// manifest and target (spec 001 "implementation identity"). Textually different sources are
+// different implementations even when they compile to the same module, and so are the same
+// text at two paths: each implementation's label is its path, which `reload` recompiles and
+// the durable image records with it (one label per implementation id). Deterministic failures
+// (compile errors, missing actor exports: InvalidArgument) are cached too; transient ones
+// (timeouts, no temporary directory) are not.
 //
 // Thread ownership: any thread; the maps are protected by an internal mutex, which is not
 // held while compiling. Two threads missing on the same key at once may both compile; the
@@ -32,9 +35,11 @@
 
 namespace reef::code {
 
-// The implementation origin (actor::ImplementationId) of a source compiled by a compiler with
-// `fingerprint` (Compiler::Fingerprint): "source <source_id>\ncompiler <SHA-256 of fingerprint>".
-std::string SourceOrigin(std::string_view source_id, std::string_view fingerprint);
+// The implementation origin (actor::ImplementationId) of a source at `path` compiled by a
+// compiler with `fingerprint` (Compiler::Fingerprint):
+// "source <source_id>\npath <path>\ncompiler <SHA-256 of fingerprint>".
+std::string SourceOrigin(std::string_view source_id, std::string_view path,
+                         std::string_view fingerprint);
 
 class CompileCache {
  public:
@@ -42,9 +47,9 @@ class CompileCache {
   explicit CompileCache(std::shared_ptr<const Compiler> compiler)
       : compiler_(std::move(compiler)) {}
 
-  // The implementation of `bytes` of kind `kind`: from the cache, else compiled with
-  // Compiler::Compile(kind, bytes, label) and wrapped by actor::MakeImplementation. The
-  // implementation's label is the `label` of the compile that created it.
+  // The implementation of `bytes` of kind `kind` at path `label`: from the cache, else compiled
+  // with Compiler::Compile(kind, bytes, label) and wrapped by actor::MakeImplementation. Its
+  // label is `label` (the same bytes under another label are another implementation).
   // Errors: those of Compiler::Compile and actor::MakeImplementation (InvalidArgument
   // "compile error:\n..." for a source that does not compile).
   Result<std::shared_ptr<const actor::Implementation>> Get(SourceKind kind, std::string_view bytes,

@@ -120,10 +120,10 @@ TEST_F(CompilerTest, CompileCProducesAnActorImplementation) {
     ASSERT_TRUE(implementation.ok()) << implementation.status().ToString();
     EXPECT_EQ((*implementation)->label, "actors/counter");
     // whose identity is the source's, under this compiler, engine and ABI
-    EXPECT_EQ(
-        (*implementation)->id,
-        actor::ImplementationId(SourceOrigin(file->id, compiler_->Fingerprint(SourceKind::kC)),
-                                actor::AbiV1Registry()));
+    EXPECT_EQ((*implementation)->id,
+              actor::ImplementationId(
+                  SourceOrigin(file->id, "actors/counter", compiler_->Fingerprint(SourceKind::kC)),
+                  actor::AbiV1Registry()));
     EXPECT_NE((*implementation)->id,
               actor::ImplementationId(actor::ModuleOrigin(*(*implementation)->module),
                                       actor::AbiV1Registry()));
@@ -156,6 +156,23 @@ TEST_F(CompilerTest, CacheHitDoesNotRecompile) {
   EXPECT_EQ((*changed)->module->id(), (*first)->module->id());
   EXPECT_NE((*changed)->id, (*first)->id);
   EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST_F(CompilerTest, TheSameSourceAtTwoPathsIsTwoImplementationsEachWithItsPath) {
+  CompileCache cache(compiler_);
+  auto echo = cache.Get(SourceKind::kWat, kWatActor, "actors/echo");
+  auto copy = cache.Get(SourceKind::kWat, kWatActor, "actors/copy");
+  ASSERT_TRUE(echo.ok() && copy.ok());
+  // Each keeps its own path (reload recompiles it; the durable image records it by id).
+  EXPECT_EQ((*echo)->label, "actors/echo");
+  EXPECT_EQ((*copy)->label, "actors/copy");
+  EXPECT_NE((*echo)->id, (*copy)->id);
+  EXPECT_EQ(cache.compile_count(), 2u);
+  // and each is found again without a compile
+  auto again = cache.Get(SourceKind::kWat, kWatActor, "actors/copy");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), copy->get());
+  EXPECT_EQ(cache.compile_count(), 2u);
 }
 
 TEST_F(CompilerTest, InvalidSourceProducesNoImplementationAndIsNotRecompiled) {

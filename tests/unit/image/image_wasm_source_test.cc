@@ -12,6 +12,7 @@
 namespace reef::image {
 namespace {
 
+using test_support::Client;
 using test_support::ConstantActorWat;
 using test_support::json;
 
@@ -91,6 +92,40 @@ TEST_F(ImageWasmSourceTest, EachKindCarriesItsOwnFieldAndBadBinariesAreRefused) 
   EXPECT_EQ(e["code"], "invalid_argument");
   EXPECT_NE(e["message"].get<std::string>().find("actors/junk.wasm"), std::string::npos)
       << e.dump();
+}
+
+TEST_F(ImageWasmSourceTest, TheSameBinaryAtTwoPathsKeepsEachActorsPathAcrossARestart) {
+  auto client = Connect();
+  std::string seven = Base64Encode(ConstantActorBinary(7));
+  for (const char* path : {"actors/seven", "actors/copy"}) {
+    client->Ok("write",
+               {{"path", path}, {"kind", "wasm"}, {"base64", seven}, {"expected", nullptr}});
+  }
+  std::string original = client->Ok("spawn", {{"path", "actors/seven"}, {"state", 0}})["actor"];
+  std::string copy = client->Ok("spawn", {{"path", "actors/copy"}, {"state", 0}})["actor"];
+  auto label = [](Client& c, const std::string& actor) {
+    return c.Ok("inspect", {{"actor", actor}})["implementation"].value("label", "");
+  };
+  EXPECT_EQ(label(*client, original), "actors/seven");
+  EXPECT_EQ(label(*client, copy), "actors/copy");
+  client.reset();
+  StopImage();
+  StartImage();
+  auto again = Connect();
+  EXPECT_EQ(label(*again, original), "actors/seven");
+  EXPECT_EQ(label(*again, copy), "actors/copy");
+  // reload recompiles the actor's own path.
+  json current = again->Ok("read", {{"path", "actors/copy"}});
+  again->Ok("write", {{"path", "actors/copy"},
+                      {"kind", "wasm"},
+                      {"base64", Base64Encode(ConstantActorBinary(8))},
+                      {"expected", current["source_id"]}});
+  again->Ok("reload", {{"actor", copy}});
+  again->Ok("send", {{"actor", copy}, {"message", "go"}});
+  again->Ok("send", {{"actor", original}, {"message", "go"}});
+  again->Ok("tick", {{"count", 10}, {"budget", 100000}});
+  EXPECT_EQ(again->Ok("inspect", {{"actor", copy}})["state"], 8);
+  EXPECT_EQ(again->Ok("inspect", {{"actor", original}})["state"], 7);
 }
 
 // A server that takes larger requests than the default still refuses a wasm source over the
