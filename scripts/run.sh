@@ -120,8 +120,11 @@ for row in "${modules[@]}"; do
   if [[ $code == 200 || $code == 201 ]]; then
     state="already uploaded"
     [[ $code == 201 ]] && state="uploaded"
-    active=$(curl -sS -g "${auth[@]}" "http://$address/$kind/$name" |
-      grep -o '"active_version":[^,]*' | cut -d: -f2 | tr -d '"') || active=""
+    active=""
+    if [[ -z $only ]]; then
+      active=$(curl -sS -g "${auth[@]}" "http://$address/$kind/$name" |
+        grep -o '"active_version":[^,]*' | cut -d: -f2 | tr -d '"') || active=""
+    fi
     if [[ -n $only ]]; then
       code="upload-only"
     elif [[ $active == null || -z $active ]]; then

@@ -285,24 +285,18 @@ Result<CompileOutput> Compiler::Compile(SourceKind kind, std::string_view bytes,
                                         std::string_view label) const {
   REEF_RETURN_IF_ERROR(ValidateSourceSize(bytes));
   std::string stem = ValidateSourcePath(label).ok() ? std::string(label) : "source";
-  if (kind == SourceKind::kWat) {
-    auto module = wasm::Module::FromText(bytes, stem + ".wat");
-    if (!module.ok()) {
-      if (module.status().code() != Code::kInvalidArgument) return module.status();
-      return Status::InvalidArgument("compile error:\n" + module.status().message());
-    }
-    return CompileOutput{std::move(*module), ""};
+  if (kind == SourceKind::kC) return CompileC(bytes, stem);
+  // wabt assembles a .wat and validates a .wasm in-process; its errors are the diagnostics.
+  auto module =
+      kind == SourceKind::kWat
+          ? wasm::Module::FromText(bytes, stem + ".wat")
+          : wasm::Module::FromBinary({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
+                                     stem + ".wasm");
+  if (!module.ok()) {
+    if (module.status().code() != Code::kInvalidArgument) return module.status();
+    return Status::InvalidArgument("compile error:\n" + module.status().message());
   }
-  if (kind == SourceKind::kWasm) {
-    auto module = wasm::Module::FromBinary(
-        {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, stem + ".wasm");
-    if (!module.ok()) {
-      if (module.status().code() != Code::kInvalidArgument) return module.status();
-      return Status::InvalidArgument("compile error:\n" + module.status().message());
-    }
-    return CompileOutput{std::move(*module), ""};
-  }
-  return CompileC(bytes, stem);
+  return CompileOutput{std::move(*module), ""};
 }
 
 Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_view stem) const {
