@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "apps/module_abi.h"
+#include "bench_die.h"
 #include "core/json.h"
 #include "wasm/module.h"
 
@@ -34,16 +34,11 @@ namespace {
 using reef::Value;
 using reef::apps::ModuleInstance;
 using reef::apps::ModuleKind;
-
-[[noreturn]] void Die(const std::string& what) {
-  fmt::print(stderr, "guest_languages_bench: {}\n", what);
-  std::exit(1);
-}
+using reef::bench::Check;
+using reef::bench::Die;
 
 Value Json(const std::string& text) {
-  auto value = reef::ValueFromJson(text, reef::apps::ModuleValueLimits());
-  if (!value.ok()) Die(value.status().message());
-  return std::move(*value);
+  return Check(reef::ValueFromJson(text, reef::apps::ModuleValueLimits()), "a bench input");
 }
 
 std::string Text(const Value& value) {
@@ -73,19 +68,17 @@ struct Run {
 // One call from the clean image: its value and instructions.
 Value CallClean(ModuleInstance& instance, std::string_view name,
                 std::initializer_list<const Value*> inputs, uint64_t* instructions) {
-  reef::Status reset = instance.Reset();
-  if (!reset.ok()) Die(reset.message());
-  auto value = instance.CallForValue(name, inputs, reef::apps::kModuleCallBudget);
-  if (!value.ok()) Die(value.status().message());
+  Check(instance.Reset(), "reset");
+  Value value = Check(instance.CallForValue(name, inputs, reef::apps::kModuleCallBudget), name);
   *instructions = instance.last_call_instructions();
-  return std::move(*value);
+  return value;
 }
 
 Run Execute(ModuleInstance& instance, const Value& input, const Value& page) {
   Run run;
   Value init = CallClean(instance, "reef_command_init", {&input}, &run.init);
   if (!init.is_record() || init.as_record().count("state") == 0) {
-    Die("init gave no state: " + Text(init));
+    Die("init gave no state: {}", Text(init));
   }
   const Value* state = &init.as_record().at("state");
   Value folded = CallClean(instance, "reef_command_fold", {state, &input, &page}, &run.fold);
@@ -109,26 +102,24 @@ int main(int argc, char** argv) {
   std::string expected;
   for (auto [language, suffix] : {std::pair{"c", ""}, {"assemblyscript", "_as"}, {"rust", "_rs"}}) {
     std::string path = fmt::format("{}/bank_deposit{}.wasm", REEF_GUEST_DIR, suffix);
-    auto module = reef::wasm::Module::FromFile(path);
-    if (!module.ok()) Die(module.status().message());
-    auto instance = ModuleInstance::Create(ModuleKind::kCommand, *module, "deposit");
-    if (!instance.ok()) Die(instance.status().message());
-    Run run = Execute(**instance, input, page);
+    auto module = Check(reef::wasm::Module::FromFile(path), path);
+    auto instance = Check(ModuleInstance::Create(ModuleKind::kCommand, module, "deposit"), path);
+    Run run = Execute(*instance, input, page);
     if (expected.empty()) expected = run.decision;
     if (run.decision != expected) {
-      Die(fmt::format("{} decided {}, C decided {}", language, run.decision, expected));
+      Die("{} decided {}, C decided {}", language, run.decision, expected);
     }
     std::vector<double> micros;
     for (int r = 0; r < repeats; ++r) {
       auto start = std::chrono::steady_clock::now();
-      Execute(**instance, input, page);
+      Execute(*instance, input, page);
       micros.push_back(
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
               .count());
     }
     std::sort(micros.begin(), micros.end());
     fmt::print("bench language={} bytes={} init={} fold={} decide={} total={} us={:.0f}\n",
-               language, (*module)->bytes().size(), run.init, run.fold, run.decide,
+               language, module->bytes().size(), run.init, run.fold, run.decide,
                run.init + run.fold + run.decide, micros[micros.size() / 2]);
   }
   return 0;
