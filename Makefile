@@ -87,7 +87,8 @@ asan-configure: build
 test-asan: asan-configure
 	@cmake --build $(ASAN_BUILD) -j $(BUILD_JOBS) --target reef_unit_tests
 	@bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests $(JOBS) "-$(ASAN_EXCLUDE)" \
-	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1; status=$$?; \
+	  bash scripts/pg_cluster.sh stop $(ASAN_BUILD)/pg-test; exit $$status
 	@SHARD_LOG=$(ASAN_BUILD)/tests/reef_unit_tests.native \
 	  bash scripts/test_shards.sh $(ASAN_BUILD)/tests/reef_unit_tests 1 '$(ASAN_NATIVE_TESTS)' \
 	  REEF_TEST_ENGINE=native ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
@@ -97,13 +98,14 @@ test-asan: asan-configure
 # The effect worker trapping 10,000 times (28 s under TSan) is left to the release build; the
 # other effect tests cover the dispatcher and its workers here.
 TSAN_BUILD ?= build-tsan
-TSAN_TESTS ?= FreeRunning*:ManualGroupTest.*:JournalTest.*:DurableImageTest.*:AsyncOpTest.*:SerialQueueTest.*:Modes/CallTest.*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerAccessTest.*:ServerLimitsTest.*:ServerBodyBudgetTest.*:Native*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*:ModuleRuntimeTest.AnEffectWorkerThatTraps10000Times*
+TSAN_TESTS ?= FreeRunning*:ManualGroupTest.*:JournalTest.*:DurableImageTest.*:AsyncOpTest.*:SerialQueueTest.*:Modes/CallTest.*:Broadcast*:LogStore*:Lifecycle*:RuntimeTest*:EventStoreTest.*:Backends/AnyStoreTest.*:PgEventStoreTest.*:ModuleRuntimeTest.*:ModuleRoutesTest.*:UnitSupportTest.*:ProgramRuntimeTest.*:ServerTest.*:ServerAccessTest.*:ServerLimitsTest.*:ServerBodyBudgetTest.*:Native*:-ModuleRuntimeTest.ProjectorIsExactlyOnceAcrossSigkill:FreeRunningTest.TenThousandActorsExchangeAMillion*:ModuleRuntimeTest.AnEffectWorkerThatTraps10000Times*
 test-tsan: build
 	@cmake -S . -B $(TSAN_BUILD) -G Ninja $(TSAN_FLAGS) -DREEF_TSAN=ON $(SANITIZER_GUESTS) \
 	  $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(BUILD_JOBS) --target reef_tsan_tests
 	@bash scripts/test_shards.sh $(TSAN_BUILD)/tests/reef_tsan_tests $(JOBS) '$(TSAN_TESTS)' \
-	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+	  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"; status=$$?; \
+	  bash scripts/pg_cluster.sh stop $(TSAN_BUILD)/pg-test; exit $$status
 
 fuzz-build: asan-configure
 	@cmake --build $(FUZZ_BUILD) -j $(BUILD_JOBS) --target reef_fuzzers

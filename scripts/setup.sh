@@ -11,12 +11,13 @@ packages=(
   wabt
   # libraries (DESIGN.md "Dependencies")
   libboost1.81-dev libboost-context1.81-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libssl-dev
-  libsqlite3-dev sqlite3 libedit-dev libconcurrentqueue-dev liblmdb-dev
+  libsqlite3-dev sqlite3 libpq-dev libedit-dev libconcurrentqueue-dev liblmdb-dev
   # tests, benchmarks, fuzzing
   googletest libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   clang-16 lld-16 libclang-rt-16-dev libclang-rt-16-dev-wasm32 wasi-libc
   clang-format-16
   binaryen  # wasm-opt -ttf makes the tier differential fuzzer's modules (fuzz/tier_diff_fuzz.cc)
+  postgresql  # the PostgreSQL stores' tests and benchmarks start their own cluster (scripts/pg_cluster.sh)
   tmux curl  # the REPL end-to-end test drives `reef repl` in tmux; HTTP checks use curl
   python3  # scripts/thread_safety.sh reads the build's compile_commands.json
   prometheus  # promtool validates the /metrics output (tests/unit/apps/module_routes_test.cc)

@@ -2,9 +2,10 @@
 // and the server on one listener) in a data directory until SIGINT or SIGTERM
 // (docs/operations.md). This file is the flags, the log setup and the signals.
 //
-//   reef serve [--listen ADDR] [--data-dir DIR] [--auth-token TOKEN]
+//   reef serve [--listen ADDR] [--data-dir DIR] [--auth-token TOKEN] [--store URI]
 //
-// Flags beat the environment (REEF_LISTEN, REEF_DATA_DIR, REEF_AUTH_TOKEN, REEF_ENGINE); REEF_LOG
+// Flags beat the environment (REEF_LISTEN, REEF_DATA_DIR, REEF_AUTH_TOKEN, REEF_ENGINE,
+// REEF_STORE); REEF_LOG
 // sets Reef's own log filter (spdlog syntax: "debug", "actor=trace,info"). Reef's log goes to
 // stderr; one line "reef: serving on ws://HOST:PORT (data dir DIR)" says it is ready (with
 // the bound port when the listen address asked for port 0).
@@ -49,6 +50,8 @@ struct ServeArgs {
   std::string engine = "auto";      // wasm::TierChoice
   bool ephemeral = false;           // the image's actors in memory only
   uint32_t image_journal_mib = 64;  // journal file size and compaction threshold, MiB
+  std::string store;                // "" = embedded; else a postgresql:// URI
+  uint32_t store_pool_size = events::PostgresEventStoreOptions{}.pool_size;
 };
 
 // Reef's own log: stderr, filter from REEF_LOG (default info).
@@ -90,6 +93,8 @@ int Serve(const ServeArgs& args) {
   options.engine = *engine;
   options.durable_image = !args.ephemeral;
   options.image_journal_bytes = uint64_t{args.image_journal_mib} << 20;
+  options.store = args.store == "embedded" ? std::string() : args.store;
+  options.store_pool_size = args.store_pool_size;
   auto node = Node::Open(std::move(options));
   if (!node.ok()) {
     fmt::print(stderr, "reef serve: {}\n", node.status().message());
@@ -139,6 +144,17 @@ const Command kServeCommands[] = {
                       "Bearer token every connection must present; required for a "
                       "non-loopback address")
            ->envname("REEF_AUTH_TOKEN");
+       app.add_option("--store", args->store,
+                      "Where events and modules live: embedded (the default: DATA_DIR/events "
+                      "and DATA_DIR/reef.sqlite) or a PostgreSQL database "
+                      "(postgresql://USER@HOST/DB, which several reef serve processes may "
+                      "share; docs/operations.md \"PostgreSQL\")")
+           ->envname("REEF_STORE");
+       app.add_option("--store-pool-size", args->store_pool_size,
+                      "PostgreSQL store: connections for appends and reads")
+           ->envname("REEF_STORE_POOL_SIZE")
+           ->check(CLI::Range(1u, 1000u))
+           ->capture_default_str();
        app.add_option("--max-event-bytes", args->event_limits.max_event_bytes,
                       "Event store: largest event, in stored bytes")
            ->envname("REEF_MAX_EVENT_BYTES")

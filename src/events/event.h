@@ -17,9 +17,10 @@
 
 namespace reef::events {
 
-// A position in the store's global order: 1 for the first event, then +1 per event with no
-// gap. 0 means "before every event" (the head of an empty store). Opaque outside src/events:
-// callers compare and pass positions back, never compute with them.
+// A position in the store's global order, ascending, > 0. The embedded store numbers events
+// 1, 2, 3, ... with no gap; the PostgreSQL store's positions may have gaps. 0 means "before
+// every event" (the head of an empty store). Opaque outside src/events: callers compare and
+// pass positions back, never compute with them.
 using Position = uint64_t;
 
 // An event id: a UUID (RFC 9562) as its 16 bytes in network order. All zero (the nil UUID)

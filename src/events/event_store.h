@@ -2,9 +2,12 @@
 // query, the head, and subscriptions that catch up and then follow live. Positions are opaque
 // u64s; nothing above src/events assumes how or where events are kept.
 //
-// The embedded backend (OpenEventStore) keeps a segment log in one directory
-// (docs/operations.md "Event store"): an append is acknowledged only once it is on disk
-// (fdatasync), and concurrent appends share one sync (group commit).
+// Two backends (docs/operations.md "Event store"):
+//  - embedded (OpenEventStore), the default: a segment log in one directory; an append is
+//    acknowledged only once it is on disk (fdatasync), and concurrent appends share one sync
+//    (group commit). One process.
+//  - PostgreSQL (OpenPostgresEventStore): tables in a database that several Reef processes
+//    share; an append is acknowledged once its transaction committed.
 //
 // Thread ownership: every method of EventStore and Subscription may be called from any
 // thread. Append and Subscription::Next block (Next for at most its timeout).
@@ -16,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -157,5 +161,37 @@ struct EventStoreOptions {
 // InvalidArgument (options).
 Result<std::unique_ptr<EventStore>> OpenEventStore(const std::filesystem::path& dir,
                                                    const EventStoreOptions& options = {});
+
+struct PostgresEventStoreOptions {
+  EventLimits limits;
+  // Connections the store keeps for appends and reads (each blocks one while it runs), besides
+  // the one that follows the head and listens for other processes' appends.
+  size_t pool_size = 16;
+  // How long an append or read waits for a free connection before Unavailable.
+  std::chrono::milliseconds acquire_timeout{10'000};
+  // How long a read waits for the appends in flight when it started to commit or roll back
+  // (the read barrier) before Unavailable.
+  std::chrono::milliseconds read_barrier_timeout{10'000};
+  // How often the head is checked when no notification arrives (LISTEN/NOTIFY is the fast
+  // path; this is the fallback).
+  std::chrono::milliseconds poll_interval{1'000};
+  // Events a read fetches per statement.
+  uint32_t read_page_events = 1'000;
+  // Lock keys one append may take ((type, tag) pairs of its events and its condition); an
+  // append needing more takes the store-wide lock instead, excluding every other append while
+  // it commits.
+  uint32_t max_lock_keys = 64;
+};
+
+// Opens the PostgreSQL event store in the database `conninfo` names (a libpq connection string
+// or postgresql:// URI), creating or migrating its tables (docs/operations.md "PostgreSQL").
+// Positions come from a sequence: ascending in commit-safe order, but with gaps where an
+// append rolled back, and one append's events need not be adjacent. Reads and subscriptions
+// see an event only once every position below it is settled (committed or abandoned), so none
+// is ever skipped. Any number of processes may open the same database.
+// Errors: Unavailable (the database cannot be reached), DataLoss (its tables are from a newer
+// Reef or not Reef's), InvalidArgument (options).
+Result<std::unique_ptr<EventStore>> OpenPostgresEventStore(
+    const std::string& conninfo, const PostgresEventStoreOptions& options = {});
 
 }  // namespace reef::events

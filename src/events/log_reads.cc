@@ -12,6 +12,7 @@
 
 #include "events/detail/log_core.h"
 #include "events/detail/log_format.h"
+#include "events/detail/store_rules.h"
 
 namespace reef::events {
 
@@ -151,13 +152,6 @@ Result<std::vector<SequencedEvent>> LogCore::EventsAt(
 }
 
 // ---- Reading helpers -------------------------------------------------------------------------
-
-Position LogCore::ReadHead(const ReadOptions& options, std::optional<Position> last_visited,
-                           bool reached_end, Position head) {
-  if (options.backwards) return std::min(options.from.value_or(head), head);
-  if (reached_end) return head;
-  return last_visited.value_or(std::max<Position>(options.from.value_or(1), 1) - 1);
-}
 
 Status LogCore::Decode(Position position, Location location, EventView& view) const {
   const Base& base = bases_[SegmentOf(location)];

@@ -16,67 +16,17 @@
 #include "core/clock.h"
 #include "events/detail/log_core.h"
 #include "events/detail/log_format.h"
+#include "events/detail/store_rules.h"
 
 namespace reef::events::detail {
 
-namespace {
-
-// An append may not carry one id twice (a store-wide check is not made; see event_store.h).
-Status CheckDistinctIds(const std::vector<Event>& events) {
-  if (events.size() < 2) return Status::Ok();
-  std::vector<std::pair<EventId, size_t>> ids;
-  ids.reserve(events.size());
-  for (size_t i = 0; i < events.size(); ++i) ids.emplace_back(events[i].id, i);
-  std::sort(ids.begin(), ids.end());
-  for (size_t i = 1; i < ids.size(); ++i) {
-    if (ids[i].first == ids[i - 1].first) {
-      return Status::InvalidArgument(fmt::format("events {} and {} have the same id {}",
-                                                 ids[i - 1].second, ids[i].second,
-                                                 FormatEventId(ids[i].first)));
-    }
-  }
-  return Status::Ok();
-}
-
-// The same event again: a retry of the append that stored `stored`. Everything the client
-// gave must match; the timestamp only when the client gave one (else the store's clock set it).
-bool SameEvent(const EventView& stored, const Event& event, bool timestamp_given) {
-  return stored.id == event.id && stored.type == event.type && stored.data == event.data &&
-         stored.tags.size() == event.tags.size() &&
-         std::equal(event.tags.begin(), event.tags.end(), stored.tags.begin()) &&
-         stored.correlation_id == event.metadata.correlation_id &&
-         stored.causation_id == event.metadata.causation_id &&
-         stored.idempotency_key == event.metadata.idempotency_key &&
-         stored.user_metadata == event.metadata.user &&
-         (!timestamp_given || stored.timestamp_ms == event.metadata.timestamp_ms);
-}
-
-}  // namespace
-
 Result<Position> LogCore::Append(std::vector<Event> events,
                                  std::optional<AppendCondition> condition) {
-  if (events.empty()) return Status::InvalidArgument("an append needs at least one event");
-  const EventLimits& limits = options_.limits;
-  if (condition) REEF_RETURN_IF_ERROR(ValidateQuery(condition->fail_if_events_match, limits));
   auto request = std::make_unique<AppendRequest>();
-  int64_t now = UnixNowMs();
-  REEF_RETURN_IF_ERROR(FillNilEventIds(events));
-  REEF_RETURN_IF_ERROR(CheckDistinctIds(events));
-  request->timestamp_given.reserve(events.size());
-  for (const Event& event : events) {
-    request->timestamp_given.push_back(event.metadata.timestamp_ms != 0);
-  }
+  REEF_ASSIGN_OR_RETURN(request->timestamp_given,
+                        PrepareAppend(events, condition, options_.limits, UnixNowMs()));
   uint64_t total = 0;
-  for (size_t i = 0; i < events.size(); ++i) {
-    REEF_RETURN_IF_ERROR(NormalizeEvent(events[i], i, limits, now));
-    total += StoredBytes(events[i]);
-    if (total > limits.max_append_bytes) {
-      return Status::LimitExceeded(fmt::format(
-          "the append's events take more than {} bytes (max_append_bytes); {} events reached "
-          "{} bytes",
-          limits.max_append_bytes, i + 1, total));
-    }
-  }
+  for (const Event& event : events) total += StoredBytes(event);
   request->body.reserve(total);
   request->record_offsets.reserve(events.size());
   for (const Event& event : events) {
@@ -197,10 +147,7 @@ bool LogCore::DecideIds(AppendRequest& request) {
       }
     }
     duplicates_.fetch_add(1);
-    request.result = Status::DuplicateEventId(fmt::format(
-        "event {} has id {}, which the store already holds at position {} (event ids are "
-        "unique; a retry must resend the whole append unchanged)",
-        i, FormatEventId(events[i].id), *stored));
+    request.result = DuplicateIdError(i, events[i].id, *stored);
     return true;
   }
   return false;

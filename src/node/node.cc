@@ -20,6 +20,7 @@
 #include "events/http/event_routes.h"
 #include "events/http/event_subscriptions.h"
 #include "image/image.h"
+#include "pg/pg.h"
 #include "server/http_stats.h"
 #include "server/server.h"
 #include "wasm/engine.h"
@@ -169,6 +170,8 @@ server::HttpRoute StatusRoute(const NodeOptions& options, const actor::Runtime& 
                           {"durable", options.durable_image},
                           {"reactors", fleet.ReactorCount()},
                           {"data_dir", options.data_dir.string()},
+                          {"store", options.store.empty() ? std::string("embedded")
+                                                          : pg::RedactConninfo(options.store)},
                           {"auth_token", options.auth_token.has_value()}};
   };
   return route;
@@ -217,13 +220,33 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   if (!image.ok()) return opened(image.status(), "the image");
   n.image_ = std::move(*image);
 
-  // The event store (docs/operations.md "Event store") lives next to the image's data.
-  events::EventStoreOptions event_options;
-  event_options.limits = o.event_limits;
-  auto events = events::OpenEventStore(o.data_dir / "events", event_options);
-  if (!events.ok()) return opened(events.status(), "the event store");
-  n.events_ = std::move(*events);
-  spdlog::info("event store {}/events: head {}", dir, n.events_->Head());
+  // The event store (docs/operations.md "Event store"): next to the image's data, or in the
+  // PostgreSQL database --store names.
+  if (!o.store.empty()) {
+    if (!pg::IsPostgresUri(o.store)) {
+      return Status::InvalidArgument(fmt::format(
+          "--store {}: expected a postgresql:// URI, or no --store for the embedded store",
+          pg::RedactConninfo(o.store)));
+    }
+    events::PostgresEventStoreOptions pg_options;
+    pg_options.limits = o.event_limits;
+    pg_options.pool_size = o.store_pool_size;
+    auto events = events::OpenPostgresEventStore(o.store, pg_options);
+    if (!events.ok()) {
+      return Status(events.status().code(),
+                    fmt::format("cannot open the event store in {}: {}",
+                                pg::RedactConninfo(o.store), events.status().message()));
+    }
+    n.events_ = std::move(*events);
+    spdlog::info("event store {}: head {}", pg::RedactConninfo(o.store), n.events_->Head());
+  } else {
+    events::EventStoreOptions event_options;
+    event_options.limits = o.event_limits;
+    auto events = events::OpenEventStore(o.data_dir / "events", event_options);
+    if (!events.ok()) return opened(events.status(), "the event store");
+    n.events_ = std::move(*events);
+    spdlog::info("event store {}/events: head {}", dir, n.events_->Head());
+  }
   if (uint64_t torn = n.events_->Stats().torn_bytes_cut; torn > 0) {
     spdlog::warn(
         "event store: cut {} bytes from the end of the log: an append torn by a crash "

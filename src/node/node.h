@@ -68,6 +68,10 @@ struct NodeOptions {
   // Their journal files' size, and the closed files' size that starts a compaction
   // (image::ImageOptions::journal_bytes, ProgramRuntimeOptions::journal_bytes).
   uint64_t image_journal_bytes = 64ull << 20;
+  // Where events live: "" = the embedded store in data_dir/events; a postgresql:// (or
+  // postgres://) URI = that PostgreSQL database, which other nodes may share.
+  std::string store;
+  size_t store_pool_size = events::PostgresEventStoreOptions{}.pool_size;  // PostgreSQL only
 };
 
 class Node {

@@ -109,10 +109,6 @@ class LogCore : public std::enable_shared_from_this<LogCore> {
     std::atomic<uint64_t> mapped{0};
   };
 
-  // ---- Reading helpers (log_reads.cc) ----------------------------------------------------
-
-  static Position ReadHead(const ReadOptions& options, std::optional<Position> last_visited,
-                           bool reached_end, Position head);
   Status Decode(Position position, Location location, EventView& view) const;
   // The position at or below `bound` holding `id`. Staged positions count when `bound` passes
   // the head, which only the writer thread may ask; others hold index_mu_ and pass the head.

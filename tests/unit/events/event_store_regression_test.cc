@@ -12,6 +12,7 @@
 namespace reef::events {
 namespace {
 
+using testing::AnyStoreTest;
 using testing::EventStoreTest;
 using testing::FailIf;
 using testing::Item;
@@ -24,7 +25,7 @@ EventId IdOf(uint8_t last) {
   return id;
 }
 
-TEST_F(EventStoreTest, ARetryCheckNeverLooksBeforePositionOne) {
+TEST_P(AnyStoreTest, ARetryCheckNeverLooksBeforePositionOne) {
   // Given an event with id ...01 at position 1, an append whose third event reuses that id
   // (so its "original" would have started before position 1) is refused for the reused id.
   Event first = MakeEvent("A", {"t1"});
@@ -39,7 +40,7 @@ TEST_F(EventStoreTest, ARetryCheckNeverLooksBeforePositionOne) {
   EXPECT_EQ(appended.status().code(), Code::kDuplicateEventId);
 }
 
-TEST_F(EventStoreTest, ARetrySentWhileTheOriginalIsInFlightGetsTheOriginalPosition) {
+TEST_P(AnyStoreTest, ARetrySentWhileTheOriginalIsInFlightGetsTheOriginalPosition) {
   Query query = QueryOf({Item({}, {"order:1"})});
   for (int round = 0; round < 40; ++round) {
     Event event = MakeEvent("Placed", {"order:1"});
@@ -59,10 +60,10 @@ TEST_F(EventStoreTest, ARetrySentWhileTheOriginalIsInFlightGetsTheOriginalPositi
     ASSERT_TRUE(results[1].ok()) << round << ": " << results[1].status().ToString();
     EXPECT_EQ(*results[0], *results[1]);
   }
-  EXPECT_EQ(store_->Head(), 40u);
+  EXPECT_EQ(store_->Read(Query{})->events.size(), 40u);
 }
 
-TEST_F(EventStoreTest, OneAppendMayNotCarryAnIdTwice) {
+TEST_P(AnyStoreTest, OneAppendMayNotCarryAnIdTwice) {
   Event a = MakeEvent("A"), b = MakeEvent("B");
   a.id = b.id = IdOf(7);
   auto appended = store_->Append({a, b});
@@ -71,14 +72,14 @@ TEST_F(EventStoreTest, OneAppendMayNotCarryAnIdTwice) {
   EXPECT_NE(appended.status().message().find("events 0 and 1 have the same id"), std::string::npos);
 }
 
-TEST_F(EventStoreTest, AfterAtTheTopOfTheRangeDoesNotWrap) {
+TEST_P(AnyStoreTest, AfterAtTheTopOfTheRangeDoesNotWrap) {
   MustAppend({MakeEvent("A", {"k"})});
   EXPECT_EQ(MustAppend({MakeEvent("A", {"k"})},
                        FailIf(QueryOf({Item({}, {"k"})}), std::numeric_limits<Position>::max())),
             2u);
 }
 
-TEST_F(EventStoreTest, LimitZeroFromZeroGivesHeadZero) {
+TEST_P(AnyStoreTest, LimitZeroFromZeroGivesHeadZero) {
   MustAppend({MakeEvent("A")});
   ReadOptions options;
   options.limit = 0;
@@ -88,7 +89,7 @@ TEST_F(EventStoreTest, LimitZeroFromZeroGivesHeadZero) {
   EXPECT_EQ(read->head, 0u);
 }
 
-TEST_F(EventStoreTest, ReadsSearchedInSmallWindowsMatchABruteForceModel) {
+TEST_P(AnyStoreTest, ReadsSearchedInSmallWindowsMatchABruteForceModel) {
   // Given a window of 3 positions per lock hold (so every read crosses many windows),
   EventStoreOptions options;
   options.read_window_positions = 3;

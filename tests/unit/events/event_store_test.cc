@@ -14,13 +14,14 @@
 namespace reef::events {
 namespace {
 
+using testing::AnyStoreTest;
 using testing::EventStoreTest;
 using testing::FailIf;
 using testing::Item;
 using testing::MakeEvent;
 using testing::QueryOf;
 
-TEST_F(EventStoreTest, PositionsStartAtOneAndAreGaplessAcrossAppends) {
+TEST_P(AnyStoreTest, PositionsStartAtOneAndAreGaplessAcrossAppends) {
   EXPECT_EQ(store_->Head(), 0u);
   EXPECT_EQ(MustAppend({MakeEvent("A")}), 1u);
   EXPECT_EQ(MustAppend({MakeEvent("B"), MakeEvent("C")}), 3u);
@@ -28,7 +29,7 @@ TEST_F(EventStoreTest, PositionsStartAtOneAndAreGaplessAcrossAppends) {
   EXPECT_EQ(ReadPositions(Query{}), (std::vector<Position>{1, 2, 3}));
 }
 
-TEST_F(EventStoreTest, StoredEventKeepsEveryFieldExactly) {
+TEST_P(AnyStoreTest, StoredEventKeepsEveryFieldExactly) {
   Event event = MakeEvent("CourseDefined", {"course:c1"}, std::string("\0bin\xff", 5));
   event.id = *ParseEventId("0190a6c8-7f3e-7c3a-9d2e-1234567890ab");
   event.metadata = {1700000000123, "corr-1", "cause-1", "key-1"};
@@ -40,7 +41,7 @@ TEST_F(EventStoreTest, StoredEventKeepsEveryFieldExactly) {
   EXPECT_EQ(read->events[0].event, event);
 }
 
-TEST_F(EventStoreTest, AppendFillsANilIdAndAZeroTimestamp) {
+TEST_P(AnyStoreTest, AppendFillsANilIdAndAZeroTimestamp) {
   auto before = std::chrono::system_clock::now();
   MustAppend({MakeEvent("A"), MakeEvent("A")});
   auto read = store_->Read(Query{});
@@ -55,7 +56,7 @@ TEST_F(EventStoreTest, AppendFillsANilIdAndAZeroTimestamp) {
       std::chrono::duration_cast<std::chrono::milliseconds>(before.time_since_epoch()).count());
 }
 
-TEST_F(EventStoreTest, DuplicateTagsAreStoredOnceInFirstOccurrenceOrder) {
+TEST_P(AnyStoreTest, DuplicateTagsAreStoredOnceInFirstOccurrenceOrder) {
   MustAppend({MakeEvent("A", {"b", "a", "b", "c", "a"})});
   auto read = store_->Read(Query{});
   ASSERT_TRUE(read.ok());
@@ -64,7 +65,7 @@ TEST_F(EventStoreTest, DuplicateTagsAreStoredOnceInFirstOccurrenceOrder) {
   EXPECT_EQ(ReadPositions(QueryOf({Item({}, {"a", "a"})})), (std::vector<Position>{1}));
 }
 
-TEST_F(EventStoreTest, EmptyQueryMatchesAllAndEmptyItemIsRejected) {
+TEST_P(AnyStoreTest, EmptyQueryMatchesAllAndEmptyItemIsRejected) {
   MustAppend({MakeEvent("A", {"x"}), MakeEvent("B")});
   EXPECT_EQ(ReadPositions(Query{}), (std::vector<Position>{1, 2}));
   auto read = store_->Read(QueryOf({Item({}, {})}));
@@ -77,7 +78,7 @@ TEST_F(EventStoreTest, EmptyQueryMatchesAllAndEmptyItemIsRejected) {
   EXPECT_EQ(store_->Head(), 2u);
 }
 
-TEST_F(EventStoreTest, ItemsAreOredAndAnItemNeedsOneOfItsTypesAndAllItsTags) {
+TEST_P(AnyStoreTest, ItemsAreOredAndAnItemNeedsOneOfItsTypesAndAllItsTags) {
   MustAppend({
       MakeEvent("A", {"x", "y"}),  // 1
       MakeEvent("B", {"x"}),       // 2
@@ -93,7 +94,7 @@ TEST_F(EventStoreTest, ItemsAreOredAndAnItemNeedsOneOfItsTypesAndAllItsTags) {
             (std::vector<Position>{}));
 }
 
-TEST_F(EventStoreTest, AfterIsExclusive) {
+TEST_P(AnyStoreTest, AfterIsExclusive) {
   MustAppend({MakeEvent("A", {"k"})});  // 1
   MustAppend({MakeEvent("B")});         // 2
   Query query = QueryOf({Item({}, {"k"})});
@@ -111,13 +112,13 @@ TEST_F(EventStoreTest, AfterIsExclusive) {
   EXPECT_EQ(store_->Stats().conflicts, 3u);
 }
 
-TEST_F(EventStoreTest, EmptyConditionQueryFailsOnAnyLaterEvent) {
+TEST_P(AnyStoreTest, EmptyConditionQueryFailsOnAnyLaterEvent) {
   MustAppend({MakeEvent("A")});
   EXPECT_EQ(MustAppend({MakeEvent("B")}, FailIf(Query{}, 1)), 2u);
   EXPECT_EQ(store_->Append({MakeEvent("C")}, FailIf(Query{}, 1)).status().code(), Code::kConflict);
 }
 
-TEST_F(EventStoreTest, FromIsInclusiveForwardsAndBackwards) {
+TEST_P(AnyStoreTest, FromIsInclusiveForwardsAndBackwards) {
   for (int i = 0; i < 5; ++i) MustAppend({MakeEvent("A")});
   ReadOptions forwards;
   forwards.from = 3;
@@ -133,7 +134,7 @@ TEST_F(EventStoreTest, FromIsInclusiveForwardsAndBackwards) {
   EXPECT_EQ(ReadPositions(Query{}, forwards), (std::vector<Position>{}));
 }
 
-TEST_F(EventStoreTest, ReadHeadIsTheAfterForADecisionOnThatRead) {
+TEST_P(AnyStoreTest, ReadHeadIsTheAfterForADecisionOnThatRead) {
   MustAppend({MakeEvent("A", {"k"}), MakeEvent("B"), MakeEvent("A", {"k"}), MakeEvent("B")});
   Query query = QueryOf({Item({}, {"k"})});
   // Read to the end: the store's head, though the last match is at 3.
@@ -168,7 +169,7 @@ TEST_F(EventStoreTest, ReadHeadIsTheAfterForADecisionOnThatRead) {
   EXPECT_EQ(empty->head, 2u);
 }
 
-TEST_F(EventStoreTest, RetryOfAnAppendThatAlreadySucceededReturnsItsPosition) {
+TEST_P(AnyStoreTest, RetryOfAnAppendThatAlreadySucceededReturnsItsPosition) {
   Query query = QueryOf({Item({}, {"order:1"})});
   std::vector<Event> events = {MakeEvent("Placed", {"order:1"}), MakeEvent("Paid", {"order:1"})};
   for (Event& e : events) e.id = *NewEventId();
@@ -188,7 +189,7 @@ TEST_F(EventStoreTest, RetryOfAnAppendThatAlreadySucceededReturnsItsPosition) {
   EXPECT_EQ(store_->Head(), 4u);
 }
 
-TEST_F(EventStoreTest, EventIdsAreUniqueInTheStore) {
+TEST_P(AnyStoreTest, EventIdsAreUniqueInTheStore) {
   Event original = MakeEvent("Deposited", {"account:1"}, R"({"amount":10})");
   original.id = *NewEventId();
   ASSERT_EQ(MustAppend({original}), 1u);
@@ -217,7 +218,7 @@ TEST_F(EventStoreTest, EventIdsAreUniqueInTheStore) {
   EXPECT_EQ(store_->Stats().duplicate_ids, 3u);
 }
 
-TEST_F(EventStoreTest, IdsStayUniqueAcrossReopenAndTableGrowth) {
+TEST_P(AnyStoreTest, IdsStayUniqueAcrossReopenAndTableGrowth) {
   // Given more events than the id index's first table holds, stored in several appends.
   std::vector<EventId> ids;
   for (int batch = 0; batch < 30; ++batch) {
@@ -243,11 +244,13 @@ TEST_F(EventStoreTest, IdsStayUniqueAcrossReopenAndTableGrowth) {
   auto missing = store_->ReadById(*NewEventId());
   ASSERT_TRUE(missing.ok());
   EXPECT_FALSE(missing->has_value());
-  EXPECT_GT(store_->Stats().id_index_bytes, 0u);
-  EXPECT_LE(store_->Stats().id_index_bytes, ids.size() * 22);
+  if (GetParam() == testing::Backend::kEmbedded) {  // its own index (PostgreSQL's is a table's)
+    EXPECT_GT(store_->Stats().id_index_bytes, 0u);
+    EXPECT_LE(store_->Stats().id_index_bytes, ids.size() * 22);
+  }
 }
 
-TEST_F(EventStoreTest, ConcurrentAppendsOfOneIdStoreItOnce) {
+TEST_P(AnyStoreTest, ConcurrentAppendsOfOneIdStoreItOnce) {
   // Given rounds of two appends in flight at once, reusing one id with different data.
   for (int round = 0; round < 40; ++round) {
     EventId id = *NewEventId();
@@ -268,10 +271,15 @@ TEST_F(EventStoreTest, ConcurrentAppendsOfOneIdStoreItOnce) {
     const auto& refused = results[0].ok() ? results[1] : results[0];
     EXPECT_EQ(refused.status().code(), Code::kDuplicateEventId) << round;
   }
-  EXPECT_EQ(store_->Head(), 40u);
+  EXPECT_EQ(store_->Read(Query{})->events.size(), 40u);
+  // The embedded store's positions have no gap; PostgreSQL's sequence skips the positions of
+  // the refused appends.
+  if (GetParam() == testing::Backend::kEmbedded) {
+    EXPECT_EQ(store_->Head(), 40u);
+  }
 }
 
-TEST_F(EventStoreTest, EventAndAppendSizeLimitsAreEnforcedWithClearErrors) {
+TEST_P(AnyStoreTest, EventAndAppendSizeLimitsAreEnforcedWithClearErrors) {
   EventStoreOptions options;
   options.limits.max_event_bytes = 1000;
   options.limits.max_append_bytes = 2500;
@@ -292,14 +300,14 @@ TEST_F(EventStoreTest, EventAndAppendSizeLimitsAreEnforcedWithClearErrors) {
   EXPECT_EQ(MustAppend(std::vector<Event>(2, MakeEvent("A", {}, std::string(900, 'x')))), 3u);
 }
 
-TEST_F(EventStoreTest, DefaultLimitsAreOneMebibytePerEventAndSixteenPerAppend) {
+TEST_P(AnyStoreTest, DefaultLimitsAreOneMebibytePerEventAndSixteenPerAppend) {
   EXPECT_EQ(store_->limits().max_event_bytes, 1u << 20);
   EXPECT_EQ(store_->limits().max_append_bytes, 16u << 20);
   auto big = store_->Append({MakeEvent("A", {}, std::string(1u << 20, 'x'))});
   EXPECT_EQ(big.status().code(), Code::kLimitExceeded);
 }
 
-TEST_F(EventStoreTest, BadEventsAreRejectedWithTheirIndex) {
+TEST_P(AnyStoreTest, BadEventsAreRejectedWithTheirIndex) {
   struct Case {
     Event event;
     std::string message;
@@ -320,7 +328,7 @@ TEST_F(EventStoreTest, BadEventsAreRejectedWithTheirIndex) {
   EXPECT_EQ(store_->Head(), 0u);
 }
 
-TEST_F(EventStoreTest, ReopeningKeepsEveryEventAndTheIndex) {
+TEST_P(AnyStoreTest, ReopeningKeepsEveryEventAndTheIndex) {
   MustAppend({MakeEvent("A", {"t:1"}), MakeEvent("B", {"t:2"})});
   MustAppend({MakeEvent("A", {"t:2"})});
   Reopen();
@@ -387,7 +395,7 @@ TEST_F(EventStoreTest, DamageBeforeTheEndIsDataLossNotSilentTruncation) {
   EXPECT_NE(opened.status().message().find("segment-00000000000000000001.log"), std::string::npos);
 }
 
-TEST_F(EventStoreTest, ReadEachStopsWhenTheVisitorSaysSo) {
+TEST_P(AnyStoreTest, ReadEachStopsWhenTheVisitorSaysSo) {
   for (int i = 0; i < 10; ++i) MustAppend({MakeEvent("A")});
   std::vector<Position> seen;
   auto head = store_->ReadEach(Query{}, {}, [&](const EventView& view) {
@@ -416,7 +424,7 @@ TEST_F(EventStoreTest, ConcurrentAppendsShareSyncs) {
   EXPECT_LT(stats.syncs, stats.appends);
 }
 
-TEST_F(EventStoreTest, OneFailingConditionInABatchDoesNotFailTheOthers) {
+TEST_P(AnyStoreTest, OneFailingConditionInABatchDoesNotFailTheOthers) {
   MustAppend({MakeEvent("A", {"busy"})});
   Query busy = QueryOf({Item({}, {"busy"})});
   constexpr int kThreads = 16;

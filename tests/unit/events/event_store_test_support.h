@@ -1,16 +1,18 @@
-// Helpers for the event store tests: a fresh store in a temporary directory, and short ways to
-// write events and queries.
+// Helpers for the event store tests: a fresh store (embedded in a temporary directory, or
+// PostgreSQL in a fresh database), and short ways to write events and queries.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "events/event_store.h"
+#include "support/pg_test_database.h"
 
 namespace reef::events::testing {
 
@@ -60,13 +62,39 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-class EventStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override { Reopen(); }
+// The store under test.
+enum class Backend { kEmbedded, kPostgres };
 
+inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::kEmbedded ? "embedded" : "postgresql";
+}
+
+// A fresh store per test: the embedded one in a temporary directory, or the PostgreSQL one in a
+// fresh database of the test cluster (tests/support/pg_test_database.h).
+template <typename Base>
+class StoreFixture : public Base {
+ protected:
+  virtual Backend backend() const = 0;
+
+  void SetUp() override {
+    if (backend() == Backend::kPostgres) db_ = std::make_unique<reef::testing::PgTestDatabase>();
+    Reopen();
+  }
+
+  // Opens the store again (the embedded one with `options`; the PostgreSQL one with its limits,
+  // and pages of at most read_window_positions events).
   void Reopen(const EventStoreOptions& options = {}) {
     store_.reset();
-    auto opened = OpenEventStore(dir_.path() / "events", options);
+    Result<std::unique_ptr<EventStore>> opened = Status::Internal("unset");
+    if (backend() == Backend::kEmbedded) {
+      opened = OpenEventStore(dir_.path() / "events", options);
+    } else {
+      PostgresEventStoreOptions pg;
+      pg.limits = options.limits;
+      pg.read_page_events =
+          static_cast<uint32_t>(std::min<uint64_t>(options.read_window_positions, 1000));
+      opened = OpenPostgresEventStore(db_->conninfo(), pg);
+    }
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     store_ = std::move(*opened);
   }
@@ -85,7 +113,20 @@ class EventStoreTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::unique_ptr<reef::testing::PgTestDatabase> db_;
   std::unique_ptr<EventStore> store_;
+};
+
+// Tests of the embedded store alone (its files, its group commit, its buffers).
+class EventStoreTest : public StoreFixture<::testing::Test> {
+ protected:
+  Backend backend() const override { return Backend::kEmbedded; }
+};
+
+// Tests every backend must pass (instantiated in dcb_conformance_test.cc).
+class AnyStoreTest : public StoreFixture<::testing::TestWithParam<Backend>> {
+ protected:
+  Backend backend() const override { return GetParam(); }
 };
 
 }  // namespace reef::events::testing

@@ -1,0 +1,165 @@
+// PgCore: the PostgreSQL event store behind OpenPostgresEventStore (event_store.h), shared by
+// the store's handle and its subscriptions. Its files:
+//   pg_schema.cc        the tables, the append function, migrations (docs/operations.md)
+//   pg_store.cc         the EventStore handle, Open, appends and the lock keys they take
+//   pg_reads.cc         reads by query and by id (SQL built per query)
+//   pg_head.cc          HeadTracker: the read barrier (the safe head) and LISTEN/NOTIFY
+//   pg_subscription.cc  subscriptions that follow the safe head
+//
+// How appends stay consistent (the @dcb-es design): an append takes transaction-scoped
+// advisory locks, in one global order, on a hash of every (type, tag) pair its events carry
+// (shared) and of every pair its condition could match (exclusive), checks the condition in the
+// same transaction, and only then draws positions from the sequence and inserts, all in one
+// call of the function reef_append under READ COMMITTED. A writer whose events could match a
+// condition therefore either commits before the condition is checked, or waits and draws later
+// positions. Lock keys only ever make appends wait; conflicts come from the SQL check alone, so
+// a hash collision never invents one.
+//
+// Why reads need a barrier: positions are drawn before commit, so position 7 may commit after
+// position 8. A reader must not hand out 8 (or use 8 as a condition's `after`) while 7 may
+// still appear. Writers hold a shared advisory lock (the barrier key) from before they draw a
+// position until they commit; the safe head is the sequence's last value once every writer that
+// held the barrier key when it was read has finished (pg_head.cc). Readers never block writers.
+//
+// Thread ownership: any thread; the pool hands each call its own connection.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/mutex.h"
+#include "events/event_store.h"
+#include "pg/pg.h"
+
+namespace reef::events::pg_store {
+
+// Advisory lock keys Reef keeps for itself: high 32 bits "REEF" (0x52454546).
+inline constexpr int64_t kKeyNamespace = int64_t{0x52454546} << 32;
+inline constexpr int64_t kStoreLockKey = kKeyNamespace | 1;      // every append (shared)
+inline constexpr int64_t kBarrierKey = kKeyNamespace | 2;        // appends in flight (shared)
+inline constexpr int64_t kMigrationLockKey = kKeyNamespace | 3;  // schema changes (exclusive)
+
+// The NOTIFY channel announcing that some process appended.
+inline constexpr const char* kEventsChannel = "reef_events";
+
+// Creates or migrates the event store's tables on `conn` (pg_schema.cc).
+// Errors: DataLoss when the database holds a newer schema version than this Reef knows.
+Status MigrateEventSchema(pg::Connection& conn);
+
+// The safe head: the highest position below which every position is settled, published to
+// readers and subscribers (pg_head.cc).
+class HeadTracker {
+ public:
+  HeadTracker(pg::ConnectOptions connect, std::chrono::milliseconds poll_interval);
+  ~HeadTracker();
+
+  // Starts the tracking thread. Errors: Unavailable when the database cannot be reached.
+  Status Start();
+  // Stops it; waiters get Unavailable.
+  void Stop();
+
+  // A safe head computed after this call began: every append acknowledged before the call is
+  // at or below it. Blocks up to `timeout`. Errors: Unavailable (timeout, store closed).
+  Result<Position> FreshHead(std::chrono::milliseconds timeout);
+  // The latest safe head published (never blocks; may lag).
+  Position published() const;
+  // Waits until the published head passes `seen` or `deadline` passes; false when stopped.
+  bool WaitPast(Position seen, std::chrono::steady_clock::time_point deadline);
+  // An append of this process committed: compute a new head soon and tell other processes.
+  void NoteLocalAppend();
+  // The last error of the tracking connection ("" when healthy).
+  std::string last_error() const;
+  bool stopped() const;
+
+ private:
+  void Loop(std::unique_ptr<pg::Connection> conn);
+  // One round: the candidate (sequence value and the writers holding the barrier key), then
+  // wait for those writers. Errors: Unavailable (connection lost, stopping).
+  Result<Position> Round(pg::Connection& conn);
+  // Waits for a wake-up, a notification on `conn` or poll_interval, whichever comes first.
+  void WaitForWork(pg::Connection& conn);
+  // Makes the thread run a round soon.
+  void Wake();
+
+  const pg::ConnectOptions connect_;
+  const std::chrono::milliseconds poll_interval_;
+  int wake_fd_ = -1;  // eventfd: a round is wanted
+  std::thread thread_;
+
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool notify_wanted_ GUARDED_BY(mu_) = false;
+  uint64_t started_ GUARDED_BY(mu_) = 0;    // rounds begun
+  uint64_t completed_ GUARDED_BY(mu_) = 0;  // the number of the last round that finished
+  Position published_ GUARDED_BY(mu_) = 0;
+  std::string last_error_ GUARDED_BY(mu_);
+};
+
+// Counters (EventStoreStats).
+struct PgCounters {
+  std::atomic<uint64_t> appends{0};
+  std::atomic<uint64_t> conflicts{0};
+  std::atomic<uint64_t> duplicate_ids{0};
+  std::atomic<uint64_t> events_written{0};
+};
+
+class PgCore : public std::enable_shared_from_this<PgCore> {
+ public:
+  PgCore(std::string conninfo, PostgresEventStoreOptions options);
+  ~PgCore();
+
+  Status Open();
+  void Close();
+  bool closed() const { return closed_.load(); }
+
+  Result<Position> Append(std::vector<Event> events, std::optional<AppendCondition> condition);
+  // Reads up to the fresh safe head (pg_reads.cc).
+  Result<Position> ReadEach(const Query& query, const ReadOptions& options,
+                            const EventVisitor& visitor) const;
+  // Reads events matching `query` in (after, up_to], at most `limit`, ascending (for
+  // subscriptions; no barrier: the caller passes a safe head).
+  Result<std::vector<SequencedEvent>> ReadRange(const Query& query, Position after, Position up_to,
+                                                uint32_t limit) const;
+  Result<std::optional<SequencedEvent>> ReadById(const EventId& id) const;
+  Position Head() const;
+  EventStoreStats Stats() const;
+
+  const PostgresEventStoreOptions& options() const { return options_; }
+  HeadTracker& tracker() const { return *tracker_; }
+  std::string ClosedMessage() const;
+
+ private:
+  // Decides whether an append refused for a stored id is a retry of one that committed (its
+  // last position) or reuses an id (DuplicateEventId). NotFound when none of its ids is
+  // stored (the append that held them rolled back).
+  Result<Position> RetryOrDuplicate(const std::vector<Event>& events,
+                                    const std::vector<bool>& timestamp_given) const;
+  // After the connection running an append (server process `pid`) broke: ends that process,
+  // then reports whether the append committed. Errors: Unavailable when PostgreSQL stays
+  // unreachable for acquire_timeout.
+  Result<bool> ResolveLost(int pid, const std::vector<Event>& events);
+
+  const std::string conninfo_;
+  const PostgresEventStoreOptions options_;
+  std::unique_ptr<pg::Pool> pool_;
+  std::unique_ptr<HeadTracker> tracker_;
+  std::atomic<bool> closed_{false};
+  mutable PgCounters counters_;
+};
+
+// A subscription following the safe head (pg_subscription.cc).
+std::unique_ptr<Subscription> NewPgSubscription(std::shared_ptr<PgCore> core, Query query,
+                                                Position after);
+
+// Decodes one row of the event columns (kEventColumns, binary format) at `row` of `result`
+// into `view` (pg_reads.cc). Errors: DataLoss for a malformed row.
+Status DecodeEventRow(const pg::PgResult& result, int row, EventView& view);
+// The columns DecodeEventRow reads, in its order.
+extern const char* const kEventColumns;
+
+}  // namespace reef::events::pg_store

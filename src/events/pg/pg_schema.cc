@@ -1,0 +1,198 @@
+// The PostgreSQL event store's schema (pg_core.h): tables, the append function, the read
+// barrier's functions, and the migrations that create them. Reef records each component's
+// schema version in reef_schema; migrations run under an advisory lock so processes starting
+// together apply each one once (docs/operations.md "PostgreSQL").
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "events/pg/pg_core.h"
+
+namespace reef::events::pg_store {
+
+namespace {
+
+// Version 1. Positions come from reef_event_positions; reef_event_tags holds one row per
+// (tag, event) for the conditions' and reads' tag lookups; xid is the transaction that wrote
+// the event (a retry is recognized as the whole of one earlier append).
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE reef_events (
+  position bigint PRIMARY KEY,
+  id uuid NOT NULL UNIQUE,
+  type text NOT NULL,
+  tags text[] NOT NULL,
+  data bytea NOT NULL,
+  timestamp_ms bigint NOT NULL,
+  correlation_id text NOT NULL,
+  causation_id text NOT NULL,
+  idempotency_key text NOT NULL,
+  user_metadata text NOT NULL,
+  xid xid8 NOT NULL DEFAULT pg_current_xact_id()
+);
+CREATE INDEX reef_events_by_type ON reef_events (type, position);
+CREATE INDEX reef_events_by_xid ON reef_events (xid);
+CREATE TABLE reef_event_tags (
+  tag text NOT NULL,
+  position bigint NOT NULL,
+  PRIMARY KEY (tag, position)
+);
+CREATE SEQUENCE reef_event_positions AS bigint MINVALUE 1;
+
+-- One append, in the caller's transaction (autocommit: one call, one transaction).
+-- Events: parallel arrays; event i's tags are p_tags[p_tag_ends[i-1]+1 .. p_tag_ends[i]].
+-- Locks: p_keys in the order given (sorted by the caller), exclusive where p_exclusive.
+-- Condition: none when p_after is NULL; else item i is the types
+-- p_cond_types[p_cond_type_ends[i-1]+1 .. p_cond_type_ends[i]] and tags likewise, and no
+-- items means every event.
+-- Errors: RFDUP when an id is already stored, RFCON (DETAIL: the first matching position)
+-- when the condition fails. Returns the last position written.
+CREATE FUNCTION reef_append(
+  p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
+  p_corr text[], p_caus text[], p_idem text[], p_user text[],
+  p_keys bigint[], p_exclusive boolean[], p_barrier bigint,
+  p_after bigint, p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[],
+  p_cond_tag_ends int[])
+RETURNS bigint LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+DECLARE
+  i int;
+  v_types text[];
+  v_tags text[];
+  v_hit bigint;
+  v_last bigint;
+BEGIN
+  FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+    IF p_exclusive[i] THEN
+      PERFORM pg_advisory_xact_lock(p_keys[i]);
+    ELSE
+      PERFORM pg_advisory_xact_lock_shared(p_keys[i]);
+    END IF;
+  END LOOP;
+  -- After the locks: a retry sent while its original was in flight waited for it above, and
+  -- must be recognized as a retry here rather than fail the condition below.
+  IF EXISTS (SELECT 1 FROM reef_events WHERE id = ANY(p_ids)) THEN
+    RAISE EXCEPTION 'an event id is already stored' USING ERRCODE = 'RFDUP';
+  END IF;
+  IF p_after IS NOT NULL THEN
+    IF coalesce(array_length(p_cond_type_ends, 1), 0) = 0 THEN
+      SELECT position INTO v_hit FROM reef_events WHERE position > p_after
+        ORDER BY position LIMIT 1;
+    ELSE
+      FOR i IN 1 .. array_length(p_cond_type_ends, 1) LOOP
+        v_types := p_cond_types[coalesce(p_cond_type_ends[i - 1], 0) + 1 : p_cond_type_ends[i]];
+        v_tags := p_cond_tags[coalesce(p_cond_tag_ends[i - 1], 0) + 1 : p_cond_tag_ends[i]];
+        IF cardinality(v_tags) = 0 THEN
+          SELECT min(position) INTO v_hit FROM reef_events
+            WHERE type = ANY(v_types) AND position > p_after;
+        ELSE
+          SELECT t.position INTO v_hit FROM reef_event_tags t JOIN reef_events e USING (position)
+            WHERE t.tag = v_tags[1] AND t.position > p_after AND e.tags @> v_tags
+              AND (cardinality(v_types) = 0 OR e.type = ANY(v_types))
+            ORDER BY t.position LIMIT 1;
+        END IF;
+        EXIT WHEN v_hit IS NOT NULL;
+      END LOOP;
+    END IF;
+    IF v_hit IS NOT NULL THEN
+      RAISE EXCEPTION 'append condition failed: event % matches', v_hit
+        USING ERRCODE = 'RFCON', DETAIL = v_hit::text;
+    END IF;
+  END IF;
+  -- In flight from here until commit: readers wait for this transaction (the read barrier).
+  PERFORM pg_advisory_xact_lock_shared(p_barrier);
+  WITH rows AS (
+    SELECT nextval('reef_event_positions') AS position, u.*
+    FROM unnest(p_ids, p_types, p_data, p_ts, p_corr, p_caus, p_idem, p_user)
+      WITH ORDINALITY AS u(id, type, data, ts, corr, caus, idem, usr, n)
+  ), ins AS (
+    INSERT INTO reef_events (position, id, type, tags, data, timestamp_ms, correlation_id,
+                             causation_id, idempotency_key, user_metadata)
+    SELECT position, id, type, p_tags[coalesce(p_tag_ends[n - 1], 0) + 1 : p_tag_ends[n]],
+           data, ts, corr, caus, idem, usr FROM rows
+    RETURNING position, tags
+  ), tagged AS (
+    INSERT INTO reef_event_tags (tag, position)
+    SELECT t, ins.position FROM ins, unnest(ins.tags) AS t
+  )
+  SELECT max(position) INTO v_last FROM ins;
+  RETURN v_last;
+END $$;
+
+-- The read barrier's candidate: the sequence's last value, then the transactions holding the
+-- barrier key (any of them may hold a position at or below it, uncommitted).
+CREATE FUNCTION reef_head_candidate(p_barrier bigint, OUT head bigint, OUT writers text[])
+LANGUAGE plpgsql AS $$
+BEGIN
+  SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO head FROM reef_event_positions;
+  SELECT array_agg(virtualtransaction) INTO writers FROM pg_locks
+   WHERE locktype = 'advisory' AND granted AND objsubid = 1
+     AND classid = ((p_barrier >> 32) & 4294967295)::oid
+     AND objid = (p_barrier & 4294967295)::oid
+     AND database = (SELECT oid FROM pg_database WHERE datname = current_database());
+END $$;
+
+-- True once none of `p_writers` holds the barrier key any more.
+CREATE FUNCTION reef_writers_done(p_barrier bigint, p_writers text[]) RETURNS boolean
+LANGUAGE sql AS $$
+  SELECT NOT EXISTS (SELECT 1 FROM pg_locks
+   WHERE locktype = 'advisory' AND objsubid = 1
+     AND classid = ((p_barrier >> 32) & 4294967295)::oid
+     AND objid = (p_barrier & 4294967295)::oid
+     AND virtualtransaction = ANY(p_writers)
+     AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+$$;
+)sql";
+
+constexpr const char* kComponent = "events";
+const std::vector<const char*> kMigrations = {kSchemaV1};
+
+}  // namespace
+
+Status MigrateEventSchema(pg::Connection& conn) {
+  pg::Params lock;
+  lock.Int8(kMigrationLockKey);
+  REEF_RETURN_IF_ERROR(
+      conn.Exec("SELECT pg_advisory_lock($1)", lock, "taking the migration lock").status());
+  auto migrate = [&]() -> Status {
+    REEF_RETURN_IF_ERROR(conn.ExecScript(
+        "CREATE TABLE IF NOT EXISTS reef_schema (component text PRIMARY KEY, version int NOT "
+        "NULL, migrated_at timestamptz NOT NULL DEFAULT now())",
+        "creating reef_schema"));
+    pg::Params component;
+    component.Text(kComponent);
+    REEF_ASSIGN_OR_RETURN(pg::PgResult found,
+                          conn.Exec("SELECT version FROM reef_schema WHERE component = $1",
+                                    component, "reading the schema version"));
+    int64_t version = 0;
+    if (found.rows() > 0) {
+      REEF_ASSIGN_OR_RETURN(version, found.Int(0, 0));
+    }
+    const auto known = static_cast<int64_t>(kMigrations.size());
+    if (version > known) {
+      return Status::DataLoss(fmt::format(
+          "the database's event store schema is version {}, newer than this Reef knows ({}): "
+          "use a newer Reef",
+          version, known));
+    }
+    for (int64_t v = version; v < known; ++v) {
+      std::string script = fmt::format(
+          "BEGIN;\n{}\nINSERT INTO reef_schema (component, version) VALUES ('{}', {}) "
+          "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, migrated_at = "
+          "now();\nCOMMIT;",
+          kMigrations[v], kComponent, v + 1);
+      Status applied = conn.ExecScript(script, fmt::format("migrating the event store to "
+                                                           "schema version {}",
+                                                           v + 1));
+      if (!applied.ok()) {
+        (void)conn.ExecScript("ROLLBACK", "rolling back a migration");
+        return applied;
+      }
+    }
+    return Status::Ok();
+  };
+  Status status = migrate();
+  (void)conn.Exec("SELECT pg_advisory_unlock($1)", lock);
+  return status;
+}
+
+}  // namespace reef::events::pg_store

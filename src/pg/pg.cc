@@ -1,0 +1,417 @@
+// The PostgreSQL client layer (pg.h) over libpq: binary parameters, results, connections and
+// the pool.
+#include "pg/pg.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <libpq-fe.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <utility>
+
+namespace reef::pg {
+
+namespace {
+
+void PutU32(std::string& out, uint32_t value) {
+  uint32_t be = htonl(value);
+  out.append(reinterpret_cast<const char*>(&be), 4);
+}
+
+std::string BigEndian64(int64_t value) {
+  std::string out(8, '\0');
+  auto u = static_cast<uint64_t>(value);
+  for (int i = 7; i >= 0; --i) {
+    out[i] = static_cast<char>(u & 0xff);
+    u >>= 8;
+  }
+  return out;
+}
+
+std::string BigEndian32(int32_t value) {
+  std::string out;
+  PutU32(out, static_cast<uint32_t>(value));
+  return out;
+}
+
+// libpq's messages end with a newline; a Status message should not.
+std::string Trimmed(const char* text) {
+  std::string out = text ? text : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// SQLSTATE classes that mean the connection or the server is gone, not the statement.
+bool IsConnectionState(std::string_view state) {
+  return state.starts_with("08") || state == "57P01" || state == "57P02" || state == "57P03";
+}
+
+}  // namespace
+
+// ---- Params -------------------------------------------------------------------------------------
+
+Params& Params::Add(Oid type, std::string bytes) {
+  types_.push_back(static_cast<uint32_t>(type));
+  values_.push_back(std::move(bytes));
+  nulls_.push_back(false);
+  return *this;
+}
+
+Params& Params::Null(Oid type) {
+  Add(type, {});
+  nulls_.back() = true;
+  return *this;
+}
+
+Params& Params::Int8(int64_t value) {
+  return Add(Oid::kInt8, BigEndian64(value));
+}
+Params& Params::Int4(int32_t value) {
+  return Add(Oid::kInt4, BigEndian32(value));
+}
+Params& Params::Bool(bool value) {
+  return Add(Oid::kBool, std::string(1, value ? 1 : 0));
+}
+Params& Params::Text(std::string_view value) {
+  return Add(Oid::kText, std::string(value));
+}
+Params& Params::Bytea(std::string_view value) {
+  return Add(Oid::kBytea, std::string(value));
+}
+Params& Params::Uuid(std::span<const uint8_t, 16> value) {
+  return Add(Oid::kUuid, std::string(reinterpret_cast<const char*>(value.data()), 16));
+}
+
+// The binary array format (array_send): dimensions, a has-null flag, the element type, then
+// per dimension its length and lower bound, then each element as a length and its bytes.
+Params& Params::AddArray(Oid array_type, Oid element_type,
+                         std::span<const std::string_view> elements) {
+  std::string out;
+  size_t bytes = 20;
+  for (std::string_view e : elements) bytes += 4 + e.size();
+  out.reserve(bytes);
+  PutU32(out, elements.empty() ? 0 : 1);
+  PutU32(out, 0);
+  PutU32(out, static_cast<uint32_t>(element_type));
+  if (!elements.empty()) {
+    PutU32(out, static_cast<uint32_t>(elements.size()));
+    PutU32(out, 1);
+  }
+  for (std::string_view e : elements) {
+    PutU32(out, static_cast<uint32_t>(e.size()));
+    out.append(e);
+  }
+  return Add(array_type, std::move(out));
+}
+
+Params& Params::Int8Array(std::span<const int64_t> values) {
+  std::vector<std::string> encoded;
+  encoded.reserve(values.size());
+  for (int64_t v : values) encoded.push_back(BigEndian64(v));
+  std::vector<std::string_view> views(encoded.begin(), encoded.end());
+  return AddArray(Oid::kInt8Array, Oid::kInt8, views);
+}
+
+Params& Params::Int4Array(std::span<const int32_t> values) {
+  std::vector<std::string> encoded;
+  encoded.reserve(values.size());
+  for (int32_t v : values) encoded.push_back(BigEndian32(v));
+  std::vector<std::string_view> views(encoded.begin(), encoded.end());
+  return AddArray(Oid::kInt4Array, Oid::kInt4, views);
+}
+
+Params& Params::BoolArray(std::span<const uint8_t> values) {
+  static constexpr char kFalse = 0, kTrue = 1;
+  std::vector<std::string_view> views;
+  views.reserve(values.size());
+  for (uint8_t v : values) views.emplace_back(v != 0 ? &kTrue : &kFalse, 1);
+  return AddArray(Oid::kBoolArray, Oid::kBool, views);
+}
+
+Params& Params::TextArray(std::span<const std::string_view> values) {
+  return AddArray(Oid::kTextArray, Oid::kText, values);
+}
+
+Params& Params::ByteaArray(std::span<const std::string_view> values) {
+  return AddArray(Oid::kByteaArray, Oid::kBytea, values);
+}
+
+Params& Params::UuidArray(std::span<const std::array<uint8_t, 16>> values) {
+  std::vector<std::string_view> views;
+  views.reserve(values.size());
+  for (const auto& v : values) views.emplace_back(reinterpret_cast<const char*>(v.data()), 16);
+  return AddArray(Oid::kUuidArray, Oid::kUuid, views);
+}
+
+// ---- PgResult -----------------------------------------------------------------------------------
+
+PgResult::PgResult(pg_result* result) : result_(result) {}
+PgResult::~PgResult() {
+  if (result_) PQclear(result_);
+}
+PgResult::PgResult(PgResult&& other) noexcept : result_(std::exchange(other.result_, nullptr)) {}
+PgResult& PgResult::operator=(PgResult&& other) noexcept {
+  if (this != &other) {
+    if (result_) PQclear(result_);
+    result_ = std::exchange(other.result_, nullptr);
+  }
+  return *this;
+}
+
+bool PgResult::ok() const {
+  if (!result_) return false;
+  ExecStatusType s = PQresultStatus(result_);
+  return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+}
+
+std::string PgResult::sqlstate() const {
+  const char* s = result_ ? PQresultErrorField(result_, PG_DIAG_SQLSTATE) : nullptr;
+  return s ? s : "";
+}
+
+std::string PgResult::message() const {
+  const char* s = result_ ? PQresultErrorField(result_, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+  return s ? s : (result_ ? Trimmed(PQresultErrorMessage(result_)) : "no result");
+}
+
+std::string PgResult::detail() const {
+  const char* s = result_ ? PQresultErrorField(result_, PG_DIAG_MESSAGE_DETAIL) : nullptr;
+  return s ? s : "";
+}
+
+Status PgResult::ToStatus() const {
+  if (ok()) return Status::Ok();
+  return Status::Internal(fmt::format("PostgreSQL error {}: {}", sqlstate(), message()));
+}
+
+int PgResult::rows() const {
+  return result_ ? PQntuples(result_) : 0;
+}
+
+bool PgResult::is_null(int row, int column) const {
+  return PQgetisnull(result_, row, column) != 0;
+}
+
+std::string_view PgResult::field(int row, int column) const {
+  return {PQgetvalue(result_, row, column), static_cast<size_t>(PQgetlength(result_, row, column))};
+}
+
+Result<int64_t> PgResult::Int(int row, int column) const {
+  std::string_view text = field(row, column);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return Status::DataLoss(fmt::format("PostgreSQL returned '{}' where a number belongs", text));
+  }
+  return value;
+}
+
+// ---- Connection ---------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Connection>> Connection::Open(const ConnectOptions& options) {
+  // Defaults first: what the caller's connection string says overrides them (expand_dbname).
+  const std::string timeout = std::to_string(options.connect_timeout.count());
+  const char* keywords[] = {"fallback_application_name",
+                            "connect_timeout",
+                            "keepalives_idle",
+                            "keepalives_interval",
+                            "keepalives_count",
+                            "dbname",
+                            nullptr};
+  const char* values[] = {"reef", timeout.c_str(),          "10",   "5",
+                          "3",    options.conninfo.c_str(), nullptr};
+  pg_conn* conn = PQconnectdbParams(keywords, values, /*expand_dbname=*/1);
+  if (conn == nullptr) return Status::Unavailable("cannot connect to PostgreSQL: out of memory");
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string why = Trimmed(PQerrorMessage(conn));
+    PQfinish(conn);
+    return Status::Unavailable(fmt::format("cannot connect to PostgreSQL: {}", why));
+  }
+  // The server's notices (e.g. "relation ... already exists, skipping") go to the debug log,
+  // not stderr.
+  PQsetNoticeProcessor(
+      conn, [](void*, const char* message) { spdlog::debug("PostgreSQL: {}", Trimmed(message)); },
+      nullptr);
+  return std::unique_ptr<Connection>(new Connection(conn));
+}
+
+Connection::~Connection() {
+  PQfinish(conn_);
+}
+
+bool Connection::healthy() const {
+  return PQstatus(conn_) == CONNECTION_OK;
+}
+int Connection::socket() const {
+  return PQsocket(conn_);
+}
+int Connection::backend_pid() const {
+  return PQbackendPID(conn_);
+}
+
+Status Connection::LostConnection(std::string_view what) const {
+  return Status::Unavailable(fmt::format("PostgreSQL connection lost{}{}: {}",
+                                         what.empty() ? "" : " during ", what,
+                                         Trimmed(PQerrorMessage(conn_))));
+}
+
+Result<PgResult> Connection::Run(std::string_view sql, const Params& params, bool binary_rows) {
+  const std::string text(sql);
+  const size_t n = params.size();
+  std::vector<const char*> values(n);
+  std::vector<int> lengths(n);
+  std::vector<int> formats(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    values[i] = params.nulls_[i] ? nullptr : params.values_[i].data();
+    lengths[i] = static_cast<int>(params.values_[i].size());
+  }
+  PgResult result(PQexecParams(conn_, text.c_str(), static_cast<int>(n),
+                               reinterpret_cast<const ::Oid*>(params.types_.data()), values.data(),
+                               lengths.data(), formats.data(), binary_rows ? 1 : 0));
+  if (!result.ok()) {
+    if (!healthy() || IsConnectionState(result.sqlstate())) return LostConnection({});
+  }
+  return result;
+}
+
+Result<PgResult> Connection::Exec(std::string_view sql, const Params& params, std::string_view what,
+                                  bool binary_rows) {
+  REEF_ASSIGN_OR_RETURN(PgResult result, Run(sql, params, binary_rows));
+  if (!result.ok()) {
+    Status status = result.ToStatus();
+    if (what.empty()) return status;
+    return Status(status.code(), fmt::format("{}: {}", what, status.message()));
+  }
+  return result;
+}
+
+Status Connection::ExecScript(std::string_view sql, std::string_view what) {
+  const std::string text(sql);
+  if (PQsendQuery(conn_, text.c_str()) == 0) return LostConnection(what);
+  Status status = Status::Ok();
+  while (pg_result* raw = PQgetResult(conn_)) {
+    PgResult result(raw);
+    if (!result.ok() && status.ok()) {
+      status = IsConnectionState(result.sqlstate())
+                   ? LostConnection(what)
+                   : Status::Internal(fmt::format("{}: PostgreSQL error {}: {}", what,
+                                                  result.sqlstate(), result.message()));
+    }
+  }
+  if (!healthy()) return LostConnection(what);
+  return status;
+}
+
+Result<std::vector<std::string>> Connection::TakeNotifications() {
+  if (PQconsumeInput(conn_) == 0) return LostConnection("LISTEN");
+  std::vector<std::string> channels;
+  const int self = PQbackendPID(conn_);
+  while (PGnotify* notify = PQnotifies(conn_)) {
+    std::string channel = notify->relname;
+    const bool own = notify->be_pid == self;
+    PQfreemem(notify);
+    if (own) continue;
+    if (std::find(channels.begin(), channels.end(), channel) == channels.end()) {
+      channels.push_back(std::move(channel));
+    }
+  }
+  return channels;
+}
+
+// ---- Pool ---------------------------------------------------------------------------------------
+
+Pool::Pool(ConnectOptions options, size_t size, std::chrono::milliseconds acquire_timeout)
+    : options_(std::move(options)),
+      size_(std::max<size_t>(size, 1)),
+      acquire_timeout_(acquire_timeout) {}
+
+Pool::~Pool() = default;
+
+Pool::Lease::~Lease() {
+  if (pool_ && conn_) pool_->Return(std::move(conn_));
+}
+
+Result<Pool::Lease> Pool::Acquire() {
+  const auto deadline = std::chrono::steady_clock::now() + acquire_timeout_;
+  {
+    MutexLock lock(mu_);
+    for (;;) {
+      if (!idle_.empty()) {
+        std::unique_ptr<Connection> conn = std::move(idle_.back());
+        idle_.pop_back();
+        return Lease(this, std::move(conn));
+      }
+      if (open_ < size_) break;
+      if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout && idle_.empty() &&
+          open_ >= size_) {
+        return Status::Unavailable(
+            fmt::format("no PostgreSQL connection free within {} ms (all {} in use)",
+                        acquire_timeout_.count(), size_));
+      }
+    }
+    ++open_;  // a slot for the connection opened below, outside the lock
+  }
+  auto opened = Connection::Open(options_);
+  if (!opened.ok()) {
+    MutexLock lock(mu_);
+    --open_;
+    ++connect_failures_;
+    cv_.NotifyOne();
+    return opened.status();
+  }
+  return Lease(this, std::move(*opened));
+}
+
+void Pool::Return(std::unique_ptr<Connection> conn) {
+  MutexLock lock(mu_);
+  if (conn->healthy()) {
+    idle_.push_back(std::move(conn));
+  } else {
+    --open_;  // dropped: the next Acquire opens a new one
+  }
+  cv_.NotifyOne();
+}
+
+size_t Pool::open_connections() const {
+  MutexLock lock(mu_);
+  return open_;
+}
+
+uint64_t Pool::connect_failures() const {
+  MutexLock lock(mu_);
+  return connect_failures_;
+}
+
+// ---- Helpers ------------------------------------------------------------------------------------
+
+bool IsPostgresUri(std::string_view store) {
+  return store.starts_with("postgresql://") || store.starts_with("postgres://");
+}
+
+std::string RedactConninfo(std::string_view conninfo) {
+  std::string out(conninfo);
+  if (IsPostgresUri(out)) {
+    // scheme://user:password@host... : drop ":password" before the '@' of the authority.
+    size_t start = out.find("://") + 3;
+    size_t at = out.find('@', start);
+    size_t slash = out.find('/', start);
+    if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
+      size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) out.erase(colon, at - colon);
+    }
+  }
+  // key=value form and URI query parameters: password=... becomes password=***.
+  for (size_t pos = out.find("password="); pos != std::string::npos;
+       pos = out.find("password=", pos + 1)) {
+    size_t value = pos + 9;
+    size_t end = out.find_first_of(" &", value);
+    if (end == std::string::npos) end = out.size();
+    out.replace(value, end - value, "***");
+  }
+  return out;
+}
+
+}  // namespace reef::pg

@@ -1,0 +1,205 @@
+// Reef's PostgreSQL client layer over libpq: a connection, its results, parameters in
+// PostgreSQL's binary format, and a bounded pool. The PostgreSQL event store (src/events/pg)
+// and module store (src/store/pg) use it; nothing else talks to PostgreSQL.
+//
+// Errors: a failure to connect, a lost connection or a server shutting down is Unavailable
+// (the message never includes the connection string, which may hold a password); any other
+// failed statement keeps its SQLSTATE (PgResult::sqlstate) for the caller to map, and
+// PgResult::ToStatus makes it Internal.
+//
+// Thread ownership: a PgConnection and its results belong to one thread at a time (libpq's
+// rule); PgPool is used from any thread.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/mutex.h"
+#include "core/status.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace reef::pg {
+
+// PostgreSQL type oids of the parameters Reef binds (pg_type.dat).
+enum class Oid : uint32_t {
+  kBool = 16,
+  kBytea = 17,
+  kInt8 = 20,
+  kInt4 = 23,
+  kText = 25,
+  kUuid = 2950,
+  kBoolArray = 1000,
+  kByteaArray = 1001,
+  kInt4Array = 1007,
+  kTextArray = 1009,
+  kInt8Array = 1016,
+  kUuidArray = 2951,
+};
+
+// The parameters of one statement ($1, $2, ...), each kept in PostgreSQL's binary format.
+class Params {
+ public:
+  Params& Null(Oid type);
+  Params& Int8(int64_t value);
+  Params& Int4(int32_t value);
+  Params& Bool(bool value);
+  Params& Text(std::string_view value);
+  Params& Bytea(std::string_view value);
+  Params& Uuid(std::span<const uint8_t, 16> value);
+  // One-dimensional arrays (lower bound 1), never NULL elements.
+  Params& Int8Array(std::span<const int64_t> values);
+  Params& Int4Array(std::span<const int32_t> values);
+  Params& BoolArray(std::span<const uint8_t> values);  // 0 = false, else true
+  Params& TextArray(std::span<const std::string_view> values);
+  Params& ByteaArray(std::span<const std::string_view> values);
+  Params& UuidArray(std::span<const std::array<uint8_t, 16>> values);
+
+  size_t size() const { return types_.size(); }
+
+ private:
+  friend class Connection;
+  Params& Add(Oid type, std::string bytes);
+  Params& AddArray(Oid array_type, Oid element_type, std::span<const std::string_view> elements);
+
+  std::vector<uint32_t> types_;
+  std::vector<std::string> values_;
+  std::vector<bool> nulls_;
+};
+
+// A statement's result. Rows are in text format unless the statement asked for binary.
+class PgResult {
+ public:
+  PgResult() = default;
+  explicit PgResult(pg_result* result);
+  ~PgResult();
+  PgResult(PgResult&& other) noexcept;
+  PgResult& operator=(PgResult&& other) noexcept;
+
+  // True when the statement succeeded (command or rows).
+  bool ok() const;
+  // The five-character SQLSTATE of a failed statement ("" when ok or unknown).
+  std::string sqlstate() const;
+  // The server's primary message and its DETAIL field ("" when none).
+  std::string message() const;
+  std::string detail() const;
+  // Ok, or Internal naming the SQLSTATE and message.
+  Status ToStatus() const;
+
+  int rows() const;
+  bool is_null(int row, int column) const;
+  // The field as stored in the result (text or binary per the statement), valid while this
+  // result lives.
+  std::string_view field(int row, int column) const;
+  // A text-format field parsed as a signed integer. Errors: DataLoss when it is not one.
+  Result<int64_t> Int(int row, int column) const;
+
+ private:
+  pg_result* result_ = nullptr;
+};
+
+// How to reach the database and how long to wait for it.
+struct ConnectOptions {
+  // A libpq connection string or postgresql:// URI (the caller's; never logged).
+  std::string conninfo;
+  std::chrono::seconds connect_timeout{10};
+};
+
+// One libpq connection.
+class Connection {
+ public:
+  // Connects (blocking). Errors: Unavailable with libpq's reason.
+  static Result<std::unique_ptr<Connection>> Open(const ConnectOptions& options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Runs one statement with `params`; rows come back in text format, or binary when
+  // `binary_rows`. A failed statement is a PgResult with !ok() (its SQLSTATE kept); a lost
+  // connection or a server shutting down is Unavailable.
+  Result<PgResult> Run(std::string_view sql, const Params& params = {}, bool binary_rows = false);
+  // Run, with a failed statement as an error (PgResult::ToStatus, prefixed with `what`).
+  Result<PgResult> Exec(std::string_view sql, const Params& params = {}, std::string_view what = {},
+                        bool binary_rows = false);
+  // Runs one or more statements without parameters (the simple query protocol).
+  Status ExecScript(std::string_view sql, std::string_view what);
+
+  // False once the connection is known to be broken: it must be dropped.
+  bool healthy() const;
+  // The socket, for waiting on notifications (LISTEN).
+  int socket() const;
+  // Reads what the server sent and returns the notifications received from other sessions, by
+  // channel name (each channel at most once). Errors: Unavailable when the connection broke.
+  Result<std::vector<std::string>> TakeNotifications();
+  // The server's process id (for logs and tests).
+  int backend_pid() const;
+
+ private:
+  explicit Connection(pg_conn* conn) : conn_(conn) {}
+  Status LostConnection(std::string_view what) const;
+
+  pg_conn* conn_;
+};
+
+// A fixed number of connections shared by any thread. Connections are opened on demand and
+// reopened after one breaks; a caller waits for a free one up to `acquire_timeout`.
+class Pool {
+ public:
+  Pool(ConnectOptions options, size_t size, std::chrono::milliseconds acquire_timeout);
+  ~Pool();
+
+  // A connection borrowed from the pool; it goes back when the lease ends (or is dropped when
+  // it broke).
+  class Lease {
+   public:
+    Lease(Pool* pool, std::unique_ptr<Connection> conn) : pool_(pool), conn_(std::move(conn)) {}
+    Lease(Lease&&) noexcept = default;
+    Lease& operator=(Lease&&) noexcept = default;
+    ~Lease();
+    Connection* operator->() const { return conn_.get(); }
+    Connection& operator*() const { return *conn_; }
+
+   private:
+    Pool* pool_;
+    std::unique_ptr<Connection> conn_;
+  };
+
+  // Borrows a connection. Errors: Unavailable when none is free within the timeout or the
+  // database cannot be reached (libpq's reason).
+  Result<Lease> Acquire();
+
+  size_t size() const { return size_; }
+  // Connections open now (idle and lent).
+  size_t open_connections() const;
+  // Failed connection attempts since the pool was made.
+  uint64_t connect_failures() const;
+
+ private:
+  void Return(std::unique_ptr<Connection> conn);
+
+  const ConnectOptions options_;
+  const size_t size_;
+  const std::chrono::milliseconds acquire_timeout_;
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(mu_);
+  size_t open_ GUARDED_BY(mu_) = 0;  // idle + lent + being opened
+  uint64_t connect_failures_ GUARDED_BY(mu_) = 0;
+};
+
+// True for a postgresql:// or postgres:// URI (how `--store` tells PostgreSQL apart).
+bool IsPostgresUri(std::string_view store);
+
+// Removes the password from a libpq connection string or URI, for logs and /status
+// ("postgresql://ada:secret@db/reef" -> "postgresql://ada@db/reef").
+std::string RedactConninfo(std::string_view conninfo);
+
+}  // namespace reef::pg

@@ -1,0 +1,260 @@
+// The PostgreSQL event store's own behaviour, against a real cluster (the tests every backend
+// passes are AnyStoreTest): the read barrier with a stalled writer, two stores (two Reef
+// processes' worth) on one database, connections killed under appends, schema versions, and
+// the errors a user meets.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "event_store_test_support.h"
+#include "events/event_store.h"
+#include "events/pg/pg_core.h"
+#include "pg/pg.h"
+#include "support/pg_test_database.h"
+
+namespace reef::events {
+namespace {
+
+using namespace std::chrono_literals;
+using reef::testing::PgTestDatabase;
+using testing::FailIf;
+using testing::Item;
+using testing::MakeEvent;
+using testing::PositionsOf;
+using testing::QueryOf;
+
+std::unique_ptr<EventStore> Open(const PgTestDatabase& db, PostgresEventStoreOptions options = {}) {
+  auto opened = OpenPostgresEventStore(db.conninfo(), options);
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  return opened.ok() ? std::move(*opened) : nullptr;
+}
+
+std::unique_ptr<pg::Connection> Connect(const PgTestDatabase& db) {
+  auto conn = pg::Connection::Open({db.conninfo()});
+  EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+  return conn.ok() ? std::move(*conn) : nullptr;
+}
+
+// An append made by hand inside a transaction left open: it draws its position and holds the
+// read barrier until `conn` commits (reef_append, as the store calls it).
+void BeginStalledAppend(pg::Connection& conn) {
+  ASSERT_TRUE(conn.ExecScript("BEGIN", "begin").ok());
+  auto drawn = conn.Exec(fmt::format(
+      "SELECT reef_append(ARRAY[gen_random_uuid()], ARRAY['Stalled'], ARRAY['s']::text[], "
+      "ARRAY[1], ARRAY['\\x00'::bytea], ARRAY[1]::bigint[], ARRAY[''], ARRAY[''], ARRAY[''], "
+      "ARRAY[''], ARRAY[]::bigint[], ARRAY[]::boolean[], {}, NULL, NULL, NULL, NULL, NULL)",
+      pg_store::kBarrierKey));
+  ASSERT_TRUE(drawn.ok()) << drawn.status().ToString();
+}
+
+TEST(PgEventStoreTest, AStalledWriterHoldsSubscribersBackAndNoEventIsSkipped) {
+  PgTestDatabase db;
+  PostgresEventStoreOptions options;
+  options.read_barrier_timeout = 300ms;
+  auto store = Open(db, options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Append({MakeEvent("A")}).ok());  // position 1
+  auto sub = store->Subscribe(Query{}, 0);
+  ASSERT_TRUE(sub.ok());
+  auto first = (*sub)->Next(10, 2s);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(PositionsOf(*first), (std::vector<Position>{1}));
+  // Given a writer that drew position 2 and stalls before committing,
+  auto stalled = Connect(db);
+  ASSERT_NE(stalled, nullptr);
+  BeginStalledAppend(*stalled);
+  // when later appends commit (positions 3..7),
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->Append({MakeEvent("B")}).ok());
+  // then the subscriber waits rather than hand out 3..7 ahead of 2,
+  auto waiting = (*sub)->Next(10, 500ms);
+  ASSERT_TRUE(waiting.ok());
+  EXPECT_TRUE(waiting->empty());
+  // and a read, which needs a settled head for its decision, says it could not get one.
+  auto read = store->Read(Query{});
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), Code::kUnavailable);
+  EXPECT_NE(read.status().message().find("could not settle"), std::string::npos);
+  // Once the writer commits, every event arrives in position order, none skipped.
+  ASSERT_TRUE(stalled->ExecScript("COMMIT", "commit").ok());
+  std::vector<SequencedEvent> got;
+  for (int i = 0; i < 50 && got.size() < 6; ++i) {
+    auto next = (*sub)->Next(10, 200ms);
+    ASSERT_TRUE(next.ok());
+    got.insert(got.end(), next->begin(), next->end());
+  }
+  ASSERT_EQ(PositionsOf(got), (std::vector<Position>{2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(got[0].event.type, "Stalled");
+  auto after = store->Read(Query{});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->events.size(), 7u);
+  EXPECT_EQ(after->head, 7u);
+}
+
+TEST(PgEventStoreTest, AStalledWriterThatRollsBackLeavesAGapThatReadersStepOver) {
+  PgTestDatabase db;
+  auto store = Open(db);
+  ASSERT_NE(store, nullptr);
+  auto stalled = Connect(db);
+  BeginStalledAppend(*stalled);                       // draws position 1
+  ASSERT_TRUE(store->Append({MakeEvent("B")}).ok());  // position 2
+  auto sub = store->Subscribe(Query{}, 0);
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE((*sub)->Next(10, 200ms)->empty());
+  ASSERT_TRUE(stalled->ExecScript("ROLLBACK", "rollback").ok());
+  std::vector<SequencedEvent> got;
+  for (int i = 0; i < 50 && got.empty(); ++i) got = *(*sub)->Next(10, 200ms);
+  EXPECT_EQ(PositionsOf(got), (std::vector<Position>{2}));
+}
+
+TEST(PgEventStoreTest, TwoStoresOnOneDatabaseKeepConditionsAndSeeEachOthersAppends) {
+  PgTestDatabase db;
+  // Polling every minute: what the other store appends must arrive through NOTIFY.
+  PostgresEventStoreOptions options;
+  options.poll_interval = 60s;
+  auto a = Open(db, options);
+  auto b = Open(db, options);
+  ASSERT_TRUE(a && b);
+  auto sub = b->Subscribe(QueryOf({Item({}, {"from-a"})}), 0);
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE((*sub)->Next(1, 10ms).ok());
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_TRUE(a->Append({MakeEvent("Hello", {"from-a"})}).ok());
+  auto got = (*sub)->Next(1, 5s);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, 2s);
+
+  // Writers on both stores deciding on one account: each decision's condition holds across
+  // the stores, so exactly one of each round's competing appends wins.
+  Query account = QueryOf({Item({"Deposited"}, {"account:1"})});
+  int wins = 0;
+  for (int round = 0; round < 30; ++round) {
+    Position head = a->Read(account)->head;
+    Result<Position> results[2] = {Status::Internal("unset"), Status::Internal("unset")};
+    std::thread ta([&] {
+      results[0] = a->Append({MakeEvent("Deposited", {"account:1"})}, FailIf(account, head));
+    });
+    std::thread tb([&] {
+      results[1] = b->Append({MakeEvent("Deposited", {"account:1"})}, FailIf(account, head));
+    });
+    ta.join();
+    tb.join();
+    EXPECT_NE(results[0].ok(), results[1].ok()) << round;
+    const auto& lost = results[0].ok() ? results[1] : results[0];
+    EXPECT_EQ(lost.status().code(), Code::kConflict) << round;
+    wins += results[0].ok() + results[1].ok();
+  }
+  EXPECT_EQ(wins, 30);
+  EXPECT_EQ(b->Read(account)->events.size(), 30u);
+}
+
+TEST(PgEventStoreTest, ConnectionsKilledUnderAppendsLoseAndDuplicateNothing) {
+  PgTestDatabase db;
+  auto store = Open(db);
+  ASSERT_NE(store, nullptr);
+  auto killer_conn = Connect(db);
+  std::atomic<bool> done{false};
+  std::atomic<int> kills{0};
+  std::thread killer([&] {
+    while (!done.load()) {
+      auto killed = killer_conn->Exec(
+          "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+          "current_database() AND pid <> pg_backend_pid() AND application_name = 'reef'");
+      if (killed.ok()) kills += static_cast<int>(*killed->Int(0, 0));
+      std::this_thread::sleep_for(15ms);
+    }
+  });
+  std::mutex mu;
+  std::map<EventId, Position> acknowledged;
+  std::atomic<int> failed{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < 150; ++i) {
+        Event e = MakeEvent("Paid", {"writer:" + std::to_string(w)});
+        e.id = *NewEventId();
+        auto appended = store->Append({e});
+        if (!appended.ok()) {
+          EXPECT_EQ(appended.status().code(), Code::kUnavailable) << appended.status().ToString();
+          failed.fetch_add(1);
+          continue;
+        }
+        std::lock_guard lock(mu);
+        acknowledged.emplace(e.id, *appended);
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  done = true;
+  killer.join();
+  EXPECT_GT(kills.load(), 0);
+  // Every acknowledged append is stored once, at the position it was acknowledged with, and
+  // nothing else is: an append whose connection died was either finished or not committed.
+  auto all = store->Read(Query{});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  std::set<EventId> seen;
+  for (const SequencedEvent& e : all->events) {
+    EXPECT_TRUE(seen.insert(e.event.id).second);
+    auto it = acknowledged.find(e.event.id);
+    ASSERT_NE(it, acknowledged.end()) << "stored but not acknowledged: " << e.position;
+    EXPECT_EQ(it->second, e.position);
+  }
+  EXPECT_EQ(seen.size(), acknowledged.size());
+  EXPECT_EQ(acknowledged.size() + static_cast<size_t>(failed.load()), 600u);
+}
+
+TEST(PgEventStoreTest, ASchemaFromANewerReefIsRefusedNamingTheVersions) {
+  PgTestDatabase db;
+  ASSERT_NE(Open(db), nullptr);
+  db.Exec("UPDATE reef_schema SET version = 99 WHERE component = 'events'");
+  auto opened = OpenPostgresEventStore(db.conninfo());
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), Code::kDataLoss);
+  EXPECT_NE(opened.status().message().find("version 99"), std::string::npos);
+}
+
+TEST(PgEventStoreTest, AnUnreachableDatabaseIsUnavailableAndThePasswordIsNotRepeated) {
+  auto opened = OpenPostgresEventStore(
+      "postgresql://reef:hunter2@/nowhere?host=/nonexistent-socket-dir&connect_timeout=2");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().code(), Code::kUnavailable);
+  EXPECT_NE(opened.status().message().find("cannot connect to PostgreSQL"), std::string::npos);
+  EXPECT_EQ(opened.status().message().find("hunter2"), std::string::npos);
+  EXPECT_EQ(pg::RedactConninfo("postgresql://reef:hunter2@db:5432/reef?sslmode=require"),
+            "postgresql://reef@db:5432/reef?sslmode=require");
+  EXPECT_EQ(pg::RedactConninfo("host=db password=hunter2 dbname=reef"),
+            "host=db password=*** dbname=reef");
+}
+
+TEST(PgEventStoreTest, TextPostgresCannotHoldIsRefusedBeforeAnythingIsWritten) {
+  PgTestDatabase db;
+  auto store = Open(db);
+  ASSERT_NE(store, nullptr);
+  auto appended = store->Append({MakeEvent("A", {std::string("bad\0tag", 7)})});
+  ASSERT_FALSE(appended.ok());
+  EXPECT_EQ(appended.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(appended.status().message().find("U+0000"), std::string::npos);
+  EXPECT_EQ(store->Read(Query{})->events.size(), 0u);
+}
+
+TEST(PgEventStoreTest, ABigAppendTakesTheStoreWideLockAndStillChecksItsCondition) {
+  PgTestDatabase db;
+  PostgresEventStoreOptions options;
+  options.max_lock_keys = 4;
+  auto store = Open(db, options);
+  ASSERT_NE(store, nullptr);
+  std::vector<Event> many;
+  for (int i = 0; i < 100; ++i) many.push_back(MakeEvent("Row", {"k:" + std::to_string(i)}));
+  Query q = QueryOf({Item({"Row"}, {"k:7"})});
+  ASSERT_TRUE(store->Append(many, FailIf(q, 0)).ok());
+  auto again = store->Append({MakeEvent("Row", {"k:7"})}, FailIf(q, 0));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), Code::kConflict);
+  EXPECT_EQ(store->Read(q)->events.size(), 1u);
+}
+
+}  // namespace
+}  // namespace reef::events
