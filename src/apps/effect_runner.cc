@@ -7,6 +7,12 @@
 // below which everything dispatched is handled, and it is persisted in effects/<name>.sqlite,
 // so a restart resumes after it (at-least-once delivery).
 //
+// On a module store that several processes share (PostgreSQL), an effect runs in one process
+// at a time: the dispatcher first takes the effect's lease (state "standby" until it can,
+// trying every kLeaseRetry), keeps the watermark in the shared store, and when the lease is lost
+// (its connection broke) stops and asks the runtime for a fresh runner, which waits in standby
+// again. Another process's runner takes over within kLeaseRetry of the holder's death.
+//
 // Guest code runs on the reactor fleet (docs/runtime.md "One fleet"): the dispatcher's
 // reef_query and reef_partition_key on the effect's reactor, each worker's reef_effect on a
 // reactor of its own choosing. What waits runs on threads that may wait: the dispatcher's
@@ -33,6 +39,8 @@ namespace reef::apps {
 namespace {
 
 constexpr uint32_t kKeyedWorkers = 8;
+// How often a runner in standby tries to take its effect's lease.
+constexpr auto kLeaseRetry = std::chrono::seconds(1);
 
 struct Item {
   events::SequencedEvent event;
@@ -145,8 +153,12 @@ class EffectRunner final : public Runner {
   }
 
   Status PersistWatermark(events::Position watermark) {
-    REEF_RETURN_IF_ERROR(
-        SaveRunnerPosition(db_, "reef_effect", "watermark", watermark, spec_.version));
+    if (lease_ != nullptr && spec_.store->shared()) {
+      REEF_RETURN_IF_ERROR(spec_.store->SaveWatermark(spec_.name, watermark, spec_.version));
+    } else {
+      REEF_RETURN_IF_ERROR(
+          SaveRunnerPosition(db_, "reef_effect", "watermark", watermark, spec_.version));
+    }
     persisted_ = watermark;
     status_.SetPosition(watermark);
     return Status::Ok();
@@ -171,18 +183,60 @@ class EffectRunner final : public Runner {
     return 1 + static_cast<uint32_t>(Fnv1a64(key.as_string()) % kKeyedWorkers);
   }
 
+  // Waits until this process holds the effect's lease (shared stores only). False when
+  // stopping first.
+  bool AwaitLease() {
+    if (spec_.store == nullptr || !spec_.store->shared()) return true;
+    status_.SetState("standby");
+    bool logged = false;
+    while (!stop_) {
+      auto lease = spec_.store->TryLease(store::ModuleKind::kEffect, spec_.name);
+      if (lease.ok() && *lease != nullptr) {
+        lease_ = std::move(*lease);
+        spdlog::info("{} took its lease: it runs in this process", label_);
+        return true;
+      }
+      if (!lease.ok()) {
+        status_.CountFailure(lease.status().message());
+      } else if (!logged) {
+        spdlog::info("{} is in standby: another process runs it", label_);
+        logged = true;
+      }
+      MutexLock lock(mu_);
+      const auto until = std::chrono::steady_clock::now() + kLeaseRetry;
+      while (!stop_ && cv_.WaitUntil(mu_, until) != std::cv_status::timeout) {
+      }
+    }
+    return false;
+  }
+
+  bool lease_lost() const { return lease_ != nullptr && !lease_->held(); }
+
   void RunDispatcher() {
+    if (!AwaitLease()) {
+      status_.SetState("stopped");
+      return;
+    }
     Status done = Dispatch();
     for (auto& w : workers_) w->Stop();
     // The dispatcher's instance ends on its reactor.
     if (!spec_.fleet->PostAndWait(spec_.reactor, [this] { instance_.reset(); }).ok()) {
       instance_.reset();
     }
+    const bool lost = lease_lost();
     if (db_ != nullptr) {
-      Status persisted = MaybePersist();
+      // With the lease lost, another process may be further: its watermark stays.
+      Status persisted = lost ? Status::Ok() : MaybePersist();
       if (!persisted.ok() && done.ok()) done = persisted;
       sqlite3_close_v2(db_);
       db_ = nullptr;
+    }
+    lease_.reset();
+    if (lost && !stop_) {
+      spdlog::warn("{} lost its lease (its connection to the database broke): standing by", label_);
+      status_.SetState("standby");
+      if (spec_.restart) spec_.restart();
+      return;
     }
     if (!done.ok()) {
       spdlog::error("{} stopped: {}", label_, done.message());
@@ -267,8 +321,12 @@ class EffectRunner final : public Runner {
 
   Status Dispatch() {
     REEF_ASSIGN_OR_RETURN(db_, OpenModuleDatabase(spec_.db_path));
-    REEF_ASSIGN_OR_RETURN(events::Position watermark,
-                          LoadRunnerPosition(db_, "reef_effect", "watermark"));
+    events::Position watermark = 0;
+    if (lease_ != nullptr && spec_.store->shared()) {
+      REEF_ASSIGN_OR_RETURN(watermark, spec_.store->LoadWatermark(spec_.name));
+    } else {
+      REEF_ASSIGN_OR_RETURN(watermark, LoadRunnerPosition(db_, "reef_effect", "watermark"));
+    }
     persisted_ = watermark;
     {
       MutexLock lock(mu_);  // never waited for: no worker runs yet
@@ -283,6 +341,7 @@ class EffectRunner final : public Runner {
     spdlog::info("{} started after watermark {}", label_, watermark);
     auto last_persist = std::chrono::steady_clock::now();
     while (!stop_) {
+      if (lease_lost()) return Status::Ok();  // RunDispatcher stands by
       {
         MutexLock lock(mu_);
         const auto deadline = std::chrono::steady_clock::now() + kRunnerPollTimeout;
@@ -343,9 +402,10 @@ class EffectRunner final : public Runner {
   std::string label_;
   std::atomic<bool> stop_{false};
   std::thread dispatcher_;
-  sqlite3* db_ = nullptr;                     // dispatcher thread only
-  events::Position persisted_ = 0;            // dispatcher thread only
-  std::unique_ptr<ModuleInstance> instance_;  // the dispatcher's, on spec_.reactor
+  std::unique_ptr<store::ModuleLease> lease_;  // dispatcher thread only (shared stores)
+  sqlite3* db_ = nullptr;                      // dispatcher thread only
+  events::Position persisted_ = 0;             // dispatcher thread only
+  std::unique_ptr<ModuleInstance> instance_;   // the dispatcher's, on spec_.reactor
   // Created by Start before the dispatcher runs, never resized after: any thread may read.
   std::vector<std::shared_ptr<Worker>> workers_;
 

@@ -222,6 +222,11 @@ Result<std::optional<std::string>> KeyRing::Open(std::string_view stored) {
 
 Status KeyRing::Shred(std::string_view scope) {
   REEF_RETURN_IF_ERROR(store_.ShredScope(scope));
+  Forget(scope);
+  return Status::Ok();
+}
+
+void KeyRing::Forget(std::string_view scope) {
   MutexLock lock(mu_);
   if (auto it = live_by_scope_.find(scope); it != live_by_scope_.end()) {
     live_by_scope_.erase(it);
@@ -229,7 +234,6 @@ Status KeyRing::Shred(std::string_view scope) {
   // Keys of the scope created by other paths are found by id on the next Open: drop them all
   // so the store's shredded state is read again.
   by_id_.clear();
-  return Status::Ok();
 }
 
 Result<events::Query> QueryFromValue(const Value& query) {

@@ -51,6 +51,8 @@ class KeyRing {
   Result<std::optional<std::string>> Open(std::string_view stored);
   // Shreds every live key of `scope` (ModuleStore::ShredScope) and forgets cached copies.
   Status Shred(std::string_view scope);
+  // Forgets cached copies of `scope`'s keys after another process shredded it.
+  void Forget(std::string_view scope);
 
   static bool IsEncrypted(std::string_view data);
   // The first bytes of every encrypted data ("\0RC1"); clients may not store plain data

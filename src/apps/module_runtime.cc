@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <future>
+#include <set>
 #include <thread>
 
 #include "apps/detail/module_runtime_impl.h"
@@ -97,6 +98,18 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   spec.initial_position = position;  // shown until the runner has read its database
   spec.fleet = fleet;
   spec.effect_io = effect_io.get();
+  spec.store = store.get();
+  // After losing its lease, a runner is replaced by one that stands by (not on its own thread:
+  // replacing it joins that thread).
+  spec.restart = [this, kind, name] {
+    (void)io->TrySubmit([this, kind, name] {
+      MutexLock lock(lifecycle_mu);
+      if (stop_requested.load()) return;
+      if (Status s = StartRunner(kind, name); !s.ok()) {
+        spdlog::error("{} could not stand by again: {}", Key(kind, name), s.message());
+      }
+    });
+  };
   REEF_ASSIGN_OR_RETURN(spec.reactor, fleet->PlaceWork());
   std::unique_ptr<Runner> runner;
   {
@@ -105,12 +118,81 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
     if (!first) ++it->second;
     spec.restarts = it->second;
   }
+  RunnerFacts facts{spec.version, spec.env};
   runner = kind == ModuleKind::kProjector ? MakeProjectorRunner(std::move(spec))
                                           : MakeEffectRunner(std::move(spec));
   runner->Start();
   MutexLock lock(mu);
   runners[key] = std::move(runner);
+  runner_facts[key] = std::move(facts);
   return Status::Ok();
+}
+
+Status ModuleRuntime::Impl::SyncModule(ModuleKind kind, const std::string& name) {
+  if (kind == ModuleKind::kCommand) {
+    Forget(kind, name);
+    return Status::Ok();
+  }
+  const ModuleKey key{kind, name};
+  REEF_ASSIGN_OR_RETURN(auto active, store->Active(kind, name));
+  if (!active) {
+    if (StopRunner(key)) spdlog::info("{} deactivated by another node", Key(kind, name));
+    return Status::Ok();
+  }
+  REEF_ASSIGN_OR_RETURN(auto env, store->Env(kind, name));
+  {
+    MutexLock lock(mu);
+    auto runner = runners.find(key);
+    auto facts = runner_facts.find(key);
+    if (runner != runners.end() && facts != runner_facts.end() &&
+        facts->second.version == active->version && facts->second.env == env &&
+        runner->second->Snapshot().state != "failed") {
+      return Status::Ok();
+    }
+  }
+  spdlog::info("{} version {}: following another node's change", Key(kind, name), active->version);
+  return StartRunner(kind, name);
+}
+
+void ModuleRuntime::Impl::OnStoreChange(const store::StoreChange& change) {
+  using What = store::StoreChange::What;
+  if (change.what == What::kKeyScope) {
+    keys->Forget(change.name);
+    fold_cache.Clear();  // decision states may hold what the shredded events said
+    return;
+  }
+  MutexLock lock(lifecycle_mu);
+  if (stop_requested.load()) return;
+  if (change.what == What::kModule) {
+    if (Status s = SyncModule(change.kind, change.name); !s.ok()) {
+      spdlog::error("{}: cannot follow another node's change: {}", Key(change.kind, change.name),
+                    s.message());
+    }
+    return;
+  }
+  // Everything: every module this process knows or the store has active.
+  std::set<ModuleKey> keys_to_sync;
+  auto active = store->ListActive();
+  if (!active.ok()) {
+    spdlog::error("cannot follow other nodes' changes: {}", active.status().message());
+    return;
+  }
+  for (const store::ActiveModule& m : *active) keys_to_sync.insert({m.kind, m.name});
+  {
+    MutexLock inner(mu);
+    for (const auto& [key, runner] : runners) keys_to_sync.insert(key);
+    for (const auto& [command, generation] : command_generations) {
+      keys_to_sync.insert({ModuleKind::kCommand, command});
+    }
+    for (const auto& [command, facts] : active_commands) {
+      keys_to_sync.insert({ModuleKind::kCommand, command});
+    }
+  }
+  for (const auto& [kind, name] : keys_to_sync) {
+    if (Status s = SyncModule(kind, name); !s.ok()) {
+      spdlog::error("{}: cannot follow other nodes' changes: {}", Key(kind, name), s.message());
+    }
+  }
 }
 
 Status ModuleRuntime::Impl::EnvChanged(ModuleKind kind, const std::string& name) {
@@ -204,13 +286,22 @@ ModuleRuntime::ModuleRuntime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 ModuleRuntime::~ModuleRuntime() {
   Stop();
   if (impl_->results_db != nullptr) sqlite3_close_v2(impl_->results_db);
+  // The store first: its watcher thread calls into the members below until it is joined.
+  impl_->keys.reset();
+  impl_->store.reset();
 }
 
 Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& events,
                                                            RuntimeOptions options) {
   auto impl = std::make_unique<Impl>(events, std::move(options));
-  REEF_ASSIGN_OR_RETURN(impl->store,
-                        store::ModuleStore::Open(impl->options.data_dir, impl->options.store));
+  if (impl->options.store_conninfo.empty()) {
+    REEF_ASSIGN_OR_RETURN(impl->store,
+                          store::ModuleStore::Open(impl->options.data_dir, impl->options.store));
+  } else {
+    REEF_ASSIGN_OR_RETURN(
+        impl->store, store::ModuleStore::OpenPostgres(impl->options.store_conninfo,
+                                                      impl->options.data_dir, impl->options.store));
+  }
   impl->keys = std::make_unique<KeyRing>(*impl->store);
   REEF_RETURN_IF_ERROR(impl->OpenResults());
   impl->fleet = impl->options.fleet;
@@ -228,11 +319,14 @@ Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& e
       "effect workers' I/O", std::max(1u, impl->options.effect_io_threads), 1u << 16);
   std::unique_ptr<ModuleRuntime> runtime(new ModuleRuntime(std::move(impl)));
   Impl& r = *runtime->impl_;
+  // Other processes sharing the store: follow their changes (a no-op for the embedded store).
+  r.store->Watch([&r](const store::StoreChange& change) { r.OnStoreChange(change); });
   REEF_ASSIGN_OR_RETURN(auto active, r.store->ListActive());
   MutexLock lock(r.lifecycle_mu);
   for (const store::ActiveModule& m : active) {
     if (m.kind == ModuleKind::kCommand) continue;
-    Status started = r.StartRunner(m.kind, m.name);
+    // (The store's watcher may have started it already, following "everything".)
+    Status started = r.SyncModule(m.kind, m.name);
     if (!started.ok()) {
       spdlog::error("{} could not start: {}", Key(m.kind, m.name), started.message());
     }
@@ -335,6 +429,9 @@ Status ModuleRuntime::Replay(ModuleKind kind, std::string_view name) {
         fmt::format("{} is not active; activate a version before replaying", Key(kind, name)));
   }
   impl_->StopRunner({kind, std::string(name)});
+  if (kind == ModuleKind::kEffect && impl_->store->shared()) {
+    REEF_RETURN_IF_ERROR(impl_->store->ResetWatermark(name));
+  }
   auto path = impl_->DatabasePath(kind, name);
   for (const char* suffix : {"", "-wal", "-shm"}) {
     std::error_code ec;

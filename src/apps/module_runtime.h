@@ -79,6 +79,10 @@ struct RuntimeOptions {
   // refused with Unavailable (HTTP 503) at once.
   uint32_t max_executions = 1'024;
   store::ModuleStoreOptions store;
+  // "" = the embedded module store in data_dir/reef.sqlite; else a PostgreSQL connection string
+  // or URI: the module store several processes share (store::ModuleStore::OpenPostgres), whose
+  // changes this runtime follows and whose effects run in one process at a time.
+  std::string store_conninfo;
 };
 
 // The fold cache's counters since the process started (RuntimeOptions::command_fold_cache_bytes).

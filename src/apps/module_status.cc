@@ -47,6 +47,20 @@ constexpr MetricDesc kCommandConflicts{
     "Command attempts retried because the append condition failed."};
 constexpr MetricDesc kEventStoreHead{"reef_event_store_head", MetricType::kGauge,
                                      "Position of the last event in the event store."};
+// The PostgreSQL store's (declared only when the store is PostgreSQL).
+constexpr MetricDesc kStoreConnections{"reef_event_store_connections", MetricType::kGauge,
+                                       "PostgreSQL connections the event store holds open."};
+constexpr MetricDesc kStoreConnectFailures{
+    "reef_event_store_connect_failures_total", MetricType::kCounter,
+    "Failed attempts to connect to PostgreSQL since the process started."};
+// Labelled waited (yes, no).
+constexpr MetricDesc kStoreBarrierRounds{
+    "reef_event_store_barrier_rounds_total", MetricType::kCounter,
+    "Safe-head rounds of the read barrier, by whether they waited for appends in flight."};
+// Labelled kind and name: 1 while another node holds the module's lease and runs it.
+constexpr MetricDesc kModuleStandby{
+    "reef_module_standby", MetricType::kGauge,
+    "1 while the effect waits in standby because another node runs it, else 0."};
 // Labelled result (hit, miss).
 constexpr MetricDesc kFoldCacheLookups{
     "reef_command_fold_cache_lookups_total", MetricType::kCounter,
@@ -55,10 +69,10 @@ constexpr MetricDesc kFoldCacheBytes{"reef_command_fold_cache_bytes", MetricType
                                      "Bytes of decision states kept by the fold cache."};
 
 // Declared on every scrape: their HELP and TYPE show before any module or command has a series.
-constexpr MetricDesc kModuleMetrics[] = {kModuleUp,       kModulePosition,    kModuleQueryHead,
-                                         kModuleLag,      kModuleFailures,    kModuleRestarts,
-                                         kModuleBackoff,  kCommandExecutions, kCommandConflicts,
-                                         kEventStoreHead, kFoldCacheLookups,  kFoldCacheBytes};
+constexpr MetricDesc kModuleMetrics[] = {
+    kModuleUp,         kModulePosition, kModuleQueryHead,   kModuleLag,        kModuleFailures,
+    kModuleRestarts,   kModuleBackoff,  kCommandExecutions, kCommandConflicts, kEventStoreHead,
+    kFoldCacheLookups, kFoldCacheBytes, kModuleStandby};
 
 }  // namespace
 
@@ -144,7 +158,10 @@ void ModuleRuntime::CollectMetrics(MetricFamilies& out) {
     }
     out.Add(kModuleFailures, labels(s), s.failures);
     out.Add(kModuleRestarts, labels(s), s.restarts);
-    if (s.kind == ModuleKind::kEffect) out.Add(kModuleBackoff, labels(s), s.backoff_seconds);
+    if (s.kind == ModuleKind::kEffect) {
+      out.Add(kModuleBackoff, labels(s), s.backoff_seconds);
+      out.Add(kModuleStandby, labels(s), uint64_t{s.state == "standby"});
+    }
   }
   {
     MutexLock lock(impl_->mu);
@@ -158,6 +175,12 @@ void ModuleRuntime::CollectMetrics(MetricFamilies& out) {
     }
   }
   out.Add(kEventStoreHead, {}, impl_->events.Head());
+  if (events::EventStoreStats stats = impl_->events.Stats(); stats.backend == "postgresql") {
+    out.Add(kStoreConnections, {}, stats.connections);
+    out.Add(kStoreConnectFailures, {}, stats.connect_failures);
+    out.Add(kStoreBarrierRounds, {{"waited", "yes"}}, stats.barrier_waits);
+    out.Add(kStoreBarrierRounds, {{"waited", "no"}}, stats.barrier_rounds - stats.barrier_waits);
+  }
   FoldCacheStats fold = FoldCache();
   out.Add(kFoldCacheLookups, {{"result", "hit"}}, fold.hits);
   out.Add(kFoldCacheLookups, {{"result", "miss"}}, fold.misses);

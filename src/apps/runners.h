@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -91,6 +92,11 @@ struct RunnerSpec {
   uint32_t reactor = 0;
   // Effects: the pool their workers' SQL and appends share (outlives the runner).
   IoPool* effect_io = nullptr;
+  // Effects: the module store, for the lease and the shared watermark when several processes
+  // share it (outlives the runner); and how the runner asks for a fresh runner after losing
+  // its lease (runs the restart elsewhere: the runner is stopped and replaced).
+  store::ModuleStore* store = nullptr;
+  std::function<void()> restart;
 };
 
 class Runner {

@@ -91,6 +91,14 @@ struct EventStoreStats {
   uint64_t duplicate_ids_recovered = 0;
   // Bytes of memory the id index takes (docs/benchmarks.md: the cost of unique ids).
   uint64_t id_index_bytes = 0;
+
+  // Which backend: "embedded" or "postgresql". The counters below are PostgreSQL's (0 for the
+  // embedded store).
+  std::string_view backend = "embedded";
+  uint64_t connections = 0;       // database connections open now (pool and head follower)
+  uint64_t connect_failures = 0;  // failed attempts to connect
+  uint64_t barrier_rounds = 0;    // safe-head rounds (the read barrier)
+  uint64_t barrier_waits = 0;     // rounds that had to wait for appends in flight
 };
 
 class EventStore {

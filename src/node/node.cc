@@ -268,11 +268,12 @@ Result<std::unique_ptr<Node>> Node::Open(NodeOptions options) {
   server_options.limits.shutdown_timeout = o.shutdown_timeout;
   server_options.auth_token = o.auth_token;
 
-  // The event-sourced modules: the module store in reef.sqlite, active projectors and effects
-  // started now.
+  // The event-sourced modules: the module store in reef.sqlite (or the --store database), active
+  // projectors and effects started now.
   apps::RuntimeOptions runtime_options = o.modules;
   runtime_options.data_dir = o.data_dir;
   runtime_options.fleet = n.fleet_;
+  runtime_options.store_conninfo = o.store;
   auto modules = apps::ModuleRuntime::Open(*n.events_, runtime_options);
   if (!modules.ok()) return opened(modules.status(), "the module store");
   n.modules_ = std::move(*modules);

@@ -305,20 +305,15 @@ Status Connection::ExecScript(std::string_view sql, std::string_view what) {
   return status;
 }
 
-Result<std::vector<std::string>> Connection::TakeNotifications() {
+Result<std::vector<Connection::Notification>> Connection::TakeNotifications() {
   if (PQconsumeInput(conn_) == 0) return LostConnection("LISTEN");
-  std::vector<std::string> channels;
+  std::vector<Notification> received;
   const int self = PQbackendPID(conn_);
   while (PGnotify* notify = PQnotifies(conn_)) {
-    std::string channel = notify->relname;
-    const bool own = notify->be_pid == self;
+    if (notify->be_pid != self) received.push_back({notify->relname, notify->extra});
     PQfreemem(notify);
-    if (own) continue;
-    if (std::find(channels.begin(), channels.end(), channel) == channels.end()) {
-      channels.push_back(std::move(channel));
-    }
   }
-  return channels;
+  return received;
 }
 
 // ---- Pool ---------------------------------------------------------------------------------------
@@ -383,6 +378,55 @@ size_t Pool::open_connections() const {
 uint64_t Pool::connect_failures() const {
   MutexLock lock(mu_);
   return connect_failures_;
+}
+
+// ---- Migrations ---------------------------------------------------------------------------------
+
+Status Migrate(Connection& conn, std::string_view component, std::string_view what,
+               std::span<const char* const> migrations) {
+  Params lock;
+  lock.Int8(kMigrationLockKey);
+  REEF_RETURN_IF_ERROR(
+      conn.Exec("SELECT pg_advisory_lock($1)", lock, "taking the migration lock").status());
+  auto migrate = [&]() -> Status {
+    REEF_RETURN_IF_ERROR(conn.ExecScript(
+        "CREATE TABLE IF NOT EXISTS reef_schema (component text PRIMARY KEY, version int NOT "
+        "NULL, migrated_at timestamptz NOT NULL DEFAULT now())",
+        "creating reef_schema"));
+    Params name;
+    name.Text(component);
+    REEF_ASSIGN_OR_RETURN(PgResult found,
+                          conn.Exec("SELECT version FROM reef_schema WHERE component = $1", name,
+                                    "reading the schema version"));
+    int64_t version = 0;
+    if (found.rows() > 0) {
+      REEF_ASSIGN_OR_RETURN(version, found.Int(0, 0));
+    }
+    const auto known = static_cast<int64_t>(migrations.size());
+    if (version > known) {
+      return Status::DataLoss(
+          fmt::format("the database's {} schema is version {}, newer than this Reef knows ({}): "
+                      "use a newer Reef",
+                      what, version, known));
+    }
+    for (int64_t v = version; v < known; ++v) {
+      std::string script = fmt::format(
+          "BEGIN;\n{}\nINSERT INTO reef_schema (component, version) VALUES ('{}', {}) "
+          "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, migrated_at = "
+          "now();\nCOMMIT;",
+          migrations[v], component, v + 1);
+      Status applied = conn.ExecScript(
+          script, fmt::format("migrating the {} to schema version {}", what, v + 1));
+      if (!applied.ok()) {
+        (void)conn.ExecScript("ROLLBACK", "rolling back a migration");
+        return applied;
+      }
+    }
+    return Status::Ok();
+  };
+  Status status = migrate();
+  (void)conn.Exec("SELECT pg_advisory_unlock($1)", lock);
+  return status;
 }
 
 // ---- Helpers ------------------------------------------------------------------------------------

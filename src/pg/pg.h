@@ -136,9 +136,14 @@ class Connection {
   bool healthy() const;
   // The socket, for waiting on notifications (LISTEN).
   int socket() const;
-  // Reads what the server sent and returns the notifications received from other sessions, by
-  // channel name (each channel at most once). Errors: Unavailable when the connection broke.
-  Result<std::vector<std::string>> TakeNotifications();
+  // A NOTIFY received: its channel and payload.
+  struct Notification {
+    std::string channel;
+    std::string payload;
+  };
+  // Reads what the server sent and returns the notifications received from other sessions, in
+  // order. Errors: Unavailable when the connection broke.
+  Result<std::vector<Notification>> TakeNotifications();
   // The server's process id (for logs and tests).
   int backend_pid() const;
 
@@ -194,6 +199,19 @@ class Pool {
   size_t open_ GUARDED_BY(mu_) = 0;  // idle + lent + being opened
   uint64_t connect_failures_ GUARDED_BY(mu_) = 0;
 };
+
+// Advisory lock keys (bigint) Reef reserves: high 32 bits "REEF" for the stores' fixed keys,
+// "REEL" for leases (low bits: a lease's id). Hashed keys avoid both ranges.
+inline constexpr int64_t kReefKeyNamespace = int64_t{0x52454546} << 32;
+inline constexpr int64_t kLeaseKeyNamespace = int64_t{0x5245454c} << 32;
+inline constexpr int64_t kMigrationLockKey = kReefKeyNamespace | 3;
+
+// Brings `component`'s tables to the newest of `migrations` (migration i makes version i + 1),
+// each in its own transaction, recording the version in reef_schema; processes migrating at
+// once take turns (an advisory lock). `what` names the component in errors.
+// Errors: DataLoss when the database holds a newer version than `migrations` reach.
+Status Migrate(Connection& conn, std::string_view component, std::string_view what,
+               std::span<const char* const> migrations);
 
 // True for a postgresql:// or postgres:// URI (how `--store` tells PostgreSQL apart).
 bool IsPostgresUri(std::string_view store);

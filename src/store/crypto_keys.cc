@@ -1,6 +1,6 @@
-// ModuleStore's crypto-shredding keys: table crypto_keys (spec 000, "Module store schema").
+// The embedded module store's crypto-shredding keys: table crypto_keys (spec 000, "Module store
+// schema").
 #include <fmt/format.h>
-#include <openssl/rand.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -8,42 +8,15 @@
 
 #include "core/clock.h"
 #include "core/ids.h"
+#include "store/detail/module_rules.h"
+#include "store/detail/sqlite_module_store.h"
 #include "store/detail/sqlite_stmt.h"
 #include "store/module_store.h"
 
 namespace reef::store {
-namespace {
+using namespace detail;  // NOLINT: this file is the detail backend
 
-using detail::SqlError;
-using detail::Stmt;
-
-bool IsLowerHex(std::string_view text, std::size_t length) {
-  return text.size() == length && std::all_of(text.begin(), text.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
-}
-
-// A CryptoKey from a stored row whose key is not NULL.
-Result<CryptoKey> KeyFromRow(std::string id, std::string scope, const std::vector<uint8_t>& key) {
-  CryptoKey crypto_key{std::move(id), std::move(scope), {}};
-  if (key.size() != crypto_key.key.size()) {
-    return Status::DataLoss(fmt::format("module store: crypto key {} has {} bytes instead of {}",
-                                        crypto_key.id, key.size(), crypto_key.key.size()));
-  }
-  std::copy(key.begin(), key.end(), crypto_key.key.begin());
-  return crypto_key;
-}
-
-Status RandomBytes(std::span<uint8_t> out) {
-  if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1) {
-    return Status::Unavailable("module store: OpenSSL RAND_bytes failed (no entropy)");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-Result<CryptoKey> ModuleStore::GetOrCreateKey(std::string_view scope) {
+Result<CryptoKey> SqliteModuleStore::GetOrCreateKey(std::string_view scope) {
   REEF_RETURN_IF_ERROR(ValidateKeyScope(scope));
   MutexLock lock(mu_);
   std::optional<CryptoKey> result;
@@ -58,11 +31,7 @@ Result<CryptoKey> ModuleStore::GetOrCreateKey(std::string_view scope) {
       return Status::Ok();
     }
     if (rc != SQLITE_DONE) return SqlError(db_, "find key");
-    std::array<uint8_t, kKeyIdLength / 2> id{};
-    CryptoKey key{"", std::string(scope), {}};
-    REEF_RETURN_IF_ERROR(RandomBytes(id));
-    REEF_RETURN_IF_ERROR(RandomBytes(key.key));
-    key.id = HexLower(id);
+    REEF_ASSIGN_OR_RETURN(CryptoKey key, NewCryptoKey(scope));
     Stmt insert(db_,
                 "INSERT INTO crypto_keys (id, scope, key, deleted_at, created_at) "
                 "VALUES (?1, ?2, ?3, NULL, ?4)");
@@ -76,12 +45,8 @@ Result<CryptoKey> ModuleStore::GetOrCreateKey(std::string_view scope) {
   return std::move(*result);
 }
 
-Result<std::optional<CryptoKey>> ModuleStore::FindKey(std::string_view key_id) {
-  if (!IsLowerHex(key_id, kKeyIdLength)) {
-    return Status::InvalidArgument(
-        fmt::format("crypto key id of {} bytes: it must be {} lowercase hex characters",
-                    key_id.size(), kKeyIdLength));
-  }
+Result<std::optional<CryptoKey>> SqliteModuleStore::FindKey(std::string_view key_id) {
+  REEF_RETURN_IF_ERROR(ValidateKeyId(key_id));
   MutexLock lock(mu_);
   Stmt stmt(db_, "SELECT scope, key FROM crypto_keys WHERE id = ?1");
   REEF_RETURN_IF_ERROR(stmt.prepared());
@@ -97,7 +62,7 @@ Result<std::optional<CryptoKey>> ModuleStore::FindKey(std::string_view key_id) {
   return std::optional<CryptoKey>(std::move(key));
 }
 
-Status ModuleStore::ShredScope(std::string_view scope) {
+Status SqliteModuleStore::ShredScope(std::string_view scope) {
   REEF_RETURN_IF_ERROR(ValidateKeyScope(scope));
   MutexLock lock(mu_);
   Status status = InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {

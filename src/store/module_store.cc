@@ -10,9 +10,14 @@
 #include "core/clock.h"
 #include "core/ids.h"
 #include "core/utf8.h"
+#include "store/detail/module_rules.h"
+#include "store/detail/sqlite_module_store.h"
 #include "store/detail/sqlite_stmt.h"
 
 namespace reef::store {
+
+using namespace detail;  // NOLINT: this file is the detail backend
+
 namespace {
 
 constexpr int kBusyTimeoutMs = 5000;
@@ -55,37 +60,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS crypto_keys_live_by_scope ON crypto_keys (scop
   WHERE deleted_at IS NULL;
 )sql";
 
-using detail::SqlError;
-using detail::Stmt;
-
-// "commands/foo": how messages name a module (its URL path).
-std::string Label(ModuleKind kind, std::string_view name) {
-  return fmt::format("{}/{}", ModuleKindPlural(kind), name);
-}
-
-Status NoSuchModule(ModuleKind kind, std::string_view name) {
-  return Status::NotFound(fmt::format("no {} module named '{}'", ModuleKindPlural(kind), name));
-}
-
-Status NoSuchVersion(ModuleKind kind, std::string_view name, std::string_view version) {
-  return Status::NotFound(
-      fmt::format("{} has no version {} (upload it first)", Label(kind, name), version));
-}
-
-// LimitExceeded past kMaxVersionBytes, else ParseSemVer's verdict.
-Status ValidateVersion(std::string_view version) {
-  if (version.size() > kMaxVersionBytes) {
-    return Status::LimitExceeded(fmt::format("version of {} bytes: the limit is {} bytes",
-                                             version.size(), kMaxVersionBytes));
-  }
-  return ParseSemVer(version).status();
-}
-
-Status ValidateModule(ModuleKind kind, std::string_view name) {
-  REEF_RETURN_IF_ERROR(ValidateModuleKind(kind));
-  return ValidateModuleName(name);
-}
-
 Result<ModuleKind> KindColumn(const Stmt& stmt, int column) {
   auto kind = ParseModuleKindName(stmt.ColumnText(column));
   if (!kind.ok()) return Status::DataLoss("module store: stored " + kind.status().message());
@@ -115,24 +89,49 @@ Result<std::unique_ptr<ModuleStore>> ModuleStore::Open(const std::filesystem::pa
     return status;
   }
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
-  std::unique_ptr<ModuleStore> store(new ModuleStore(data_dir, options, db));
-  MutexLock lock(store->mu_);
-  Status status = store->ExecLocked("PRAGMA journal_mode=WAL;");
-  if (status.ok()) status = store->ExecLocked("PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;");
-  if (status.ok()) status = store->ExecLocked(kSchema);
+  auto store = std::make_unique<SqliteModuleStore>(data_dir, options, db);
+  REEF_RETURN_IF_ERROR(store->Init(file));
+  return std::unique_ptr<ModuleStore>(std::move(store));
+}
+
+ModuleStore::~ModuleStore() = default;
+
+Result<std::unique_ptr<ModuleLease>> ModuleStore::TryLease(ModuleKind, std::string_view) {
+  // One process: the lease is always this one's.
+  struct Always final : ModuleLease {
+    bool held() const override { return true; }
+  };
+  return std::unique_ptr<ModuleLease>(new Always());
+}
+
+Result<uint64_t> ModuleStore::LoadWatermark(std::string_view) {
+  return Status::Unimplemented("the embedded module store keeps no effect watermark");
+}
+Status ModuleStore::SaveWatermark(std::string_view, uint64_t, std::string_view) {
+  return Status::Unimplemented("the embedded module store keeps no effect watermark");
+}
+Status ModuleStore::ResetWatermark(std::string_view) {
+  return Status::Unimplemented("the embedded module store keeps no effect watermark");
+}
+
+Status SqliteModuleStore::Init(const std::string& file) {
+  MutexLock lock(mu_);
+  Status status = ExecLocked("PRAGMA journal_mode=WAL;");
+  if (status.ok()) status = ExecLocked("PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;");
+  if (status.ok()) status = ExecLocked(kSchema);
   if (status.code() == Code::kUnavailable) return status;  // locked by another process
   if (!status.ok()) {
     return Status::DataLoss(
         fmt::format("module store: '{}' is not usable: {}", file, status.message()));
   }
-  return store;
+  return Status::Ok();
 }
 
-ModuleStore::~ModuleStore() {
+SqliteModuleStore::~SqliteModuleStore() {
   sqlite3_close(db_);
 }
 
-Status ModuleStore::ExecLocked(const char* sql) {
+Status SqliteModuleStore::ExecLocked(const char* sql) {
   char* error = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) == SQLITE_OK) return Status::Ok();
   sqlite3_free(error);  // the same text as sqlite3_errmsg
@@ -140,7 +139,8 @@ Status ModuleStore::ExecLocked(const char* sql) {
   return SqlError(db_, what.size() <= 40 ? what : "create schema");
 }
 
-Status ModuleStore::InTransactionLocked(const char* begin, const std::function<Status()>& body) {
+Status SqliteModuleStore::InTransactionLocked(const char* begin,
+                                              const std::function<Status()>& body) {
   REEF_RETURN_IF_ERROR(ExecLocked(begin));
   Status status = body();
   if (status.ok()) status = ExecLocked("COMMIT");
@@ -148,9 +148,9 @@ Status ModuleStore::InTransactionLocked(const char* begin, const std::function<S
   return status;
 }
 
-Result<std::optional<int64_t>> ModuleStore::FindVersionIdLocked(ModuleKind kind,
-                                                                std::string_view name,
-                                                                std::string_view version) {
+Result<std::optional<int64_t>> SqliteModuleStore::FindVersionIdLocked(ModuleKind kind,
+                                                                      std::string_view name,
+                                                                      std::string_view version) {
   Stmt stmt(db_, "SELECT id FROM modules WHERE module_type = ?1 AND name = ?2 AND version = ?3");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   stmt.Kind(1, kind).Text(2, name).Text(3, version);
@@ -160,7 +160,7 @@ Result<std::optional<int64_t>> ModuleStore::FindVersionIdLocked(ModuleKind kind,
   return std::optional<int64_t>(stmt.ColumnInt(0));
 }
 
-Result<bool> ModuleStore::ModuleExistsLocked(ModuleKind kind, std::string_view name) {
+Result<bool> SqliteModuleStore::ModuleExistsLocked(ModuleKind kind, std::string_view name) {
   Stmt stmt(db_, "SELECT 1 FROM modules WHERE module_type = ?1 AND name = ?2 LIMIT 1");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   stmt.Kind(1, kind).Text(2, name);
@@ -171,19 +171,10 @@ Result<bool> ModuleStore::ModuleExistsLocked(ModuleKind kind, std::string_view n
 
 // --- versions --------------------------------------------------------------------------------
 
-Result<UploadResult> ModuleStore::Upload(ModuleKind kind, std::string_view name,
-                                         std::string_view version, std::span<const uint8_t> wasm) {
-  REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-  REEF_RETURN_IF_ERROR(ValidateVersion(version));
-  if (wasm.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("{} version {}: the module is empty (0 bytes)", Label(kind, name), version));
-  }
-  if (wasm.size() > options_.max_module_bytes) {
-    return Status::LimitExceeded(
-        fmt::format("module of {} bytes exceeds max_module_bytes ({} bytes)", wasm.size(),
-                    options_.max_module_bytes));
-  }
+Result<UploadResult> SqliteModuleStore::Upload(ModuleKind kind, std::string_view name,
+                                               std::string_view version,
+                                               std::span<const uint8_t> wasm) {
+  REEF_RETURN_IF_ERROR(ValidateUpload(kind, name, version, wasm, options_));
   UploadResult result{ModuleVersion{kind, std::string(name), std::string(version), Sha256Hex(wasm),
                                     wasm.size(), UnixNowMs()},
                       true};
@@ -197,12 +188,7 @@ Result<UploadResult> ModuleStore::Upload(ModuleKind kind, std::string_view name,
     int rc = find.Step();
     if (rc == SQLITE_ROW) {
       std::string stored = find.ColumnText(0);
-      if (stored != result.version.sha256) {
-        return Status::AlreadyExists(fmt::format(
-            "{} version {} already exists with other bytes (sha256 {}...); versions are "
-            "immutable: upload a new version",
-            Label(kind, name), version, stored.substr(0, 12)));
-      }
+      if (stored != result.version.sha256) return OtherBytes(kind, name, version, stored);
       result.version.size_bytes = static_cast<uint64_t>(find.ColumnInt(1));
       result.version.created_at_ms = find.ColumnInt(2);
       result.created = false;
@@ -227,8 +213,8 @@ Result<UploadResult> ModuleStore::Upload(ModuleKind kind, std::string_view name,
   return result;
 }
 
-Result<std::vector<ModuleInfo>> ModuleStore::ListLocked(ModuleKind kind,
-                                                        std::optional<std::string_view> name) {
+Result<std::vector<ModuleInfo>> SqliteModuleStore::ListLocked(
+    ModuleKind kind, std::optional<std::string_view> name) {
   // ?2 IS NULL selects every module of the kind; otherwise only module ?2.
   std::map<std::string, ModuleInfo> modules;
   Status status = InTransactionLocked("BEGIN", [&]() REQUIRES(mu_) -> Status {
@@ -270,38 +256,16 @@ Result<std::vector<ModuleInfo>> ModuleStore::ListLocked(ModuleKind kind,
   });
   if (!status.ok()) return status;
 
-  std::vector<ModuleInfo> list;
-  list.reserve(modules.size());
-  for (auto& [module, info] : modules) {
-    std::vector<std::pair<SemVer, ModuleVersion>> sorted;
-    for (ModuleVersion& version : info.versions) {
-      auto parsed = ParseSemVer(version.version);
-      if (!parsed.ok()) {
-        return Status::DataLoss(
-            fmt::format("module store: {} has a stored version that is not "
-                        "SemVer: {}",
-                        Label(kind, module), parsed.status().message()));
-      }
-      sorted.emplace_back(std::move(*parsed), std::move(version));
-    }
-    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-      int c = CompareSemVer(a.first, b.first);
-      return c != 0 ? c < 0 : a.second.version < b.second.version;
-    });
-    info.versions.clear();
-    for (auto& entry : sorted) info.versions.push_back(std::move(entry.second));
-    list.push_back(std::move(info));
-  }
-  return list;
+  return SortedModules(std::move(modules));
 }
 
-Result<std::vector<ModuleInfo>> ModuleStore::List(ModuleKind kind) {
+Result<std::vector<ModuleInfo>> SqliteModuleStore::List(ModuleKind kind) {
   REEF_RETURN_IF_ERROR(ValidateModuleKind(kind));
   MutexLock lock(mu_);
   return ListLocked(kind, std::nullopt);
 }
 
-Result<ModuleInfo> ModuleStore::Get(ModuleKind kind, std::string_view name) {
+Result<ModuleInfo> SqliteModuleStore::Get(ModuleKind kind, std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   MutexLock lock(mu_);
   REEF_ASSIGN_OR_RETURN(std::vector<ModuleInfo> list, ListLocked(kind, name));
@@ -309,8 +273,8 @@ Result<ModuleInfo> ModuleStore::Get(ModuleKind kind, std::string_view name) {
   return std::move(list.front());
 }
 
-Result<std::vector<uint8_t>> ModuleStore::LoadBytes(ModuleKind kind, std::string_view name,
-                                                    std::string_view version) {
+Result<std::vector<uint8_t>> SqliteModuleStore::LoadBytes(ModuleKind kind, std::string_view name,
+                                                          std::string_view version) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   REEF_RETURN_IF_ERROR(ValidateVersion(version));
   std::vector<uint8_t> bytes;
@@ -328,18 +292,12 @@ Result<std::vector<uint8_t>> ModuleStore::LoadBytes(ModuleKind kind, std::string
     bytes = stmt.ColumnBlob(0);
     stored_sha256 = stmt.ColumnText(1);
   }
-  std::string actual = Sha256Hex(bytes);
-  if (actual != stored_sha256) {
-    return Status::DataLoss(fmt::format(
-        "{} version {}: the stored bytes hash to sha256 {} but were uploaded as sha256 {}: the "
-        "module store is corrupt; upload the module again under a new version",
-        Label(kind, name), version, actual, stored_sha256));
-  }
+  REEF_RETURN_IF_ERROR(CheckIntegrity(kind, name, version, bytes, stored_sha256));
   return bytes;
 }
 
-Status ModuleStore::DeleteVersion(ModuleKind kind, std::string_view name,
-                                  std::string_view version) {
+Status SqliteModuleStore::DeleteVersion(ModuleKind kind, std::string_view name,
+                                        std::string_view version) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   REEF_RETURN_IF_ERROR(ValidateVersion(version));
   MutexLock lock(mu_);
@@ -350,11 +308,7 @@ Status ModuleStore::DeleteVersion(ModuleKind kind, std::string_view name,
     REEF_RETURN_IF_ERROR(active.prepared());
     active.Int(1, *id);
     int rc = active.Step();
-    if (rc == SQLITE_ROW) {
-      return Status::FailedPrecondition(fmt::format(
-          "{} version {} is active: activate another version or deactivate the module first",
-          Label(kind, name), version));
-    }
+    if (rc == SQLITE_ROW) return VersionIsActive(kind, name, version);
     if (rc != SQLITE_DONE) return SqlError(db_, "delete version");
     Stmt remove(db_, "DELETE FROM modules WHERE id = ?1");
     REEF_RETURN_IF_ERROR(remove.prepared());
@@ -368,7 +322,7 @@ Status ModuleStore::DeleteVersion(ModuleKind kind, std::string_view name,
   });
 }
 
-Status ModuleStore::DeleteModule(ModuleKind kind, std::string_view name) {
+Status SqliteModuleStore::DeleteModule(ModuleKind kind, std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   MutexLock lock(mu_);
   return InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
@@ -380,11 +334,7 @@ Status ModuleStore::DeleteModule(ModuleKind kind, std::string_view name) {
     REEF_RETURN_IF_ERROR(active.prepared());
     active.Kind(1, kind).Text(2, name);
     int rc = active.Step();
-    if (rc == SQLITE_ROW) {
-      return Status::FailedPrecondition(
-          fmt::format("{} is active (version {}): deactivate it first", Label(kind, name),
-                      active.ColumnText(0)));
-    }
+    if (rc == SQLITE_ROW) return ModuleIsActive(kind, name, active.ColumnText(0));
     if (rc != SQLITE_DONE) return SqlError(db_, "delete module");
     for (const char* sql : {"DELETE FROM modules WHERE module_type = ?1 AND name = ?2",
                             "DELETE FROM module_env_vars WHERE module_type = ?1 AND name = ?2"}) {
@@ -398,7 +348,8 @@ Status ModuleStore::DeleteModule(ModuleKind kind, std::string_view name) {
 
 // --- activation ------------------------------------------------------------------------------
 
-Status ModuleStore::SetActive(ModuleKind kind, std::string_view name, std::string_view version) {
+Status SqliteModuleStore::SetActive(ModuleKind kind, std::string_view name,
+                                    std::string_view version) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   REEF_RETURN_IF_ERROR(ValidateVersion(version));
   MutexLock lock(mu_);
@@ -413,19 +364,18 @@ Status ModuleStore::SetActive(ModuleKind kind, std::string_view name, std::strin
   });
 }
 
-Status ModuleStore::ClearActive(ModuleKind kind, std::string_view name) {
+Status SqliteModuleStore::ClearActive(ModuleKind kind, std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   MutexLock lock(mu_);
   Stmt stmt(db_, "DELETE FROM active_modules WHERE module_type = ?1 AND name = ?2");
   REEF_RETURN_IF_ERROR(stmt.prepared());
   REEF_RETURN_IF_ERROR(stmt.Kind(1, kind).Text(2, name).Run("deactivate"));
-  if (sqlite3_changes(db_) == 0) {
-    return Status::NotFound(fmt::format("{} has no active version", Label(kind, name)));
-  }
+  if (sqlite3_changes(db_) == 0) return NoActiveVersion(kind, name);
   return Status::Ok();
 }
 
-Result<std::optional<ActiveModule>> ModuleStore::Active(ModuleKind kind, std::string_view name) {
+Result<std::optional<ActiveModule>> SqliteModuleStore::Active(ModuleKind kind,
+                                                              std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   MutexLock lock(mu_);
   Stmt stmt(db_,
@@ -440,7 +390,7 @@ Result<std::optional<ActiveModule>> ModuleStore::Active(ModuleKind kind, std::st
       ActiveModule{kind, std::string(name), stmt.ColumnText(0), stmt.ColumnText(1)});
 }
 
-Result<std::vector<ActiveModule>> ModuleStore::ListActive() {
+Result<std::vector<ActiveModule>> SqliteModuleStore::ListActive() {
   MutexLock lock(mu_);
   Stmt stmt(db_,
             "SELECT a.module_type, a.name, m.version, m.sha256 FROM active_modules a "
@@ -462,19 +412,10 @@ Result<std::vector<ActiveModule>> ModuleStore::ListActive() {
 
 // --- environment -----------------------------------------------------------------------------
 
-Status ModuleStore::SetEnv(ModuleKind kind, std::string_view name, std::string_view key,
-                           std::string_view value) {
+Status SqliteModuleStore::SetEnv(ModuleKind kind, std::string_view name, std::string_view key,
+                                 std::string_view value) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-  REEF_RETURN_IF_ERROR(ValidateEnvKey(key));
-  if (value.size() > options_.max_env_value_bytes) {
-    return Status::LimitExceeded(
-        fmt::format("environment value of {} bytes exceeds max_env_value_bytes ({} bytes)",
-                    value.size(), options_.max_env_value_bytes));
-  }
-  if (auto bad = FindInvalidUtf8(value)) {
-    return Status::InvalidArgument(
-        fmt::format("environment value of {} is not UTF-8 (ill-formed at byte {})", key, *bad));
-  }
+  REEF_RETURN_IF_ERROR(ValidateEnv(key, value, options_));
   MutexLock lock(mu_);
   return InTransactionLocked("BEGIN IMMEDIATE", [&]() REQUIRES(mu_) -> Status {
     REEF_ASSIGN_OR_RETURN(bool exists, ModuleExistsLocked(kind, name));
@@ -487,9 +428,7 @@ Status ModuleStore::SetEnv(ModuleKind kind, std::string_view name, std::string_v
     if (count.Step() != SQLITE_ROW) return SqlError(db_, "count env");
     bool is_new = count.ColumnInt(1) == 0;
     if (is_new && count.ColumnInt(0) >= options_.max_env_vars) {
-      return Status::LimitExceeded(
-          fmt::format("{} already has {} environment variables: max_env_vars is {}",
-                      Label(kind, name), count.ColumnInt(0), options_.max_env_vars));
+      return TooManyEnvVars(kind, name, count.ColumnInt(0), options_.max_env_vars);
     }
     Stmt upsert(db_,
                 "INSERT INTO module_env_vars (module_type, name, key, value) "
@@ -500,7 +439,7 @@ Status ModuleStore::SetEnv(ModuleKind kind, std::string_view name, std::string_v
   });
 }
 
-Status ModuleStore::DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key) {
+Status SqliteModuleStore::DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   REEF_RETURN_IF_ERROR(ValidateEnvKey(key));
   MutexLock lock(mu_);
@@ -510,12 +449,11 @@ Status ModuleStore::DeleteEnv(ModuleKind kind, std::string_view name, std::strin
   if (sqlite3_changes(db_) > 0) return Status::Ok();
   REEF_ASSIGN_OR_RETURN(bool exists, ModuleExistsLocked(kind, name));
   if (!exists) return NoSuchModule(kind, name);
-  return Status::NotFound(
-      fmt::format("{} has no environment variable '{}'", Label(kind, name), key));
+  return NoSuchEnv(kind, name, key);
 }
 
-Result<std::map<std::string, std::string>> ModuleStore::Env(ModuleKind kind,
-                                                            std::string_view name) {
+Result<std::map<std::string, std::string>> SqliteModuleStore::Env(ModuleKind kind,
+                                                                  std::string_view name) {
   REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
   MutexLock lock(mu_);
   std::map<std::string, std::string> env;

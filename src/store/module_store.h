@@ -8,18 +8,24 @@
 // removes the pointer. The active version can never be deleted. A module exists while it has
 // at least one version; its environment variables live and die with it.
 //
-// Storage: `data_dir`/reef.sqlite (shared with code::SourceStore; this store touches only the
-// tables modules, active_modules, module_env_vars and crypto_keys), WAL journal, foreign keys
-// on, secure_delete on. Every statement binds its parameters; each mutating call is one
-// transaction. Compiled artifacts are files `data_dir`/cache/<sha256>.<suffix>.
+// Two backends behind this interface:
+//  - embedded (Open): `data_dir`/reef.sqlite (shared with code::SourceStore; this store touches
+//    only the tables modules, active_modules, module_env_vars and crypto_keys), WAL journal,
+//    foreign keys on, secure_delete on. One process.
+//  - PostgreSQL (OpenPostgres): tables reef_modules, reef_active_modules, reef_module_env_vars,
+//    reef_crypto_keys and reef_effect_watermarks in a database several processes share; each
+//    change is announced to the others (Watch), and effects take a lease to run (TryLease).
+// Every statement binds its parameters; each mutating call is one transaction. Compiled
+// artifacts are local files `data_dir`/cache/<sha256>.<suffix> with either backend.
 //
-// Besides the errors each call lists, a database call returns Unavailable when another
-// connection keeps the file locked past the busy timeout, and Internal for any other SQLite
+// Besides the errors each call lists, a database call returns Unavailable when the database
+// cannot be reached or stays locked past the busy timeout, and Internal for any other database
 // failure (the transaction is rolled back: nothing changed).
 //
-// Thread ownership: any thread. One SQLite connection serialized by an internal mutex; a call
-// may block for the SQLite busy timeout (5,000 ms) while another connection holds the write
-// lock. Artifact calls do not take the mutex.
+// Thread ownership: any thread. The embedded backend serializes calls on one SQLite connection
+// (a call may block for the 5,000 ms busy timeout while another connection holds the write
+// lock); the PostgreSQL backend runs them on pooled connections. Artifact calls touch no
+// database.
 #pragma once
 
 #include <array>
@@ -35,12 +41,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/mutex.h"
 #include "core/status.h"
 #include "store/module_names.h"
 #include "store/semver.h"
-
-struct sqlite3;
 
 namespace reef::store {
 
@@ -95,6 +98,23 @@ struct ModuleStoreOptions {
   uint32_t max_env_vars = 256;               // most environment variables per module
 };
 
+// What another process changed (ModuleStore::Watch).
+struct StoreChange {
+  enum class What { kModule, kKeyScope, kEverything };
+  What what = What::kModule;
+  ModuleKind kind = ModuleKind::kCommand;  // kModule
+  std::string name;                        // kModule: the module; kKeyScope: the scope
+};
+
+// The right to run one module in one process among several (ModuleStore::TryLease), held until
+// it is destroyed or lost (the process's connection to the database broke).
+class ModuleLease {
+ public:
+  virtual ~ModuleLease() = default;
+  // False once the lease may have passed to another process.
+  virtual bool held() const = 0;
+};
+
 // --- the store -------------------------------------------------------------------------------
 
 class ModuleStore {
@@ -106,7 +126,16 @@ class ModuleStore {
   static Result<std::unique_ptr<ModuleStore>> Open(const std::filesystem::path& data_dir,
                                                    ModuleStoreOptions options = {});
 
-  ~ModuleStore();
+  // Opens the PostgreSQL module store in the database `conninfo` names (a libpq connection
+  // string or postgresql:// URI), creating or migrating its tables; the artifact cache stays in
+  // `data_dir`/cache. Any number of processes may open the same database.
+  // Errors: Unavailable when the database cannot be reached; DataLoss when it holds a newer
+  // schema than this Reef knows.
+  static Result<std::unique_ptr<ModuleStore>> OpenPostgres(const std::string& conninfo,
+                                                           const std::filesystem::path& data_dir,
+                                                           ModuleStoreOptions options = {});
+
+  virtual ~ModuleStore();
   ModuleStore(const ModuleStore&) = delete;
   ModuleStore& operator=(const ModuleStore&) = delete;
 
@@ -118,82 +147,86 @@ class ModuleStore {
   // SemVer 2.0.0 or empty bytes; LimitExceeded for more than kMaxVersionBytes of version or
   // more than max_module_bytes of bytes; AlreadyExists when the version exists with other
   // bytes (versions are immutable).
-  Result<UploadResult> Upload(ModuleKind kind, std::string_view name, std::string_view version,
-                              std::span<const uint8_t> wasm);
+  virtual Result<UploadResult> Upload(ModuleKind kind, std::string_view name,
+                                      std::string_view version, std::span<const uint8_t> wasm) = 0;
 
   // Every module of `kind`, ordered by name (bytewise).
   // Errors: InvalidArgument for the kind; DataLoss for a malformed stored row.
-  Result<std::vector<ModuleInfo>> List(ModuleKind kind);
+  virtual Result<std::vector<ModuleInfo>> List(ModuleKind kind) = 0;
 
   // The module `name` of `kind`.
   // Errors: InvalidArgument for the kind or name; NotFound "no commands module named 'x'".
-  Result<ModuleInfo> Get(ModuleKind kind, std::string_view name);
+  virtual Result<ModuleInfo> Get(ModuleKind kind, std::string_view name) = 0;
 
   // The bytes of `version`, checked against the stored SHA-256 (integrity check on load).
   // Errors: InvalidArgument for the kind, name or version; NotFound for an unknown version;
   // DataLoss when the bytes no longer hash to the stored SHA-256.
-  Result<std::vector<uint8_t>> LoadBytes(ModuleKind kind, std::string_view name,
-                                         std::string_view version);
+  virtual Result<std::vector<uint8_t>> LoadBytes(ModuleKind kind, std::string_view name,
+                                                 std::string_view version) = 0;
 
   // Deletes `version`. Deleting the last version deletes the module and its environment.
   // Errors: InvalidArgument for the kind, name or version; NotFound for an unknown version;
   // FailedPrecondition when it is the active version (deactivate or activate another first).
-  Status DeleteVersion(ModuleKind kind, std::string_view name, std::string_view version);
+  virtual Status DeleteVersion(ModuleKind kind, std::string_view name,
+                               std::string_view version) = 0;
 
   // Deletes every version and the environment variables of module `name`.
   // Errors: InvalidArgument for the kind or name; NotFound for an unknown module;
   // FailedPrecondition while one of its versions is active.
-  Status DeleteModule(ModuleKind kind, std::string_view name);
+  virtual Status DeleteModule(ModuleKind kind, std::string_view name) = 0;
 
   // Makes `version` the active version of module `name` (replacing any other; activating the
   // active version again is OK).
   // Errors: InvalidArgument for the kind, name or version; NotFound when the version was not
   // uploaded.
-  Status SetActive(ModuleKind kind, std::string_view name, std::string_view version);
+  virtual Status SetActive(ModuleKind kind, std::string_view name, std::string_view version) = 0;
 
   // Removes the active pointer of module `name`; its versions stay.
   // Errors: InvalidArgument for the kind or name; NotFound when no version is active.
-  Status ClearActive(ModuleKind kind, std::string_view name);
+  virtual Status ClearActive(ModuleKind kind, std::string_view name) = 0;
 
   // The active version of module `name`; nullopt when none (or no such module).
   // Errors: InvalidArgument for the kind or name.
-  Result<std::optional<ActiveModule>> Active(ModuleKind kind, std::string_view name);
+  virtual Result<std::optional<ActiveModule>> Active(ModuleKind kind, std::string_view name) = 0;
 
   // Every active module of every kind, ordered by kind (enum order) then name: what to start
   // at startup.
-  Result<std::vector<ActiveModule>> ListActive();
+  virtual Result<std::vector<ActiveModule>> ListActive() = 0;
 
   // Sets environment variable `key` of module `name` to `value` (created or replaced).
   // Errors: InvalidArgument for the kind, name, key (ValidateEnvKey) or a value that is not
   // UTF-8; NotFound for an unknown module; LimitExceeded naming max_env_value_bytes for the
   // value, or max_env_vars when adding a key to a module that has that many.
-  Status SetEnv(ModuleKind kind, std::string_view name, std::string_view key,
-                std::string_view value);
+  virtual Status SetEnv(ModuleKind kind, std::string_view name, std::string_view key,
+                        std::string_view value) = 0;
 
   // Deletes environment variable `key` of module `name`.
   // Errors: InvalidArgument for the kind, name or key; NotFound when the key is not set.
-  Status DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key);
+  virtual Status DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key) = 0;
 
   // The environment variables of module `name` (key -> value).
   // Errors: InvalidArgument for the kind or name; NotFound for an unknown module.
-  Result<std::map<std::string, std::string>> Env(ModuleKind kind, std::string_view name);
+  virtual Result<std::map<std::string, std::string>> Env(ModuleKind kind,
+                                                         std::string_view name) = 0;
 
   // The live key of `scope`, created (random id and key) when the scope has none. At most
   // one key per scope is live at any time.
   // Errors: InvalidArgument for the scope (ValidateKeyScope); Unavailable when RAND_bytes fails.
-  Result<CryptoKey> GetOrCreateKey(std::string_view scope);
+  virtual Result<CryptoKey> GetOrCreateKey(std::string_view scope) = 0;
 
   // The key with id `key_id`; nullopt (OK) when it was shredded.
   // Errors: InvalidArgument when `key_id` is not kKeyIdLength lowercase hex characters;
   // NotFound when no key ever had this id.
-  Result<std::optional<CryptoKey>> FindKey(std::string_view key_id);
+  virtual Result<std::optional<CryptoKey>> FindKey(std::string_view key_id) = 0;
 
   // Crypto-shreds `scope`: every live key of it gets key = NULL and deleted_at = now (ms).
-  // With secure_delete the key bytes are zeroed in the database page, and the WAL is then
-  // checkpointed and truncated (best effort: a concurrent reader can keep old WAL frames until
-  // the next checkpoint). A later GetOrCreateKey makes a new, different key.
+  // Embedded: with secure_delete the key bytes are zeroed in the database page, and the WAL is
+  // then checkpointed and truncated (best effort: a concurrent reader can keep old WAL frames
+  // until the next checkpoint). PostgreSQL: the old row version keeps the key bytes until
+  // VACUUM reclaims it (docs/operations.md "Crypto-shredding"). A later GetOrCreateKey makes a
+  // new, different key.
   // Errors: InvalidArgument for the scope; NotFound when the scope has no live key.
-  Status ShredScope(std::string_view scope);
+  virtual Status ShredScope(std::string_view scope) = 0;
 
   // Stores `bytes` as the artifact `data_dir`/cache/<sha256>.<suffix>, replacing any: written
   // to a temporary file, fsynced, renamed into place, and the directory fsynced, so a reader
@@ -214,29 +247,39 @@ class ModuleStore {
   // The directory given to Open.
   const std::filesystem::path& data_dir() const { return data_dir_; }
 
- private:
-  ModuleStore(std::filesystem::path data_dir, ModuleStoreOptions options, sqlite3* db)
-      : data_dir_(std::move(data_dir)), options_(options), db_(db) {}
+  // --- several processes (PostgreSQL) --------------------------------------------------------
 
-  Status ExecLocked(const char* sql) REQUIRES(mu_);
-  Result<std::optional<int64_t>> FindVersionIdLocked(ModuleKind kind, std::string_view name,
-                                                     std::string_view version) REQUIRES(mu_);
-  Result<bool> ModuleExistsLocked(ModuleKind kind, std::string_view name) REQUIRES(mu_);
-  Result<std::vector<ModuleInfo>> ListLocked(ModuleKind kind, std::optional<std::string_view> name)
-      REQUIRES(mu_);
-  // Runs `body` between `begin` ("BEGIN" to read a snapshot, "BEGIN IMMEDIATE" to write) and
-  // COMMIT; rolls back when `body` or the commit fails and returns that Status. `body` runs
-  // with mu_ held (a lambda says so with REQUIRES(mu_)).
-  Status InTransactionLocked(const char* begin, const std::function<Status()>& body) REQUIRES(mu_);
-  std::filesystem::path ArtifactPath(std::string_view sha256, std::string_view suffix) const;
+  // True when other processes share this store: effects must hold a lease to run and keep
+  // their watermark here (the embedded store: false).
+  virtual bool shared() const { return false; }
+
+  // Calls `on_change` (on a thread of the store's) whenever another process changed a module
+  // (its versions, active pointer or environment) or shredded a crypto key scope, and with
+  // StoreChange::kEverything after the store lost track for a while (a reconnection). Set once,
+  // before changes matter; the embedded store never calls it.
+  virtual void Watch(std::function<void(const StoreChange&)> on_change) { (void)on_change; }
+
+  // Tries to take the lease that lets one process run module `name` of `kind` (an effect).
+  // nullptr (OK) when another process holds it. The embedded store always grants it.
+  virtual Result<std::unique_ptr<ModuleLease>> TryLease(ModuleKind kind, std::string_view name);
+
+  // The shared watermark of effect `name` (0 when none was saved), its saving, and its reset
+  // (replay). Errors: Unimplemented on the embedded store, which keeps it in the effect's
+  // database.
+  virtual Result<uint64_t> LoadWatermark(std::string_view name);
+  virtual Status SaveWatermark(std::string_view name, uint64_t watermark, std::string_view version);
+  virtual Status ResetWatermark(std::string_view name);
+
+ protected:
+  ModuleStore(std::filesystem::path data_dir, ModuleStoreOptions options)
+      : data_dir_(std::move(data_dir)), options_(options) {}
 
   // Constant after construction.
   const std::filesystem::path data_dir_;
   const ModuleStoreOptions options_;
 
-  // Protected by mu_: the connection and every statement run on it.
-  Mutex mu_;
-  sqlite3* db_ GUARDED_BY(mu_);
+ private:
+  std::filesystem::path ArtifactPath(std::string_view sha256, std::string_view suffix) const;
 };
 
 }  // namespace reef::store

@@ -1,6 +1,7 @@
 // Acceptance test of Reef's command modules against the public DCB example scenarios
 // (tests/fixtures/dcb-examples, from dcb.events): every test case of every block of every
-// scenario file runs on a fresh `reef serve` over real HTTP.
+// scenario file runs on a fresh `reef serve` over real HTTP, with the embedded store and (test
+// dcb_examples_postgresql) with the PostgreSQL store.
 //
 // Given: the block's command modules (examples/dcb, built as ${REEF_GUEST_DIR}/dcb_*.wasm)
 // uploaded and activated, and the case's givenEvents appended with POST /events/append, their
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "support/http_test_client.h"
+#include "support/pg_test_database.h"
 #include "support/reef_server.h"
 
 namespace reef::testing {
@@ -299,8 +301,16 @@ TEST_P(DcbExamplesTest, CommandDecidesAsTheScenarioExpects) {
   ASSERT_TRUE(c.load_error.empty()) << c.file << " / " << c.block << ": " << c.load_error;
   SCOPED_TRACE(c.file + " / " + c.block + " / " + c.description);
 
-  // Given: a fresh server with the block's command modules ...
-  ReefServer server(kReefBinary);
+  // Given: a fresh server (on the PostgreSQL store too: REEF_TEST_STORE=postgresql, with a
+  // fresh database per case) with the block's command modules ...
+  std::optional<PgTestDatabase> db;
+  std::vector<std::string> args;
+  if (const char* store = std::getenv("REEF_TEST_STORE");
+      store && std::string(store) == "postgresql") {
+    db.emplace();
+    args = {"--store", db->uri()};
+  }
+  ReefServer server(kReefBinary, args);
   std::string started = server.Start();
   ASSERT_EQ(started, "");
   const uint16_t port = server.port();

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 #include "pg/pg.h"
 
@@ -53,6 +54,17 @@ class PgTestDatabase {
 
   // A libpq connection string for this database.
   std::string conninfo() const { return cluster_ + " dbname=" + name_; }
+  // The same as a postgresql:// URI (what `reef serve --store` takes).
+  std::string uri() const {
+    auto field = [this](std::string_view key) {
+      size_t at = cluster_.find(std::string(key) + "=");
+      if (at == std::string::npos) return std::string();
+      at += key.size() + 1;
+      return cluster_.substr(at, cluster_.find(' ', at) - at);
+    };
+    return "postgresql://" + field("user") + "@/" + name_ + "?host=" + field("host") +
+           "&port=" + field("port");
+  }
   const std::string& name() const { return name_; }
 
   // Runs `sql` in this database (for tests that look at or disturb the tables directly).

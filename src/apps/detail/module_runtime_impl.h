@@ -154,6 +154,23 @@ struct ModuleRuntime::Impl {
   // Refreshes what depends on the module's env (commands: the cache; others: a restart).
   Status EnvChanged(store::ModuleKind kind, const std::string& name) REQUIRES(lifecycle_mu);
 
+  // ---- Several processes on one module store (ModuleStore::Watch) ----
+
+  // Brings this process in line with a change another process made: a module's active version
+  // or env (its runner started, replaced or stopped; a command's cached facts dropped), a
+  // shredded key scope (cached keys and decision states dropped), or everything after the
+  // store lost track. Runs on the store's watcher thread; does nothing once stopping.
+  void OnStoreChange(const store::StoreChange& change) EXCLUDES(lifecycle_mu);
+  // Starts, replaces or stops the runner of (kind, name) to match the store; a command's facts
+  // are forgotten. Nothing happens when the runner already runs the active version and env.
+  Status SyncModule(store::ModuleKind kind, const std::string& name) REQUIRES(lifecycle_mu);
+  // What each runner was started with (SyncModule compares).
+  struct RunnerFacts {
+    std::string version;
+    std::map<std::string, std::string> env;
+  };
+  std::map<ModuleKey, RunnerFacts> runner_facts GUARDED_BY(mu);
+
   // The command's active version (nullopt: none), from the cache or the store.
   Result<std::optional<store::ActiveModule>> ActiveCommand(std::string_view name);
 

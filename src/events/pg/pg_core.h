@@ -74,6 +74,10 @@ class HeadTracker {
   // The last error of the tracking connection ("" when healthy).
   std::string last_error() const;
   bool stopped() const;
+  // Rounds run, and those that waited for appends in flight (metrics).
+  uint64_t rounds() const { return rounds_.load(); }
+  uint64_t waits() const { return waits_.load(); }
+  bool connected() const { return connected_.load(); }
 
  private:
   void Loop(std::unique_ptr<pg::Connection> conn);
@@ -89,6 +93,9 @@ class HeadTracker {
   const std::chrono::milliseconds poll_interval_;
   int wake_fd_ = -1;  // eventfd: a round is wanted
   std::thread thread_;
+  std::atomic<uint64_t> rounds_{0};
+  std::atomic<uint64_t> waits_{0};
+  std::atomic<bool> connected_{false};
 
   mutable Mutex mu_;
   CondVar cv_;

@@ -59,6 +59,7 @@ Status HeadTracker::Start() {
     MutexLock lock(mu_);
     published_ = head;
   }
+  connected_.store(true);
   thread_ = std::thread([this, c = std::move(conn)]() mutable { Loop(std::move(c)); });
   return Status::Ok();
 }
@@ -138,7 +139,9 @@ Result<Position> HeadTracker::Round(pg::Connection& conn) {
       pg::PgResult candidate,
       conn.Exec("SELECT head, writers FROM reef_head_candidate($1)", barrier, "reading the head"));
   REEF_ASSIGN_OR_RETURN(int64_t head, candidate.Int(0, 0));
+  rounds_.fetch_add(1);
   if (candidate.is_null(0, 1)) return static_cast<Position>(head);
+  waits_.fetch_add(1);
   std::vector<std::string> writers = SplitWriters(candidate.field(0, 1));
   std::vector<std::string_view> views(writers.begin(), writers.end());
   pg::Params check;
@@ -171,6 +174,7 @@ void HeadTracker::Loop(std::unique_ptr<pg::Connection> conn) {
     }
     if (!conn || !conn->healthy()) {
       conn.reset();
+      connected_.store(false);
       auto opened = pg::Connection::Open(connect_);
       Status listened =
           opened.ok() ? (*opened)->ExecScript(fmt::format("LISTEN {}", kEventsChannel), "LISTEN")
@@ -183,6 +187,7 @@ void HeadTracker::Loop(std::unique_ptr<pg::Connection> conn) {
         continue;
       }
       conn = std::move(*opened);
+      connected_.store(true);
       backoff = std::chrono::milliseconds(100);
     } else {
       WaitForWork(*conn);

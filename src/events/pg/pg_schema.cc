@@ -1,12 +1,6 @@
 // The PostgreSQL event store's schema (pg_core.h): tables, the append function, the read
-// barrier's functions, and the migrations that create them. Reef records each component's
-// schema version in reef_schema; migrations run under an advisory lock so processes starting
-// together apply each one once (docs/operations.md "PostgreSQL").
-#include <fmt/format.h>
-
-#include <string>
-#include <vector>
-
+// barrier's functions, and the migrations that create them (pg::Migrate: versions recorded in
+// reef_schema, processes starting together take turns; docs/operations.md "PostgreSQL").
 #include "events/pg/pg_core.h"
 
 namespace reef::events::pg_store {
@@ -143,56 +137,12 @@ LANGUAGE sql AS $$
 $$;
 )sql";
 
-constexpr const char* kComponent = "events";
-const std::vector<const char*> kMigrations = {kSchemaV1};
+constexpr const char* kMigrations[] = {kSchemaV1};
 
 }  // namespace
 
 Status MigrateEventSchema(pg::Connection& conn) {
-  pg::Params lock;
-  lock.Int8(kMigrationLockKey);
-  REEF_RETURN_IF_ERROR(
-      conn.Exec("SELECT pg_advisory_lock($1)", lock, "taking the migration lock").status());
-  auto migrate = [&]() -> Status {
-    REEF_RETURN_IF_ERROR(conn.ExecScript(
-        "CREATE TABLE IF NOT EXISTS reef_schema (component text PRIMARY KEY, version int NOT "
-        "NULL, migrated_at timestamptz NOT NULL DEFAULT now())",
-        "creating reef_schema"));
-    pg::Params component;
-    component.Text(kComponent);
-    REEF_ASSIGN_OR_RETURN(pg::PgResult found,
-                          conn.Exec("SELECT version FROM reef_schema WHERE component = $1",
-                                    component, "reading the schema version"));
-    int64_t version = 0;
-    if (found.rows() > 0) {
-      REEF_ASSIGN_OR_RETURN(version, found.Int(0, 0));
-    }
-    const auto known = static_cast<int64_t>(kMigrations.size());
-    if (version > known) {
-      return Status::DataLoss(fmt::format(
-          "the database's event store schema is version {}, newer than this Reef knows ({}): "
-          "use a newer Reef",
-          version, known));
-    }
-    for (int64_t v = version; v < known; ++v) {
-      std::string script = fmt::format(
-          "BEGIN;\n{}\nINSERT INTO reef_schema (component, version) VALUES ('{}', {}) "
-          "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version, migrated_at = "
-          "now();\nCOMMIT;",
-          kMigrations[v], kComponent, v + 1);
-      Status applied = conn.ExecScript(script, fmt::format("migrating the event store to "
-                                                           "schema version {}",
-                                                           v + 1));
-      if (!applied.ok()) {
-        (void)conn.ExecScript("ROLLBACK", "rolling back a migration");
-        return applied;
-      }
-    }
-    return Status::Ok();
-  };
-  Status status = migrate();
-  (void)conn.Exec("SELECT pg_advisory_unlock($1)", lock);
-  return status;
+  return pg::Migrate(conn, "events", "event store", kMigrations);
 }
 
 }  // namespace reef::events::pg_store

@@ -338,6 +338,11 @@ EventStoreStats PgCore::Stats() const {
   s.conflicts = counters_.conflicts.load();
   s.duplicate_ids = counters_.duplicate_ids.load();
   s.events_written = counters_.events_written.load();
+  s.backend = "postgresql";
+  s.connections = pool_->open_connections() + (tracker_->connected() ? 1 : 0);
+  s.connect_failures = pool_->connect_failures();
+  s.barrier_rounds = tracker_->rounds();
+  s.barrier_waits = tracker_->waits();
   return s;
 }
 

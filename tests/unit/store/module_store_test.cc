@@ -1,6 +1,6 @@
 // The module store: uploads, versions, activation, environment, crypto keys, integrity and
-// the artifact cache, on real SQLite files in a temporary directory (spec 000, "Module
-// lifecycle", "Module store schema").
+// the artifact cache, on both backends: real SQLite files in a temporary directory and a real
+// PostgreSQL database (spec 000, "Module lifecycle", "Module store schema").
 #include "store/module_store.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 
 #include "code/source_store.h"
 #include "core/ids.h"
+#include "support/pg_test_database.h"
 
 namespace reef::store {
 namespace {
@@ -32,12 +33,18 @@ std::string ReadFile(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-class ModuleStoreTest : public ::testing::Test {
+// A fresh module store per test: the embedded one in a temporary directory, or the PostgreSQL
+// one in a fresh database of the test cluster (tests/support/pg_test_database.h).
+template <typename Base>
+class ModuleStoreFixture : public Base {
  protected:
+  virtual bool postgres() const = 0;
+
   void SetUp() override {
     std::string pattern = (fs::temp_directory_path() / "reef-module-store-test-XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
+    if (postgres()) db_ = std::make_unique<reef::testing::PgTestDatabase>();
     Reopen();
   }
   void TearDown() override {
@@ -47,7 +54,8 @@ class ModuleStoreTest : public ::testing::Test {
   }
   void Reopen(ModuleStoreOptions options = {}) {
     store_.reset();
-    auto store = ModuleStore::Open(dir_, options);
+    auto store = postgres() ? ModuleStore::OpenPostgres(db_->conninfo(), dir_, options)
+                            : ModuleStore::Open(dir_, options);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = std::move(*store);
   }
@@ -68,8 +76,26 @@ class ModuleStoreTest : public ::testing::Test {
   }
 
   fs::path dir_;
+  std::unique_ptr<reef::testing::PgTestDatabase> db_;
   std::unique_ptr<ModuleStore> store_;
 };
+
+// The embedded store's own behaviour (its file, SQLite's pages).
+class ModuleStoreTest : public ModuleStoreFixture<::testing::Test> {
+ protected:
+  bool postgres() const override { return false; }
+};
+
+// What both backends must do.
+class AnyModuleStoreTest : public ModuleStoreFixture<::testing::TestWithParam<bool>> {
+ protected:
+  bool postgres() const override { return GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, AnyModuleStoreTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "postgresql" : "embedded";
+                         });
 
 constexpr ModuleKind kCmd = ModuleKind::kCommand;
 // SHA-256("abc"), FIPS 180-2 appendix B.1.
@@ -132,7 +158,7 @@ TEST(ModuleStoreNamesTest, KeyScopesArePrintableUtf8Of1To256Bytes) {
 
 // --- upload ----------------------------------------------------------------------------------
 
-TEST_F(ModuleStoreTest, UploadStoresBytesWithTheirSha256) {
+TEST_P(AnyModuleStoreTest, UploadStoresBytesWithTheirSha256) {
   // When a module version is uploaded
   auto result = store_->Upload(kCmd, "foo", "1.0.0", Bytes("abc"));
   // then it is created with the SHA-256 and size of its bytes, not active
@@ -147,7 +173,7 @@ TEST_F(ModuleStoreTest, UploadStoresBytesWithTheirSha256) {
   EXPECT_FALSE(store_->Active(kCmd, "foo")->has_value());
 }
 
-TEST_F(ModuleStoreTest, UploadingTheSameBytesAgainIsIdempotent) {
+TEST_P(AnyModuleStoreTest, UploadingTheSameBytesAgainIsIdempotent) {
   ModuleVersion first = Upload(kCmd, "foo", "1.0.0", "abc");
   auto again = store_->Upload(kCmd, "foo", "1.0.0", Bytes("abc"));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
@@ -157,7 +183,7 @@ TEST_F(ModuleStoreTest, UploadingTheSameBytesAgainIsIdempotent) {
   EXPECT_EQ(Versions(kCmd, "foo"), std::vector<std::string>{"1.0.0"});
 }
 
-TEST_F(ModuleStoreTest, UploadingOtherBytesUnderAnExistingVersionIsAlreadyExists) {
+TEST_P(AnyModuleStoreTest, UploadingOtherBytesUnderAnExistingVersionIsAlreadyExists) {
   Upload(kCmd, "foo", "1.0.0", "abc");
   auto other = store_->Upload(kCmd, "foo", "1.0.0", Bytes("abd"));
   EXPECT_EQ(other.status().code(), Code::kAlreadyExists);
@@ -169,7 +195,7 @@ TEST_F(ModuleStoreTest, UploadingOtherBytesUnderAnExistingVersionIsAlreadyExists
   EXPECT_EQ(*store_->LoadBytes(kCmd, "foo", "1.0.0"), Bytes("abc"));
 }
 
-TEST_F(ModuleStoreTest, UploadRejectsInvalidKindNameVersionAndEmptyBytes) {
+TEST_P(AnyModuleStoreTest, UploadRejectsInvalidKindNameVersionAndEmptyBytes) {
   EXPECT_EQ(store_->Upload(static_cast<ModuleKind>(9), "foo", "1.0.0", Bytes("a")).status().code(),
             Code::kInvalidArgument);
   EXPECT_EQ(store_->Upload(kCmd, "Foo", "1.0.0", Bytes("a")).status().code(),
@@ -184,7 +210,7 @@ TEST_F(ModuleStoreTest, UploadRejectsInvalidKindNameVersionAndEmptyBytes) {
   EXPECT_EQ(store_->List(kCmd)->size(), 0u);
 }
 
-TEST_F(ModuleStoreTest, UploadEnforcesMaxModuleBytes) {
+TEST_P(AnyModuleStoreTest, UploadEnforcesMaxModuleBytes) {
   Reopen(ModuleStoreOptions{.max_module_bytes = 16});
   EXPECT_TRUE(store_->Upload(kCmd, "foo", "1.0.0", std::vector<uint8_t>(16, 1)).ok());
   auto big = store_->Upload(kCmd, "foo", "2.0.0", std::vector<uint8_t>(17, 1));
@@ -193,7 +219,7 @@ TEST_F(ModuleStoreTest, UploadEnforcesMaxModuleBytes) {
   EXPECT_EQ(Versions(kCmd, "foo"), std::vector<std::string>{"1.0.0"});
 }
 
-TEST_F(ModuleStoreTest, ConcurrentUploadsFromManyThreadsAllLand) {
+TEST_P(AnyModuleStoreTest, ConcurrentUploadsFromManyThreadsAllLand) {
   // Given four threads uploading ten versions each, plus a repeat of every upload
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -217,7 +243,7 @@ TEST_F(ModuleStoreTest, ConcurrentUploadsFromManyThreadsAllLand) {
 
 // --- list and get ----------------------------------------------------------------------------
 
-TEST_F(ModuleStoreTest, ListIsByNameWithVersionsInPrecedenceOrder) {
+TEST_P(AnyModuleStoreTest, ListIsByNameWithVersionsInPrecedenceOrder) {
   // Given versions uploaded out of order, under two names and two kinds
   Upload(kCmd, "zeta", "1.10.0", "z110");
   Upload(kCmd, "zeta", "1.2.0", "z12");
@@ -242,7 +268,7 @@ TEST_F(ModuleStoreTest, ListIsByNameWithVersionsInPrecedenceOrder) {
   EXPECT_TRUE(store_->List(ModuleKind::kProjector)->empty());
 }
 
-TEST_F(ModuleStoreTest, GetUnknownModuleIsNotFound) {
+TEST_P(AnyModuleStoreTest, GetUnknownModuleIsNotFound) {
   Upload(ModuleKind::kProjector, "foo", "1.0.0", "p");
   auto missing = store_->Get(kCmd, "foo");
   EXPECT_EQ(missing.status().code(), Code::kNotFound);
@@ -255,7 +281,7 @@ TEST_F(ModuleStoreTest, GetUnknownModuleIsNotFound) {
   EXPECT_TRUE(projector->env.empty());
 }
 
-TEST_F(ModuleStoreTest, LoadBytesOfAnUnknownVersionIsNotFound) {
+TEST_P(AnyModuleStoreTest, LoadBytesOfAnUnknownVersionIsNotFound) {
   Upload(kCmd, "foo", "1.0.0", "abc");
   EXPECT_EQ(store_->LoadBytes(kCmd, "foo", "2.0.0").status().code(), Code::kNotFound);
   EXPECT_EQ(store_->LoadBytes(kCmd, "bar", "1.0.0").status().code(), Code::kNotFound);
@@ -264,7 +290,7 @@ TEST_F(ModuleStoreTest, LoadBytesOfAnUnknownVersionIsNotFound) {
 
 // --- activation and deletion -----------------------------------------------------------------
 
-TEST_F(ModuleStoreTest, ActivateSwapsThePointerAndDeactivateClearsIt) {
+TEST_P(AnyModuleStoreTest, ActivateSwapsThePointerAndDeactivateClearsIt) {
   ModuleVersion v1 = Upload(kCmd, "foo", "1.0.0", "one");
   ModuleVersion v2 = Upload(kCmd, "foo", "2.0.0", "two");
   // When 1.0.0 is activated
@@ -287,7 +313,7 @@ TEST_F(ModuleStoreTest, ActivateSwapsThePointerAndDeactivateClearsIt) {
   EXPECT_EQ(Versions(kCmd, "foo"), (std::vector<std::string>{"1.0.0", "2.0.0"}));
 }
 
-TEST_F(ModuleStoreTest, ActivatingAVersionThatWasNotUploadedIsNotFound) {
+TEST_P(AnyModuleStoreTest, ActivatingAVersionThatWasNotUploadedIsNotFound) {
   Upload(kCmd, "foo", "1.0.0", "one");
   EXPECT_EQ(store_->SetActive(kCmd, "foo", "1.0.1").code(), Code::kNotFound);
   EXPECT_EQ(store_->SetActive(kCmd, "bar", "1.0.0").code(), Code::kNotFound);
@@ -295,7 +321,7 @@ TEST_F(ModuleStoreTest, ActivatingAVersionThatWasNotUploadedIsNotFound) {
   EXPECT_FALSE(store_->Active(kCmd, "foo")->has_value());
 }
 
-TEST_F(ModuleStoreTest, ListActiveCoversEveryKindInKindThenNameOrder) {
+TEST_P(AnyModuleStoreTest, ListActiveCoversEveryKindInKindThenNameOrder) {
   Upload(ModuleKind::kEffect, "mailer", "1.0.0", "e");
   Upload(ModuleKind::kProjector, "users", "1.0.0", "p1");
   Upload(ModuleKind::kProjector, "projects", "0.9.0", "p2");
@@ -315,7 +341,7 @@ TEST_F(ModuleStoreTest, ListActiveCoversEveryKindInKindThenNameOrder) {
                                             "projectors/users@1.0.0", "effects/mailer@1.0.0"}));
 }
 
-TEST_F(ModuleStoreTest, DeleteNeverRemovesTheActiveVersion) {
+TEST_P(AnyModuleStoreTest, DeleteNeverRemovesTheActiveVersion) {
   Upload(kCmd, "foo", "1.0.0", "one");
   Upload(kCmd, "foo", "2.0.0", "two");
   ASSERT_TRUE(store_->SetActive(kCmd, "foo", "1.0.0").ok());
@@ -334,7 +360,7 @@ TEST_F(ModuleStoreTest, DeleteNeverRemovesTheActiveVersion) {
   EXPECT_EQ(store_->Get(kCmd, "foo").status().code(), Code::kNotFound);
 }
 
-TEST_F(ModuleStoreTest, DeletingUnknownVersionsAndModulesIsNotFound) {
+TEST_P(AnyModuleStoreTest, DeletingUnknownVersionsAndModulesIsNotFound) {
   Upload(kCmd, "foo", "1.0.0", "one");
   EXPECT_EQ(store_->DeleteVersion(kCmd, "foo", "9.9.9").code(), Code::kNotFound);
   EXPECT_EQ(store_->DeleteVersion(kCmd, "bar", "1.0.0").code(), Code::kNotFound);
@@ -343,7 +369,7 @@ TEST_F(ModuleStoreTest, DeletingUnknownVersionsAndModulesIsNotFound) {
   EXPECT_EQ(Versions(kCmd, "foo"), std::vector<std::string>{"1.0.0"});
 }
 
-TEST_F(ModuleStoreTest, DeleteModuleRemovesEveryVersionAndTheEnvironment) {
+TEST_P(AnyModuleStoreTest, DeleteModuleRemovesEveryVersionAndTheEnvironment) {
   Upload(kCmd, "foo", "1.0.0", "one");
   Upload(kCmd, "foo", "2.0.0", "two");
   Upload(kCmd, "other", "1.0.0", "x");
@@ -358,7 +384,7 @@ TEST_F(ModuleStoreTest, DeleteModuleRemovesEveryVersionAndTheEnvironment) {
   EXPECT_EQ(store_->Env(kCmd, "other")->at("TOKEN"), "kept");
 }
 
-TEST_F(ModuleStoreTest, DeletingTheLastVersionDeletesTheEnvironment) {
+TEST_P(AnyModuleStoreTest, DeletingTheLastVersionDeletesTheEnvironment) {
   Upload(kCmd, "foo", "1.0.0", "one");
   ASSERT_TRUE(store_->SetEnv(kCmd, "foo", "TOKEN", "secret").ok());
   ASSERT_TRUE(store_->DeleteVersion(kCmd, "foo", "1.0.0").ok());
@@ -369,7 +395,7 @@ TEST_F(ModuleStoreTest, DeletingTheLastVersionDeletesTheEnvironment) {
 
 // --- environment -----------------------------------------------------------------------------
 
-TEST_F(ModuleStoreTest, EnvVarsAreSetReplacedAndDeleted) {
+TEST_P(AnyModuleStoreTest, EnvVarsAreSetReplacedAndDeleted) {
   Upload(kCmd, "foo", "1.0.0", "one");
   ASSERT_TRUE(store_->SetEnv(kCmd, "foo", "B_KEY", "b").ok());
   ASSERT_TRUE(store_->SetEnv(kCmd, "foo", "A_KEY", "a").ok());
@@ -384,7 +410,7 @@ TEST_F(ModuleStoreTest, EnvVarsAreSetReplacedAndDeleted) {
   EXPECT_EQ(store_->Env(kCmd, "foo")->count("A_KEY"), 0u);
 }
 
-TEST_F(ModuleStoreTest, EnvVarsNeedAnExistingModuleAndValidInput) {
+TEST_P(AnyModuleStoreTest, EnvVarsNeedAnExistingModuleAndValidInput) {
   EXPECT_EQ(store_->SetEnv(kCmd, "ghost", "KEY", "v").code(), Code::kNotFound);
   EXPECT_EQ(store_->DeleteEnv(kCmd, "ghost", "KEY").code(), Code::kNotFound);
   EXPECT_EQ(store_->Env(kCmd, "ghost").status().code(), Code::kNotFound);
@@ -395,7 +421,7 @@ TEST_F(ModuleStoreTest, EnvVarsNeedAnExistingModuleAndValidInput) {
   EXPECT_TRUE(store_->Env(kCmd, "foo")->empty());
 }
 
-TEST_F(ModuleStoreTest, EnvVarsRespectTheValueAndCountLimits) {
+TEST_P(AnyModuleStoreTest, EnvVarsRespectTheValueAndCountLimits) {
   Reopen(ModuleStoreOptions{.max_env_value_bytes = 8, .max_env_vars = 2});
   Upload(kCmd, "foo", "1.0.0", "one");
   EXPECT_TRUE(store_->SetEnv(kCmd, "foo", "A", "12345678").ok());
@@ -413,7 +439,7 @@ TEST_F(ModuleStoreTest, EnvVarsRespectTheValueAndCountLimits) {
 
 // --- crypto keys -----------------------------------------------------------------------------
 
-TEST_F(ModuleStoreTest, GetOrCreateKeyReturnsTheScopesOneLiveKey) {
+TEST_P(AnyModuleStoreTest, GetOrCreateKeyReturnsTheScopesOneLiveKey) {
   auto first = store_->GetOrCreateKey("user:42");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(first->id.size(), kKeyIdLength);
@@ -434,7 +460,7 @@ TEST_F(ModuleStoreTest, GetOrCreateKeyReturnsTheScopesOneLiveKey) {
   EXPECT_EQ((*found)->scope, "user:42");
 }
 
-TEST_F(ModuleStoreTest, ShreddingAScopeForgetsItsKeyAndANewKeyDiffers) {
+TEST_P(AnyModuleStoreTest, ShreddingAScopeForgetsItsKeyAndANewKeyDiffers) {
   CryptoKey old_key = *store_->GetOrCreateKey("user:42");
   CryptoKey kept = *store_->GetOrCreateKey("user:43");
   // When the scope is shredded
@@ -467,7 +493,7 @@ TEST_F(ModuleStoreTest, ShreddedKeyBytesAreGoneFromTheDatabaseFiles) {
   }
 }
 
-TEST_F(ModuleStoreTest, FindKeyDistinguishesUnknownAndMalformedIds) {
+TEST_P(AnyModuleStoreTest, FindKeyDistinguishesUnknownAndMalformedIds) {
   EXPECT_EQ(store_->FindKey(std::string(32, 'a')).status().code(), Code::kNotFound);
   EXPECT_EQ(store_->FindKey("nope").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->FindKey(std::string(32, 'A')).status().code(), Code::kInvalidArgument);
@@ -478,7 +504,7 @@ TEST_F(ModuleStoreTest, FindKeyDistinguishesUnknownAndMalformedIds) {
 
 // --- persistence and integrity ---------------------------------------------------------------
 
-TEST_F(ModuleStoreTest, EverythingSurvivesAReopen) {
+TEST_P(AnyModuleStoreTest, EverythingSurvivesAReopen) {
   ModuleVersion v = Upload(ModuleKind::kProjector, "users", "1.0.0", "projector bytes");
   ASSERT_TRUE(store_->SetActive(ModuleKind::kProjector, "users", "1.0.0").ok());
   ASSERT_TRUE(store_->SetEnv(ModuleKind::kProjector, "users", "KEY", "value").ok());
@@ -580,6 +606,124 @@ TEST_F(ModuleStoreTest, ArtifactKeysAreValidated) {
   EXPECT_EQ(store_->PutArtifact(sha, "", Bytes("x")).code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->GetArtifact(sha, "a.b").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->data_dir(), dir_);
+}
+
+// --- PostgreSQL: several processes on one database -------------------------------------------
+
+class PgModuleStoreTest : public ModuleStoreFixture<::testing::Test> {
+ protected:
+  bool postgres() const override { return true; }
+  std::unique_ptr<ModuleStore> Second() {
+    auto other = ModuleStore::OpenPostgres(db_->conninfo(), dir_ / "second");
+    EXPECT_TRUE(other.ok()) << other.status().ToString();
+    return other.ok() ? std::move(*other) : nullptr;
+  }
+};
+
+TEST_F(PgModuleStoreTest, LoadBytesDetectsCorruptedBytes) {
+  Upload(kCmd, "foo", "1.0.0", "abc");
+  db_->Exec("UPDATE reef_modules SET wasm_bytes = '\\x616263ff' WHERE name = 'foo'");
+  auto loaded = store_->LoadBytes(kCmd, "foo", "1.0.0");
+  EXPECT_EQ(loaded.status().code(), Code::kDataLoss);
+  EXPECT_NE(loaded.status().message().find(kAbcSha256), std::string::npos);
+}
+
+TEST_F(PgModuleStoreTest, AnotherProcesssChangesAreWatchedAndItsOwnAreNot) {
+  auto other = Second();
+  ASSERT_NE(other, nullptr);
+  std::mutex mu;
+  std::vector<std::string> seen_here, seen_there;
+  auto recorder = [&mu](std::vector<std::string>& into) {
+    return [&mu, &into](const StoreChange& change) {
+      std::lock_guard lock(mu);
+      switch (change.what) {
+        case StoreChange::What::kModule:
+          into.push_back(std::string(ModuleKindName(change.kind)) + "/" + change.name);
+          break;
+        case StoreChange::What::kKeyScope:
+          into.push_back("key " + change.name);
+          break;
+        case StoreChange::What::kEverything:
+          into.push_back("everything");
+          break;
+      }
+    };
+  };
+  store_->Watch(recorder(seen_here));
+  other->Watch(recorder(seen_there));
+  auto wait_for = [&](const std::vector<std::string>& list, size_t n) {
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard lock(mu);
+        if (list.size() >= n) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  wait_for(seen_there, 1);  // each watcher starts with "everything"
+  Upload(ModuleKind::kEffect, "mailer", "1.0.0", "bytes");
+  ASSERT_TRUE(store_->SetActive(ModuleKind::kEffect, "mailer", "1.0.0").ok());
+  ASSERT_TRUE(store_->GetOrCreateKey("user:1").ok());
+  ASSERT_TRUE(store_->ShredScope("user:1").ok());
+  wait_for(seen_there, 4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen_there, (std::vector<std::string>{"everything", "effect/mailer", "effect/mailer",
+                                                  "key user:1"}));
+  EXPECT_EQ(seen_here, (std::vector<std::string>{"everything"}));
+}
+
+TEST_F(PgModuleStoreTest, OneProcessHoldsALeaseUntilItLetsGoOrItsConnectionDies) {
+  auto other = Second();
+  ASSERT_NE(other, nullptr);
+  auto mine = store_->TryLease(ModuleKind::kEffect, "mailer");
+  ASSERT_TRUE(mine.ok() && *mine != nullptr) << mine.status().ToString();
+  EXPECT_TRUE((*mine)->held());
+  auto theirs = other->TryLease(ModuleKind::kEffect, "mailer");
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_EQ(*theirs, nullptr);
+  auto unrelated = other->TryLease(ModuleKind::kEffect, "billing");
+  ASSERT_TRUE(unrelated.ok() && *unrelated != nullptr);
+  mine->reset();  // let go
+  theirs = other->TryLease(ModuleKind::kEffect, "mailer");
+  ASSERT_TRUE(theirs.ok() && *theirs != nullptr);
+  // The holder's connection dies (its server process ended): the lease is lost and free.
+  db_->Exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND "
+      "objsubid = 1 AND classid = x'5245454c'::bigint::oid");
+  bool lost = false;
+  for (int i = 0; i < 100 && !lost; ++i) {
+    lost = !(*theirs)->held();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(lost);
+  auto again = store_->TryLease(ModuleKind::kEffect, "mailer");
+  ASSERT_TRUE(again.ok() && *again != nullptr);
+}
+
+TEST_F(PgModuleStoreTest, EffectWatermarksAreSharedSavedAndReset) {
+  auto other = Second();
+  EXPECT_EQ(*store_->LoadWatermark("mailer"), 0u);
+  ASSERT_TRUE(store_->SaveWatermark("mailer", 42, "1.0.0").ok());
+  ASSERT_TRUE(store_->SaveWatermark("mailer", 57, "1.1.0").ok());
+  EXPECT_EQ(*other->LoadWatermark("mailer"), 57u);
+  ASSERT_TRUE(other->ResetWatermark("mailer").ok());
+  EXPECT_EQ(*store_->LoadWatermark("mailer"), 0u);
+}
+
+TEST_F(PgModuleStoreTest, TwoProcessesCreatingOneScopesKeyGetTheSameKey) {
+  auto other = Second();
+  std::vector<CryptoKey> keys(8);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      auto key = (i % 2 ? other : store_)->GetOrCreateKey("tenant:7");
+      ASSERT_TRUE(key.ok()) << key.status().ToString();
+      keys[i] = *key;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const CryptoKey& key : keys) EXPECT_EQ(key.id, keys[0].id);
 }
 
 }  // namespace
