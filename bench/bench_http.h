@@ -51,9 +51,10 @@ class KeepAliveConnection {
     }
   }
 
-  // POSTs `body` (as application/json) to `target`; returns the reply's status and body.
-  std::pair<unsigned, std::string> Post(const std::string& target, const std::string& body) {
-    return Request(boost::beast::http::verb::post, target, body);
+  // POSTs `body` (as `content_type`) to `target`; returns the reply's status and body.
+  std::pair<unsigned, std::string> Post(const std::string& target, const std::string& body,
+                                        std::string_view content_type = "application/json") {
+    return Request(boost::beast::http::verb::post, target, body, content_type);
   }
   // GETs `target`; returns the reply's status and body.
   std::pair<unsigned, std::string> Get(const std::string& target) {
@@ -62,12 +63,13 @@ class KeepAliveConnection {
 
  private:
   std::pair<unsigned, std::string> Request(boost::beast::http::verb verb, const std::string& target,
-                                           const std::string& body) {
+                                           const std::string& body,
+                                           std::string_view content_type = "application/json") {
     namespace http = boost::beast::http;
     const std::string what = fmt::format("{} {}", std::string(http::to_string(verb)), target);
     http::request<http::string_body> request(verb, target, 11);
     request.set(http::field::host, "127.0.0.1");
-    if (verb == http::verb::post) request.set(http::field::content_type, "application/json");
+    if (verb == http::verb::post) request.set(http::field::content_type, content_type);
     request.keep_alive(true);
     request.body() = body;
     request.prepare_payload();

@@ -83,6 +83,16 @@
 # each on a fresh instance, on the interpreter) and of one counter `add` (`reef wasm handle
 # --profile`), and the deposit's median wall time. Measured, not a goal (no PASS/MISS); the C
 # row is the anchor. Skip with REEF_BENCH_LANGUAGES=0. A few seconds.
+#
+# PostgreSQL table (issue 19). BUILD_DIR/bench/pg_bench starts a throwaway PostgreSQL cluster
+# with its durable defaults (scripts/pg_cluster.sh, state in REEF_BENCH_PG_DIR, default
+# $TMPDIR/reef-bench-pg) and measures, in one run: conditional appends with 1 and 10 writers
+# against plain single-row INSERTs of the same rows, 100-event appends against COPY of the same
+# rows, subscriber lag under 10 writers (on the writers' node and on a second store, another
+# node's), and bank deposits over HTTP with 16 clients on the embedded store, on PostgreSQL, and
+# on two nodes sharing the database. Goals: >= 0.5x the anchor for the appends; lag p99 <= 50
+# ms (PASS/MISS); the bank row is reported. Sizes: REEF_BENCH_PG_MILLIS (2000 ms per case).
+# Skip with REEF_BENCH_PG=0. About 30 s.
 set -euo pipefail
 
 build=${1:?usage: bash scripts/bench.sh BUILD_DIR}
@@ -102,6 +112,7 @@ apps=${REEF_BENCH_APPS:-1}
 programs=${REEF_BENCH_PROGRAMS:-1}
 dashboard=${REEF_BENCH_DASHBOARD:-1}
 languages=${REEF_BENCH_LANGUAGES:-1}
+pgbench=${REEF_BENCH_PG:-1}
 actor_bench=$build/bench/actor_bench
 needed=()
 if [[ $engine != 0 ]]; then
@@ -126,6 +137,9 @@ fi
 if [[ $dashboard != 0 ]]; then
   needed+=("$build/reef" "$build/examples/program/v1/program.json" "$root/web/node_modules/playwright-core"
     "${REEF_CHROMIUM:-/usr/bin/chromium}")
+fi
+if [[ $pgbench != 0 ]]; then
+  needed+=("$build/bench/pg_bench" "$build/reef")
 fi
 if [[ $languages != 0 ]]; then
   for suffix in "" _as _rs; do
@@ -751,4 +765,61 @@ if [[ $languages != 0 ]]; then
       }
     }
   ' <<<"$language_lines"
+fi
+
+if [[ $pgbench != 0 ]]; then
+  pg_dir=${REEF_BENCH_PG_DIR:-${TMPDIR:-/tmp}/reef-bench-pg}
+  pg_millis=${REEF_BENCH_PG_MILLIS:-2000}
+  echo
+  echo "## PostgreSQL: the store against plain PostgreSQL ($pg_millis ms per case; cluster state" \
+    "in $pg_dir); load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+  pg_lines=$("$build/bench/pg_bench" --state "$pg_dir" --millis "$pg_millis")
+  bash "$root/scripts/pg_cluster.sh" stop "$pg_dir"
+  echo "$pg_lines"
+  echo
+  awk "$bench_awk"'
+    $1 == "bench" {
+      for (i = 2; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      key = f["pg"]
+      if ("writers" in f && f["pg"] !~ /^lag/) key = key "/" f["writers"]
+      if ("store" in f) key = key "/" f["store"] "/" f["nodes"]
+      for (name in f) val[key, name] = f[name]
+      split("", f)
+    }
+    function v(k, name) { return val[k, name] + 0 }
+    function row(figure, unit, reef, p99, anchor, anchor_value, ratio, goal, verdict) {
+      printf "| %-44s | %-10s | %8s | %8s | %-32s | %8s | %6s | %-9s | %-4s |\n", figure, unit, reef,
+             p99, anchor, anchor_value, ratio, goal, verdict
+    }
+    function vs(figure, k, a, anchor) {
+      r = v(k, "per_s") / v(a, "per_s")
+      row(figure, "events/s", sprintf("%.0f", v(k, "per_s")), sprintf("%.0f", v(k, "p99_us")),
+          anchor, sprintf("%.0f", v(a, "per_s")), sprintf("%.2fx", r), ">= 0.5x",
+          r >= 0.5 ? "PASS" : "MISS")
+    }
+    END {
+      row("figure", "unit", "Reef", "p99 us", "anchor (same run)", "anchor", "ratio", "goal", "")
+      printf "|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------------------------------------",
+             "------------", "----------", "----------", "----------------------------------",
+             "----------", "--------", "-----------", "------"
+      vs("conditional appends, 1 writer", "cond/1", "insert/1", "INSERT, 1 writer")
+      vs("conditional appends, 10 writers", "cond/10", "insert/10", "INSERT, 10 writers")
+      vs("100-event appends, 1 writer", "batch/1", "copy/1", "COPY of 100 rows, 1 writer")
+      for (j = 1; j <= 2; ++j) {
+        k = j == 1 ? "lag_remote" : "lag_local"
+        row(sprintf("subscriber lag p99, 10 writers (%s)", j == 1 ? "other node" : "same node"),
+            "ms", sprintf("%.1f", v(k, "p99_us") / 1000), sprintf("%.0f", v(k, "p99_us")),
+            sprintf("p50 %.1f ms, %d delivered", v(k, "p50_us") / 1000, v(k, "delivered")), "", "",
+            "<= 50 ms", v(k, "p99_us") <= 50000 ? "PASS" : "MISS")
+      }
+      e = v("bank/embedded/1", "per_s"); p1 = v("bank/postgresql/1", "per_s")
+      p2 = v("bank/postgresql/2", "per_s")
+      row("bank deposits over HTTP, 16 clients, 1 node", "deposits/s", sprintf("%.0f", p1),
+          sprintf("%.0f", v("bank/postgresql/1", "p99_us")), "the embedded store, 1 node",
+          sprintf("%.0f", e), sprintf("%.2fx", p1 / e), "report", "")
+      row("bank deposits over HTTP, 16 clients, 2 nodes", "deposits/s", sprintf("%.0f", p2),
+          sprintf("%.0f", v("bank/postgresql/2", "p99_us")), "the same on 1 node (PostgreSQL)",
+          sprintf("%.0f", p1), sprintf("%.2fx", p2 / p1), "report", "")
+    }
+  ' <<<"$pg_lines"
 fi

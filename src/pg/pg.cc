@@ -305,6 +305,34 @@ Status Connection::ExecScript(std::string_view sql, std::string_view what) {
   return status;
 }
 
+Status Connection::CopyIn(std::string_view copy_sql, std::string_view data, std::string_view what) {
+  const std::string text(copy_sql);
+  PgResult started(PQexec(conn_, text.c_str()));
+  if (PQresultStatus(started.raw()) != PGRES_COPY_IN) {
+    if (!healthy()) return LostConnection(what);
+    return Status::Internal(
+        fmt::format("{}: PostgreSQL error {}: {}", what, started.sqlstate(), started.message()));
+  }
+  constexpr size_t kChunk = 1 << 20;
+  for (size_t at = 0; at < data.size(); at += kChunk) {
+    const size_t n = std::min(kChunk, data.size() - at);
+    if (PQputCopyData(conn_, data.data() + at, static_cast<int>(n)) != 1) {
+      return LostConnection(what);
+    }
+  }
+  if (PQputCopyEnd(conn_, nullptr) != 1) return LostConnection(what);
+  Status status = Status::Ok();
+  while (pg_result* raw = PQgetResult(conn_)) {
+    PgResult result(raw);
+    if (!result.ok() && status.ok()) {
+      status = Status::Internal(
+          fmt::format("{}: PostgreSQL error {}: {}", what, result.sqlstate(), result.message()));
+    }
+  }
+  if (!healthy()) return LostConnection(what);
+  return status;
+}
+
 Result<std::vector<Connection::Notification>> Connection::TakeNotifications() {
   if (PQconsumeInput(conn_) == 0) return LostConnection("LISTEN");
   std::vector<Notification> received;

@@ -93,6 +93,8 @@ class PgResult {
   std::string detail() const;
   // Ok, or Internal naming the SQLSTATE and message.
   Status ToStatus() const;
+  // libpq's result (for the calls this class does not wrap); null when none.
+  pg_result* raw() const { return result_; }
 
   int rows() const;
   bool is_null(int row, int column) const;
@@ -131,6 +133,9 @@ class Connection {
                         bool binary_rows = false);
   // Runs one or more statements without parameters (the simple query protocol).
   Status ExecScript(std::string_view sql, std::string_view what);
+  // Runs `copy_sql` (a COPY ... FROM STDIN) and sends `data` as its input (in the format the
+  // statement names). Errors: as Exec.
+  Status CopyIn(std::string_view copy_sql, std::string_view data, std::string_view what);
 
   // False once the connection is known to be broken: it must be dropped.
   bool healthy() const;

@@ -18,8 +18,8 @@
 // Why reads need a barrier: positions are drawn before commit, so position 7 may commit after
 // position 8. A reader must not hand out 8 (or use 8 as a condition's `after`) while 7 may
 // still appear. Writers hold a shared advisory lock (the barrier key) from before they draw a
-// position until they commit; the safe head is the sequence's last value once every writer that
-// held the barrier key when it was read has finished (pg_head.cc). Readers never block writers.
+// position until they commit; the safe head is the sequence's last value read while holding the
+// barrier key exclusively, once in a while for all readers of the process (pg_head.cc).
 //
 // Thread ownership: any thread; the pool hands each call its own connection.
 #pragma once
@@ -37,11 +37,9 @@
 
 namespace reef::events::pg_store {
 
-// Advisory lock keys Reef keeps for itself: high 32 bits "REEF" (0x52454546).
-inline constexpr int64_t kKeyNamespace = int64_t{0x52454546} << 32;
-inline constexpr int64_t kStoreLockKey = kKeyNamespace | 1;      // every append (shared)
-inline constexpr int64_t kBarrierKey = kKeyNamespace | 2;        // appends in flight (shared)
-inline constexpr int64_t kMigrationLockKey = kKeyNamespace | 3;  // schema changes (exclusive)
+// Advisory lock keys the event store keeps for itself (pg::kReefKeyNamespace).
+inline constexpr int64_t kStoreLockKey = pg::kReefKeyNamespace | 1;  // every append (shared)
+inline constexpr int64_t kBarrierKey = pg::kReefKeyNamespace | 2;    // appends in flight (shared)
 
 // The NOTIFY channel announcing that some process appended.
 inline constexpr const char* kEventsChannel = "reef_events";
@@ -69,8 +67,11 @@ class HeadTracker {
   Position published() const;
   // Waits until the published head passes `seen` or `deadline` passes; false when stopped.
   bool WaitPast(Position seen, std::chrono::steady_clock::time_point deadline);
-  // An append of this process committed: compute a new head soon and tell other processes.
+  // An append of this process committed: tell other processes, and compute a new head soon
+  // when this process has subscribers.
   void NoteLocalAppend();
+  // A subscription of this process began (+1) or ended (-1).
+  void AddSubscriber(int delta);
   // The last error of the tracking connection ("" when healthy).
   std::string last_error() const;
   bool stopped() const;
@@ -81,11 +82,11 @@ class HeadTracker {
 
  private:
   void Loop(std::unique_ptr<pg::Connection> conn);
-  // One round: the candidate (sequence value and the writers holding the barrier key), then
-  // wait for those writers. Errors: Unavailable (connection lost, stopping).
-  Result<Position> Round(pg::Connection& conn);
-  // Waits for a wake-up, a notification on `conn` or poll_interval, whichever comes first.
-  void WaitForWork(pg::Connection& conn);
+  // One round (reef_safe_head): the safe head, or nullopt when an append kept the barrier key
+  // past the round's lock_timeout. Errors: Unavailable (connection lost), Internal.
+  Result<std::optional<Position>> Round(pg::Connection& conn);
+  // Waits for a wake-up, a notification on `conn` or `timeout`, whichever comes first.
+  void WaitForWork(pg::Connection& conn, std::chrono::microseconds timeout);
   // Makes the thread run a round soon.
   void Wake();
 
@@ -100,7 +101,9 @@ class HeadTracker {
   mutable Mutex mu_;
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
+  bool round_wanted_ GUARDED_BY(mu_) = false;
   bool notify_wanted_ GUARDED_BY(mu_) = false;
+  int subscribers_ GUARDED_BY(mu_) = 0;
   uint64_t started_ GUARDED_BY(mu_) = 0;    // rounds begun
   uint64_t completed_ GUARDED_BY(mu_) = 0;  // the number of the last round that finished
   Position published_ GUARDED_BY(mu_) = 0;

@@ -1,13 +1,16 @@
 // HeadTracker (pg_core.h): the PostgreSQL event store's read barrier. One thread with its own
-// connection computes the safe head in rounds:
-//   1. read the sequence's last value S, then list the transactions holding the barrier key
-//      (reef_head_candidate): every append that drew a position <= S took that key first, so
-//      it is either listed or already finished;
-//   2. wait until none of the listed transactions holds the key (reef_writers_done): then every
-//      position <= S is committed or abandoned, and S is safe to read up to.
-// Nobody blocks a writer. A round runs when a read asks for a fresh head, after this process
-// appends, when another process NOTIFYs reef_events, and every poll_interval regardless.
-// After a round that follows this process's appends, the thread NOTIFYs the others.
+// connection computes the safe head in rounds: reef_safe_head takes the barrier key
+// exclusively, which waits for the appends in flight (they hold it shared from before they
+// draw a position until they commit), and reads the sequence: every position up to that value
+// is then committed or abandoned. Appends arriving during the round wait for it, about as long
+// as one append takes; a writer that stalls holding the key makes the round give up after
+// lock_timeout (50 ms), so writers keep going and the head waits.
+// A round runs when a read asks for a fresh head, after this process appends (when it has
+// subscribers), when another process NOTIFYs reef_events, and every poll_interval regardless;
+// rounds are at least kMinRoundGap apart, so under load many appends share one. After this
+// process appends, the thread NOTIFYs the others (at most once per kMinNotifyGap). A NOTIFY
+// commits a transaction of its own; the thread's session does not wait for that commit to
+// reach disk (synchronous_commit off): a lost notification only delays a poll.
 //
 // Thread ownership: the thread owns the connection; the public calls take mu_.
 #include <fmt/format.h>
@@ -24,20 +27,12 @@ namespace reef::events::pg_store {
 
 namespace {
 
-// The text form of a text[] of virtual transaction ids ("{3/12,5/7}"; NULL when none): their
-// elements never need quoting.
-std::vector<std::string> SplitWriters(std::string_view text) {
-  std::vector<std::string> out;
-  if (text.size() < 2) return out;
-  text = text.substr(1, text.size() - 2);
-  while (!text.empty()) {
-    size_t comma = text.find(',');
-    out.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
+constexpr auto kMinRoundGap = std::chrono::microseconds(1'000);
+constexpr auto kMinNotifyGap = std::chrono::microseconds(2'000);
+// After a round gave up on a stalled writer, the next waits this long (writers go first).
+constexpr auto kStalledRetry = std::chrono::milliseconds(20);
+// lock_not_available: reef_safe_head's lock_timeout passed.
+constexpr std::string_view kLockTimeout = "55P03";
 
 }  // namespace
 
@@ -53,11 +48,12 @@ Status HeadTracker::Start() {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) return Status::Unavailable("eventfd failed");
   REEF_ASSIGN_OR_RETURN(std::unique_ptr<pg::Connection> conn, pg::Connection::Open(connect_));
-  REEF_RETURN_IF_ERROR(conn->ExecScript(fmt::format("LISTEN {}", kEventsChannel), "LISTEN"));
-  REEF_ASSIGN_OR_RETURN(Position head, Round(*conn));
+  REEF_RETURN_IF_ERROR(conn->ExecScript(
+      fmt::format("SET synchronous_commit = off; LISTEN {}", kEventsChannel), "LISTEN"));
+  REEF_ASSIGN_OR_RETURN(std::optional<Position> head, Round(*conn));
   {
     MutexLock lock(mu_);
-    published_ = head;
+    published_ = head.value_or(0);
   }
   connected_.store(true);
   thread_ = std::thread([this, c = std::move(conn)]() mutable { Loop(std::move(c)); });
@@ -100,8 +96,14 @@ void HeadTracker::NoteLocalAppend() {
   {
     MutexLock lock(mu_);
     notify_wanted_ = true;
+    if (subscribers_ > 0) round_wanted_ = true;
   }
   Wake();
+}
+
+void HeadTracker::AddSubscriber(int delta) {
+  MutexLock lock(mu_);
+  subscribers_ += delta;
 }
 
 Result<Position> HeadTracker::FreshHead(std::chrono::milliseconds timeout) {
@@ -109,6 +111,7 @@ Result<Position> HeadTracker::FreshHead(std::chrono::milliseconds timeout) {
   MutexLock lock(mu_);
   if (stopping_) return Status::Unavailable("the event store is closed");
   const uint64_t want = started_ + 1;  // a round that starts after this call
+  round_wanted_ = true;
   lock.Unlock();
   Wake();
   lock.Lock();
@@ -132,41 +135,35 @@ bool HeadTracker::WaitPast(Position seen, std::chrono::steady_clock::time_point 
   return !stopping_;
 }
 
-Result<Position> HeadTracker::Round(pg::Connection& conn) {
+Result<std::optional<Position>> HeadTracker::Round(pg::Connection& conn) {
   pg::Params barrier;
   barrier.Int8(kBarrierKey);
-  REEF_ASSIGN_OR_RETURN(
-      pg::PgResult candidate,
-      conn.Exec("SELECT head, writers FROM reef_head_candidate($1)", barrier, "reading the head"));
-  REEF_ASSIGN_OR_RETURN(int64_t head, candidate.Int(0, 0));
   rounds_.fetch_add(1);
-  if (candidate.is_null(0, 1)) return static_cast<Position>(head);
-  waits_.fetch_add(1);
-  std::vector<std::string> writers = SplitWriters(candidate.field(0, 1));
-  std::vector<std::string_view> views(writers.begin(), writers.end());
-  pg::Params check;
-  check.Int8(kBarrierKey).TextArray(views);
-  auto pause = std::chrono::microseconds(50);
-  for (;;) {
-    REEF_ASSIGN_OR_RETURN(pg::PgResult done,
-                          conn.Exec("SELECT reef_writers_done($1, $2)", check, {}, true));
-    if (done.rows() == 1 && done.field(0, 0) == std::string_view("\x01", 1)) break;
-    if (stopped()) return Status::Unavailable("the event store is closed");
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(10'000));
+  REEF_ASSIGN_OR_RETURN(pg::PgResult head, conn.Run("SELECT reef_safe_head($1)", barrier));
+  if (!head.ok()) {
+    if (head.sqlstate() == kLockTimeout) {  // a writer holds its position for long
+      waits_.fetch_add(1);
+      return std::optional<Position>();
+    }
+    return Status(head.ToStatus().code(),
+                  fmt::format("reading the head: {}", head.ToStatus().message()));
   }
-  return static_cast<Position>(head);
+  REEF_ASSIGN_OR_RETURN(int64_t value, head.Int(0, 0));
+  return std::optional<Position>(static_cast<Position>(value));
 }
 
-void HeadTracker::WaitForWork(pg::Connection& conn) {
+void HeadTracker::WaitForWork(pg::Connection& conn, std::chrono::microseconds timeout) {
   pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {conn.socket(), POLLIN, 0}};
-  (void)poll(fds, 2, static_cast<int>(poll_interval_.count()));
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+  (void)poll(fds, 2, static_cast<int>(std::max<int64_t>(ms, timeout.count() > 0 ? 1 : 0)));
   uint64_t count;
   (void)!read(wake_fd_, &count, sizeof count);
 }
 
 void HeadTracker::Loop(std::unique_ptr<pg::Connection> conn) {
+  using Clock = std::chrono::steady_clock;
   auto backoff = std::chrono::milliseconds(100);
+  Clock::time_point last_round = Clock::now(), last_notify{}, not_before{};
   for (;;) {
     {
       MutexLock lock(mu_);
@@ -177,7 +174,9 @@ void HeadTracker::Loop(std::unique_ptr<pg::Connection> conn) {
       connected_.store(false);
       auto opened = pg::Connection::Open(connect_);
       Status listened =
-          opened.ok() ? (*opened)->ExecScript(fmt::format("LISTEN {}", kEventsChannel), "LISTEN")
+          opened.ok() ? (*opened)->ExecScript(
+                            fmt::format("SET synchronous_commit = off; LISTEN {}", kEventsChannel),
+                            "LISTEN")
                       : opened.status();
       if (!listened.ok()) {
         MutexLock lock(mu_);
@@ -189,32 +188,66 @@ void HeadTracker::Loop(std::unique_ptr<pg::Connection> conn) {
       conn = std::move(*opened);
       connected_.store(true);
       backoff = std::chrono::milliseconds(100);
-    } else {
-      WaitForWork(*conn);
-      if (!conn->TakeNotifications().ok()) continue;  // broken: reconnect above
+      MutexLock lock(mu_);
+      round_wanted_ = true;  // appends may have happened while not listening
     }
-    uint64_t round;
-    bool notify;
+    // Wait for work: a wake-up, a notification, the next allowed round or notify, or the poll.
+    auto now = Clock::now();
+    std::chrono::microseconds timeout =
+        poll_interval_ - std::chrono::duration_cast<std::chrono::microseconds>(now - last_round);
+    {
+      MutexLock lock(mu_);
+      auto until = [&](Clock::time_point t) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(t - now);
+      };
+      if (round_wanted_) {
+        timeout = std::min(timeout, std::max(until(last_round + kMinRoundGap), until(not_before)));
+      }
+      if (notify_wanted_) timeout = std::min(timeout, until(last_notify + kMinNotifyGap));
+    }
+    if (timeout > std::chrono::microseconds(0)) WaitForWork(*conn, timeout);
+    auto received = conn->TakeNotifications();
+    if (!received.ok()) continue;  // broken: reconnect above
+    now = Clock::now();
+    bool round = false, notify = false;
+    uint64_t number = 0;
     {
       MutexLock lock(mu_);
       if (stopping_) break;
-      round = ++started_;
-      notify = std::exchange(notify_wanted_, false);
+      if (!received->empty() || now - last_round >= poll_interval_) round_wanted_ = true;
+      if (round_wanted_ && now - last_round >= kMinRoundGap && now >= not_before) {
+        round = true;
+        round_wanted_ = false;
+        number = ++started_;
+      }
+      if (notify_wanted_ && now - last_notify >= kMinNotifyGap) {
+        notify = true;
+        notify_wanted_ = false;
+      }
     }
-    auto head = Round(*conn);
-    MutexLock lock(mu_);
-    if (!head.ok()) {
-      last_error_ = head.status().message();
-      if (notify) notify_wanted_ = true;
-      if (conn->healthy()) cv_.WaitFor(mu_, backoff);  // a failing statement: do not spin
-      continue;
+    if (round) {
+      last_round = now;
+      auto head = Round(*conn);
+      MutexLock lock(mu_);
+      if (!head.ok()) {
+        last_error_ = head.status().message();
+        round_wanted_ = true;
+        if (conn->healthy()) not_before = Clock::now() + backoff;  // a failing statement
+      } else if (!head->has_value()) {
+        last_error_ = "an append holds its position without committing";
+        round_wanted_ = true;
+        not_before = Clock::now() + kStalledRetry;
+      } else {
+        completed_ = number;
+        published_ = std::max(published_, **head);
+        last_error_.clear();
+        cv_.NotifyAll();
+      }
     }
-    completed_ = round;
-    published_ = std::max(published_, *head);
-    last_error_.clear();
-    cv_.NotifyAll();
-    lock.Unlock();
-    if (notify) (void)conn->ExecScript(fmt::format("NOTIFY {}", kEventsChannel), "NOTIFY");
+    if (notify && conn->healthy()) {
+      last_notify = now;
+      (void)conn->ExecScript(fmt::format("NOTIFY {}", kEventsChannel), "NOTIFY");
+    }
   }
 }
 

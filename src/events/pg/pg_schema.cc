@@ -39,17 +39,21 @@ CREATE SEQUENCE reef_event_positions AS bigint MINVALUE 1;
 -- Condition: none when p_after is NULL; else item i is the types
 -- p_cond_types[p_cond_type_ends[i-1]+1 .. p_cond_type_ends[i]] and tags likewise, and no
 -- items means every event.
--- Errors: RFDUP when an id is already stored, RFCON (DETAIL: the first matching position)
--- when the condition fails. Returns the last position written.
+-- Errors: RFCON (DETAIL: the first matching position) when the condition fails; a unique
+-- violation when an id is already stored. Returns the last position written.
+-- Every statement here plans well generically (plpgsql caches plans): index lookups by one
+-- key, no "= ANY" over an array of unknown size.
 CREATE FUNCTION reef_append(
   p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
   p_corr text[], p_caus text[], p_idem text[], p_user text[],
   p_keys bigint[], p_exclusive boolean[], p_barrier bigint,
   p_after bigint, p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[],
   p_cond_tag_ends int[])
-RETURNS bigint LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
   i int;
+  v_candidate bigint;
+  v_type text;
   v_types text[];
   v_tags text[];
   v_hit bigint;
@@ -62,11 +66,6 @@ BEGIN
       PERFORM pg_advisory_xact_lock_shared(p_keys[i]);
     END IF;
   END LOOP;
-  -- After the locks: a retry sent while its original was in flight waited for it above, and
-  -- must be recognized as a retry here rather than fail the condition below.
-  IF EXISTS (SELECT 1 FROM reef_events WHERE id = ANY(p_ids)) THEN
-    RAISE EXCEPTION 'an event id is already stored' USING ERRCODE = 'RFDUP';
-  END IF;
   IF p_after IS NOT NULL THEN
     IF coalesce(array_length(p_cond_type_ends, 1), 0) = 0 THEN
       SELECT position INTO v_hit FROM reef_events WHERE position > p_after
@@ -76,13 +75,21 @@ BEGIN
         v_types := p_cond_types[coalesce(p_cond_type_ends[i - 1], 0) + 1 : p_cond_type_ends[i]];
         v_tags := p_cond_tags[coalesce(p_cond_tag_ends[i - 1], 0) + 1 : p_cond_tag_ends[i]];
         IF cardinality(v_tags) = 0 THEN
-          SELECT min(position) INTO v_hit FROM reef_events
-            WHERE type = ANY(v_types) AND position > p_after;
+          FOREACH v_type IN ARRAY v_types LOOP
+            SELECT position INTO v_hit FROM reef_events
+              WHERE type = v_type AND position > p_after ORDER BY position LIMIT 1;
+            EXIT WHEN v_hit IS NOT NULL;
+          END LOOP;
         ELSE
-          SELECT t.position INTO v_hit FROM reef_event_tags t JOIN reef_events e USING (position)
-            WHERE t.tag = v_tags[1] AND t.position > p_after AND e.tags @> v_tags
-              AND (cardinality(v_types) = 0 OR e.type = ANY(v_types))
-            ORDER BY t.position LIMIT 1;
+          -- The events carrying the item's first tag after p_after, in order, each checked for
+          -- the rest (no join: a generic plan could walk reef_events in position order instead).
+          FOR v_candidate IN SELECT position FROM reef_event_tags
+              WHERE tag = v_tags[1] AND position > p_after ORDER BY position LOOP
+            SELECT position INTO v_hit FROM reef_events
+              WHERE position = v_candidate AND tags @> v_tags
+                AND (cardinality(v_types) = 0 OR type = ANY(v_types));
+            EXIT WHEN v_hit IS NOT NULL;
+          END LOOP;
         END IF;
         EXIT WHEN v_hit IS NOT NULL;
       END LOOP;
@@ -112,29 +119,16 @@ BEGIN
   RETURN v_last;
 END $$;
 
--- The read barrier's candidate: the sequence's last value, then the transactions holding the
--- barrier key (any of them may hold a position at or below it, uncommitted).
-CREATE FUNCTION reef_head_candidate(p_barrier bigint, OUT head bigint, OUT writers text[])
-LANGUAGE plpgsql AS $$
+-- The read barrier: waits (at most lock_timeout) until no append holds the barrier key, then
+-- reads the sequence. Every append that drew a position at or below the value returned took
+-- the key first and has finished, so every such position is settled. Appends that start
+-- meanwhile wait for this statement, which holds the key for an instant.
+CREATE FUNCTION reef_safe_head(p_barrier bigint) RETURNS bigint
+LANGUAGE plpgsql SET lock_timeout = '50ms' AS $$
 BEGIN
-  SELECT CASE WHEN is_called THEN last_value ELSE 0 END INTO head FROM reef_event_positions;
-  SELECT array_agg(virtualtransaction) INTO writers FROM pg_locks
-   WHERE locktype = 'advisory' AND granted AND objsubid = 1
-     AND classid = ((p_barrier >> 32) & 4294967295)::oid
-     AND objid = (p_barrier & 4294967295)::oid
-     AND database = (SELECT oid FROM pg_database WHERE datname = current_database());
+  PERFORM pg_advisory_xact_lock(p_barrier);
+  RETURN (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM reef_event_positions);
 END $$;
-
--- True once none of `p_writers` holds the barrier key any more.
-CREATE FUNCTION reef_writers_done(p_barrier bigint, p_writers text[]) RETURNS boolean
-LANGUAGE sql AS $$
-  SELECT NOT EXISTS (SELECT 1 FROM pg_locks
-   WHERE locktype = 'advisory' AND objsubid = 1
-     AND classid = ((p_barrier >> 32) & 4294967295)::oid
-     AND objid = (p_barrier & 4294967295)::oid
-     AND virtualtransaction = ANY(p_writers)
-     AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
-$$;
 )sql";
 
 constexpr const char* kMigrations[] = {kSchemaV1};

@@ -31,7 +31,8 @@ int64_t PairKey(std::string_view type, std::string_view tag, char kind) {
   mix(tag);
   auto key = static_cast<int64_t>(h);
   // Keep clear of the keys Reef reserves for itself.
-  if ((key & ~int64_t{0xffffffff}) == kKeyNamespace) key ^= int64_t{1} << 62;
+  const int64_t high = key & ~int64_t{0xffffffff};
+  if (high == pg::kReefKeyNamespace || high == pg::kLeaseKeyNamespace) key ^= int64_t{1} << 62;
   return key;
 }
 
@@ -152,10 +153,8 @@ Result<pg::Params> AppendParams(const std::vector<Event>& events,
   return p;
 }
 
-// An SQLSTATE of reef_append's own errors, or of a unique violation (an id stored by an append
-// that committed after reef_append looked).
+// reef_append's SQLSTATEs: its condition failed; an id is already stored (unique violation).
 constexpr std::string_view kConflictState = "RFCON";
-constexpr std::string_view kStoredIdState = "RFDUP";
 constexpr std::string_view kUniqueViolation = "23505";
 
 }  // namespace
@@ -226,12 +225,16 @@ Result<Position> PgCore::Append(std::vector<Event> events,
     }
     const std::string state = result.sqlstate();
     if (state == kConflictState) {
+      // A retry sent while its original was in flight waited for the original's locks and then
+      // saw its events: a retry (or a reused id) is never a conflict.
+      auto decided = RetryOrDuplicate(events, timestamp_given);
+      if (decided.ok() || decided.status().code() != Code::kNotFound) return decided;
       counters_.conflicts.fetch_add(1);
       return Status::Conflict(fmt::format(
           "append condition failed: event {} matches fail_if_events_match and comes after {}",
           result.detail(), condition ? condition->after.value_or(0) : 0));
     }
-    if (state == kStoredIdState || (state == kUniqueViolation && attempt < 2)) {
+    if (state == kUniqueViolation && attempt < 2) {
       auto decided = RetryOrDuplicate(events, timestamp_given);
       if (decided.ok() || decided.status().code() != Code::kNotFound) return decided;
       continue;  // the other append rolled back: try again

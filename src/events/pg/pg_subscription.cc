@@ -16,7 +16,10 @@ namespace {
 class PgSubscription final : public Subscription {
  public:
   PgSubscription(std::shared_ptr<PgCore> core, Query query, Position after)
-      : core_(std::move(core)), query_(std::move(query)), cursor_(after), scanned_(after) {}
+      : core_(std::move(core)), query_(std::move(query)), cursor_(after), scanned_(after) {
+    core_->tracker().AddSubscriber(+1);
+  }
+  ~PgSubscription() override { core_->tracker().AddSubscriber(-1); }
 
   Result<std::vector<SequencedEvent>> Next(size_t max_events,
                                            std::chrono::milliseconds timeout) override {

@@ -214,7 +214,10 @@ TEST_P(AnyStoreTest, EventIdsAreUniqueInTheStore) {
   Event relabelled = original;
   relabelled.metadata.correlation_id = "another-request";
   EXPECT_EQ(store_->Append({relabelled}).status().code(), Code::kDuplicateEventId);
-  EXPECT_EQ(store_->Head(), 1u);
+  EXPECT_EQ(store_->Read(Query{})->events.size(), 1u);
+  if (GetParam() == testing::Backend::kEmbedded) {  // PostgreSQL's refused appends leave gaps
+    EXPECT_EQ(store_->Head(), 1u);
+  }
   EXPECT_EQ(store_->Stats().duplicate_ids, 3u);
 }
 

@@ -1,0 +1,361 @@
+// pg_bench: the PostgreSQL store against plain PostgreSQL in one run on one throwaway cluster
+// with PostgreSQL's durable defaults (scripts/pg_cluster.sh; fsync on). scripts/bench.sh
+// prints its table (docs/benchmarks.md "PostgreSQL"). Cases, each for --millis:
+//   insert       anchor: plain single-row INSERTs of the same rows, autocommit, 1 and 10 writers
+//   copy         anchor: COPY of 100 of the same rows per transaction, 1 writer
+//   cond         Reef: conditional appends of one event, 1 and 10 writers (each append's
+//                condition on its own tag, read once: no conflicts)
+//   batch        Reef: appends of 100 events, 1 writer
+//   lag          Reef: 10 writers appending while a subscriber on a second store (another
+//                node's) and one on the writers' store deliver; lag = delivery - acknowledgement
+//   bank         deposits over HTTP by 16 keep-alive clients: `reef serve` on its embedded
+//                store, on PostgreSQL, and two nodes sharing the database (clients split)
+// Every line: `bench pg=<case> key=value ...`.
+//
+//   pg_bench --state DIR [--millis N] [--bank 0] [--store 0]   (0: skip the bank / the store cases)
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_die.h"
+#include "bench_http.h"
+#include "events/event_store.h"
+#include "pg/pg.h"
+#include "support/reef_server.h"
+
+namespace reef::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string g_cluster;  // the cluster's conninfo (dbname=postgres)
+
+void Expect(bool ok, std::string_view what) {
+  if (!ok) Die("{}", what);
+}
+
+std::string StartCluster(const std::string& state) {
+  std::string command = fmt::format("bash '{}' start '{}' 2>&1", REEF_PG_CLUSTER_SCRIPT, state);
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  Expect(pipe != nullptr, "popen failed");
+  char buffer[512];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+  Expect(pclose(pipe) == 0, "cannot start PostgreSQL: " + out);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::unique_ptr<pg::Connection> Connect(const std::string& conninfo) {
+  return Check(pg::Connection::Open({conninfo}), "connect");
+}
+
+// A fresh database; its conninfo.
+std::string FreshDatabase(const std::string& name) {
+  auto admin = Connect(g_cluster);
+  Check(admin->ExecScript(fmt::format("DROP DATABASE IF EXISTS {} WITH (FORCE)", name), "drop"),
+        "drop database");
+  Check(admin->ExecScript(fmt::format("CREATE DATABASE {}", name), "create"), "create database");
+  return g_cluster + " dbname=" + name;
+}
+
+std::string Uri(const std::string& conninfo) {
+  auto field = [&](std::string_view key) {  // the last occurrence wins, as in libpq
+    size_t at = conninfo.rfind(std::string(key) + "=");
+    at += key.size() + 1;
+    return conninfo.substr(at, conninfo.find(' ', at) - at);
+  };
+  return fmt::format("postgresql://{}@/{}?host={}&port={}", field("user"), field("dbname"),
+                     field("host"), field("port"));
+}
+
+// ~100 bytes of JSON, like a bank event.
+std::string Data(int writer, int64_t i) {
+  return fmt::format(R"({{"account_id":"acct-{}-{}","amount":{},"note":"benchmark deposit"}})",
+                     writer, i, 1000 + i % 100);
+}
+
+struct Samples {
+  std::mutex mu;
+  std::vector<double> us;
+  void Add(std::vector<double>& local) {
+    std::lock_guard lock(mu);
+    us.insert(us.end(), local.begin(), local.end());
+  }
+};
+
+void Print(std::string_view name, std::string extra, uint64_t count, double seconds,
+           std::vector<double> us) {
+  fmt::print("bench pg={} {} count={} per_s={:.0f} p50_us={:.0f} p99_us={:.0f}\n", name, extra,
+             count, count / seconds, Quantile(us, 0.5), Quantile(us, 0.99));
+  std::fflush(stdout);
+}
+
+// Runs `writers` threads calling `one(writer, i)` (which returns how many it wrote) until
+// `millis` pass; prints the line.
+template <typename Setup, typename One>
+void RunWriters(std::string_view name, int writers, std::chrono::milliseconds millis,
+                std::string extra, Setup setup, One one) {
+  std::atomic<uint64_t> total{0};
+  Samples samples;
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  const auto end = start + millis;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      auto state = setup(w);
+      std::vector<double> local;
+      uint64_t n = 0;
+      for (int64_t i = 0; Clock::now() < end; ++i) {
+        const auto t0 = Clock::now();
+        n += one(state, w, i);
+        local.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      }
+      total += n;
+      samples.Add(local);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  Print(name, extra, total.load(), seconds, std::move(samples.us));
+}
+
+constexpr const char* kAnchorTable = R"sql(
+CREATE TABLE anchor_events (
+  position bigserial PRIMARY KEY, id uuid NOT NULL UNIQUE, type text NOT NULL,
+  tags text[] NOT NULL, data bytea NOT NULL, timestamp_ms bigint NOT NULL,
+  correlation_id text NOT NULL, causation_id text NOT NULL, idempotency_key text NOT NULL,
+  user_metadata text NOT NULL))sql";
+
+void Anchors(std::chrono::milliseconds millis) {
+  const std::string db = FreshDatabase("reef_bench_anchor");
+  Check(Connect(db)->ExecScript(kAnchorTable, "anchor table"), "anchor table");
+  for (int writers : {1, 10}) {
+    RunWriters(
+        "insert", writers, millis, fmt::format("writers={} events_per_append=1", writers),
+        [&](int) { return Connect(db); },
+        [](std::unique_ptr<pg::Connection>& conn, int w, int64_t i) -> uint64_t {
+          const events::EventId id = Check(events::NewEventId(), "id");
+          std::string data = Data(w, i);
+          std::string tag = fmt::format("account:acct-{}-{}", w, i);
+          std::vector<std::string_view> tags = {tag};
+          pg::Params p;
+          p.Uuid(id).Text("MoneyDeposited").TextArray(tags).Bytea(data).Int8(i);
+          Check(conn->Exec("INSERT INTO anchor_events (id, type, tags, data, timestamp_ms, "
+                           "correlation_id, causation_id, idempotency_key, user_metadata) "
+                           "VALUES ($1, $2, $3, $4, $5, '', '', '', '')",
+                           p, "insert"),
+                "insert");
+          return 1;
+        });
+  }
+  RunWriters(
+      "copy", 1, millis, "writers=1 events_per_append=100", [&](int) { return Connect(db); },
+      [](std::unique_ptr<pg::Connection>& conn, int w, int64_t i) -> uint64_t {
+        std::string rows;
+        for (int k = 0; k < 100; ++k) {
+          const events::EventId id = Check(events::NewEventId(), "id");
+          std::string hex;
+          for (unsigned char c : Data(w, i * 100 + k)) hex += fmt::format("{:02x}", c);
+          rows += fmt::format("{}\tMoneyDeposited\t{{account:acct-{}-{}}}\t\\\\x{}\t{}\t\t\t\t\n",
+                              events::FormatEventId(id), w, i * 100 + k, hex, i);
+        }
+        Status copied = conn->CopyIn(
+            "COPY anchor_events (id, type, tags, data, timestamp_ms, correlation_id, "
+            "causation_id, idempotency_key, user_metadata) FROM STDIN",
+            rows, "copy");
+        Check(copied, "copy");
+        return 100;
+      });
+}
+
+std::unique_ptr<events::EventStore> OpenStore(const std::string& db) {
+  return Check(events::OpenPostgresEventStore(db), "open the store");
+}
+
+events::Event MakeEvent(int w, int64_t i) {
+  events::Event e;
+  e.type = "MoneyDeposited";
+  e.tags = {fmt::format("account:acct-{}-{}", w, i)};
+  e.data = Data(w, i);
+  return e;
+}
+
+void ReefStore(std::chrono::milliseconds millis) {
+  const std::string db = FreshDatabase("reef_bench_store");
+  auto store = OpenStore(db);
+  const events::Position after = store->Head();
+  for (int writers : {1, 10}) {
+    RunWriters(
+        "cond", writers, millis, fmt::format("writers={} events_per_append=1", writers),
+        [](int) { return 0; },
+        [&](int, int w, int64_t i) -> uint64_t {
+          events::Event e = MakeEvent(w + 100 * writers, i);
+          events::Query q{{events::QueryItem{{e.type}, {e.tags[0]}}}};
+          Check(store->Append({e}, events::AppendCondition{q, after}), "append");
+          return 1;
+        });
+  }
+  RunWriters(
+      "batch", 1, millis, "writers=1 events_per_append=100", [](int) { return 0; },
+      [&](int, int w, int64_t i) -> uint64_t {
+        std::vector<events::Event> batch;
+        for (int k = 0; k < 100; ++k) batch.push_back(MakeEvent(w + 7000, i * 100 + k));
+        Check(store->Append(std::move(batch)), "append");
+        return 100;
+      });
+}
+
+// Lag: 10 writers on one store; subscribers on it and on a second store instance.
+void Lag(std::chrono::milliseconds millis) {
+  const std::string db = FreshDatabase("reef_bench_lag");
+  auto writers_store = OpenStore(db);
+  auto other_store = OpenStore(db);
+  std::mutex mu;
+  std::map<events::Position, Clock::time_point> acked;
+  std::atomic<bool> done{false};
+  auto follow = [&](events::EventStore& store, std::vector<double>& lags) {
+    auto sub = Check(store.Subscribe(events::Query{}, store.Head()), "subscribe");
+    std::vector<std::pair<events::Position, Clock::time_point>> seen;
+    while (!done.load()) {
+      auto next = Check(sub->Next(1000, 100ms), "next");
+      const auto now = Clock::now();
+      for (const auto& e : next) seen.emplace_back(e.position, now);
+    }
+    std::lock_guard lock(mu);
+    for (const auto& [position, at] : seen) {
+      auto it = acked.find(position);
+      if (it == acked.end()) continue;
+      lags.push_back(
+          std::max(0.0, std::chrono::duration<double, std::micro>(at - it->second).count()));
+    }
+  };
+  std::vector<double> remote, local;
+  std::thread remote_thread([&] { follow(*other_store, remote); });
+  std::thread local_thread([&] { follow(*writers_store, local); });
+  std::this_thread::sleep_for(200ms);
+  RunWriters(
+      "lag_writers", 10, millis, "writers=10 events_per_append=1", [](int) { return 0; },
+      [&](int, int w, int64_t i) -> uint64_t {
+        events::Event e = MakeEvent(w, i);
+        events::Query q{{events::QueryItem{{e.type}, {e.tags[0]}}}};
+        const events::Position p =
+            Check(writers_store->Append({e}, events::AppendCondition{q, 0}), "append");
+        const auto now = Clock::now();
+        std::lock_guard lock(mu);
+        acked[p] = now;
+        return 1;
+      });
+  std::this_thread::sleep_for(500ms);
+  done = true;
+  remote_thread.join();
+  local_thread.join();
+  for (auto [name, lags] : {std::pair{"lag_remote", &remote}, std::pair{"lag_local", &local}}) {
+    fmt::print("bench pg={} writers=10 delivered={} p50_us={:.0f} p99_us={:.0f} max_us={:.0f}\n",
+               name, lags->size(), Quantile(*lags, 0.5), Quantile(*lags, 0.99),
+               Quantile(*lags, 1.0));
+  }
+  std::fflush(stdout);
+}
+
+// Deposits over HTTP: 16 clients on `nodes` nodes sharing a PostgreSQL database, or (nodes 0)
+// on one node with the embedded store.
+void Bank(std::chrono::milliseconds millis, int nodes) {
+  const std::string db = FreshDatabase(fmt::format("reef_bench_bank_{}", nodes));
+  const bool embedded = nodes == 0;
+  nodes = std::max(nodes, 1);
+  std::vector<std::unique_ptr<testing::ReefServer>> servers;
+  for (int n = 0; n < nodes; ++n) {
+    std::vector<std::string> args;
+    if (!embedded) args = {"--store", Uri(db)};
+    servers.push_back(std::make_unique<testing::ReefServer>(REEF_BINARY, args));
+    std::string started = servers.back()->Start();
+    Expect(started.empty(), started);
+  }
+  KeepAliveConnection admin("pg_bench", servers[0]->port());
+  for (auto [kind, name, wasm] : {std::tuple{"commands", "open-account", "bank_open_account"},
+                                  std::tuple{"commands", "deposit", "bank_deposit"}}) {
+    std::string path = fmt::format("{}/{}.wasm", REEF_GUEST_DIR, wasm);
+    FILE* f = fopen(path.c_str(), "rb");
+    Expect(f != nullptr, "missing " + path);
+    std::string bytes;
+    char chunk[65536];
+    for (size_t n; (n = fread(chunk, 1, sizeof chunk, f)) > 0;) bytes.append(chunk, n);
+    fclose(f);
+    auto [status, body] = admin.Post(fmt::format("/{}/{}/versions/1.0.0?activate=true", kind, name),
+                                     bytes, "application/wasm");
+    Expect(status == 201, "upload: " + body);
+  }
+  constexpr int kClients = 16, kAccountsPerClient = 4;
+  for (int c = 0; c < kClients; ++c) {
+    for (int a = 0; a < kAccountsPerClient; ++a) {
+      auto [status, body] =
+          admin.Post("/commands/open-account/execute",
+                     fmt::format(R"({{"account_id":"c{}-{}","owner":"Ada"}})", c, a));
+      Expect(status == 200, "open: " + body);
+    }
+  }
+  // Both nodes know the command before the clients start.
+  std::this_thread::sleep_for(300ms);
+  RunWriters(
+      "bank", kClients, millis,
+      fmt::format("store={} nodes={} clients={}", embedded ? "embedded" : "postgresql", nodes,
+                  kClients),
+      [&](int c) {
+        return std::make_unique<KeepAliveConnection>("pg_bench", servers[c % nodes]->port());
+      },
+      [](std::unique_ptr<KeepAliveConnection>& conn, int c, int64_t i) -> uint64_t {
+        auto [status, body] = conn->Post(
+            "/commands/deposit/execute",
+            fmt::format(R"({{"account_id":"c{}-{}","amount":5}})", c, i % kAccountsPerClient));
+        Expect(status == 200, "deposit: " + body);
+        return 1;
+      });
+}
+
+}  // namespace
+}  // namespace reef::bench
+
+int main(int argc, char** argv) {
+  using namespace reef::bench;
+  std::string state;
+  int64_t millis = 2000;
+  bool bank = true;
+  bool store = true;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string_view flag = argv[i];
+    if (flag == "--state")
+      state = argv[i + 1];
+    else if (flag == "--millis")
+      millis = std::stoll(argv[i + 1]);
+    else if (flag == "--bank")
+      bank = std::string_view(argv[i + 1]) != "0";
+    else if (flag == "--store")
+      store = std::string_view(argv[i + 1]) != "0";
+    else
+      Die("unknown flag {}", flag);
+  }
+  Expect(!state.empty(), "usage: pg_bench --state DIR [--millis N] [--bank 0]");
+  g_cluster = StartCluster(state);
+  const auto duration = std::chrono::milliseconds(millis);
+  if (store) {
+    Anchors(duration);
+    ReefStore(duration);
+    Lag(duration);
+  }
+  if (bank) {
+    Bank(duration, 0);
+    Bank(duration, 1);
+    Bank(duration, 2);
+  }
+  return 0;
+}
