@@ -2,8 +2,9 @@
 # A throwaway PostgreSQL cluster for tests and benchmarks: Debian's PostgreSQL (initdb +
 # pg_ctl) in a temporary directory, listening on a Unix socket only, no TCP port.
 #
-#   pg_cluster.sh start STATE_DIR [tuned]   start one (or reuse the one STATE_DIR names) and
-#                                           print its libpq connection string
+#   pg_cluster.sh start STATE_DIR [tuned]   start one (or reuse, or restart, the one STATE_DIR
+#                                           names) and print its libpq connection string
+#   pg_cluster.sh halt STATE_DIR            stop it, keeping its data (`start` brings it back)
 #   pg_cluster.sh stop STATE_DIR            stop it and remove its files
 #
 # STATE_DIR keeps one file, `conninfo`, naming the cluster; the cluster itself lives in a short
@@ -15,8 +16,8 @@
 # Debian's package creates.
 set -euo pipefail
 
-cmd=${1:?usage: pg_cluster.sh start|stop STATE_DIR [tuned]}
-state=${2:?usage: pg_cluster.sh start|stop STATE_DIR [tuned]}
+cmd=${1:?usage: pg_cluster.sh start|halt|stop STATE_DIR [tuned]}
+state=${2:?usage: pg_cluster.sh start|halt|stop STATE_DIR [tuned]}
 mode=${3:-durable}
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [[ -x $bindir/initdb ]] || { echo "pg_cluster: no PostgreSQL server found (install Debian's postgresql)" >&2; exit 1; }
@@ -44,24 +45,40 @@ case $cmd in
   start)
     exec 9>"$state/lock"
     flock 9
+    fresh=1
     if [[ -f $state/conninfo ]]; then
       dir=$(sed -n 's/^host=\([^ ]*\) .*/\1/p' "$state/conninfo")
       if running "$dir"; then cat "$state/conninfo"; exit 0; fi
-      rm -rf "$dir" "$state/conninfo"
+      if [[ -f $dir/data/PG_VERSION && -f $dir/options ]]; then
+        fresh=0  # halted: start it again on its data
+      else
+        rm -rf "$dir" "$state/conninfo"
+      fi
     fi
-    dir=$(mktemp -d /tmp/reef-pg-XXXXXX)
-    chmod 755 "$dir"
-    if [[ $(id -u) -eq 0 ]]; then chown postgres:postgres "$dir"; fi
-    as_owner "$bindir/initdb" -D "$dir/data" -A trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
-      { cat "$dir/initdb.log" >&2; exit 1; }
-    opts="-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=300"
-    if [[ $mode == tuned ]]; then
-      opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    if [[ $fresh == 1 ]]; then
+      dir=$(mktemp -d /tmp/reef-pg-XXXXXX)
+      chmod 755 "$dir"
+      if [[ $(id -u) -eq 0 ]]; then chown postgres:postgres "$dir"; fi
+      as_owner "$bindir/initdb" -D "$dir/data" -A trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
+        { cat "$dir/initdb.log" >&2; exit 1; }
+      opts="-c listen_addresses='' -c unix_socket_directories='$dir' -c max_connections=300"
+      if [[ $mode == tuned ]]; then
+        opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+      fi
+      echo "$opts" >"$dir/options"
     fi
+    opts=$(cat "$dir/options")
     as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -o "$opts" -w -t 60 start >/dev/null 9>&- ||
       { cat "$dir/server.log" >&2; exit 1; }
     conninfo_of "$dir" >"$state/conninfo"
     cat "$state/conninfo"
+    ;;
+  halt)
+    exec 9>"$state/lock"
+    flock 9
+    [[ -f $state/conninfo ]] || exit 0
+    dir=$(sed -n 's/^host=\([^ ]*\) .*/\1/p' "$state/conninfo")
+    if running "$dir"; then as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null; fi
     ;;
   stop)
     exec 9>"$state/lock"
@@ -72,7 +89,7 @@ case $cmd in
     rm -rf "$dir" "$state/conninfo"
     ;;
   *)
-    echo "pg_cluster: unknown command $cmd (start, stop)" >&2
+    echo "pg_cluster: unknown command $cmd (start, halt, stop)" >&2
     exit 2
     ;;
 esac

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <libpq-fe.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -245,6 +246,13 @@ Connection::~Connection() {
 bool Connection::healthy() const {
   return PQstatus(conn_) == CONNECTION_OK;
 }
+
+bool Connection::Alive() {
+  if (!healthy()) return false;
+  pollfd fd{PQsocket(conn_), POLLIN, 0};
+  if (poll(&fd, 1, 0) > 0 && PQconsumeInput(conn_) == 0) return false;
+  return healthy();
+}
 int Connection::socket() const {
   return PQsocket(conn_);
 }
@@ -362,10 +370,13 @@ Result<Pool::Lease> Pool::Acquire() {
   {
     MutexLock lock(mu_);
     for (;;) {
-      if (!idle_.empty()) {
+      while (!idle_.empty()) {
         std::unique_ptr<Connection> conn = std::move(idle_.back());
         idle_.pop_back();
-        return Lease(this, std::move(conn));
+        // One the server ended while it sat idle is dropped here, before a statement is sent
+        // on it (whose outcome would then be unknown).
+        if (conn->Alive()) return Lease(this, std::move(conn));
+        --open_;
       }
       if (open_ < size_) break;
       if (cv_.WaitUntil(mu_, deadline) == std::cv_status::timeout && idle_.empty() &&
@@ -406,6 +417,20 @@ size_t Pool::open_connections() const {
 uint64_t Pool::connect_failures() const {
   MutexLock lock(mu_);
   return connect_failures_;
+}
+
+// ---- Lock keys ----------------------------------------------------------------------------------
+
+int64_t HashedLockKey(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  auto key = static_cast<int64_t>(h);
+  const int64_t high = key & ~int64_t{0xffffffff};
+  if (high == kReefKeyNamespace || high == kLeaseKeyNamespace) key ^= int64_t{1} << 62;
+  return key;
 }
 
 // ---- Migrations ---------------------------------------------------------------------------------

@@ -139,6 +139,9 @@ class Connection {
 
   // False once the connection is known to be broken: it must be dropped.
   bool healthy() const;
+  // Like healthy(), but first reads what the server sent while the connection sat idle, so a
+  // session the server ended (a restart, pg_terminate_backend) shows as broken. Never blocks.
+  bool Alive();
   // The socket, for waiting on notifications (LISTEN).
   int socket() const;
   // A NOTIFY received: its channel and payload.
@@ -210,6 +213,10 @@ class Pool {
 inline constexpr int64_t kReefKeyNamespace = int64_t{0x52454546} << 32;
 inline constexpr int64_t kLeaseKeyNamespace = int64_t{0x5245454c} << 32;
 inline constexpr int64_t kMigrationLockKey = kReefKeyNamespace | 3;
+
+// An advisory lock key for `text`: its 64-bit FNV-1a hash, the same in every process, moved off
+// the two ranges above. Two texts may share a key (which only makes their holders take turns).
+int64_t HashedLockKey(std::string_view text);
 
 // Brings `component`'s tables to the newest of `migrations` (migration i makes version i + 1),
 // each in its own transaction, recording the version in reef_schema; processes migrating at

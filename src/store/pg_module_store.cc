@@ -2,10 +2,8 @@
 // reef_ prefix, in a database several Reef processes share. Each mutating call is one READ
 // COMMITTED transaction that first takes a transaction-scoped advisory lock on its module (or
 // key scope), so two processes changing one module take turns, and announces the change with
-// pg_notify on the channel reef_modules (delivered at commit). A watcher thread LISTENs and
-// hands other processes' changes to Watch's callback; a payload names its sender, so a process
-// skips its own. Leases are session advisory locks on a connection of their own, one key per
-// lease name from reef_lease_ids (no two names share a key).
+// pg_notify on the channel reef_modules (delivered at commit). A watcher thread follows other
+// processes' changes; leases and watermarks live in detail/pg_coordination.h.
 //
 // Thread ownership: any thread; the pool gives each call its own connection; the watcher
 // thread owns its connection.
@@ -22,6 +20,7 @@
 #include "core/mutex.h"
 #include "pg/pg.h"
 #include "store/detail/module_rules.h"
+#include "store/detail/pg_coordination.h"
 
 namespace reef::store {
 
@@ -75,66 +74,10 @@ CREATE TABLE reef_lease_ids (
 );
 )sql";
 constexpr const char* kMigrations[] = {kSchemaV1};
-constexpr const char* kChannel = "reef_modules";
-
-// The key of a module's (or scope's) transaction lock: FNV-1a of the text, kept clear of the
-// ranges Reef reserves. A collision only makes two changes take turns.
-int64_t ChangeLockKey(std::string_view text) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  auto key = static_cast<int64_t>(h);
-  const int64_t high = key & ~int64_t{0xffffffff};
-  if (high == pg::kReefKeyNamespace || high == pg::kLeaseKeyNamespace) key ^= int64_t{1} << 62;
-  return key;
-}
 
 std::string ModuleText(ModuleKind kind, std::string_view name) {
   return fmt::format("module:{}/{}", ModuleKindName(kind), name);
 }
-
-// A transaction on `conn`: BEGIN, the change lock on `lock_text`, `body`, then COMMIT, with a
-// pg_notify of `lock_text` from `token` when `notify`; ROLLBACK when anything fails.
-Status InTransaction(pg::Connection& conn, const std::string& token, const std::string& lock_text,
-                     const std::function<Status()>& body, bool notify = true) {
-  REEF_RETURN_IF_ERROR(conn.ExecScript("BEGIN", "module store"));
-  auto run = [&]() -> Status {
-    pg::Params lock;
-    lock.Int8(ChangeLockKey(lock_text));
-    REEF_RETURN_IF_ERROR(
-        conn.Exec("SELECT pg_advisory_xact_lock($1)", lock, "module store").status());
-    REEF_RETURN_IF_ERROR(body());
-    if (notify) {
-      pg::Params payload;
-      payload.Text(kChannel).Text(token + " " + lock_text);
-      REEF_RETURN_IF_ERROR(conn.Exec("SELECT pg_notify($1, $2)", payload, "module store").status());
-    }
-    return conn.ExecScript("COMMIT", "module store");
-  };
-  Status status = run();
-  if (!status.ok() && conn.healthy()) (void)conn.ExecScript("ROLLBACK", "module store");
-  return status;
-}
-
-// A lease: a session advisory lock held by a connection of its own.
-class PgLease final : public ModuleLease {
- public:
-  explicit PgLease(std::unique_ptr<pg::Connection> conn) : conn_(std::move(conn)) {}
-  bool held() const override {
-    MutexLock lock(mu_);
-    if (!conn_->healthy()) return false;
-    // A server that ended the session (or went away) makes the socket readable: read it.
-    pollfd fd{conn_->socket(), POLLIN, 0};
-    if (poll(&fd, 1, 0) > 0 && !conn_->TakeNotifications().ok()) return false;
-    return conn_->healthy();
-  }
-
- private:
-  mutable Mutex mu_;
-  std::unique_ptr<pg::Connection> conn_ GUARDED_BY(mu_);
-};
 
 class PgModuleStore final : public ModuleStore {
  public:
@@ -499,67 +442,24 @@ class PgModuleStore final : public ModuleStore {
 
   void Watch(std::function<void(const StoreChange&)> on_change) override {
     if (watcher_.joinable()) return;
-    watcher_ = std::thread([this, on_change = std::move(on_change)] { WatchLoop(on_change); });
+    watcher_ = std::thread([this, on_change = std::move(on_change)] {
+      FollowChanges(connect_, token_, stop_, on_change);
+    });
   }
 
   Result<std::unique_ptr<ModuleLease>> TryLease(ModuleKind kind, std::string_view name) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-    const std::string lease = fmt::format("{}/{}", ModuleKindPlural(kind), name);
-    int64_t id = 0;
-    {
-      REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-      pg::Params p;
-      p.Text(lease);
-      REEF_ASSIGN_OR_RETURN(
-          pg::PgResult row,
-          conn->Exec("WITH made AS (INSERT INTO reef_lease_ids (name) VALUES ($1) ON CONFLICT "
-                     "(name) DO NOTHING RETURNING id) SELECT id FROM made UNION ALL SELECT id FROM "
-                     "reef_lease_ids WHERE name = $1",
-                     p, "lease id"));
-      if (row.rows() == 0) return Status::Internal("module store: no lease id for " + lease);
-      REEF_ASSIGN_OR_RETURN(id, row.Int(0, 0));
-    }
-    REEF_ASSIGN_OR_RETURN(std::unique_ptr<pg::Connection> conn, pg::Connection::Open(connect_));
-    pg::Params key;
-    key.Int8(pg::kLeaseKeyNamespace | id);
-    REEF_ASSIGN_OR_RETURN(pg::PgResult got,
-                          conn->Exec("SELECT pg_try_advisory_lock($1)", key, "lease"));
-    if (got.field(0, 0) != "t") return std::unique_ptr<ModuleLease>();
-    return std::unique_ptr<ModuleLease>(new PgLease(std::move(conn)));
+    return TakeLease(pool_, connect_, kind, name);
   }
-
   Result<uint64_t> LoadWatermark(std::string_view name) override {
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    pg::Params p;
-    p.Text(name);
-    REEF_ASSIGN_OR_RETURN(
-        pg::PgResult row,
-        conn->Exec("SELECT watermark FROM reef_effect_watermarks WHERE name = $1", p, "watermark"));
-    if (row.rows() == 0) return uint64_t{0};
-    REEF_ASSIGN_OR_RETURN(int64_t watermark, row.Int(0, 0));
-    return static_cast<uint64_t>(watermark);
+    return LoadEffectWatermark(pool_, name);
   }
-
   Status SaveWatermark(std::string_view name, uint64_t watermark,
                        std::string_view version) override {
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    pg::Params p;
-    p.Text(name).Int8(static_cast<int64_t>(watermark)).Text(version).Int8(UnixNowMs());
-    return conn
-        ->Exec(
-            "INSERT INTO reef_effect_watermarks (name, watermark, version, updated_at) VALUES "
-            "($1, $2, $3, $4) ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, "
-            "version = EXCLUDED.version, updated_at = EXCLUDED.updated_at",
-            p, "save watermark")
-        .status();
+    return SaveEffectWatermark(pool_, name, watermark, version);
   }
-
   Status ResetWatermark(std::string_view name) override {
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    pg::Params p;
-    p.Text(name);
-    return conn->Exec("DELETE FROM reef_effect_watermarks WHERE name = $1", p, "reset watermark")
-        .status();
+    return ResetEffectWatermark(pool_, name);
   }
 
  private:
@@ -605,63 +505,6 @@ class PgModuleStore final : public ModuleStore {
       }
     }
     return SortedModules(std::move(modules));
-  }
-
-  // The watcher thread: LISTEN, and hand each change another process made to `on_change`.
-  void WatchLoop(const std::function<void(const StoreChange&)>& on_change) {
-    std::unique_ptr<pg::Connection> conn;
-    auto backoff = std::chrono::milliseconds(100);
-    while (!stop_.load()) {
-      if (!conn || !conn->healthy()) {
-        conn.reset();
-        auto opened = pg::Connection::Open(connect_);
-        Status listening = opened.ok()
-                               ? (*opened)->ExecScript(fmt::format("LISTEN {}", kChannel), "LISTEN")
-                               : opened.status();
-        if (!listening.ok()) {
-          spdlog::warn("module store: cannot follow other nodes' changes: {}", listening.message());
-          for (auto waited = std::chrono::milliseconds(0); waited < backoff && !stop_.load();
-               waited += std::chrono::milliseconds(50)) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          }
-          backoff = std::min(backoff * 2, std::chrono::milliseconds(5'000));
-          continue;
-        }
-        conn = std::move(*opened);
-        backoff = std::chrono::milliseconds(100);
-        // Changes may have been missed while not listening.
-        on_change(StoreChange{StoreChange::What::kEverything, ModuleKind::kCommand, ""});
-      }
-      pollfd fd{conn->socket(), POLLIN, 0};
-      if (poll(&fd, 1, 200) <= 0) continue;
-      auto received = conn->TakeNotifications();
-      if (!received.ok()) continue;  // reconnects above
-      for (const auto& n : *received) Dispatch(n.payload, on_change);
-    }
-  }
-
-  // "<token> module:<kind>/<name>" or "<token> key:<scope>"; this process's own are skipped.
-  void Dispatch(std::string_view payload,
-                const std::function<void(const StoreChange&)>& on_change) const {
-    size_t space = payload.find(' ');
-    if (space == std::string_view::npos || payload.substr(0, space) == token_) return;
-    std::string_view what = payload.substr(space + 1);
-    StoreChange change;
-    if (what.starts_with("key:")) {
-      change.what = StoreChange::What::kKeyScope;
-      change.name = std::string(what.substr(4));
-    } else if (what.starts_with("module:")) {
-      what.remove_prefix(7);
-      size_t slash = what.find('/');
-      auto kind = ParseModuleKindName(what.substr(0, slash));
-      if (slash == std::string_view::npos || !kind.ok()) return;
-      change.what = StoreChange::What::kModule;
-      change.kind = *kind;
-      change.name = std::string(what.substr(slash + 1));
-    } else {
-      return;
-    }
-    on_change(change);
   }
 
   const pg::ConnectOptions connect_;

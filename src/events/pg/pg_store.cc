@@ -15,25 +15,16 @@ namespace reef::events::pg_store {
 
 namespace {
 
-// FNV-1a, 64 bits: a stable hash of a (type, tag) pair, the same in every process. Collisions
-// only make unrelated appends wait for each other.
+// The lock key of a (type, tag) pair (`kind`: T for a type alone, G for a tag alone, P for
+// both). Collisions only make unrelated appends wait for each other.
 int64_t PairKey(std::string_view type, std::string_view tag, char kind) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](std::string_view bytes) {
-    for (unsigned char c : bytes) {
-      h ^= c;
-      h *= 0x100000001b3ull;
-    }
-  };
-  mix(std::string_view(&kind, 1));
-  mix(type);
-  mix(std::string_view("\0", 1));
-  mix(tag);
-  auto key = static_cast<int64_t>(h);
-  // Keep clear of the keys Reef reserves for itself.
-  const int64_t high = key & ~int64_t{0xffffffff};
-  if (high == pg::kReefKeyNamespace || high == pg::kLeaseKeyNamespace) key ^= int64_t{1} << 62;
-  return key;
+  std::string text;
+  text.reserve(3 + type.size() + tag.size());
+  text += kind;
+  text += type;
+  text += '\0';
+  text += tag;
+  return pg::HashedLockKey(text);
 }
 
 // The keys of an append, sorted: shared for every (type, tag) pair, (type, any tag) and
@@ -201,12 +192,16 @@ Result<Position> PgCore::Append(std::vector<Event> events,
   static constexpr const char* kSql =
       "SELECT reef_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
       "$17, $18)";
-  // A unique violation means an append of the same id committed after reef_append looked:
-  // look again (a retry of it, or a duplicate).
+  // Each attempt lets go of its connection before it looks further (a second connection
+  // taken while holding the first would let writers starve the pool of each other).
   for (int attempt = 0;; ++attempt) {
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
-    const int pid = conn->backend_pid();
-    auto ran = conn->Run(kSql, params);
+    int pid = 0;
+    Result<pg::PgResult> ran = Status::Internal("not run");
+    {
+      REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
+      pid = conn->backend_pid();
+      ran = conn->Run(kSql, params);
+    }
     if (!ran.ok()) {
       // The connection broke: the append may have committed. Find out on another connection
       // once the old one's server process is gone, then answer or append again.

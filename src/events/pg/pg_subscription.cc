@@ -2,10 +2,11 @@
 // matching its query between its cursor and the safe head the HeadTracker publishes, and waits
 // for the head to move when it has read everything. The safe head makes it wait for a position
 // that is drawn but not committed, so it never skips one; it has no buffer to overflow, so it
-// never falls back.
+// never falls back. While the database is unreachable it waits, as if no event came.
 //
 // Thread ownership: any thread; a subscription's state is protected by its own mutex.
 #include <algorithm>
+#include <thread>
 
 #include "events/pg/pg_core.h"
 
@@ -32,9 +33,17 @@ class PgSubscription final : public Subscription {
       const Position head = core_->tracker().published();
       Position scanned = this->scanned();
       if (head > scanned) {
-        REEF_ASSIGN_OR_RETURN(
-            std::vector<SequencedEvent> events,
-            core_->ReadRange(query_, scanned, head, static_cast<uint32_t>(max_events)));
+        auto read = core_->ReadRange(query_, scanned, head, static_cast<uint32_t>(max_events));
+        if (!read.ok()) {
+          // The database is unreachable for now: wait for it, as for new events (the pool
+          // reconnects); other errors end the subscription.
+          if (read.status().code() != Code::kUnavailable) return read.status();
+          if (std::chrono::steady_clock::now() >= deadline) return std::vector<SequencedEvent>();
+          std::this_thread::sleep_for(
+              std::min<std::chrono::milliseconds>(std::chrono::milliseconds(100), timeout));
+          continue;
+        }
+        std::vector<SequencedEvent> events = std::move(*read);
         MutexLock lock(mu_);
         if (events.size() < max_events) {
           scanned_ = head;

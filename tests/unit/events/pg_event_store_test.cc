@@ -3,8 +3,10 @@
 // processes' worth) on one database, connections killed under appends, schema versions, and
 // the errors a user meets.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
@@ -204,6 +206,72 @@ TEST(PgEventStoreTest, ConnectionsKilledUnderAppendsLoseAndDuplicateNothing) {
   }
   EXPECT_EQ(seen.size(), acknowledged.size());
   EXPECT_EQ(acknowledged.size() + static_cast<size_t>(failed.load()), 600u);
+}
+
+// Runs scripts/pg_cluster.sh `command` on `state`; its output.
+std::string Cluster(const std::string& command, const std::string& state) {
+  std::string line =
+      fmt::format("bash '{}' {} '{}' tuned 2>&1", REEF_PG_CLUSTER_SCRIPT, command, state);
+  std::string out;
+  if (FILE* pipe = popen(line.c_str(), "r")) {
+    char buffer[512];
+    while (fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+    EXPECT_EQ(pclose(pipe), 0) << command << ": " << out;
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+TEST(PgEventStoreTest, WhileTheDatabaseIsDownAppendsAreUnavailableAndNothingIsLost) {
+  // A cluster of this test's own, stopped and started again under the store.
+  const std::string state =
+      std::string(REEF_PG_TEST_STATE_DIR) + "-restart-" + std::to_string(getpid());
+  const std::string conninfo = Cluster("start", state);
+  PostgresEventStoreOptions options;
+  options.acquire_timeout = 1s;
+  options.read_barrier_timeout = 1s;
+  auto opened = OpenPostgresEventStore(conninfo, options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  auto& store = *opened;
+  auto sub = store->Subscribe(Query{}, 0);
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE(store->Append({MakeEvent("Before")}).ok());
+
+  Cluster("halt", state);
+  const auto down = std::chrono::steady_clock::now();
+  auto refused = store->Append({MakeEvent("During")});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - down, 10s);
+  auto unread = store->Read(Query{});
+  ASSERT_FALSE(unread.ok());
+  EXPECT_EQ(unread.status().code(), Code::kUnavailable);
+  auto waiting = (*sub)->Next(10, 300ms);  // the subscriber waits rather than fail
+  ASSERT_TRUE(waiting.ok()) << waiting.status().ToString();
+
+  Cluster("start", state);
+  Result<Position> after = Status::Internal("unset");
+  for (int i = 0; i < 100; ++i) {
+    after = store->Append({MakeEvent("After")});
+    if (after.ok()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  std::vector<std::string> types;
+  for (const SequencedEvent& e : *waiting) types.push_back(e.event.type);
+  for (int i = 0; i < 50 && types.size() < 2; ++i) {
+    auto next = (*sub)->Next(10, 200ms);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    for (const SequencedEvent& e : *next) types.push_back(e.event.type);
+  }
+  // The append refused while the database was down was not stored (its outcome was known).
+  EXPECT_EQ(types, (std::vector<std::string>{"Before", "After"}));
+  auto all = store->Read(Query{});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(all->events.size(), 2u);
+  EXPECT_GT(store->Stats().connect_failures, 0u);
+  store.reset();
+  Cluster("stop", state);
 }
 
 TEST(PgEventStoreTest, ASchemaFromANewerReefIsRefusedNamingTheVersions) {
