@@ -158,24 +158,29 @@ void Anchors(std::chrono::milliseconds millis) {
           return 1;
         });
   }
-  RunWriters(
-      "copy", 1, millis, "writers=1 events_per_append=100", [&](int) { return Connect(db); },
-      [](std::unique_ptr<pg::Connection>& conn, int w, int64_t i) -> uint64_t {
-        std::string rows;
-        for (int k = 0; k < 100; ++k) {
-          const events::EventId id = Check(events::NewEventId(), "id");
-          std::string hex;
-          for (unsigned char c : Data(w, i * 100 + k)) hex += fmt::format("{:02x}", c);
-          rows += fmt::format("{}\tMoneyDeposited\t{{account:acct-{}-{}}}\t\\\\x{}\t{}\t\t\t\t\n",
-                              events::FormatEventId(id), w, i * 100 + k, hex, i);
-        }
-        Status copied = conn->CopyIn(
-            "COPY anchor_events (id, type, tags, data, timestamp_ms, correlation_id, "
-            "causation_id, idempotency_key, user_metadata) FROM STDIN",
-            rows, "copy");
-        Check(copied, "copy");
-        return 100;
-      });
+  for (int batch : {100, 1000}) {
+    RunWriters(
+        "copy", 1, millis, fmt::format("writers=1 events_per_append={}", batch),
+        [&](int) { return Connect(db); },
+        [batch](std::unique_ptr<pg::Connection>& conn, int w, int64_t i) -> uint64_t {
+          std::string rows;
+          for (int k = 0; k < batch; ++k) {
+            const events::EventId id = Check(events::NewEventId(), "id");
+            std::string hex;
+            for (unsigned char c : Data(w, i * batch + k)) hex += fmt::format("{:02x}", c);
+            rows += fmt::format("{}\tMoneyDeposited\t{{account:acct-{}-{}}}\t\\\\x{}\t{}\t\t\t\t\n",
+                                events::FormatEventId(id), w, i * batch + k, hex, i);
+          }
+          pg::PgResult copied =
+              Check(conn->CopyIn("COPY anchor_events (id, type, tags, data, timestamp_ms, "
+                                 "correlation_id, causation_id, idempotency_key, user_metadata) "
+                                 "FROM STDIN",
+                                 rows),
+                    "copy");
+          Check(copied.ToStatus(), "copy");
+          return static_cast<uint64_t>(batch);
+        });
+  }
 }
 
 std::unique_ptr<events::EventStore> OpenStore(const std::string& db) {
@@ -205,14 +210,19 @@ void ReefStore(std::chrono::milliseconds millis) {
           return 1;
         });
   }
-  RunWriters(
-      "batch", 1, millis, "writers=1 events_per_append=100", [](int) { return 0; },
-      [&](int, int w, int64_t i) -> uint64_t {
-        std::vector<events::Event> batch;
-        for (int k = 0; k < 100; ++k) batch.push_back(MakeEvent(w + 7000, i * 100 + k));
-        Check(store->Append(std::move(batch)), "append");
-        return 100;
-      });
+  for (int size : {100, 1000}) {
+    RunWriters(
+        "batch", 1, millis, fmt::format("writers=1 events_per_append={}", size),
+        [](int) { return 0; },
+        [&, size](int, int w, int64_t i) -> uint64_t {
+          std::vector<events::Event> batch;
+          for (int k = 0; k < size; ++k) {
+            batch.push_back(MakeEvent(w + 7000 + size, i * size + k));
+          }
+          Check(store->Append(std::move(batch)), "append");
+          return static_cast<uint64_t>(size);
+        });
+  }
 }
 
 // Lag: 10 writers on one store; subscribers on it and on a second store instance.

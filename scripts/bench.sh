@@ -782,6 +782,7 @@ if [[ $pgbench != 0 ]]; then
       for (i = 2; i <= NF; ++i) { split($i, kv, "="); f[kv[1]] = kv[2] }
       key = f["pg"]
       if ("writers" in f && f["pg"] !~ /^lag/) key = key "/" f["writers"]
+      if (f["pg"] == "copy" || f["pg"] == "batch") key = key "x" f["events_per_append"]
       if ("store" in f) key = key "/" f["store"] "/" f["nodes"]
       for (name in f) val[key, name] = f[name]
       split("", f)
@@ -804,7 +805,9 @@ if [[ $pgbench != 0 ]]; then
              "----------", "--------", "-----------", "------"
       vs("conditional appends, 1 writer", "cond/1", "insert/1", "INSERT, 1 writer")
       vs("conditional appends, 10 writers", "cond/10", "insert/10", "INSERT, 10 writers")
-      vs("100-event appends, 1 writer", "batch/1", "copy/1", "COPY of 100 rows, 1 writer")
+      vs("100-event appends, 1 writer", "batch/1x100", "copy/1x100", "COPY of 100 rows, 1 writer")
+      vs("1000-event appends, 1 writer", "batch/1x1000", "copy/1x1000",
+         "COPY of 1000 rows, 1 writer")
       for (j = 1; j <= 2; ++j) {
         k = j == 1 ? "lag_remote" : "lag_local"
         row(sprintf("subscriber lag p99, 10 writers (%s)", j == 1 ? "other node" : "same node"),

@@ -154,7 +154,12 @@ class EffectRunner final : public Runner {
 
   Status PersistWatermark(events::Position watermark) {
     if (lease_ != nullptr && spec_.store->shared()) {
-      REEF_RETURN_IF_ERROR(spec_.store->SaveWatermark(spec_.name, watermark, spec_.version));
+      REEF_ASSIGN_OR_RETURN(
+          bool saved, spec_.store->SaveWatermark(spec_.name, watermark, spec_.version, epoch_));
+      if (!saved) {  // a replay reset it since this runner loaded it: start again from there
+        fenced_ = true;
+        return Status::Ok();
+      }
     } else {
       REEF_RETURN_IF_ERROR(
           SaveRunnerPosition(db_, "reef_effect", "watermark", watermark, spec_.version));
@@ -210,7 +215,9 @@ class EffectRunner final : public Runner {
     return false;
   }
 
-  bool lease_lost() const { return lease_ != nullptr && !lease_->held(); }
+  // The lease is gone, or a replay reset the shared watermark (fenced_): this runner must stop
+  // and be replaced by one that stands by (and loads the watermark again).
+  bool lease_lost() const { return fenced_ || (lease_ != nullptr && !lease_->held()); }
 
   void RunDispatcher() {
     if (!AwaitLease()) {
@@ -233,8 +240,13 @@ class EffectRunner final : public Runner {
     }
     lease_.reset();
     if (lost && !stop_) {
-      spdlog::warn("{} lost its lease (its connection to the database broke): standing by", label_);
-      status_.SetState("standby");
+      if (fenced_) {
+        spdlog::info("{}: its watermark was reset (a replay): starting again", label_);
+      } else {
+        spdlog::warn("{} lost its lease (its connection to the database broke): standing by",
+                     label_);
+      }
+      status_.SetState("lease lost");
       if (spec_.restart) spec_.restart();
       return;
     }
@@ -323,7 +335,9 @@ class EffectRunner final : public Runner {
     REEF_ASSIGN_OR_RETURN(db_, OpenModuleDatabase(spec_.db_path));
     events::Position watermark = 0;
     if (lease_ != nullptr && spec_.store->shared()) {
-      REEF_ASSIGN_OR_RETURN(watermark, spec_.store->LoadWatermark(spec_.name));
+      REEF_ASSIGN_OR_RETURN(auto shared, spec_.store->LoadWatermark(spec_.name));
+      watermark = shared.watermark;
+      epoch_ = shared.epoch;
     } else {
       REEF_ASSIGN_OR_RETURN(watermark, LoadRunnerPosition(db_, "reef_effect", "watermark"));
     }
@@ -403,6 +417,8 @@ class EffectRunner final : public Runner {
   std::atomic<bool> stop_{false};
   std::thread dispatcher_;
   std::unique_ptr<store::ModuleLease> lease_;  // dispatcher thread only (shared stores)
+  int64_t epoch_ = 0;                          // dispatcher thread only: the watermark's epoch
+  bool fenced_ = false;                        // dispatcher thread only
   sqlite3* db_ = nullptr;                      // dispatcher thread only
   events::Position persisted_ = 0;             // dispatcher thread only
   std::unique_ptr<ModuleInstance> instance_;   // the dispatcher's, on spec_.reactor

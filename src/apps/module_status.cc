@@ -56,7 +56,8 @@ constexpr MetricDesc kStoreConnectFailures{
 // Labelled waited (yes, no).
 constexpr MetricDesc kStoreBarrierRounds{
     "reef_event_store_barrier_rounds_total", MetricType::kCounter,
-    "Safe-head rounds of the read barrier, by whether they waited for appends in flight."};
+    "Safe-head rounds of the read barrier; waited=yes: rounds that gave up on an append "
+    "holding its position for more than 50 ms."};
 // Labelled kind and name: 1 while another node holds the module's lease and runs it.
 constexpr MetricDesc kModuleStandby{
     "reef_module_standby", MetricType::kGauge,

@@ -185,6 +185,9 @@ struct PostgresEventStoreOptions {
   std::chrono::milliseconds poll_interval{1'000};
   // Events a read fetches per statement.
   uint32_t read_page_events = 1'000;
+  // Appends of more events than this go through COPY; smaller ones through one call of the
+  // stored procedure reef_append.
+  uint32_t copy_events = 200;
   // Lock keys one append may take ((type, tag) pairs of its events and its condition); an
   // append needing more takes the store-wide lock instead, excluding every other append while
   // it commits.

@@ -147,6 +147,45 @@ Params& Params::UuidArray(std::span<const std::array<uint8_t, 16>> values) {
   return AddArray(Oid::kUuidArray, Oid::kUuid, views);
 }
 
+// ---- BinaryCopy ---------------------------------------------------------------------------------
+
+BinaryCopy::BinaryCopy() {
+  out_.append("PGCOPY\n\xff\r\n\0", 11);  // signature
+  PutU32(out_, 0);                        // flags
+  PutU32(out_, 0);                        // header extension length
+}
+
+void BinaryCopy::Row(int16_t fields) {
+  const auto n = static_cast<uint16_t>(fields);
+  out_.push_back(static_cast<char>(n >> 8));
+  out_.push_back(static_cast<char>(n & 0xff));
+}
+
+void BinaryCopy::Bytes(std::string_view bytes) {
+  PutU32(out_, static_cast<uint32_t>(bytes.size()));
+  out_.append(bytes);
+}
+
+void BinaryCopy::Uuid(std::span<const uint8_t, 16> value) {
+  Bytes(std::string_view(reinterpret_cast<const char*>(value.data()), 16));
+}
+
+void BinaryCopy::Int8(int64_t value) {
+  Bytes(BigEndian64(value));
+}
+
+void BinaryCopy::TextArray(std::span<const std::string_view> values) {
+  Params one;
+  one.TextArray(values);
+  Bytes(one.values_.front());
+}
+
+std::string BinaryCopy::Finish() {
+  out_.push_back('\xff');  // the trailer: a field count of -1
+  out_.push_back('\xff');
+  return std::move(out_);
+}
+
 // ---- PgResult -----------------------------------------------------------------------------------
 
 PgResult::PgResult(pg_result* result) : result_(result) {}
@@ -229,6 +268,27 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ConnectOptions& optio
   if (PQstatus(conn) != CONNECTION_OK) {
     std::string why = Trimmed(PQerrorMessage(conn));
     PQfinish(conn);
+    // libpq may quote parts of the connection string back (a malformed URI): never the password.
+    if (PQconninfoOption* parsed = PQconninfoParse(options.conninfo.c_str(), nullptr)) {
+      for (PQconninfoOption* o = parsed; o->keyword != nullptr; ++o) {
+        if (std::string_view(o->keyword) != "password" || o->val == nullptr || !*o->val) continue;
+        for (size_t at; (at = why.find(o->val)) != std::string::npos;) {
+          why.replace(at, std::strlen(o->val), "***");
+        }
+      }
+      PQconninfoFree(parsed);
+    }
+    if (auto colon = options.conninfo.find("://"); colon != std::string::npos) {
+      // An unparsable URI: drop whatever libpq quoted from its authority.
+      size_t at = options.conninfo.find('@', colon);
+      size_t pw = options.conninfo.find(':', colon + 3);
+      if (at != std::string::npos && pw != std::string::npos && pw < at) {
+        std::string secret = options.conninfo.substr(pw + 1, at - pw - 1);
+        for (size_t i; !secret.empty() && (i = why.find(secret)) != std::string::npos;) {
+          why.replace(i, secret.size(), "***");
+        }
+      }
+    }
     return Status::Unavailable(fmt::format("cannot connect to PostgreSQL: {}", why));
   }
   // The server's notices (e.g. "relation ... already exists, skipping") go to the debug log,
@@ -313,32 +373,27 @@ Status Connection::ExecScript(std::string_view sql, std::string_view what) {
   return status;
 }
 
-Status Connection::CopyIn(std::string_view copy_sql, std::string_view data, std::string_view what) {
+Result<PgResult> Connection::CopyIn(std::string_view copy_sql, std::string_view data) {
   const std::string text(copy_sql);
   PgResult started(PQexec(conn_, text.c_str()));
   if (PQresultStatus(started.raw()) != PGRES_COPY_IN) {
-    if (!healthy()) return LostConnection(what);
-    return Status::Internal(
-        fmt::format("{}: PostgreSQL error {}: {}", what, started.sqlstate(), started.message()));
+    if (!healthy() || IsConnectionState(started.sqlstate())) return LostConnection("COPY");
+    return started;  // refused before any data (a bad statement)
   }
   constexpr size_t kChunk = 1 << 20;
   for (size_t at = 0; at < data.size(); at += kChunk) {
     const size_t n = std::min(kChunk, data.size() - at);
     if (PQputCopyData(conn_, data.data() + at, static_cast<int>(n)) != 1) {
-      return LostConnection(what);
+      return LostConnection("COPY");
     }
   }
-  if (PQputCopyEnd(conn_, nullptr) != 1) return LostConnection(what);
-  Status status = Status::Ok();
-  while (pg_result* raw = PQgetResult(conn_)) {
-    PgResult result(raw);
-    if (!result.ok() && status.ok()) {
-      status = Status::Internal(
-          fmt::format("{}: PostgreSQL error {}: {}", what, result.sqlstate(), result.message()));
-    }
+  if (PQputCopyEnd(conn_, nullptr) != 1) return LostConnection("COPY");
+  PgResult last;
+  while (pg_result* raw = PQgetResult(conn_)) last = PgResult(raw);
+  if (!healthy() || (!last.ok() && IsConnectionState(last.sqlstate()))) {
+    return LostConnection("COPY");
   }
-  if (!healthy()) return LostConnection(what);
-  return status;
+  return last;
 }
 
 Result<std::vector<Connection::Notification>> Connection::TakeNotifications() {
@@ -363,6 +418,15 @@ Pool::~Pool() = default;
 
 Pool::Lease::~Lease() {
   if (pool_ && conn_) pool_->Return(std::move(conn_));
+}
+
+Pool::Lease& Pool::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    if (pool_ && conn_) pool_->Return(std::move(conn_));
+    pool_ = other.pool_;
+    conn_ = std::move(other.conn_);
+  }
+  return *this;
 }
 
 Result<Pool::Lease> Pool::Acquire() {
@@ -401,7 +465,9 @@ Result<Pool::Lease> Pool::Acquire() {
 
 void Pool::Return(std::unique_ptr<Connection> conn) {
   MutexLock lock(mu_);
-  if (conn->healthy()) {
+  // Only a connection outside any transaction goes back (a failed ROLLBACK would hand the next
+  // user an aborted transaction).
+  if (conn->healthy() && PQtransactionStatus(conn->conn_) == PQTRANS_IDLE) {
     idle_.push_back(std::move(conn));
   } else {
     --open_;  // dropped: the next Acquire opens a new one

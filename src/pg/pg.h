@@ -67,12 +67,31 @@ class Params {
 
  private:
   friend class Connection;
+  friend class BinaryCopy;
   Params& Add(Oid type, std::string bytes);
   Params& AddArray(Oid array_type, Oid element_type, std::span<const std::string_view> elements);
 
   std::vector<uint32_t> types_;
   std::vector<std::string> values_;
   std::vector<bool> nulls_;
+};
+
+// The input of a COPY ... FROM STDIN (FORMAT binary): rows of fields in PostgreSQL's binary
+// format (the header and trailer added by Finish).
+class BinaryCopy {
+ public:
+  BinaryCopy();
+  // Starts a row of `fields` fields; then call the field functions that many times.
+  void Row(int16_t fields);
+  void Bytes(std::string_view bytes);  // text, bytea (raw bytes)
+  void Uuid(std::span<const uint8_t, 16> value);
+  void Int8(int64_t value);
+  void TextArray(std::span<const std::string_view> values);
+  // The whole input; the writer is spent.
+  std::string Finish();
+
+ private:
+  std::string out_;
 };
 
 // A statement's result. Rows are in text format unless the statement asked for binary.
@@ -134,8 +153,9 @@ class Connection {
   // Runs one or more statements without parameters (the simple query protocol).
   Status ExecScript(std::string_view sql, std::string_view what);
   // Runs `copy_sql` (a COPY ... FROM STDIN) and sends `data` as its input (in the format the
-  // statement names). Errors: as Exec.
-  Status CopyIn(std::string_view copy_sql, std::string_view data, std::string_view what);
+  // statement names). A failed COPY is a PgResult with !ok() (its SQLSTATE kept); a lost
+  // connection is Unavailable.
+  Result<PgResult> CopyIn(std::string_view copy_sql, std::string_view data);
 
   // False once the connection is known to be broken: it must be dropped.
   bool healthy() const;
@@ -156,6 +176,7 @@ class Connection {
   int backend_pid() const;
 
  private:
+  friend class Pool;
   explicit Connection(pg_conn* conn) : conn_(conn) {}
   Status LostConnection(std::string_view what) const;
 
@@ -174,8 +195,9 @@ class Pool {
   class Lease {
    public:
     Lease(Pool* pool, std::unique_ptr<Connection> conn) : pool_(pool), conn_(std::move(conn)) {}
-    Lease(Lease&&) noexcept = default;
-    Lease& operator=(Lease&&) noexcept = default;
+    Lease(Lease&& other) noexcept = default;
+    // Gives this lease's connection back before taking `other`'s.
+    Lease& operator=(Lease&& other) noexcept;
     ~Lease();
     Connection* operator->() const { return conn_.get(); }
     Connection& operator*() const { return *conn_; }

@@ -104,10 +104,10 @@ Result<std::unique_ptr<ModuleLease>> ModuleStore::TryLease(ModuleKind, std::stri
   return std::unique_ptr<ModuleLease>(new Always());
 }
 
-Result<uint64_t> ModuleStore::LoadWatermark(std::string_view) {
+Result<ModuleStore::EffectWatermark> ModuleStore::LoadWatermark(std::string_view) {
   return Status::Unimplemented("the embedded module store keeps no effect watermark");
 }
-Status ModuleStore::SaveWatermark(std::string_view, uint64_t, std::string_view) {
+Result<bool> ModuleStore::SaveWatermark(std::string_view, uint64_t, std::string_view, int64_t) {
   return Status::Unimplemented("the embedded module store keeps no effect watermark");
 }
 Status ModuleStore::ResetWatermark(std::string_view) {

@@ -263,11 +263,20 @@ class ModuleStore {
   // nullptr (OK) when another process holds it. The embedded store always grants it.
   virtual Result<std::unique_ptr<ModuleLease>> TryLease(ModuleKind kind, std::string_view name);
 
-  // The shared watermark of effect `name` (0 when none was saved), its saving, and its reset
-  // (replay). Errors: Unimplemented on the embedded store, which keeps it in the effect's
-  // database.
-  virtual Result<uint64_t> LoadWatermark(std::string_view name);
-  virtual Status SaveWatermark(std::string_view name, uint64_t watermark, std::string_view version);
+  // The shared watermark of effect `name` ({0, 0} when none was saved) and its epoch, which
+  // every reset (replay) increments. SaveWatermark saves only while the epoch is still the one
+  // the runner loaded (a runner that missed a replay is fenced off: false), and never moves the
+  // watermark back (a runner that lost its lease without noticing cannot undo its
+  // successor's progress). ResetWatermark sets it to 0 in
+  // a new epoch and tells the other processes (Watch). Errors: Unimplemented on the embedded
+  // store, which keeps the watermark in the effect's database.
+  struct EffectWatermark {
+    uint64_t watermark = 0;
+    int64_t epoch = 0;
+  };
+  virtual Result<EffectWatermark> LoadWatermark(std::string_view name);
+  virtual Result<bool> SaveWatermark(std::string_view name, uint64_t watermark,
+                                     std::string_view version, int64_t epoch);
   virtual Status ResetWatermark(std::string_view name);
 
  protected:

@@ -69,12 +69,14 @@ Result<std::unique_ptr<ModuleLease>> TakeLease(pg::Pool& pool, const pg::Connect
     REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool.Acquire());
     pg::Params p;
     p.Text(lease);
+    // Two statements: the SELECT sees a row another process inserted meanwhile.
+    REEF_RETURN_IF_ERROR(conn->Exec("INSERT INTO reef_lease_ids (name) VALUES ($1) ON CONFLICT "
+                                    "(name) DO NOTHING",
+                                    p, "lease id")
+                             .status());
     REEF_ASSIGN_OR_RETURN(
         pg::PgResult row,
-        conn->Exec("WITH made AS (INSERT INTO reef_lease_ids (name) VALUES ($1) ON CONFLICT "
-                   "(name) DO NOTHING RETURNING id) SELECT id FROM made UNION ALL SELECT id FROM "
-                   "reef_lease_ids WHERE name = $1",
-                   p, "lease id"));
+        conn->Exec("SELECT id FROM reef_lease_ids WHERE name = $1", p, "lease id"));
     if (row.rows() == 0) return Status::Internal("module store: no lease id for " + lease);
     REEF_ASSIGN_OR_RETURN(id, row.Int(0, 0));
   }
@@ -87,38 +89,55 @@ Result<std::unique_ptr<ModuleLease>> TakeLease(pg::Pool& pool, const pg::Connect
   return std::unique_ptr<ModuleLease>(new PgLease(std::move(conn)));
 }
 
-Result<uint64_t> LoadEffectWatermark(pg::Pool& pool, std::string_view name) {
+Result<ModuleStore::EffectWatermark> LoadEffectWatermark(pg::Pool& pool, std::string_view name) {
   REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool.Acquire());
   pg::Params p;
   p.Text(name);
-  REEF_ASSIGN_OR_RETURN(
-      pg::PgResult row,
-      conn->Exec("SELECT watermark FROM reef_effect_watermarks WHERE name = $1", p, "watermark"));
-  if (row.rows() == 0) return uint64_t{0};
+  REEF_ASSIGN_OR_RETURN(pg::PgResult row,
+                        conn->Exec("SELECT watermark, epoch FROM reef_effect_watermarks WHERE "
+                                   "name = $1",
+                                   p, "watermark"));
+  ModuleStore::EffectWatermark out;
+  if (row.rows() == 0) return out;
   REEF_ASSIGN_OR_RETURN(int64_t watermark, row.Int(0, 0));
-  return static_cast<uint64_t>(watermark);
+  REEF_ASSIGN_OR_RETURN(out.epoch, row.Int(0, 1));
+  out.watermark = static_cast<uint64_t>(watermark);
+  return out;
 }
 
-Status SaveEffectWatermark(pg::Pool& pool, std::string_view name, uint64_t watermark,
-                           std::string_view version) {
+Result<bool> SaveEffectWatermark(pg::Pool& pool, std::string_view name, uint64_t watermark,
+                                 std::string_view version, int64_t epoch) {
   REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool.Acquire());
   pg::Params p;
-  p.Text(name).Int8(static_cast<int64_t>(watermark)).Text(version).Int8(UnixNowMs());
-  return conn
-      ->Exec(
-          "INSERT INTO reef_effect_watermarks (name, watermark, version, updated_at) VALUES "
-          "($1, $2, $3, $4) ON CONFLICT (name) DO UPDATE SET watermark = EXCLUDED.watermark, "
-          "version = EXCLUDED.version, updated_at = EXCLUDED.updated_at",
-          p, "save watermark")
-      .status();
+  p.Text(name).Int8(static_cast<int64_t>(watermark)).Text(version).Int8(UnixNowMs()).Int8(epoch);
+  REEF_ASSIGN_OR_RETURN(
+      pg::PgResult saved,
+      conn->Exec("INSERT INTO reef_effect_watermarks (name, watermark, version, updated_at, "
+                 "epoch) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO UPDATE SET "
+                 "watermark = GREATEST(reef_effect_watermarks.watermark, EXCLUDED.watermark), "
+                 "version = EXCLUDED.version, updated_at = "
+                 "EXCLUDED.updated_at WHERE reef_effect_watermarks.epoch = EXCLUDED.epoch "
+                 "RETURNING 1",
+                 p, "save watermark"));
+  return saved.rows() == 1;
 }
 
-Status ResetEffectWatermark(pg::Pool& pool, std::string_view name) {
+Status ResetEffectWatermark(pg::Pool& pool, const std::string& token, std::string_view name) {
   REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool.Acquire());
-  pg::Params p;
-  p.Text(name);
-  return conn->Exec("DELETE FROM reef_effect_watermarks WHERE name = $1", p, "reset watermark")
-      .status();
+  return InTransaction(
+      *conn, token, fmt::format("module:{}/{}", ModuleKindName(ModuleKind::kEffect), name),
+      [&]() -> Status {
+        pg::Params p;
+        p.Text(name).Int8(UnixNowMs());
+        return conn
+            ->Exec(
+                "INSERT INTO reef_effect_watermarks (name, watermark, version, updated_at, "
+                "epoch) VALUES ($1, 0, '', $2, 1) ON CONFLICT (name) DO UPDATE SET watermark "
+                "= 0, updated_at = EXCLUDED.updated_at, epoch = "
+                "reef_effect_watermarks.epoch + 1",
+                p, "reset watermark")
+            .status();
+      });
 }
 
 // The watcher thread: LISTEN, and hand each change another process made to `on_change`.

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "core/clock.h"
@@ -66,7 +67,8 @@ CREATE TABLE reef_effect_watermarks (
   name text PRIMARY KEY,
   watermark bigint NOT NULL,
   version text NOT NULL,
-  updated_at bigint NOT NULL
+  updated_at bigint NOT NULL,
+  epoch bigint NOT NULL DEFAULT 0
 );
 CREATE TABLE reef_lease_ids (
   name text PRIMARY KEY,
@@ -86,7 +88,12 @@ class PgModuleStore final : public ModuleStore {
         connect_{std::move(conninfo)},
         pool_(connect_, 4, std::chrono::milliseconds(10'000)) {
     std::array<uint8_t, 8> bytes{};
-    (void)RAND_bytes(bytes.data(), static_cast<int>(bytes.size()));
+    if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+      // Without randomness: the time and the address of this store, still distinct per process.
+      const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+      std::memcpy(bytes.data(), &now, sizeof bytes);
+      bytes[0] ^= static_cast<uint8_t>(reinterpret_cast<uintptr_t>(this) >> 4);
+    }
     token_ = HexLower(bytes);
   }
 
@@ -451,15 +458,15 @@ class PgModuleStore final : public ModuleStore {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     return TakeLease(pool_, connect_, kind, name);
   }
-  Result<uint64_t> LoadWatermark(std::string_view name) override {
+  Result<EffectWatermark> LoadWatermark(std::string_view name) override {
     return LoadEffectWatermark(pool_, name);
   }
-  Status SaveWatermark(std::string_view name, uint64_t watermark,
-                       std::string_view version) override {
-    return SaveEffectWatermark(pool_, name, watermark, version);
+  Result<bool> SaveWatermark(std::string_view name, uint64_t watermark, std::string_view version,
+                             int64_t epoch) override {
+    return SaveEffectWatermark(pool_, name, watermark, version, epoch);
   }
   Status ResetWatermark(std::string_view name) override {
-    return ResetEffectWatermark(pool_, name);
+    return ResetEffectWatermark(pool_, token_, name);
   }
 
  private:

@@ -40,6 +40,9 @@ namespace reef::events::pg_store {
 // Advisory lock keys the event store keeps for itself (pg::kReefKeyNamespace).
 inline constexpr int64_t kStoreLockKey = pg::kReefKeyNamespace | 1;  // every append (shared)
 inline constexpr int64_t kBarrierKey = pg::kReefKeyNamespace | 2;    // appends in flight (shared)
+// Drawing a block of positions (session lock, held for two sequence calls); reef_append passes
+// p_barrier + 2.
+inline constexpr int64_t kDrawKey = kBarrierKey + 2;
 
 // The NOTIFY channel announcing that some process appended.
 inline constexpr const char* kEventsChannel = "reef_events";

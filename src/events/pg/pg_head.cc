@@ -205,8 +205,14 @@ void HeadTracker::Loop(std::unique_ptr<pg::Connection> conn) {
       }
       if (notify_wanted_) timeout = std::min(timeout, until(last_notify + kMinNotifyGap));
     }
-    if (timeout > std::chrono::microseconds(0)) WaitForWork(*conn, timeout);
+    // A notification libpq read while a round or a NOTIFY ran sits in its queue, not on the
+    // socket: look there before sleeping on the socket.
     auto received = conn->TakeNotifications();
+    if (!received.ok()) continue;  // broken: reconnect above
+    if (received->empty() && timeout > std::chrono::microseconds(0)) {
+      WaitForWork(*conn, timeout);
+      received = conn->TakeNotifications();
+    }
     if (!received.ok()) continue;  // broken: reconnect above
     now = Clock::now();
     bool round = false, notify = false;

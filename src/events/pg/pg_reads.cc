@@ -147,8 +147,14 @@ Result<Position> PgCore::ReadEach(const Query& query, const ReadOptions& options
     pg::Params params;
     params.Int8(ClampPosition(lo)).Int8(ClampPosition(hi)).Int8(static_cast<int64_t>(page));
     sql = PageSql(query, options.backwards, params);
-    REEF_ASSIGN_OR_RETURN(pg::PgResult rows,
-                          conn->Exec(sql, params, "reading events", /*binary_rows=*/true));
+    auto page_rows = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
+    if (!page_rows.ok() && page_rows.status().code() == Code::kUnavailable && !conn->healthy()) {
+      // The connection broke (a restart, a terminated session): reads change nothing, so read
+      // the page again on another connection, once.
+      REEF_ASSIGN_OR_RETURN(conn, pool_->Acquire());
+      page_rows = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
+    }
+    REEF_ASSIGN_OR_RETURN(pg::PgResult rows, std::move(page_rows));
     for (int r = 0; r < rows.rows(); ++r) {
       REEF_RETURN_IF_ERROR(DecodeEventRow(rows, r, view));
       last_visited = view.position;
@@ -175,8 +181,12 @@ Result<std::vector<SequencedEvent>> PgCore::ReadRange(const Query& query, Positi
   pg::Params params;
   params.Int8(ClampPosition(after + 1)).Int8(ClampPosition(up_to)).Int8(limit);
   std::string sql = PageSql(query, /*backwards=*/false, params);
-  REEF_ASSIGN_OR_RETURN(pg::PgResult rows,
-                        conn->Exec(sql, params, "reading events", /*binary_rows=*/true));
+  auto read = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
+  if (!read.ok() && read.status().code() == Code::kUnavailable && !conn->healthy()) {
+    REEF_ASSIGN_OR_RETURN(conn, pool_->Acquire());  // once more on another connection
+    read = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
+  }
+  REEF_ASSIGN_OR_RETURN(pg::PgResult rows, std::move(read));
   EventView view;
   out.reserve(static_cast<size_t>(rows.rows()));
   for (int r = 0; r < rows.rows(); ++r) {

@@ -11,8 +11,9 @@ namespace {
 // (tag, event) for the conditions' and reads' tag lookups; xid is the transaction that wrote
 // the event (a retry is recognized as the whole of one earlier append).
 constexpr const char* kSchemaV1 = R"sql(
+CREATE SEQUENCE reef_event_positions AS bigint MINVALUE 1 CACHE 1;
 CREATE TABLE reef_events (
-  position bigint PRIMARY KEY,
+  position bigint PRIMARY KEY DEFAULT nextval('reef_event_positions'),
   id uuid NOT NULL UNIQUE,
   type text NOT NULL,
   tags text[] NOT NULL,
@@ -31,25 +32,19 @@ CREATE TABLE reef_event_tags (
   position bigint NOT NULL,
   PRIMARY KEY (tag, position)
 );
-CREATE SEQUENCE reef_event_positions AS bigint MINVALUE 1;
 
--- One append, in the caller's transaction (autocommit: one call, one transaction).
--- Events: parallel arrays; event i's tags are p_tags[p_tag_ends[i-1]+1 .. p_tag_ends[i]].
--- Locks: p_keys in the order given (sorted by the caller), exclusive where p_exclusive.
--- Condition: none when p_after is NULL; else item i is the types
--- p_cond_types[p_cond_type_ends[i-1]+1 .. p_cond_type_ends[i]] and tags likewise, and no
--- items means every event.
--- Errors: RFCON (DETAIL: the first matching position) when the condition fails; a unique
--- violation when an id is already stored. Returns the last position written.
+-- The first half of an append, in the caller's transaction: the advisory locks (p_keys in
+-- the order given, sorted by the caller; exclusive where p_exclusive), the condition, then the
+-- barrier key, held until commit. Condition: none when p_after is NULL; else item i is the
+-- types p_cond_types[p_cond_type_ends[i-1]+1 .. p_cond_type_ends[i]] and tags likewise, and no
+-- items means every event. Error RFCON (DETAIL: the first matching position) when it fails.
 -- Every statement here plans well generically (plpgsql caches plans): index lookups by one
 -- key, no "= ANY" over an array of unknown size.
-CREATE FUNCTION reef_append(
-  p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
-  p_corr text[], p_caus text[], p_idem text[], p_user text[],
+CREATE FUNCTION reef_append_check(
   p_keys bigint[], p_exclusive boolean[], p_barrier bigint,
   p_after bigint, p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[],
   p_cond_tag_ends int[])
-RETURNS bigint LANGUAGE plpgsql AS $$
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   i int;
   v_candidate bigint;
@@ -57,7 +52,6 @@ DECLARE
   v_types text[];
   v_tags text[];
   v_hit bigint;
-  v_last bigint;
 BEGIN
   FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
     IF p_exclusive[i] THEN
@@ -101,8 +95,46 @@ BEGIN
   END IF;
   -- In flight from here until commit: readers wait for this transaction (the read barrier).
   PERFORM pg_advisory_xact_lock_shared(p_barrier);
+END $$;
+
+-- Positions for an append of p_count events: one block, adjacent, the first returned. Every
+-- block is drawn under a session lock (p_draw_key, held for at most two sequence calls): a
+-- nextval between another append's nextval and setval would land inside that block. Called after reef_append_check (the barrier key
+-- held). The sequence must not cache values (CACHE 1): the read barrier reads its last value.
+CREATE FUNCTION reef_draw_positions(p_count int, p_draw_key bigint) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_first bigint;
+BEGIN
+  PERFORM pg_advisory_lock(p_draw_key);
+  v_first := nextval('reef_event_positions');
+  IF p_count > 1 THEN
+    PERFORM setval('reef_event_positions', v_first + p_count - 1);
+  END IF;
+  PERFORM pg_advisory_unlock(p_draw_key);
+  RETURN v_first;
+END $$;
+
+-- One append of a few events in one call (a larger one: reef_append_check, then COPY).
+-- Events: parallel arrays; event i's tags are p_tags[p_tag_ends[i-1]+1 .. p_tag_ends[i]].
+-- Errors: those of reef_append_check; a unique violation when an id is already stored.
+-- Returns the last position written.
+CREATE FUNCTION reef_append(
+  p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
+  p_corr text[], p_caus text[], p_idem text[], p_user text[],
+  p_keys bigint[], p_exclusive boolean[], p_barrier bigint,
+  p_after bigint, p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[],
+  p_cond_tag_ends int[])
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_first bigint;
+  v_last bigint;
+BEGIN
+  PERFORM reef_append_check(p_keys, p_exclusive, p_barrier, p_after, p_cond_types,
+                            p_cond_type_ends, p_cond_tags, p_cond_tag_ends);
+  v_first := reef_draw_positions(cardinality(p_ids), p_barrier + 2);
   WITH rows AS (
-    SELECT nextval('reef_event_positions') AS position, u.*
+    SELECT v_first + n - 1 AS position, u.*
     FROM unnest(p_ids, p_types, p_data, p_ts, p_corr, p_caus, p_idem, p_user)
       WITH ORDINALITY AS u(id, type, data, ts, corr, caus, idem, usr, n)
   ), ins AS (

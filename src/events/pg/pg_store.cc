@@ -83,14 +83,8 @@ Status CheckNoNul(std::string_view text, std::string_view field, std::optional<s
                   index ? fmt::format("event {}: ", *index) : std::string(), field));
 }
 
-// The append's parameters for reef_append, in its order.
-Result<pg::Params> AppendParams(const std::vector<Event>& events,
-                                const std::optional<AppendCondition>& condition,
-                                uint32_t max_keys) {
-  std::vector<EventId> ids;
-  std::vector<std::string_view> types, tags, data, corr, caus, idem, user;
-  std::vector<int32_t> tag_ends;
-  std::vector<int64_t> ts;
+// OK when PostgreSQL's text can hold every string of `events`.
+Status CheckText(const std::vector<Event>& events) {
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     const EventMetadata& m = e.metadata;
@@ -100,6 +94,18 @@ Result<pg::Params> AppendParams(const std::vector<Event>& events,
     REEF_RETURN_IF_ERROR(CheckNoNul(m.causation_id, "causation id", i));
     REEF_RETURN_IF_ERROR(CheckNoNul(m.idempotency_key, "idempotency key", i));
     REEF_RETURN_IF_ERROR(CheckNoNul(m.user, "metadata", i));
+  }
+  return Status::Ok();
+}
+
+// The events as reef_append's ten arrays, appended to `p`.
+void AddEventArrays(const std::vector<Event>& events, pg::Params& p) {
+  std::vector<EventId> ids;
+  std::vector<std::string_view> types, tags, data, corr, caus, idem, user;
+  std::vector<int32_t> tag_ends;
+  std::vector<int64_t> ts;
+  for (const Event& e : events) {
+    const EventMetadata& m = e.metadata;
     ids.push_back(e.id);
     types.push_back(e.type);
     tags.insert(tags.end(), e.tags.begin(), e.tags.end());
@@ -111,6 +117,36 @@ Result<pg::Params> AppendParams(const std::vector<Event>& events,
     idem.push_back(m.idempotency_key);
     user.push_back(m.user);
   }
+  p.UuidArray(ids).TextArray(types).TextArray(tags).Int4Array(tag_ends).ByteaArray(data);
+  p.Int8Array(ts).TextArray(corr).TextArray(caus).TextArray(idem).TextArray(user);
+}
+
+// The events, at positions `first`, `first` + 1, ..., as the binary input of COPY reef_events.
+std::string CopyInput(const std::vector<Event>& events, int64_t first) {
+  pg::BinaryCopy copy;
+  for (const Event& e : events) {
+    const EventMetadata& m = e.metadata;
+    std::vector<std::string_view> tags(e.tags.begin(), e.tags.end());
+    copy.Row(10);
+    copy.Int8(first++);
+    copy.Uuid(e.id);
+    copy.Bytes(e.type);
+    copy.TextArray(tags);
+    copy.Bytes(e.data);
+    copy.Int8(m.timestamp_ms);
+    copy.Bytes(m.correlation_id);
+    copy.Bytes(m.causation_id);
+    copy.Bytes(m.idempotency_key);
+    copy.Bytes(m.user);
+  }
+  return copy.Finish();
+}
+
+// reef_append_check's eight parameters (the lock keys, the barrier key, the condition),
+// appended to `p`. Errors: InvalidArgument for a condition text PostgreSQL cannot hold.
+Status AddCheckParams(const std::vector<Event>& events,
+                      const std::optional<AppendCondition>& condition, uint32_t max_keys,
+                      pg::Params& p) {
   std::vector<int64_t> keys;
   std::vector<uint8_t> exclusive;
   LockKeys(events, condition, max_keys, keys, exclusive);
@@ -130,9 +166,6 @@ Result<pg::Params> AppendParams(const std::vector<Event>& events,
       cond_tag_ends.push_back(static_cast<int32_t>(cond_tags.size()));
     }
   }
-  pg::Params p;
-  p.UuidArray(ids).TextArray(types).TextArray(tags).Int4Array(tag_ends).ByteaArray(data);
-  p.Int8Array(ts).TextArray(corr).TextArray(caus).TextArray(idem).TextArray(user);
   p.Int8Array(keys).BoolArray(exclusive).Int8(kBarrierKey);
   if (condition) {
     Position after = condition->after.value_or(0);
@@ -141,7 +174,52 @@ Result<pg::Params> AppendParams(const std::vector<Event>& events,
     p.Null(pg::Oid::kInt8);
   }
   p.TextArray(cond_types).Int4Array(cond_type_ends).TextArray(cond_tags).Int4Array(cond_tag_ends);
-  return p;
+  return Status::Ok();
+}
+
+// A large append on `conn`: one transaction of reef_append_check, a block of positions, COPY of
+// the events at them, their tag rows; the result is the last position.
+// A failed step is a PgResult with !ok(), its SQLSTATE kept (rolled back); a lost connection
+// is Unavailable (the outcome unknown).
+Result<pg::PgResult> CopyAppend(pg::Connection& conn, const pg::Params& check,
+                                const std::vector<Event>& events) {
+  REEF_RETURN_IF_ERROR(conn.ExecScript("BEGIN", "append"));
+  auto steps = [&]() -> Result<pg::PgResult> {
+    REEF_ASSIGN_OR_RETURN(
+        pg::PgResult checked,
+        conn.Run("SELECT reef_append_check($1, $2, $3, $4, $5, $6, $7, $8)", check));
+    if (!checked.ok()) return checked;
+    pg::Params draw;
+    draw.Int4(static_cast<int32_t>(events.size())).Int8(kDrawKey);
+    REEF_ASSIGN_OR_RETURN(pg::PgResult drawn, conn.Run("SELECT reef_draw_positions($1, $2)", draw));
+    if (!drawn.ok()) return drawn;
+    REEF_ASSIGN_OR_RETURN(int64_t first, drawn.Int(0, 0));
+    REEF_ASSIGN_OR_RETURN(
+        pg::PgResult copied,
+        conn.CopyIn("COPY reef_events (position, id, type, tags, data, timestamp_ms, "
+                    "correlation_id, causation_id, idempotency_key, user_metadata) FROM STDIN "
+                    "(FORMAT binary)",
+                    CopyInput(events, first)));
+    if (!copied.ok()) return copied;
+    pg::Params range;
+    range.Int8(first).Int8(first + static_cast<int64_t>(events.size()) - 1);
+    REEF_ASSIGN_OR_RETURN(
+        pg::PgResult tagged,
+        conn.Run("INSERT INTO reef_event_tags (tag, position) SELECT t, position FROM "
+                 "reef_events, unnest(tags) AS t WHERE position BETWEEN $1 AND $2 "
+                 "RETURNING NULL",
+                 range));
+    if (!tagged.ok()) return tagged;
+    return conn.Run("SELECT $2::int8", range);
+  };
+  auto last = steps();
+  if (!last.ok()) return last;  // connection lost: nothing more to say to it
+  if (!last->ok()) {
+    (void)conn.ExecScript("ROLLBACK", "append");
+    return last;
+  }
+  REEF_RETURN_IF_ERROR(conn.ExecScript("COMMIT", "append"));
+  return last;
 }
 
 // reef_append's SQLSTATEs: its condition failed; an id is already stored (unique violation).
@@ -188,7 +266,13 @@ Result<Position> PgCore::Append(std::vector<Event> events,
   if (closed()) return Status::Unavailable(ClosedMessage());
   REEF_ASSIGN_OR_RETURN(std::vector<bool> timestamp_given,
                         detail::PrepareAppend(events, condition, options_.limits, UnixNowMs()));
-  REEF_ASSIGN_OR_RETURN(pg::Params params, AppendParams(events, condition, options_.max_lock_keys));
+  REEF_RETURN_IF_ERROR(CheckText(events));
+  // A few events: one call of reef_append. More: COPY (docs/operations.md "PostgreSQL").
+  const bool copy = events.size() > options_.copy_events;
+  pg::Params params;
+  if (!copy) AddEventArrays(events, params);
+  REEF_RETURN_IF_ERROR(AddCheckParams(events, condition, options_.max_lock_keys, params));
+
   static constexpr const char* kSql =
       "SELECT reef_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
       "$17, $18)";
@@ -200,13 +284,22 @@ Result<Position> PgCore::Append(std::vector<Event> events,
     {
       REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
       pid = conn->backend_pid();
-      ran = conn->Run(kSql, params);
+      ran = copy ? CopyAppend(*conn, params, events) : conn->Run(kSql, params);
+      // A statement cancelled inside reef_draw_positions would keep its session lock: a pooled
+      // connection holds none, so let go of any before it goes back.
+      if (ran.ok() && !ran->ok() && ran->sqlstate() != kConflictState &&
+          ran->sqlstate() != kUniqueViolation && conn->healthy()) {
+        (void)conn->Exec("SELECT pg_advisory_unlock_all()");
+      }
     }
     if (!ran.ok()) {
       // The connection broke: the append may have committed. Find out on another connection
       // once the old one's server process is gone, then answer or append again.
       REEF_ASSIGN_OR_RETURN(bool committed, ResolveLost(pid, events));
-      if (committed) return RetryOrDuplicate(events, timestamp_given);
+      if (committed) {
+        tracker_->NoteLocalAppend();
+        return RetryOrDuplicate(events, timestamp_given);
+      }
       if (attempt >= 2) return ran.status();
       continue;
     }
@@ -326,7 +419,9 @@ Result<Position> PgCore::RetryOrDuplicate(const std::vector<Event>& events,
 }
 
 Position PgCore::Head() const {
-  auto head = tracker_->FreshHead(options_.read_barrier_timeout);
+  // At most a second (metrics ask for it on every scrape): then the last head published.
+  auto head = tracker_->FreshHead(std::min<std::chrono::milliseconds>(
+      options_.read_barrier_timeout, std::chrono::milliseconds(1'000)));
   return head.ok() ? *head : tracker_->published();
 }
 

@@ -36,11 +36,12 @@ Status InTransaction(pg::Connection& conn, const std::string& token, const std::
 Result<std::unique_ptr<ModuleLease>> TakeLease(pg::Pool& pool, const pg::ConnectOptions& connect,
                                                ModuleKind kind, std::string_view name);
 
-// ModuleStore's LoadWatermark, SaveWatermark, ResetWatermark on reef_effect_watermarks.
-Result<uint64_t> LoadEffectWatermark(pg::Pool& pool, std::string_view name);
-Status SaveEffectWatermark(pg::Pool& pool, std::string_view name, uint64_t watermark,
-                           std::string_view version);
-Status ResetEffectWatermark(pg::Pool& pool, std::string_view name);
+// ModuleStore's LoadWatermark, SaveWatermark, ResetWatermark on reef_effect_watermarks (the
+// reset announced with `token`, like a module change).
+Result<ModuleStore::EffectWatermark> LoadEffectWatermark(pg::Pool& pool, std::string_view name);
+Result<bool> SaveEffectWatermark(pg::Pool& pool, std::string_view name, uint64_t watermark,
+                                 std::string_view version, int64_t epoch);
+Status ResetEffectWatermark(pg::Pool& pool, const std::string& token, std::string_view name);
 
 // The watcher thread's body: LISTEN on its own connection (reconnecting with backoff) and hand
 // each change another process made to `on_change` (StoreChange::kEverything after each

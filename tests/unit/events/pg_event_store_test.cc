@@ -274,6 +274,47 @@ TEST(PgEventStoreTest, WhileTheDatabaseIsDownAppendsAreUnavailableAndNothingIsLo
   Cluster("stop", state);
 }
 
+TEST(PgEventStoreTest, LargeAppendsGoThroughCopyUnderTheSameRules) {
+  PgTestDatabase db;
+  PostgresEventStoreOptions options;
+  options.copy_events = 2;  // three events or more: COPY
+  auto store = Open(db, options);
+  ASSERT_NE(store, nullptr);
+  std::vector<Event> three = {MakeEvent("Opened", {"account:1"}),
+                              MakeEvent("Deposited", {"account:1", "big"}),
+                              MakeEvent("Deposited", {"account:2"})};
+  for (Event& e : three) {
+    e.id = *NewEventId();
+    e.metadata.timestamp_ms = 1'796'000'000'000;
+  }
+  three[1].metadata.correlation_id = "req-1";
+  three[1].data = std::string("\0\xff binary", 9);
+  Query account1 = QueryOf({Item({}, {"account:1"})});
+  auto first = store->Append(three, FailIf(account1, 0));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, 3u);
+  // Stored in order, every field kept, found by tags.
+  auto read = store->Read(account1);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(PositionsOf(read->events), (std::vector<Position>{1, 2}));
+  EXPECT_EQ(read->events[1].event, three[1]);
+  EXPECT_EQ(store->Read(QueryOf({Item({"Deposited"}, {"big"})}))->events.size(), 1u);
+  // The same append again is a retry; the condition stands against a later one.
+  EXPECT_EQ(*store->Append(three, FailIf(account1, 0)), 3u);
+  std::vector<Event> more = {MakeEvent("Deposited", {"account:1"}), MakeEvent("X"), MakeEvent("Y")};
+  auto conflict = store->Append(more, FailIf(account1, 1));
+  ASSERT_FALSE(conflict.ok());
+  EXPECT_EQ(conflict.status().code(), Code::kConflict);
+  // A reused id among new ones is refused whole.
+  std::vector<Event> reused = {MakeEvent("A"), MakeEvent("B"), three[0]};
+  EXPECT_EQ(store->Append(reused).status().code(), Code::kDuplicateEventId);
+  EXPECT_EQ(store->Read(Query{})->events.size(), 3u);
+  // And an unconditional large append after them.
+  auto next = store->Append(more);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(store->Read(Query{})->events.size(), 6u);
+}
+
 TEST(PgEventStoreTest, ASchemaFromANewerReefIsRefusedNamingTheVersions) {
   PgTestDatabase db;
   ASSERT_NE(Open(db), nullptr);
