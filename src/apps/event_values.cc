@@ -141,16 +141,21 @@ bool KeyRing::IsEncrypted(std::string_view data) {
 
 Result<std::string> KeyRing::Encrypt(std::string_view scope, std::string_view plaintext) {
   store::CryptoKey key;
-  {
+  // A store other processes share keeps no copy here: another node may shred a scope at any
+  // moment, and a cached key would go on encrypting (or decrypting) with it.
+  const bool cache = !store_.shared();
+  if (cache) {
     MutexLock lock(mu_);
     auto it = live_by_scope_.find(scope);
     if (it != live_by_scope_.end()) key = it->second;
   }
   if (key.id.empty()) {
     REEF_ASSIGN_OR_RETURN(key, store_.GetOrCreateKey(scope));
-    MutexLock lock(mu_);
-    live_by_scope_[std::string(scope)] = key;
-    by_id_[key.id] = key.key;
+    if (cache) {
+      MutexLock lock(mu_);
+      live_by_scope_[std::string(scope)] = key;
+      by_id_[key.id] = key.key;
+    }
   }
   if (key.id.size() != kKeyIdBytes) return Status::Internal("crypto key id is not 32 characters");
   std::string out(kMagic);
@@ -186,7 +191,8 @@ Result<std::optional<std::string>> KeyRing::Open(std::string_view stored) {
   std::string id(stored.substr(kMagic.size(), kKeyIdBytes));
   std::optional<std::array<uint8_t, 32>> key;
   bool cached = false;
-  {
+  const bool cache = !store_.shared();  // (as in Encrypt)
+  if (cache) {
     MutexLock lock(mu_);
     if (auto it = by_id_.find(id); it != by_id_.end()) {
       key = it->second;
@@ -196,8 +202,10 @@ Result<std::optional<std::string>> KeyRing::Open(std::string_view stored) {
   if (!cached) {
     REEF_ASSIGN_OR_RETURN(auto found, store_.FindKey(id));
     if (found) key = found->key;
-    MutexLock lock(mu_);
-    by_id_[id] = key;
+    if (cache) {
+      MutexLock lock(mu_);
+      by_id_[id] = key;
+    }
   }
   if (!key) return std::optional<std::string>();  // shredded
   auto nonce = reinterpret_cast<const unsigned char*>(stored.data() + kMagic.size() + kKeyIdBytes);

@@ -36,7 +36,8 @@
 
 namespace reef::apps {
 
-// Per-scope AES-256-GCM keys from the module store, cached in memory.
+// Per-scope AES-256-GCM keys from the module store, cached in memory (not when other processes
+// share the store: each use asks it, so a shred on another node holds at once).
 class KeyRing {
  public:
   // REQUIRES: `store` outlives the ring.

@@ -101,14 +101,35 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   spec.store = store.get();
   // After losing its lease, a runner is replaced by one that stands by (not on its own thread:
   // replacing it joins that thread).
+  // The database may still be unreachable (why the lease was lost): the task tries again with
+  // backoff until the runner stands by or the runtime stops. It is counted in flight, so Stop
+  // waits for it; if it cannot be queued, the runner stays "lease lost" until the next
+  // SyncModule (the store's reconnection or the module's next change).
   spec.restart = [this, kind, name] {
-    (void)io->TrySubmit([this, kind, name] {
-      MutexLock lock(lifecycle_mu);
-      if (stop_requested.load()) return;
-      if (Status s = StartRunner(kind, name); !s.ok()) {
-        spdlog::error("{} could not stand by again: {}", Key(kind, name), s.message());
+    if (!Enter(Key(kind, name)).ok()) return;  // stopping
+    bool queued = io->TrySubmit([this, kind, name] {
+      for (auto pause = std::chrono::milliseconds(100);;
+           pause = std::min(pause * 2, std::chrono::milliseconds(5'000))) {
+        {
+          MutexLock lock(lifecycle_mu);
+          if (stop_requested.load()) break;
+          Status s = StartRunner(kind, name);
+          if (s.ok()) break;
+          spdlog::warn("{} could not stand by again (retrying in {} ms): {}", Key(kind, name),
+                       pause.count(), s.message());
+        }
+        for (auto slept = std::chrono::milliseconds(0); slept < pause && !stop_requested.load();
+             slept += std::chrono::milliseconds(50)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
       }
+      Leave();
     });
+    if (!queued) {
+      spdlog::error("{} lost its lease and cannot be restarted now (I/O queue full)",
+                    Key(kind, name));
+      Leave();
+    }
   };
   REEF_ASSIGN_OR_RETURN(spec.reactor, fleet->PlaceWork());
   std::unique_ptr<Runner> runner;
@@ -118,7 +139,11 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
     if (!first) ++it->second;
     spec.restarts = it->second;
   }
-  RunnerFacts facts{spec.version, spec.env};
+  RunnerFacts facts{spec.version, spec.env, 0};
+  if (kind == ModuleKind::kEffect && store->shared()) {
+    REEF_ASSIGN_OR_RETURN(auto shared, store->LoadWatermark(name));
+    facts.epoch = shared.epoch;
+  }
   runner = kind == ModuleKind::kProjector ? MakeProjectorRunner(std::move(spec))
                                           : MakeEffectRunner(std::move(spec));
   runner->Start();
@@ -140,14 +165,20 @@ Status ModuleRuntime::Impl::SyncModule(ModuleKind kind, const std::string& name)
     return Status::Ok();
   }
   REEF_ASSIGN_OR_RETURN(auto env, store->Env(kind, name));
+  int64_t epoch = 0;  // a replay elsewhere changes it
+  if (kind == ModuleKind::kEffect && store->shared()) {
+    REEF_ASSIGN_OR_RETURN(auto shared, store->LoadWatermark(name));
+    epoch = shared.epoch;
+  }
   {
     MutexLock lock(mu);
     auto runner = runners.find(key);
     auto facts = runner_facts.find(key);
     if (runner != runners.end() && facts != runner_facts.end() &&
         facts->second.version == active->version && facts->second.env == env &&
-        runner->second->Snapshot().state != "failed") {
-      return Status::Ok();
+        facts->second.epoch == epoch) {
+      const std::string state = runner->second->Snapshot().state;
+      if (state != "failed" && state != "lease lost" && state != "stopped") return Status::Ok();
     }
   }
   spdlog::info("{} version {}: following another node's change", Key(kind, name), active->version);
@@ -157,6 +188,7 @@ Status ModuleRuntime::Impl::SyncModule(ModuleKind kind, const std::string& name)
 void ModuleRuntime::Impl::OnStoreChange(const store::StoreChange& change) {
   using What = store::StoreChange::What;
   if (change.what == What::kKeyScope) {
+    if (stop_requested.load()) return;  // keys may be gone (the runtime is being destroyed)
     keys->Forget(change.name);
     fold_cache.Clear();  // decision states may hold what the shredded events said
     return;
@@ -170,9 +202,16 @@ void ModuleRuntime::Impl::OnStoreChange(const store::StoreChange& change) {
     }
     return;
   }
-  // Everything: every module this process knows or the store has active.
+  // Everything: every module this process knows or the store has active. (Just after the
+  // store reconnected, the database may still be starting: try a few times.)
   std::set<ModuleKey> keys_to_sync;
   auto active = store->ListActive();
+  for (int attempt = 1; !active.ok() && attempt < 10 && !stop_requested.load(); ++attempt) {
+    lock.Unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
+    lock.Lock();
+    active = store->ListActive();
+  }
   if (!active.ok()) {
     spdlog::error("cannot follow other nodes' changes: {}", active.status().message());
     return;
@@ -287,8 +326,8 @@ ModuleRuntime::~ModuleRuntime() {
   Stop();
   if (impl_->results_db != nullptr) sqlite3_close_v2(impl_->results_db);
   // The store first: its watcher thread calls into the members below until it is joined.
-  impl_->keys.reset();
   impl_->store.reset();
+  impl_->keys.reset();
 }
 
 Result<std::unique_ptr<ModuleRuntime>> ModuleRuntime::Open(events::EventStore& events,

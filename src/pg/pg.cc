@@ -557,11 +557,12 @@ bool IsPostgresUri(std::string_view store) {
 std::string RedactConninfo(std::string_view conninfo) {
   std::string out(conninfo);
   if (IsPostgresUri(out)) {
-    // scheme://user:password@host... : drop ":password" before the '@' of the authority.
+    // scheme://user:password@host... : drop ":password" before the last '@' ahead of the query
+    // (a password with an unencoded '/' or '@' in it is still dropped whole).
     size_t start = out.find("://") + 3;
-    size_t at = out.find('@', start);
-    size_t slash = out.find('/', start);
-    if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
+    size_t query = out.find('?', start);
+    size_t at = out.rfind('@', query == std::string::npos ? std::string::npos : query);
+    if (at != std::string::npos && at >= start) {
       size_t colon = out.find(':', start);
       if (colon != std::string::npos && colon < at) out.erase(colon, at - colon);
     }

@@ -171,4 +171,14 @@ Result<CryptoKey> NewCryptoKey(std::string_view scope) {
   return key;
 }
 
+Status CreateCacheDir(const std::filesystem::path& data_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir / "cache", ec);
+  if (ec) {
+    return Status::Unavailable(fmt::format("module store: cannot create '{}': {}",
+                                           (data_dir / "cache").string(), ec.message()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace reef::store::detail

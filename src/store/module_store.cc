@@ -72,12 +72,7 @@ Result<ModuleKind> KindColumn(const Stmt& stmt, int column) {
 
 Result<std::unique_ptr<ModuleStore>> ModuleStore::Open(const std::filesystem::path& data_dir,
                                                        ModuleStoreOptions options) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir / "cache", ec);
-  if (ec) {
-    return Status::Unavailable(fmt::format("module store: cannot create '{}': {}",
-                                           (data_dir / "cache").string(), ec.message()));
-  }
+  REEF_RETURN_IF_ERROR(CreateCacheDir(data_dir));
   std::string file = (data_dir / "reef.sqlite").string();
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(

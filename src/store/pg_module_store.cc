@@ -117,15 +117,14 @@ class PgModuleStore final : public ModuleStore {
     UploadResult result{ModuleVersion{kind, std::string(name), std::string(version),
                                       Sha256Hex(wasm), wasm.size(), UnixNowMs()},
                         true};
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    Status done = InTransaction(*conn, token_, ModuleText(kind, name), [&]() -> Status {
+    Status done = ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
       pg::Params p;
       p.Text(ModuleKindName(kind)).Text(name).Text(version);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult found,
-          conn->Exec("SELECT sha256, length(wasm_bytes), created_at FROM reef_modules WHERE "
-                     "module_type = $1 AND name = $2 AND version = $3",
-                     p, "upload"));
+          conn.Exec("SELECT sha256, length(wasm_bytes), created_at FROM reef_modules WHERE "
+                    "module_type = $1 AND name = $2 AND version = $3",
+                    p, "upload"));
       if (found.rows() > 0) {
         std::string stored(found.field(0, 0));
         if (stored != result.version.sha256) return OtherBytes(kind, name, version, stored);
@@ -139,7 +138,7 @@ class PgModuleStore final : public ModuleStore {
           .Text(result.version.sha256)
           .Int8(result.version.created_at_ms);
       return conn
-          ->Exec(
+          .Exec(
               "INSERT INTO reef_modules (module_type, name, version, wasm_bytes, sha256, "
               "created_at) VALUES ($1, $2, $3, $4, $5, $6)",
               p, "upload")
@@ -182,28 +181,27 @@ class PgModuleStore final : public ModuleStore {
   Status DeleteVersion(ModuleKind kind, std::string_view name, std::string_view version) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_RETURN_IF_ERROR(ValidateVersion(version));
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    return InTransaction(*conn, token_, ModuleText(kind, name), [&]() -> Status {
+    return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
       pg::Params p;
       p.Text(ModuleKindName(kind)).Text(name).Text(version);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult found,
-          conn->Exec("SELECT m.id, a.module_id IS NOT NULL FROM reef_modules m LEFT JOIN "
-                     "reef_active_modules a ON a.module_id = m.id WHERE m.module_type = $1 AND "
-                     "m.name = $2 AND m.version = $3",
-                     p, "delete version"));
+          conn.Exec("SELECT m.id, a.module_id IS NOT NULL FROM reef_modules m LEFT JOIN "
+                    "reef_active_modules a ON a.module_id = m.id WHERE m.module_type = $1 AND "
+                    "m.name = $2 AND m.version = $3",
+                    p, "delete version"));
       if (found.rows() == 0) return NoSuchVersion(kind, name, version);
       if (found.field(0, 1) == "t") return VersionIsActive(kind, name, version);
       pg::Params id;
       REEF_ASSIGN_OR_RETURN(int64_t row_id, found.Int(0, 0));
       id.Int8(row_id);
       REEF_RETURN_IF_ERROR(
-          conn->Exec("DELETE FROM reef_modules WHERE id = $1", id, "delete version").status());
+          conn.Exec("DELETE FROM reef_modules WHERE id = $1", id, "delete version").status());
       // The last version gone: the module is gone, and its environment with it.
       pg::Params m;
       m.Text(ModuleKindName(kind)).Text(name);
       return conn
-          ->Exec(
+          .Exec(
               "DELETE FROM reef_module_env_vars WHERE module_type = $1 AND name = $2 AND NOT "
               "EXISTS (SELECT 1 FROM reef_modules WHERE module_type = $1 AND name = $2)",
               m, "delete env")
@@ -213,22 +211,21 @@ class PgModuleStore final : public ModuleStore {
 
   Status DeleteModule(ModuleKind kind, std::string_view name) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    return InTransaction(*conn, token_, ModuleText(kind, name), [&]() -> Status {
+    return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
       pg::Params m;
       m.Text(ModuleKindName(kind)).Text(name);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult found,
-          conn->Exec("SELECT (SELECT count(*) FROM reef_modules WHERE module_type = $1 AND name = "
-                     "$2), (SELECT v.version FROM reef_active_modules a JOIN reef_modules v ON "
-                     "v.id = a.module_id WHERE a.module_type = $1 AND a.name = $2)",
-                     m, "delete module"));
+          conn.Exec("SELECT (SELECT count(*) FROM reef_modules WHERE module_type = $1 AND name = "
+                    "$2), (SELECT v.version FROM reef_active_modules a JOIN reef_modules v ON "
+                    "v.id = a.module_id WHERE a.module_type = $1 AND a.name = $2)",
+                    m, "delete module"));
       if (found.field(0, 0) == "0") return NoSuchModule(kind, name);
       if (!found.is_null(0, 1)) return ModuleIsActive(kind, name, found.field(0, 1));
       for (const char* sql : {"DELETE FROM reef_modules WHERE module_type = $1 AND name = $2",
                               "DELETE FROM reef_module_env_vars WHERE module_type = $1 AND name = "
                               "$2"}) {
-        REEF_RETURN_IF_ERROR(conn->Exec(sql, m, "delete module").status());
+        REEF_RETURN_IF_ERROR(conn.Exec(sql, m, "delete module").status());
       }
       return Status::Ok();
     });
@@ -239,17 +236,16 @@ class PgModuleStore final : public ModuleStore {
   Status SetActive(ModuleKind kind, std::string_view name, std::string_view version) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_RETURN_IF_ERROR(ValidateVersion(version));
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    return InTransaction(*conn, token_, ModuleText(kind, name), [&]() -> Status {
+    return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
       pg::Params p;
       p.Text(ModuleKindName(kind)).Text(name).Text(version);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult set,
-          conn->Exec("INSERT INTO reef_active_modules (module_type, name, module_id) SELECT "
-                     "module_type, name, id FROM reef_modules WHERE module_type = $1 AND name = "
-                     "$2 AND version = $3 ON CONFLICT (module_type, name) DO UPDATE SET "
-                     "module_id = EXCLUDED.module_id RETURNING 1",
-                     p, "activate"));
+          conn.Exec("INSERT INTO reef_active_modules (module_type, name, module_id) SELECT "
+                    "module_type, name, id FROM reef_modules WHERE module_type = $1 AND name = "
+                    "$2 AND version = $3 ON CONFLICT (module_type, name) DO UPDATE SET "
+                    "module_id = EXCLUDED.module_id RETURNING 1",
+                    p, "activate"));
       if (set.rows() == 0) return NoSuchVersion(kind, name, version);
       return Status::Ok();
     });
@@ -257,14 +253,13 @@ class PgModuleStore final : public ModuleStore {
 
   Status ClearActive(ModuleKind kind, std::string_view name) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    return InTransaction(*conn, token_, ModuleText(kind, name), [&]() -> Status {
+    return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
       pg::Params m;
       m.Text(ModuleKindName(kind)).Text(name);
       REEF_ASSIGN_OR_RETURN(pg::PgResult gone,
-                            conn->Exec("DELETE FROM reef_active_modules WHERE module_type = $1 "
-                                       "AND name = $2 RETURNING 1",
-                                       m, "deactivate"));
+                            conn.Exec("DELETE FROM reef_active_modules WHERE module_type = $1 "
+                                      "AND name = $2 RETURNING 1",
+                                      m, "deactivate"));
       if (gone.rows() == 0) return NoActiveVersion(kind, name);
       return Status::Ok();
     });
@@ -311,17 +306,22 @@ class PgModuleStore final : public ModuleStore {
                 std::string_view value) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_RETURN_IF_ERROR(ValidateEnv(key, value, options_));
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    return InTransaction(*conn, token_, ModuleText(kind, name), [&]() -> Status {
+    if (value.find('\0') != std::string_view::npos) {
+      return Status::InvalidArgument(fmt::format(
+          "environment value of {} contains U+0000, which the PostgreSQL module store cannot "
+          "hold",
+          key));
+    }
+    return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
       pg::Params p;
       p.Text(ModuleKindName(kind)).Text(name).Text(key);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult facts,
-          conn->Exec("SELECT EXISTS (SELECT 1 FROM reef_modules WHERE module_type = $1 AND name = "
-                     "$2), (SELECT count(*) FROM reef_module_env_vars WHERE module_type = $1 AND "
-                     "name = $2), EXISTS (SELECT 1 FROM reef_module_env_vars WHERE module_type = "
-                     "$1 AND name = $2 AND key = $3)",
-                     p, "set env"));
+          conn.Exec("SELECT EXISTS (SELECT 1 FROM reef_modules WHERE module_type = $1 AND name = "
+                    "$2), (SELECT count(*) FROM reef_module_env_vars WHERE module_type = $1 AND "
+                    "name = $2), EXISTS (SELECT 1 FROM reef_module_env_vars WHERE module_type = "
+                    "$1 AND name = $2 AND key = $3)",
+                    p, "set env"));
       if (facts.field(0, 0) != "t") return NoSuchModule(kind, name);
       REEF_ASSIGN_OR_RETURN(int64_t count, facts.Int(0, 1));
       if (facts.field(0, 2) != "t" && count >= options_.max_env_vars) {
@@ -329,7 +329,7 @@ class PgModuleStore final : public ModuleStore {
       }
       p.Text(value);
       return conn
-          ->Exec(
+          .Exec(
               "INSERT INTO reef_module_env_vars (module_type, name, key, value) VALUES ($1, "
               "$2, $3, $4) ON CONFLICT (module_type, name, key) DO UPDATE SET value = "
               "EXCLUDED.value",
@@ -341,21 +341,20 @@ class PgModuleStore final : public ModuleStore {
   Status DeleteEnv(ModuleKind kind, std::string_view name, std::string_view key) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_RETURN_IF_ERROR(ValidateEnvKey(key));
-    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    return InTransaction(*conn, token_, ModuleText(kind, name), [&]() -> Status {
+    return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
       pg::Params p;
       p.Text(ModuleKindName(kind)).Text(name).Text(key);
       REEF_ASSIGN_OR_RETURN(pg::PgResult gone,
-                            conn->Exec("DELETE FROM reef_module_env_vars WHERE module_type = $1 "
-                                       "AND name = $2 AND key = $3 RETURNING 1",
-                                       p, "delete env"));
+                            conn.Exec("DELETE FROM reef_module_env_vars WHERE module_type = $1 "
+                                      "AND name = $2 AND key = $3 RETURNING 1",
+                                      p, "delete env"));
       if (gone.rows() > 0) return Status::Ok();
       pg::Params m;
       m.Text(ModuleKindName(kind)).Text(name);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult exists,
-          conn->Exec("SELECT 1 FROM reef_modules WHERE module_type = $1 AND name = $2 LIMIT 1", m,
-                     "delete env"));
+          conn.Exec("SELECT 1 FROM reef_modules WHERE module_type = $1 AND name = $2 LIMIT 1", m,
+                    "delete env"));
       if (exists.rows() == 0) return NoSuchModule(kind, name);
       return NoSuchEnv(kind, name, key);
     });
@@ -470,6 +469,15 @@ class PgModuleStore final : public ModuleStore {
   }
 
  private:
+  // One change of module (kind, name): a pooled connection, one transaction under the module's
+  // change lock, announced to the other processes (InTransaction).
+  Status ChangeModule(ModuleKind kind, std::string_view name,
+                      const std::function<Status(pg::Connection&)>& body) {
+    REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
+    return InTransaction(*conn, token_, ModuleText(kind, name),
+                         [&]() -> Status { return body(*conn); });
+  }
+
   Result<std::vector<ModuleInfo>> ListOf(ModuleKind kind, std::optional<std::string_view> name) {
     REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
     // One statement: one snapshot of versions, active pointers and environments.
@@ -526,12 +534,7 @@ class PgModuleStore final : public ModuleStore {
 Result<std::unique_ptr<ModuleStore>> ModuleStore::OpenPostgres(
     const std::string& conninfo, const std::filesystem::path& data_dir,
     ModuleStoreOptions options) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir / "cache", ec);
-  if (ec) {
-    return Status::Unavailable(fmt::format("module store: cannot create '{}': {}",
-                                           (data_dir / "cache").string(), ec.message()));
-  }
+  REEF_RETURN_IF_ERROR(CreateCacheDir(data_dir));
   auto store = std::make_unique<PgModuleStore>(conninfo, data_dir, options);
   REEF_RETURN_IF_ERROR(store->Init());
   return std::unique_ptr<ModuleStore>(std::move(store));

@@ -168,6 +168,7 @@ struct ModuleRuntime::Impl {
   struct RunnerFacts {
     std::string version;
     std::map<std::string, std::string> env;
+    int64_t epoch = 0;  // effects on a shared store: their watermark's epoch (replays)
   };
   std::map<ModuleKey, RunnerFacts> runner_facts GUARDED_BY(mu);
 

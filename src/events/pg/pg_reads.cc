@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "events/detail/store_rules.h"
 #include "events/pg/pg_core.h"
@@ -105,6 +106,28 @@ std::string PageSql(const Query& query, bool backwards, pg::Params& params) {
       kEventColumns, branches, order, order);
 }
 
+// `query` without the items that name a type or tag holding U+0000: PostgreSQL's text holds
+// none, so no stored event carries one. nullopt when nothing is left to match.
+std::optional<Query> Matchable(const Query& query) {
+  if (query.MatchesAll()) return query;
+  auto has_nul = [](const std::vector<std::string>& terms) {
+    return std::any_of(terms.begin(), terms.end(),
+                       [](const std::string& t) { return t.find('\0') != std::string::npos; });
+  };
+  Query out;
+  for (const QueryItem& item : query.items) {
+    // An item needs all its tags (one with NUL: nothing) and one of its types.
+    if (has_nul(item.tags)) continue;
+    QueryItem kept = item;
+    std::erase_if(kept.types,
+                  [](const std::string& t) { return t.find('\0') != std::string::npos; });
+    if (!item.types.empty() && kept.types.empty()) continue;
+    out.items.push_back(std::move(kept));
+  }
+  if (out.items.empty()) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 Status DecodeEventRow(const pg::PgResult& result, int row, EventView& view) {
@@ -132,9 +155,11 @@ Result<Position> PgCore::ReadEach(const Query& query, const ReadOptions& options
   REEF_RETURN_IF_ERROR(ValidateQuery(query, options_.limits));
   if (closed()) return Status::Unavailable(ClosedMessage());
   REEF_ASSIGN_OR_RETURN(Position head, tracker_->FreshHead(options_.read_barrier_timeout));
+  const std::optional<Query> matchable = Matchable(query);
   if (options.limit && *options.limit == 0) {
     return detail::ReadHead(options, std::nullopt, false, head);
   }
+  if (!matchable) return detail::ReadHead(options, std::nullopt, true, head);  // nothing matches
   uint64_t left = options.limit.value_or(UINT64_MAX);
   Position lo = options.backwards ? 1 : std::max<Position>(options.from.value_or(1), 1);
   Position hi = options.backwards ? std::min(options.from.value_or(head), head) : head;
@@ -146,7 +171,7 @@ Result<Position> PgCore::ReadEach(const Query& query, const ReadOptions& options
     const uint64_t page = std::min<uint64_t>(left, options_.read_page_events);
     pg::Params params;
     params.Int8(ClampPosition(lo)).Int8(ClampPosition(hi)).Int8(static_cast<int64_t>(page));
-    sql = PageSql(query, options.backwards, params);
+    sql = PageSql(*matchable, options.backwards, params);
     auto page_rows = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
     if (!page_rows.ok() && page_rows.status().code() == Code::kUnavailable && !conn->healthy()) {
       // The connection broke (a restart, a terminated session): reads change nothing, so read
@@ -176,11 +201,12 @@ Result<Position> PgCore::ReadEach(const Query& query, const ReadOptions& options
 Result<std::vector<SequencedEvent>> PgCore::ReadRange(const Query& query, Position after,
                                                       Position up_to, uint32_t limit) const {
   std::vector<SequencedEvent> out;
-  if (after >= up_to || limit == 0) return out;
+  const std::optional<Query> matchable = Matchable(query);
+  if (after >= up_to || limit == 0 || !matchable) return out;
   REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
   pg::Params params;
   params.Int8(ClampPosition(after + 1)).Int8(ClampPosition(up_to)).Int8(limit);
-  std::string sql = PageSql(query, /*backwards=*/false, params);
+  std::string sql = PageSql(*matchable, /*backwards=*/false, params);
   auto read = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
   if (!read.ok() && read.status().code() == Code::kUnavailable && !conn->healthy()) {
     REEF_ASSIGN_OR_RETURN(conn, pool_->Acquire());  // once more on another connection

@@ -327,7 +327,10 @@ Result<Position> PgCore::Append(std::vector<Event> events,
       if (decided.ok() || decided.status().code() != Code::kNotFound) return decided;
       continue;  // the other append rolled back: try again
     }
-    return Status(result.ToStatus().code(),
+    // A cancelled statement (statement_timeout, pg_cancel_backend) or a deadlock changed
+    // nothing: the caller may try again.
+    const bool retryable = state == "57014" || state == "40P01" || state == "55P03";
+    return Status(retryable ? Code::kUnavailable : result.ToStatus().code(),
                   fmt::format("append failed: {}", result.ToStatus().message()));
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <span>
 #include <string>
@@ -52,5 +53,8 @@ Status CheckIntegrity(ModuleKind kind, std::string_view name, std::string_view v
 Result<CryptoKey> KeyFromRow(std::string id, std::string scope, std::span<const uint8_t> key);
 // A fresh key for `scope`: random id and bytes. Errors: Unavailable without randomness.
 Result<CryptoKey> NewCryptoKey(std::string_view scope);
+
+// Creates `data_dir`/cache (the artifact cache) when missing. Errors: Unavailable.
+Status CreateCacheDir(const std::filesystem::path& data_dir);
 
 }  // namespace reef::store::detail
