@@ -97,20 +97,27 @@ BEGIN
   PERFORM pg_advisory_xact_lock_shared(p_barrier);
 END $$;
 
--- Positions for an append of p_count events: one block, adjacent, the first returned. Every
--- block is drawn under a session lock (p_draw_key, held for at most two sequence calls): a
--- nextval between another append's nextval and setval would land inside that block. Called after reef_append_check (the barrier key
+-- Positions for an append of p_count events: one block, adjacent, the first returned. A block
+-- of more than one is drawn under a session lock (p_draw_key, held for two sequence calls),
+-- which single draws take shared: a nextval between another append's nextval and setval would
+-- land inside that block. Called after reef_append_check (the barrier key
 -- held). The sequence must not cache values (CACHE 1): the read barrier reads its last value.
 CREATE FUNCTION reef_draw_positions(p_count int, p_draw_key bigint) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   v_first bigint;
 BEGIN
+  IF p_count <= 1 THEN
+    -- One nextval is atomic; it only must not fall between another append's nextval and
+    -- setval: shared, so single appends do not wait for each other.
+    PERFORM pg_advisory_lock_shared(p_draw_key);
+    v_first := nextval('reef_event_positions');
+    PERFORM pg_advisory_unlock_shared(p_draw_key);
+    RETURN v_first;
+  END IF;
   PERFORM pg_advisory_lock(p_draw_key);
   v_first := nextval('reef_event_positions');
-  IF p_count > 1 THEN
-    PERFORM setval('reef_event_positions', v_first + p_count - 1);
-  END IF;
+  PERFORM setval('reef_event_positions', v_first + p_count - 1);
   PERFORM pg_advisory_unlock(p_draw_key);
   RETURN v_first;
 END $$;
