@@ -77,6 +77,15 @@ CREATE TABLE reef_lease_ids (
 )sql";
 constexpr const char* kMigrations[] = {kSchemaV1};
 
+// The parameters $1 = kind, $2 = name (and $3 = version) most statements here start with.
+pg::Params VersionParams(ModuleKind kind, std::string_view name,
+                         std::optional<std::string_view> version = std::nullopt) {
+  pg::Params p;
+  p.Text(ModuleKindName(kind)).Text(name);
+  if (version) p.Text(*version);
+  return p;
+}
+
 std::string ModuleText(ModuleKind kind, std::string_view name) {
   return fmt::format("module:{}/{}", ModuleKindName(kind), name);
 }
@@ -118,8 +127,7 @@ class PgModuleStore final : public ModuleStore {
                                       Sha256Hex(wasm), wasm.size(), UnixNowMs()},
                         true};
     Status done = ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
-      pg::Params p;
-      p.Text(ModuleKindName(kind)).Text(name).Text(version);
+      pg::Params p = VersionParams(kind, name, version);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult found,
           conn.Exec("SELECT sha256, length(wasm_bytes), created_at FROM reef_modules WHERE "
@@ -165,8 +173,7 @@ class PgModuleStore final : public ModuleStore {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_RETURN_IF_ERROR(ValidateVersion(version));
     REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    pg::Params p;
-    p.Text(ModuleKindName(kind)).Text(name).Text(version);
+    pg::Params p = VersionParams(kind, name, version);
     REEF_ASSIGN_OR_RETURN(pg::PgResult row,
                           conn->Exec("SELECT wasm_bytes, sha256 FROM reef_modules WHERE "
                                      "module_type = $1 AND name = $2 AND version = $3",
@@ -182,8 +189,7 @@ class PgModuleStore final : public ModuleStore {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_RETURN_IF_ERROR(ValidateVersion(version));
     return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
-      pg::Params p;
-      p.Text(ModuleKindName(kind)).Text(name).Text(version);
+      pg::Params p = VersionParams(kind, name, version);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult found,
           conn.Exec("SELECT m.id, a.module_id IS NOT NULL FROM reef_modules m LEFT JOIN "
@@ -198,8 +204,7 @@ class PgModuleStore final : public ModuleStore {
       REEF_RETURN_IF_ERROR(
           conn.Exec("DELETE FROM reef_modules WHERE id = $1", id, "delete version").status());
       // The last version gone: the module is gone, and its environment with it.
-      pg::Params m;
-      m.Text(ModuleKindName(kind)).Text(name);
+      pg::Params m = VersionParams(kind, name);
       return conn
           .Exec(
               "DELETE FROM reef_module_env_vars WHERE module_type = $1 AND name = $2 AND NOT "
@@ -212,8 +217,7 @@ class PgModuleStore final : public ModuleStore {
   Status DeleteModule(ModuleKind kind, std::string_view name) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
-      pg::Params m;
-      m.Text(ModuleKindName(kind)).Text(name);
+      pg::Params m = VersionParams(kind, name);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult found,
           conn.Exec("SELECT (SELECT count(*) FROM reef_modules WHERE module_type = $1 AND name = "
@@ -237,8 +241,7 @@ class PgModuleStore final : public ModuleStore {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_RETURN_IF_ERROR(ValidateVersion(version));
     return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
-      pg::Params p;
-      p.Text(ModuleKindName(kind)).Text(name).Text(version);
+      pg::Params p = VersionParams(kind, name, version);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult set,
           conn.Exec("INSERT INTO reef_active_modules (module_type, name, module_id) SELECT "
@@ -254,8 +257,7 @@ class PgModuleStore final : public ModuleStore {
   Status ClearActive(ModuleKind kind, std::string_view name) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     return ChangeModule(kind, name, [&](pg::Connection& conn) -> Status {
-      pg::Params m;
-      m.Text(ModuleKindName(kind)).Text(name);
+      pg::Params m = VersionParams(kind, name);
       REEF_ASSIGN_OR_RETURN(pg::PgResult gone,
                             conn.Exec("DELETE FROM reef_active_modules WHERE module_type = $1 "
                                       "AND name = $2 RETURNING 1",
@@ -268,8 +270,7 @@ class PgModuleStore final : public ModuleStore {
   Result<std::optional<ActiveModule>> Active(ModuleKind kind, std::string_view name) override {
     REEF_RETURN_IF_ERROR(ValidateModule(kind, name));
     REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_.Acquire());
-    pg::Params m;
-    m.Text(ModuleKindName(kind)).Text(name);
+    pg::Params m = VersionParams(kind, name);
     REEF_ASSIGN_OR_RETURN(pg::PgResult row,
                           conn->Exec("SELECT v.version, v.sha256 FROM reef_active_modules a JOIN "
                                      "reef_modules v ON v.id = a.module_id WHERE a.module_type = "
@@ -349,8 +350,7 @@ class PgModuleStore final : public ModuleStore {
                                       "AND name = $2 AND key = $3 RETURNING 1",
                                       p, "delete env"));
       if (gone.rows() > 0) return Status::Ok();
-      pg::Params m;
-      m.Text(ModuleKindName(kind)).Text(name);
+      pg::Params m = VersionParams(kind, name);
       REEF_ASSIGN_OR_RETURN(
           pg::PgResult exists,
           conn.Exec("SELECT 1 FROM reef_modules WHERE module_type = $1 AND name = $2 LIMIT 1", m,

@@ -17,68 +17,18 @@
 
 #include "code/source_store.h"
 #include "core/ids.h"
+#include "module_store_test_support.h"
 #include "support/pg_test_database.h"
 
 namespace reef::store {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::vector<uint8_t> Bytes(std::string_view text) {
-  return std::vector<uint8_t>(text.begin(), text.end());
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-// A fresh module store per test: the embedded one in a temporary directory, or the PostgreSQL
-// one in a fresh database of the test cluster (tests/support/pg_test_database.h).
-template <typename Base>
-class ModuleStoreFixture : public Base {
- protected:
-  virtual bool postgres() const = 0;
-
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "reef-module-store-test-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    if (postgres()) db_ = std::make_unique<reef::testing::PgTestDatabase>();
-    Reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  void Reopen(ModuleStoreOptions options = {}) {
-    store_.reset();
-    auto store = postgres() ? ModuleStore::OpenPostgres(db_->conninfo(), dir_, options)
-                            : ModuleStore::Open(dir_, options);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-  }
-  ModuleVersion Upload(ModuleKind kind, std::string_view name, std::string_view version,
-                       std::string_view bytes) {
-    auto result = store_->Upload(kind, name, version, Bytes(bytes));
-    EXPECT_TRUE(result.ok()) << result.status().ToString();
-    return result.ok() ? result->version : ModuleVersion{};
-  }
-  std::vector<std::string> Versions(ModuleKind kind, std::string_view name) {
-    std::vector<std::string> versions;
-    auto info = store_->Get(kind, name);
-    EXPECT_TRUE(info.ok()) << info.status().ToString();
-    if (info.ok()) {
-      for (const ModuleVersion& v : info->versions) versions.push_back(v.version);
-    }
-    return versions;
-  }
-
-  fs::path dir_;
-  std::unique_ptr<reef::testing::PgTestDatabase> db_;
-  std::unique_ptr<ModuleStore> store_;
-};
+using testing::Bytes;
+using testing::kAbcSha256;
+using testing::kCmd;
+using testing::ModuleStoreFixture;
+using testing::ReadFile;
 
 // The embedded store's own behaviour (its file, SQLite's pages).
 class ModuleStoreTest : public ModuleStoreFixture<::testing::Test> {
@@ -96,11 +46,6 @@ INSTANTIATE_TEST_SUITE_P(Backends, AnyModuleStoreTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& param) {
                            return param.param ? "postgresql" : "embedded";
                          });
-
-constexpr ModuleKind kCmd = ModuleKind::kCommand;
-// SHA-256("abc"), FIPS 180-2 appendix B.1.
-constexpr std::string_view kAbcSha256 =
-    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
 // --- names -----------------------------------------------------------------------------------
 
@@ -606,140 +551,6 @@ TEST_F(ModuleStoreTest, ArtifactKeysAreValidated) {
   EXPECT_EQ(store_->PutArtifact(sha, "", Bytes("x")).code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->GetArtifact(sha, "a.b").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(store_->data_dir(), dir_);
-}
-
-// --- PostgreSQL: several processes on one database -------------------------------------------
-
-class PgModuleStoreTest : public ModuleStoreFixture<::testing::Test> {
- protected:
-  bool postgres() const override { return true; }
-  std::unique_ptr<ModuleStore> Second() {
-    auto other = ModuleStore::OpenPostgres(db_->conninfo(), dir_ / "second");
-    EXPECT_TRUE(other.ok()) << other.status().ToString();
-    return other.ok() ? std::move(*other) : nullptr;
-  }
-};
-
-TEST_F(PgModuleStoreTest, LoadBytesDetectsCorruptedBytes) {
-  Upload(kCmd, "foo", "1.0.0", "abc");
-  db_->Exec("UPDATE reef_modules SET wasm_bytes = '\\x616263ff' WHERE name = 'foo'");
-  auto loaded = store_->LoadBytes(kCmd, "foo", "1.0.0");
-  EXPECT_EQ(loaded.status().code(), Code::kDataLoss);
-  EXPECT_NE(loaded.status().message().find(kAbcSha256), std::string::npos);
-}
-
-TEST_F(PgModuleStoreTest, AnotherProcesssChangesAreWatchedAndItsOwnAreNot) {
-  auto other = Second();
-  ASSERT_NE(other, nullptr);
-  std::mutex mu;
-  std::vector<std::string> seen_here, seen_there;
-  auto recorder = [&mu](std::vector<std::string>& into) {
-    return [&mu, &into](const StoreChange& change) {
-      std::lock_guard lock(mu);
-      switch (change.what) {
-        case StoreChange::What::kModule:
-          into.push_back(std::string(ModuleKindName(change.kind)) + "/" + change.name);
-          break;
-        case StoreChange::What::kKeyScope:
-          into.push_back("key " + change.name);
-          break;
-        case StoreChange::What::kEverything:
-          into.push_back("everything");
-          break;
-      }
-    };
-  };
-  store_->Watch(recorder(seen_here));
-  other->Watch(recorder(seen_there));
-  auto wait_for = [&](const std::vector<std::string>& list, size_t n) {
-    for (int i = 0; i < 200; ++i) {
-      {
-        std::lock_guard lock(mu);
-        if (list.size() >= n) return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  };
-  wait_for(seen_there, 1);  // each watcher starts with "everything"
-  Upload(ModuleKind::kEffect, "mailer", "1.0.0", "bytes");
-  ASSERT_TRUE(store_->SetActive(ModuleKind::kEffect, "mailer", "1.0.0").ok());
-  ASSERT_TRUE(store_->GetOrCreateKey("user:1").ok());
-  ASSERT_TRUE(store_->ShredScope("user:1").ok());
-  wait_for(seen_there, 4);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::lock_guard lock(mu);
-  EXPECT_EQ(seen_there, (std::vector<std::string>{"everything", "effect/mailer", "effect/mailer",
-                                                  "key user:1"}));
-  EXPECT_EQ(seen_here, (std::vector<std::string>{"everything"}));
-}
-
-TEST_F(PgModuleStoreTest, OneProcessHoldsALeaseUntilItLetsGoOrItsConnectionDies) {
-  auto other = Second();
-  ASSERT_NE(other, nullptr);
-  auto mine = store_->TryLease(ModuleKind::kEffect, "mailer");
-  ASSERT_TRUE(mine.ok() && *mine != nullptr) << mine.status().ToString();
-  EXPECT_TRUE((*mine)->held());
-  auto theirs = other->TryLease(ModuleKind::kEffect, "mailer");
-  ASSERT_TRUE(theirs.ok());
-  EXPECT_EQ(*theirs, nullptr);
-  auto unrelated = other->TryLease(ModuleKind::kEffect, "billing");
-  ASSERT_TRUE(unrelated.ok() && *unrelated != nullptr);
-  mine->reset();  // let go
-  theirs = other->TryLease(ModuleKind::kEffect, "mailer");
-  ASSERT_TRUE(theirs.ok() && *theirs != nullptr);
-  // The holder's connection dies (its server process ended): the lease is lost and free.
-  db_->Exec(
-      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND "
-      "objsubid = 1 AND classid = x'5245454c'::bigint::oid");
-  bool lost = false;
-  for (int i = 0; i < 100 && !lost; ++i) {
-    lost = !(*theirs)->held();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_TRUE(lost);
-  // (The server process lets go of its locks as it exits, a moment after the socket closes:
-  // a standby tries every second.)
-  Result<std::unique_ptr<ModuleLease>> again = Status::Internal("unset");
-  for (int i = 0; i < 100; ++i) {
-    again = store_->TryLease(ModuleKind::kEffect, "mailer");
-    if (again.ok() && *again != nullptr) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(again.ok() && *again != nullptr);
-}
-
-TEST_F(PgModuleStoreTest, EffectWatermarksAreSharedAndAResetFencesOffOlderRunners) {
-  auto other = Second();
-  EXPECT_EQ(store_->LoadWatermark("mailer")->watermark, 0u);
-  const int64_t epoch = store_->LoadWatermark("mailer")->epoch;
-  EXPECT_TRUE(*store_->SaveWatermark("mailer", 42, "1.0.0", epoch));
-  EXPECT_TRUE(*store_->SaveWatermark("mailer", 57, "1.1.0", epoch));
-  EXPECT_EQ(other->LoadWatermark("mailer")->watermark, 57u);
-  // A replay on another process resets it in a new epoch ...
-  ASSERT_TRUE(other->ResetWatermark("mailer").ok());
-  auto reset = store_->LoadWatermark("mailer");
-  EXPECT_EQ(reset->watermark, 0u);
-  EXPECT_GT(reset->epoch, epoch);
-  // ... and a runner still on the old epoch cannot move it.
-  EXPECT_FALSE(*store_->SaveWatermark("mailer", 99, "1.1.0", epoch));
-  EXPECT_EQ(other->LoadWatermark("mailer")->watermark, 0u);
-  EXPECT_TRUE(*store_->SaveWatermark("mailer", 3, "1.1.0", reset->epoch));
-  EXPECT_EQ(other->LoadWatermark("mailer")->watermark, 3u);
-}
-
-TEST_F(PgModuleStoreTest, TwoProcessesCreatingOneScopesKeyGetTheSameKey) {
-  auto other = Second();
-  std::vector<CryptoKey> keys(8);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 8; ++i) {
-    threads.emplace_back([&, i] {
-      auto key = (i % 2 ? other : store_)->GetOrCreateKey("tenant:7");
-      ASSERT_TRUE(key.ok()) << key.status().ToString();
-      keys[i] = *key;
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const CryptoKey& key : keys) EXPECT_EQ(key.id, keys[0].id);
 }
 
 }  // namespace
