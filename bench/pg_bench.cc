@@ -2,10 +2,11 @@
 // with PostgreSQL's durable defaults (scripts/pg_cluster.sh; fsync on). scripts/bench.sh
 // prints its table (docs/benchmarks.md "PostgreSQL"). Cases, each for --millis:
 //   insert       anchor: plain single-row INSERTs of the same rows, autocommit, 1 and 10 writers
-//   copy         anchor: COPY of 100 of the same rows per transaction, 1 writer
+//   copy         anchor: COPY of 100 and 1000 of the same rows per transaction, 1 writer
 //   cond         Reef: conditional appends of one event, 1 and 10 writers (each append's
 //                condition on its own tag, read once: no conflicts)
-//   batch        Reef: appends of 100 events, 1 writer
+//   cond_alone   the same with 10 writers and grouping off (each append its own transaction)
+//   batch        Reef: appends of 100 and 1000 events, 1 writer
 //   lag          Reef: 10 writers appending while a subscriber on a second store (another
 //                node's) and one on the writers' store deliver; lag = delivery - acknowledgement
 //   bank         deposits over HTTP by 16 keep-alive clients: `reef serve` on its embedded
@@ -13,6 +14,7 @@
 // Every line: `bench pg=<case> key=value ...`.
 //
 //   pg_bench --state DIR [--millis N] [--bank 0] [--store 0]   (0: skip the bank / the store cases)
+//            [--group-appends N] [--group-transactions N]        (the store's grouping options)
 #include <fmt/format.h>
 
 #include <atomic>
@@ -183,8 +185,17 @@ void Anchors(std::chrono::milliseconds millis) {
   }
 }
 
+// The store's grouping of small appends (--group-appends, --group-transactions; 0 keeps the
+// store's defaults).
+events::PostgresEventStoreOptions g_store_options;
+
+std::unique_ptr<events::EventStore> OpenStore(const std::string& db,
+                                              events::PostgresEventStoreOptions options) {
+  return Check(events::OpenPostgresEventStore(db, options), "open the store");
+}
+
 std::unique_ptr<events::EventStore> OpenStore(const std::string& db) {
-  return Check(events::OpenPostgresEventStore(db), "open the store");
+  return OpenStore(db, g_store_options);
 }
 
 events::Event MakeEvent(int w, int64_t i) {
@@ -210,6 +221,19 @@ void ReefStore(std::chrono::milliseconds millis) {
           return 1;
         });
   }
+  // The same 10 writers with grouping off: each append a transaction of its own.
+  events::PostgresEventStoreOptions alone_options = g_store_options;
+  alone_options.group_appends = 1;
+  auto alone = OpenStore(FreshDatabase("reef_bench_alone"), alone_options);
+  RunWriters(
+      "cond_alone", 10, millis, "writers=10 events_per_append=1", [](int) { return 0; },
+      [&](int, int w, int64_t i) -> uint64_t {
+        events::Event e = MakeEvent(w + 5000, i);
+        events::Query q{{events::QueryItem{{e.type}, {e.tags[0]}}}};
+        Check(alone->Append({e}, events::AppendCondition{q, after}), "append");
+        return 1;
+      });
+  alone.reset();
   for (int size : {100, 1000}) {
     RunWriters(
         "batch", 1, millis, fmt::format("writers=1 events_per_append={}", size),
@@ -351,6 +375,10 @@ int main(int argc, char** argv) {
       bank = std::string_view(argv[i + 1]) != "0";
     else if (flag == "--store")
       store = std::string_view(argv[i + 1]) != "0";
+    else if (flag == "--group-appends")
+      g_store_options.group_appends = static_cast<uint32_t>(std::stoul(argv[i + 1]));
+    else if (flag == "--group-transactions")
+      g_store_options.group_transactions = static_cast<uint32_t>(std::stoul(argv[i + 1]));
     else
       Die("unknown flag {}", flag);
   }

@@ -805,6 +805,11 @@ if [[ $pgbench != 0 ]]; then
              "----------", "--------", "-----------", "------"
       vs("conditional appends, 1 writer", "cond/1", "insert/1", "INSERT, 1 writer")
       vs("conditional appends, 10 writers", "cond/10", "insert/10", "INSERT, 10 writers")
+      r = v("cond_alone/10", "per_s") / v("insert/10", "per_s")
+      row("the same, each append its own transaction", "events/s",
+          sprintf("%.0f", v("cond_alone/10", "per_s")), sprintf("%.0f", v("cond_alone/10", "p99_us")),
+          "INSERT, 10 writers", sprintf("%.0f", v("insert/10", "per_s")), sprintf("%.2fx", r),
+          "report", "")
       vs("100-event appends, 1 writer", "batch/1x100", "copy/1x100", "COPY of 100 rows, 1 writer")
       vs("1000-event appends, 1 writer", "batch/1x1000", "copy/1x1000",
          "COPY of 1000 rows, 1 writer")

@@ -192,12 +192,18 @@ struct PostgresEventStoreOptions {
   // append needing more takes the store-wide lock instead, excluding every other append while
   // it commits.
   uint32_t max_lock_keys = 64;
+  // Small appends that arrive while others are being written wait and are then written
+  // together, up to this many in one transaction (group commit: one commit, one WAL flush for
+  // all; each keeps its own condition and answer). 1 writes every append in its own.
+  uint32_t group_appends = 32;
+  // Transactions of grouped appends one store runs at once.
+  uint32_t group_transactions = 2;
 };
 
 // Opens the PostgreSQL event store in the database `conninfo` names (a libpq connection string
 // or postgresql:// URI), creating or migrating its tables (docs/operations.md "PostgreSQL").
-// Positions come from a sequence: ascending in commit-safe order, but with gaps where an
-// append rolled back, and one append's events need not be adjacent. Reads and subscriptions
+// Positions come from a sequence: ascending in commit-safe order, one append's events
+// adjacent, but with gaps where an append rolled back. Reads and subscriptions
 // see an event only once every position below it is settled (committed or abandoned), so none
 // is ever skipped. Any number of processes may open the same database.
 // Errors: Unavailable (the database cannot be reached), DataLoss (its tables are from a newer

@@ -1,7 +1,8 @@
 // PgCore: the PostgreSQL event store behind OpenPostgresEventStore (event_store.h), shared by
 // the store's handle and its subscriptions. Its files:
 //   pg_schema.cc        the tables, the append function, migrations (docs/operations.md)
-//   pg_store.cc         the EventStore handle, Open, appends and the lock keys they take
+//   pg_store.cc         the EventStore handle, Open, Close, figures
+//   pg_append.cc        appends: the lock keys they take, grouping, COPY, errors
 //   pg_reads.cc         reads by query and by id (SQL built per query)
 //   pg_head.cc          HeadTracker: the read barrier (the safe head) and LISTEN/NOTIFY
 //   pg_subscription.cc  subscriptions that follow the safe head
@@ -26,7 +27,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +54,8 @@ inline constexpr const char* kEventsChannel = "reef_events";
 // Creates or migrates the event store's tables on `conn` (pg_schema.cc).
 // Errors: DataLoss when the database holds a newer schema version than this Reef knows.
 Status MigrateEventSchema(pg::Connection& conn);
+// The schema's migrations, oldest first (tests start from an earlier version).
+std::span<const char* const> EventSchemaMigrations();
 
 // The safe head: the highest position below which every position is settled, published to
 // readers and subscribers (pg_head.cc).
@@ -121,6 +127,25 @@ struct PgCounters {
   std::atomic<uint64_t> events_written{0};
 };
 
+// A small append waiting to be written with others in one transaction (group commit;
+// pg_append.cc). The thread that runs the group fills in the outcome under PgCore's group lock.
+struct GroupedAppend {
+  enum class Outcome {
+    kWaiting,   // not yet run
+    kWritten,   // position: its last position
+    kConflict,  // its condition failed; position: the first matching event
+    kAlone,     // the group wrote nothing or may have (connection lost): append on its own
+    kFailed,    // status: the database could not be reached (the outcome unknown)
+  };
+  const std::vector<Event>* events = nullptr;
+  const std::optional<AppendCondition>* condition = nullptr;
+  std::vector<int64_t> keys;       // its lock keys, sorted (LockKeys)
+  std::vector<uint8_t> exclusive;  // per key
+  Outcome outcome = Outcome::kWaiting;
+  int64_t position = 0;
+  Status status;
+};
+
 class PgCore : public std::enable_shared_from_this<PgCore> {
  public:
   PgCore(std::string conninfo, PostgresEventStoreOptions options);
@@ -152,6 +177,21 @@ class PgCore : public std::enable_shared_from_this<PgCore> {
   // stored (the append that held them rolled back).
   Result<Position> RetryOrDuplicate(const std::vector<Event>& events,
                                     const std::vector<bool>& timestamp_given) const;
+  // One append in a transaction of its own (reef_append, or COPY for large ones), retrying
+  // and telling retries from conflicts.
+  Result<Position> AppendAlone(const std::vector<Event>& events,
+                               const std::optional<AppendCondition>& condition,
+                               const std::vector<bool>& timestamp_given);
+  // The answer to an append whose condition matched the event at `matching` (a retry of an
+  // append in flight also meets its own events).
+  Result<Position> Conflicted(const std::string& matching, const std::vector<Event>& events,
+                              const std::optional<AppendCondition>& condition,
+                              const std::vector<bool>& timestamp_given);
+  // The next group from the front of the queue (at least one append).
+  std::vector<GroupedAppend*> TakeGroup() REQUIRES(group_mu_);
+  // Writes `group` in one call of reef_append_group; returns each member's outcome (without
+  // touching the members, which other threads read under group_mu_).
+  std::vector<GroupedAppend> RunGroup(std::span<GroupedAppend* const> group);
   // After the connection running an append (server process `pid`) broke: ends that process,
   // then reports whether the append committed. Errors: Unavailable when PostgreSQL stays
   // unreachable for acquire_timeout.
@@ -163,6 +203,11 @@ class PgCore : public std::enable_shared_from_this<PgCore> {
   std::unique_ptr<HeadTracker> tracker_;
   std::atomic<bool> closed_{false};
   mutable PgCounters counters_;
+
+  Mutex group_mu_;
+  CondVar group_cv_;
+  std::deque<GroupedAppend*> group_queue_ GUARDED_BY(group_mu_);
+  uint32_t groups_running_ GUARDED_BY(group_mu_) = 0;
 };
 
 // A subscription following the safe head (pg_subscription.cc).

@@ -170,9 +170,188 @@ BEGIN
 END $$;
 )sql";
 
-constexpr const char* kMigrations[] = {kSchemaV1};
+// Version 2: several appends in one transaction (reef_append_group). An event records the
+// first position of its append (append_first), since one transaction may now hold several;
+// events written by version 1 have none (each of its transactions held one append, xid tells).
+// The parts of an append become functions of their own, shared by reef_append and the group.
+constexpr const char* kSchemaV2 = R"sql(
+ALTER TABLE reef_events ADD COLUMN append_first bigint;
+
+-- Takes the advisory locks p_keys in the order given (sorted by the caller), exclusive where
+-- p_exclusive, held until commit.
+CREATE FUNCTION reef_take_locks(p_keys bigint[], p_exclusive boolean[])
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+    IF p_exclusive[i] THEN
+      PERFORM pg_advisory_xact_lock(p_keys[i]);
+    ELSE
+      PERFORM pg_advisory_xact_lock_shared(p_keys[i]);
+    END IF;
+  END LOOP;
+END $$;
+
+-- The first position after p_after of an event matching condition items p_first .. p_last,
+-- or NULL when none. Item i is the types p_cond_types[p_cond_type_ends[i-1]+1 ..
+-- p_cond_type_ends[i]] and tags likewise; no items (p_first > p_last) match every event.
+-- Every statement here plans well generically (plpgsql caches plans): index lookups by one
+-- key, no "= ANY" over an array of unknown size.
+CREATE FUNCTION reef_condition_hit(
+  p_after bigint, p_first int, p_last int, p_cond_types text[], p_cond_type_ends int[],
+  p_cond_tags text[], p_cond_tag_ends int[])
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_candidate bigint;
+  v_type text;
+  v_types text[];
+  v_tags text[];
+  v_hit bigint;
+BEGIN
+  IF p_first > p_last THEN
+    SELECT position INTO v_hit FROM reef_events WHERE position > p_after
+      ORDER BY position LIMIT 1;
+    RETURN v_hit;
+  END IF;
+  FOR i IN p_first .. p_last LOOP
+    v_types := p_cond_types[coalesce(p_cond_type_ends[i - 1], 0) + 1 : p_cond_type_ends[i]];
+    v_tags := p_cond_tags[coalesce(p_cond_tag_ends[i - 1], 0) + 1 : p_cond_tag_ends[i]];
+    IF cardinality(v_tags) = 0 THEN
+      FOREACH v_type IN ARRAY v_types LOOP
+        SELECT position INTO v_hit FROM reef_events
+          WHERE type = v_type AND position > p_after ORDER BY position LIMIT 1;
+        IF v_hit IS NOT NULL THEN RETURN v_hit; END IF;
+      END LOOP;
+    ELSE
+      -- The events carrying the item's first tag after p_after, in order, each checked for
+      -- the rest (no join: a generic plan could walk reef_events in position order instead).
+      FOR v_candidate IN SELECT position FROM reef_event_tags
+          WHERE tag = v_tags[1] AND position > p_after ORDER BY position LOOP
+        SELECT position INTO v_hit FROM reef_events
+          WHERE position = v_candidate AND tags @> v_tags
+            AND (cardinality(v_types) = 0 OR type = ANY(v_types));
+        IF v_hit IS NOT NULL THEN RETURN v_hit; END IF;
+      END LOOP;
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+
+-- The first half of an append, in the caller's transaction: the locks, the condition (none
+-- when p_after is NULL; items 1 .. all), then the barrier key, held until commit.
+-- Error RFCON (DETAIL: the first matching position) when the condition fails.
+CREATE OR REPLACE FUNCTION reef_append_check(
+  p_keys bigint[], p_exclusive boolean[], p_barrier bigint,
+  p_after bigint, p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[],
+  p_cond_tag_ends int[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_hit bigint;
+BEGIN
+  PERFORM reef_take_locks(p_keys, p_exclusive);
+  IF p_after IS NOT NULL THEN
+    v_hit := reef_condition_hit(p_after, 1, coalesce(array_length(p_cond_type_ends, 1), 0),
+                                p_cond_types, p_cond_type_ends, p_cond_tags, p_cond_tag_ends);
+    IF v_hit IS NOT NULL THEN
+      RAISE EXCEPTION 'append condition failed: event % matches', v_hit
+        USING ERRCODE = 'RFCON', DETAIL = v_hit::text;
+    END IF;
+  END IF;
+  -- In flight from here until commit: readers wait for this transaction (the read barrier).
+  PERFORM pg_advisory_xact_lock_shared(p_barrier);
+END $$;
+
+-- Writes events p_from .. p_to of the arrays (as reef_append's) at positions p_first, ...;
+-- returns the last position.
+CREATE FUNCTION reef_write_events(
+  p_first bigint, p_from int, p_to int, p_ids uuid[], p_types text[], p_tags text[],
+  p_tag_ends int[], p_data bytea[], p_ts bigint[], p_corr text[], p_caus text[], p_idem text[],
+  p_user text[])
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_last bigint;
+BEGIN
+  WITH rows AS (
+    SELECT p_first + n - 1 AS position, p_from + n - 1 AS k, u.*
+    FROM unnest(p_ids[p_from : p_to], p_types[p_from : p_to], p_data[p_from : p_to],
+                p_ts[p_from : p_to], p_corr[p_from : p_to], p_caus[p_from : p_to],
+                p_idem[p_from : p_to], p_user[p_from : p_to])
+      WITH ORDINALITY AS u(id, type, data, ts, corr, caus, idem, usr, n)
+  ), ins AS (
+    INSERT INTO reef_events (position, id, type, tags, data, timestamp_ms, correlation_id,
+                             causation_id, idempotency_key, user_metadata, append_first)
+    SELECT position, id, type, p_tags[coalesce(p_tag_ends[k - 1], 0) + 1 : p_tag_ends[k]],
+           data, ts, corr, caus, idem, usr, p_first FROM rows
+    RETURNING position, tags
+  ), tagged AS (
+    INSERT INTO reef_event_tags (tag, position)
+    SELECT t, ins.position FROM ins, unnest(ins.tags) AS t
+  )
+  SELECT max(position) INTO v_last FROM ins;
+  RETURN v_last;
+END $$;
+
+CREATE OR REPLACE FUNCTION reef_append(
+  p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
+  p_corr text[], p_caus text[], p_idem text[], p_user text[],
+  p_keys bigint[], p_exclusive boolean[], p_barrier bigint,
+  p_after bigint, p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[],
+  p_cond_tag_ends int[])
+RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM reef_append_check(p_keys, p_exclusive, p_barrier, p_after, p_cond_types,
+                            p_cond_type_ends, p_cond_tags, p_cond_tag_ends);
+  RETURN reef_write_events(reef_draw_positions(cardinality(p_ids), p_barrier + 2), 1,
+                           cardinality(p_ids), p_ids, p_types, p_tags, p_tag_ends, p_data, p_ts,
+                           p_corr, p_caus, p_idem, p_user);
+END $$;
+
+-- Several appends in one transaction, one after the other, each seeing those before it.
+-- Events: reef_append's arrays for all of them; append a's are p_event_ends[a-1]+1 ..
+-- p_event_ends[a]. p_keys: the union of their lock keys, sorted. Append a's condition: none
+-- when p_after[a] is negative, else items p_item_ends[a-1]+1 .. p_item_ends[a] of the condition
+-- arrays (as reef_append_check's). Returns one value per append: its last position, or minus
+-- the first matching position when its condition failed (that append writes nothing; the
+-- others still do). Errors: a unique violation when an id is already stored (none written).
+CREATE FUNCTION reef_append_group(
+  p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
+  p_corr text[], p_caus text[], p_idem text[], p_user text[], p_event_ends int[],
+  p_keys bigint[], p_exclusive boolean[], p_barrier bigint, p_after bigint[], p_item_ends int[],
+  p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[], p_cond_tag_ends int[])
+RETURNS SETOF bigint LANGUAGE plpgsql AS $$
+DECLARE
+  v_from int;
+  v_to int;
+  v_hit bigint;
+BEGIN
+  PERFORM reef_take_locks(p_keys, p_exclusive);
+  PERFORM pg_advisory_xact_lock_shared(p_barrier);
+  FOR a IN 1 .. coalesce(array_length(p_event_ends, 1), 0) LOOP
+    v_hit := NULL;
+    IF p_after[a] >= 0 THEN
+      v_hit := reef_condition_hit(p_after[a], coalesce(p_item_ends[a - 1], 0) + 1,
+                                  p_item_ends[a], p_cond_types, p_cond_type_ends, p_cond_tags,
+                                  p_cond_tag_ends);
+    END IF;
+    IF v_hit IS NOT NULL THEN
+      RETURN NEXT -v_hit;
+    ELSE
+      v_from := coalesce(p_event_ends[a - 1], 0) + 1;
+      v_to := p_event_ends[a];
+      RETURN NEXT reef_write_events(reef_draw_positions(v_to - v_from + 1, p_barrier + 2),
+                                    v_from, v_to, p_ids, p_types, p_tags, p_tag_ends, p_data,
+                                    p_ts, p_corr, p_caus, p_idem, p_user);
+    END IF;
+  END LOOP;
+END $$;
+)sql";
+
+constexpr const char* kMigrations[] = {kSchemaV1, kSchemaV2};
 
 }  // namespace
+
+std::span<const char* const> EventSchemaMigrations() {
+  return kMigrations;
+}
 
 Status MigrateEventSchema(pg::Connection& conn) {
   return pg::Migrate(conn, "events", "event store", kMigrations);

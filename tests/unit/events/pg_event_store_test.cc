@@ -160,13 +160,16 @@ TEST(PgEventStoreTest, ConnectionsKilledUnderAppendsLoseAndDuplicateNothing) {
   auto killer_conn = Connect(db);
   std::atomic<bool> done{false};
   std::atomic<int> kills{0};
+  // Every 50 ms: a fresh connection's first append takes about 15 ms here (the server
+  // process starting, its catalog caches, compiling the functions); killing more often than
+  // that, on a loaded machine, leaves almost no append a chance to finish.
   std::thread killer([&] {
     while (!done.load()) {
       auto killed = killer_conn->Exec(
           "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
           "current_database() AND pid <> pg_backend_pid() AND application_name = 'reef'");
       if (killed.ok()) kills += static_cast<int>(*killed->Int(0, 0));
-      std::this_thread::sleep_for(15ms);
+      std::this_thread::sleep_for(50ms);
     }
   });
   std::mutex mu;
@@ -313,6 +316,130 @@ TEST(PgEventStoreTest, LargeAppendsGoThroughCopyUnderTheSameRules) {
   auto next = store->Append(more);
   ASSERT_TRUE(next.ok()) << next.status().ToString();
   EXPECT_EQ(store->Read(Query{})->events.size(), 6u);
+}
+
+// Events with ids and timestamps of their own, so that sending them again is a retry.
+std::vector<Event> WithIds(std::vector<Event> events) {
+  for (Event& e : events) {
+    e.id = *NewEventId();
+    e.metadata.timestamp_ms = 1'796'000'000'000;
+  }
+  return events;
+}
+
+// The number of transactions that wrote the events at `positions`.
+int64_t TransactionsOf(const PgTestDatabase& db, const std::vector<Position>& positions) {
+  auto conn = Connect(db);
+  std::string list;
+  for (Position p : positions) list += (list.empty() ? "" : ",") + std::to_string(p);
+  auto n = conn->Exec(
+      fmt::format("SELECT count(DISTINCT xid) FROM reef_events WHERE position IN ({})", list));
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  return n.ok() ? *n->Int(0, 0) : -1;
+}
+
+TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
+  PgTestDatabase db;
+  PostgresEventStoreOptions options;
+  options.group_transactions = 1;
+  auto store = Open(db, options);
+  ASSERT_NE(store, nullptr);
+  // Given a session holding the store-wide key (every append takes it shared), the first
+  // append runs as a group of one and waits; the next three queue up behind it.
+  auto holder = Connect(db);
+  ASSERT_TRUE(holder->ExecScript("BEGIN", "begin").ok());
+  ASSERT_TRUE(
+      holder->Exec(fmt::format("SELECT pg_advisory_xact_lock({})", pg_store::kStoreLockKey)).ok());
+  std::vector<Event> first = WithIds({MakeEvent("First")});
+  std::vector<Event> one = WithIds({MakeEvent("Reserved", {"seat:1"})});
+  std::vector<Event> two = WithIds({MakeEvent("Reserved", {"seat:1"})});
+  std::vector<Event> pair =
+      WithIds({MakeEvent("Opened", {"account:1"}), MakeEvent("Deposited", {"account:1"})});
+  Query seat1 = QueryOf({Item({"Reserved"}, {"seat:1"})});
+  Result<Position> first_at = Status::Internal("not run"), one_at = first_at, two_at = first_at,
+                   pair_at = first_at;
+  std::thread t0([&] { first_at = store->Append(first); });
+  std::this_thread::sleep_for(300ms);
+  std::thread t1([&] { one_at = store->Append(one, FailIf(seat1, 0)); });
+  std::thread t2([&] { two_at = store->Append(two, FailIf(seat1, 0)); });
+  std::thread t3(
+      [&] { pair_at = store->Append(pair, FailIf(QueryOf({Item({}, {"account:1"})}), 0)); });
+  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(holder->ExecScript("COMMIT", "commit").ok());
+  for (std::thread* t : {&t0, &t1, &t2, &t3}) t->join();
+  // Then of the two reservations of one seat exactly one is written, the other's condition
+  // names it; the pair is written at adjacent positions,
+  ASSERT_TRUE(first_at.ok()) << first_at.status().ToString();
+  ASSERT_TRUE(pair_at.ok()) << pair_at.status().ToString();
+  ASSERT_NE(one_at.ok(), two_at.ok()) << one_at.status().ToString() << two_at.status().ToString();
+  const Result<Position>& won = one_at.ok() ? one_at : two_at;
+  const Result<Position>& lost = one_at.ok() ? two_at : one_at;
+  const std::vector<Event>& winner = one_at.ok() ? one : two;
+  EXPECT_EQ(lost.status().code(), Code::kConflict);
+  EXPECT_NE(lost.status().message().find(fmt::format("event {} matches", *won)), std::string::npos)
+      << lost.status().ToString();
+  auto read = store->Read(Query{});
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(PositionsOf(read->events), (std::vector<Position>{1, 2, 3, 4}));
+  // all in one transaction after the first's (the group),
+  EXPECT_EQ(TransactionsOf(db, {*won, *pair_at - 1, *pair_at}), 1);
+  EXPECT_EQ(TransactionsOf(db, {*first_at, *won}), 2);
+  // and each append is still an append of its own: sent again it is a retry, while a part of
+  // one, or two of them sent as one, reuse ids.
+  EXPECT_EQ(*store->Append(pair, FailIf(QueryOf({Item({}, {"account:1"})}), 0)), *pair_at);
+  EXPECT_EQ(*store->Append(winner, FailIf(seat1, 0)), *won);
+  EXPECT_EQ(store->Append({pair[0]}).status().code(), Code::kDuplicateEventId);
+  std::vector<Event> both = winner;
+  both.insert(both.end(), pair.begin(), pair.end());
+  EXPECT_EQ(store->Append(both).status().code(), Code::kDuplicateEventId);
+  EXPECT_EQ(store->Read(Query{})->events.size(), 4u);
+  auto stats = store->Stats();
+  EXPECT_EQ(stats.appends, 3u);
+  EXPECT_EQ(stats.conflicts, 1u);
+}
+
+TEST(PgEventStoreTest, AStoreFromSchemaVersion1IsMigratedAndItsAppendsStillRetry) {
+  PgTestDatabase db;
+  // Given a database an earlier Reef wrote (schema version 1; an append of two events),
+  auto conn = Connect(db);
+  ASSERT_TRUE(
+      pg::Migrate(*conn, "events", "event store", pg_store::EventSchemaMigrations().first(1)).ok());
+  std::vector<Event> old = WithIds({MakeEvent("Opened", {"account:1"}, "{\"a\":1}"),
+                                    MakeEvent("Deposited", {"account:1"}, "{\"b\":2}")});
+  auto appended = conn->Exec(fmt::format(
+      "SELECT reef_append(ARRAY['{}','{}']::uuid[], ARRAY['Opened','Deposited'], "
+      "ARRAY['account:1','account:1'], ARRAY[1,2], ARRAY['{{\"a\":1}}','{{\"b\":2}}']::bytea[], "
+      "ARRAY[{},{}]::bigint[], ARRAY['',''], ARRAY['',''], ARRAY['',''], ARRAY['',''], "
+      "ARRAY[]::bigint[], ARRAY[]::boolean[], {}, NULL, NULL, NULL, NULL, NULL)",
+      FormatEventId(old[0].id), FormatEventId(old[1].id), old[0].metadata.timestamp_ms,
+      old[1].metadata.timestamp_ms, pg_store::kBarrierKey));
+  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+  // when this Reef opens it, the schema moves to version 2,
+  auto store = Open(db);
+  ASSERT_NE(store, nullptr);
+  auto version = conn->Exec("SELECT version FROM reef_schema WHERE component = 'events'");
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ(*version->Int(0, 0), 2);
+  // the old append read back whole and, sent again, is a retry; a part of it is not.
+  auto read = store->Read(Query{});
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->events.size(), 2u);
+  EXPECT_EQ(read->events[1].event, old[1]);
+  EXPECT_EQ(*store->Append(old), 2u);
+  EXPECT_EQ(store->Append({old[1]}).status().code(), Code::kDuplicateEventId);
+  // New appends take their conditions into account.
+  Query account1 = QueryOf({Item({}, {"account:1"})});
+  EXPECT_EQ(store->Append(WithIds({MakeEvent("Closed", {"account:1"})}), FailIf(account1, 1))
+                .status()
+                .code(),
+            Code::kConflict);
+  // (Positions after 2: the refused retries above drew some and rolled back, leaving gaps.)
+  auto closed = store->Append(WithIds({MakeEvent("Closed", {"account:1"})}), FailIf(account1, 2));
+  ASSERT_TRUE(closed.ok()) << closed.status().ToString();
+  auto after = store->Read(account1);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->events.size(), 3u);
+  EXPECT_EQ(after->events[2].position, *closed);
 }
 
 TEST(PgEventStoreTest, ASchemaFromANewerReefIsRefusedNamingTheVersions) {

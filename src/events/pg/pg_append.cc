@@ -1,0 +1,577 @@
+// Appends to the PostgreSQL event store (pg_core.h): the advisory lock keys they take, the
+// parameters of reef_append and reef_append_group (pg_schema.cc), the COPY path for large
+// appends, grouping small appends into one transaction, and what the database's errors mean.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "core/clock.h"
+#include "events/detail/store_rules.h"
+#include "events/pg/pg_core.h"
+
+namespace reef::events::pg_store {
+
+namespace {
+
+// The lock key of a (type, tag) pair (`kind`: T for a type alone, G for a tag alone, P for
+// both). Collisions only make unrelated appends wait for each other.
+int64_t PairKey(std::string_view type, std::string_view tag, char kind) {
+  std::string text;
+  text.reserve(3 + type.size() + tag.size());
+  text += kind;
+  text += type;
+  text += '\0';
+  text += tag;
+  return pg::HashedLockKey(text);
+}
+
+// The keys of an append, sorted: shared for every (type, tag) pair, (type, any tag) and
+// (any type, tag) its events carry, exclusive for what each condition item could match (one
+// of its tags suffices: a matching event carries them all). A condition on every event, or more
+// keys than `max_keys`, takes the store-wide key exclusively instead, which every append holds
+// shared.
+void LockKeys(const std::vector<Event>& events, const std::optional<AppendCondition>& condition,
+              uint32_t max_keys, std::vector<int64_t>& keys, std::vector<uint8_t>& exclusive) {
+  std::map<int64_t, bool> wanted;  // key -> exclusive
+  auto want = [&wanted](int64_t key, bool excl) {
+    auto [it, inserted] = wanted.emplace(key, excl);
+    if (!inserted) it->second = it->second || excl;
+  };
+  bool store_wide = false;
+  if (condition) {
+    const Query& q = condition->fail_if_events_match;
+    if (q.MatchesAll()) store_wide = true;
+    for (const QueryItem& item : q.items) {
+      std::string_view tag = item.tags.empty() ? std::string_view() : item.tags.front();
+      char kind = item.tags.empty() ? 'T' : (item.types.empty() ? 'G' : 'P');
+      if (item.types.empty()) {
+        want(PairKey({}, tag, kind), true);
+      } else {
+        for (const std::string& type : item.types) want(PairKey(type, tag, kind), true);
+      }
+    }
+  }
+  for (const Event& event : events) {
+    if (store_wide || wanted.size() > max_keys) break;
+    want(PairKey(event.type, {}, 'T'), false);
+    for (const std::string& tag : event.tags) {
+      want(PairKey({}, tag, 'G'), false);
+      want(PairKey(event.type, tag, 'P'), false);
+    }
+  }
+  keys.clear();
+  exclusive.clear();
+  if (store_wide || wanted.size() > max_keys) {
+    keys.push_back(kStoreLockKey);
+    exclusive.push_back(true);
+    return;
+  }
+  wanted.emplace(kStoreLockKey, false);
+  for (const auto& [key, excl] : wanted) {  // std::map: ascending, one global order
+    keys.push_back(key);
+    exclusive.push_back(excl);
+  }
+}
+
+// PostgreSQL's text holds no NUL character; the embedded store's strings may.
+Status CheckNoNul(std::string_view text, std::string_view field, std::optional<size_t> index) {
+  if (text.find('\0') == std::string_view::npos) return Status::Ok();
+  return Status::InvalidArgument(
+      fmt::format("{}the {} contains U+0000, which the PostgreSQL event store cannot hold",
+                  index ? fmt::format("event {}: ", *index) : std::string(), field));
+}
+
+// OK when PostgreSQL's text can hold every string of `events` and of `condition`.
+Status CheckText(const std::vector<Event>& events,
+                 const std::optional<AppendCondition>& condition) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    const Event& e = events[i];
+    const EventMetadata& m = e.metadata;
+    REEF_RETURN_IF_ERROR(CheckNoNul(e.type, "type", i));
+    for (const std::string& tag : e.tags) REEF_RETURN_IF_ERROR(CheckNoNul(tag, "tag", i));
+    REEF_RETURN_IF_ERROR(CheckNoNul(m.correlation_id, "correlation id", i));
+    REEF_RETURN_IF_ERROR(CheckNoNul(m.causation_id, "causation id", i));
+    REEF_RETURN_IF_ERROR(CheckNoNul(m.idempotency_key, "idempotency key", i));
+    REEF_RETURN_IF_ERROR(CheckNoNul(m.user, "metadata", i));
+  }
+  if (!condition) return Status::Ok();
+  for (const QueryItem& item : condition->fail_if_events_match.items) {
+    for (const std::string& t : item.types) {
+      REEF_RETURN_IF_ERROR(CheckNoNul(t, "condition's type", std::nullopt));
+    }
+    for (const std::string& t : item.tags) {
+      REEF_RETURN_IF_ERROR(CheckNoNul(t, "condition's tag", std::nullopt));
+    }
+  }
+  return Status::Ok();
+}
+
+// The events of one or more appends as reef_append's ten arrays, built up append by append.
+struct EventArrays {
+  std::vector<EventId> ids;
+  std::vector<std::string_view> types, tags, data, corr, caus, idem, user;
+  std::vector<int32_t> tag_ends;
+  std::vector<int64_t> ts;
+
+  void Add(const std::vector<Event>& events) {
+    for (const Event& e : events) {
+      const EventMetadata& m = e.metadata;
+      ids.push_back(e.id);
+      types.push_back(e.type);
+      tags.insert(tags.end(), e.tags.begin(), e.tags.end());
+      tag_ends.push_back(static_cast<int32_t>(tags.size()));
+      data.push_back(e.data);
+      ts.push_back(m.timestamp_ms);
+      corr.push_back(m.correlation_id);
+      caus.push_back(m.causation_id);
+      idem.push_back(m.idempotency_key);
+      user.push_back(m.user);
+    }
+  }
+  void AddTo(pg::Params& p) const {
+    p.UuidArray(ids).TextArray(types).TextArray(tags).Int4Array(tag_ends).ByteaArray(data);
+    p.Int8Array(ts).TextArray(corr).TextArray(caus).TextArray(idem).TextArray(user);
+  }
+};
+
+// The items of one or more conditions as the flat arrays reef_condition_hit reads.
+struct ConditionArrays {
+  std::vector<std::string_view> types, tags;
+  std::vector<int32_t> type_ends, tag_ends;
+
+  void Add(const std::optional<AppendCondition>& condition) {
+    if (!condition) return;
+    for (const QueryItem& item : condition->fail_if_events_match.items) {
+      types.insert(types.end(), item.types.begin(), item.types.end());
+      tags.insert(tags.end(), item.tags.begin(), item.tags.end());
+      type_ends.push_back(static_cast<int32_t>(types.size()));
+      tag_ends.push_back(static_cast<int32_t>(tags.size()));
+    }
+  }
+  void AddTo(pg::Params& p) const {
+    p.TextArray(types).Int4Array(type_ends).TextArray(tags).Int4Array(tag_ends);
+  }
+};
+
+// A condition's `after` as the database's bigint.
+int64_t AfterValue(const AppendCondition& condition) {
+  return static_cast<int64_t>(std::min<Position>(condition.after.value_or(0), INT64_MAX));
+}
+
+// The events, at positions `first`, `first` + 1, ..., as the binary input of COPY reef_events.
+std::string CopyInput(const std::vector<Event>& events, int64_t first) {
+  pg::BinaryCopy copy;
+  int64_t position = first;
+  for (const Event& e : events) {
+    const EventMetadata& m = e.metadata;
+    std::vector<std::string_view> tags(e.tags.begin(), e.tags.end());
+    copy.Row(11);
+    copy.Int8(position++);
+    copy.Uuid(e.id);
+    copy.Bytes(e.type);
+    copy.TextArray(tags);
+    copy.Bytes(e.data);
+    copy.Int8(m.timestamp_ms);
+    copy.Bytes(m.correlation_id);
+    copy.Bytes(m.causation_id);
+    copy.Bytes(m.idempotency_key);
+    copy.Bytes(m.user);
+    copy.Int8(first);  // append_first
+  }
+  return copy.Finish();
+}
+
+// reef_append_check's eight parameters (the lock keys, the barrier key, the condition),
+// appended to `p`.
+void AddCheckParams(const std::vector<Event>& events,
+                    const std::optional<AppendCondition>& condition, uint32_t max_keys,
+                    pg::Params& p) {
+  std::vector<int64_t> keys;
+  std::vector<uint8_t> exclusive;
+  LockKeys(events, condition, max_keys, keys, exclusive);
+  p.Int8Array(keys).BoolArray(exclusive).Int8(kBarrierKey);
+  if (condition) {
+    p.Int8(AfterValue(*condition));
+  } else {
+    p.Null(pg::Oid::kInt8);
+  }
+  ConditionArrays items;
+  items.Add(condition);
+  items.AddTo(p);
+}
+
+// reef_append_group's twenty parameters for `group` (its lock keys: the union of the members').
+pg::Params GroupParams(std::span<GroupedAppend* const> group) {
+  EventArrays events;
+  ConditionArrays items;
+  std::vector<int32_t> event_ends, item_ends;
+  std::vector<int64_t> afters;
+  std::map<int64_t, bool> keys;  // key -> exclusive; ascending: one global order
+  for (const GroupedAppend* member : group) {
+    events.Add(*member->events);
+    event_ends.push_back(static_cast<int32_t>(events.ids.size()));
+    afters.push_back(*member->condition ? AfterValue(**member->condition) : -1);
+    items.Add(*member->condition);
+    item_ends.push_back(static_cast<int32_t>(items.type_ends.size()));
+    for (size_t k = 0; k < member->keys.size(); ++k) {
+      auto [it, inserted] = keys.emplace(member->keys[k], member->exclusive[k] != 0);
+      if (!inserted) it->second = it->second || member->exclusive[k] != 0;
+    }
+  }
+  std::vector<int64_t> key_list;
+  std::vector<uint8_t> exclusive;
+  for (const auto& [key, excl] : keys) {
+    key_list.push_back(key);
+    exclusive.push_back(excl);
+  }
+  pg::Params p;
+  events.AddTo(p);
+  p.Int4Array(event_ends).Int8Array(key_list).BoolArray(exclusive).Int8(kBarrierKey);
+  p.Int8Array(afters).Int4Array(item_ends);
+  items.AddTo(p);
+  return p;
+}
+
+// A large append on `conn`: one transaction of reef_append_check, a block of positions, COPY of
+// the events at them, their tag rows; the result is the last position.
+// A failed step is a PgResult with !ok(), its SQLSTATE kept (rolled back); a lost connection
+// is Unavailable (the outcome unknown).
+Result<pg::PgResult> CopyAppend(pg::Connection& conn, const pg::Params& check,
+                                const std::vector<Event>& events) {
+  REEF_RETURN_IF_ERROR(conn.ExecScript("BEGIN", "append"));
+  auto steps = [&]() -> Result<pg::PgResult> {
+    REEF_ASSIGN_OR_RETURN(
+        pg::PgResult checked,
+        conn.Run("SELECT reef_append_check($1, $2, $3, $4, $5, $6, $7, $8)", check));
+    if (!checked.ok()) return checked;
+    pg::Params draw;
+    draw.Int4(static_cast<int32_t>(events.size())).Int8(kDrawKey);
+    REEF_ASSIGN_OR_RETURN(pg::PgResult drawn, conn.Run("SELECT reef_draw_positions($1, $2)", draw));
+    if (!drawn.ok()) return drawn;
+    REEF_ASSIGN_OR_RETURN(int64_t first, drawn.Int(0, 0));
+    REEF_ASSIGN_OR_RETURN(
+        pg::PgResult copied,
+        conn.CopyIn("COPY reef_events (position, id, type, tags, data, timestamp_ms, "
+                    "correlation_id, causation_id, idempotency_key, user_metadata, append_first) "
+                    "FROM STDIN "
+                    "(FORMAT binary)",
+                    CopyInput(events, first)));
+    if (!copied.ok()) return copied;
+    pg::Params range;
+    range.Int8(first).Int8(first + static_cast<int64_t>(events.size()) - 1);
+    REEF_ASSIGN_OR_RETURN(
+        pg::PgResult tagged,
+        conn.Run("INSERT INTO reef_event_tags (tag, position) SELECT t, position FROM "
+                 "reef_events, unnest(tags) AS t WHERE position BETWEEN $1 AND $2 "
+                 "RETURNING NULL",
+                 range));
+    if (!tagged.ok()) return tagged;
+    return conn.Run("SELECT $2::int8", range);
+  };
+  auto last = steps();
+  if (!last.ok()) return last;  // connection lost: nothing more to say to it
+  if (!last->ok()) {
+    (void)conn.ExecScript("ROLLBACK", "append");
+    return last;
+  }
+  REEF_RETURN_IF_ERROR(conn.ExecScript("COMMIT", "append"));
+  return last;
+}
+
+// reef_append's SQLSTATEs: its condition failed; an id is already stored (unique violation).
+constexpr std::string_view kConflictState = "RFCON";
+constexpr std::string_view kUniqueViolation = "23505";
+
+}  // namespace
+
+Result<Position> PgCore::Append(std::vector<Event> events,
+                                std::optional<AppendCondition> condition) {
+  if (closed()) return Status::Unavailable(ClosedMessage());
+  REEF_ASSIGN_OR_RETURN(std::vector<bool> timestamp_given,
+                        detail::PrepareAppend(events, condition, options_.limits, UnixNowMs()));
+  REEF_RETURN_IF_ERROR(CheckText(events, condition));
+  // Large appends go through COPY, each in its own transaction (docs/operations.md
+  // "PostgreSQL"); small ones join a group.
+  if (events.size() > options_.copy_events || options_.group_appends <= 1) {
+    return AppendAlone(events, condition, timestamp_given);
+  }
+  GroupedAppend me;
+  me.events = &events;
+  me.condition = &condition;
+  LockKeys(events, condition, options_.max_lock_keys, me.keys, me.exclusive);
+  {
+    // Whoever finds a transaction slot free runs the appends waiting (in order, itself among
+    // them or not) as one group; the rest wait for their outcome.
+    MutexLock lock(group_mu_);
+    group_queue_.push_back(&me);
+    while (me.outcome == GroupedAppend::Outcome::kWaiting) {
+      if (groups_running_ >= options_.group_transactions || group_queue_.empty()) {
+        group_cv_.Wait(group_mu_);
+        continue;
+      }
+      std::vector<GroupedAppend*> group = TakeGroup();
+      ++groups_running_;
+      lock.Unlock();
+      std::vector<GroupedAppend> outcomes = RunGroup(group);
+      lock.Lock();
+      --groups_running_;
+      for (size_t i = 0; i < group.size(); ++i) {
+        group[i]->outcome = outcomes[i].outcome;
+        group[i]->position = outcomes[i].position;
+        group[i]->status = outcomes[i].status;
+      }
+      group_cv_.NotifyAll();
+    }
+  }
+  switch (me.outcome) {
+    case GroupedAppend::Outcome::kWritten:
+      counters_.appends.fetch_add(1);
+      counters_.events_written.fetch_add(events.size());
+      tracker_->NoteLocalAppend();
+      return static_cast<Position>(me.position);
+    case GroupedAppend::Outcome::kConflict:
+      return Conflicted(std::to_string(me.position), events, condition, timestamp_given);
+    case GroupedAppend::Outcome::kFailed:
+      return me.status;
+    default:
+      return AppendAlone(events, condition, timestamp_given);
+  }
+}
+
+std::vector<GroupedAppend*> PgCore::TakeGroup() {
+  // At most group_appends appends and copy_events events (one call's arrays stay small), and
+  // 4 x max_lock_keys keys (the lock table PostgreSQL shares between sessions is finite).
+  std::vector<GroupedAppend*> group;
+  size_t events = 0, keys = 0;
+  while (!group_queue_.empty() && group.size() < options_.group_appends) {
+    GroupedAppend* next = group_queue_.front();
+    events += next->events->size();
+    keys += next->keys.size();
+    if (!group.empty() &&
+        (events > options_.copy_events || keys > 4 * size_t{options_.max_lock_keys})) {
+      break;
+    }
+    group.push_back(next);
+    group_queue_.pop_front();
+  }
+  return group;
+}
+
+std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> group) {
+  std::vector<GroupedAppend> outcomes(group.size());
+  auto all = [&](GroupedAppend::Outcome outcome, const Status& status) {
+    for (GroupedAppend& o : outcomes) {
+      o.outcome = outcome;
+      o.status = status;
+    }
+    return outcomes;
+  };
+  const pg::Params params = GroupParams(group);
+  Result<pg::PgResult> ran = Status::Internal("not run");
+  {
+    auto conn = pool_->Acquire();
+    if (!conn.ok()) return all(GroupedAppend::Outcome::kFailed, conn.status());
+    ran = (*conn)->Run(
+        "SELECT reef_append_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
+        "$15, $16, $17, $18, $19, $20)",
+        params);
+    // A statement cancelled inside reef_draw_positions would keep its session lock.
+    if (ran.ok() && !ran->ok() && ran->sqlstate() != kConflictState &&
+        ran->sqlstate() != kUniqueViolation && (*conn)->healthy()) {
+      (void)(*conn)->Exec("SELECT pg_advisory_unlock_all()");
+    }
+  }
+  // The connection broke (the group may have committed or may still commit), an id already
+  // stored, a deadlock, a cancelled statement: each append goes again on its own, where such
+  // cases are told apart. Sent again, an append the group committed meets its own ids (the
+  // unique index waits for a group still in flight) or, if conditional, its own events: a
+  // retry either way.
+  if (!ran.ok() || !ran->ok() || ran->rows() != static_cast<int>(group.size())) {
+    return all(GroupedAppend::Outcome::kAlone, Status::Ok());
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto value = ran->Int(static_cast<int>(i), 0);
+    if (!value.ok()) return all(GroupedAppend::Outcome::kFailed, value.status());
+    outcomes[i].outcome =
+        *value > 0 ? GroupedAppend::Outcome::kWritten : GroupedAppend::Outcome::kConflict;
+    outcomes[i].position = *value > 0 ? *value : -*value;
+  }
+  return outcomes;
+}
+
+Result<Position> PgCore::Conflicted(const std::string& matching, const std::vector<Event>& events,
+                                    const std::optional<AppendCondition>& condition,
+                                    const std::vector<bool>& timestamp_given) {
+  // A retry sent while its original was in flight waited for the original's locks and then saw
+  // its events: a retry (or a reused id) is never a conflict.
+  auto decided = RetryOrDuplicate(events, timestamp_given);
+  if (decided.ok() || decided.status().code() != Code::kNotFound) return decided;
+  counters_.conflicts.fetch_add(1);
+  return Status::Conflict(fmt::format(
+      "append condition failed: event {} matches fail_if_events_match and comes after {}", matching,
+      condition ? condition->after.value_or(0) : 0));
+}
+
+Result<Position> PgCore::AppendAlone(const std::vector<Event>& events,
+                                     const std::optional<AppendCondition>& condition,
+                                     const std::vector<bool>& timestamp_given) {
+  const bool copy = events.size() > options_.copy_events;
+  pg::Params params;
+  if (!copy) {
+    EventArrays arrays;
+    arrays.Add(events);
+    arrays.AddTo(params);
+  }
+  AddCheckParams(events, condition, options_.max_lock_keys, params);
+
+  static constexpr const char* kSql =
+      "SELECT reef_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
+      "$17, $18)";
+  // Each attempt lets go of its connection before it looks further (a second connection
+  // taken while holding the first would let writers starve the pool of each other).
+  for (int attempt = 0;; ++attempt) {
+    int pid = 0;
+    Result<pg::PgResult> ran = Status::Internal("not run");
+    {
+      REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
+      pid = conn->backend_pid();
+      ran = copy ? CopyAppend(*conn, params, events) : conn->Run(kSql, params);
+      // A statement cancelled inside reef_draw_positions would keep its session lock: a pooled
+      // connection holds none, so let go of any before it goes back.
+      if (ran.ok() && !ran->ok() && ran->sqlstate() != kConflictState &&
+          ran->sqlstate() != kUniqueViolation && conn->healthy()) {
+        (void)conn->Exec("SELECT pg_advisory_unlock_all()");
+      }
+    }
+    if (!ran.ok()) {
+      // The connection broke: the append may have committed. Find out on another connection
+      // once the old one's server process is gone, then answer or append again.
+      REEF_ASSIGN_OR_RETURN(bool committed, ResolveLost(pid, events));
+      if (committed) {
+        tracker_->NoteLocalAppend();
+        return RetryOrDuplicate(events, timestamp_given);
+      }
+      if (attempt >= 2) return ran.status();
+      continue;
+    }
+    const pg::PgResult& result = *ran;
+    if (result.ok()) {
+      REEF_ASSIGN_OR_RETURN(int64_t last, result.Int(0, 0));
+      counters_.appends.fetch_add(1);
+      counters_.events_written.fetch_add(events.size());
+      tracker_->NoteLocalAppend();
+      return static_cast<Position>(last);
+    }
+    const std::string state = result.sqlstate();
+    if (state == kConflictState) {
+      return Conflicted(result.detail(), events, condition, timestamp_given);
+    }
+    if (state == kUniqueViolation && attempt < 2) {
+      auto decided = RetryOrDuplicate(events, timestamp_given);
+      if (decided.ok() || decided.status().code() != Code::kNotFound) return decided;
+      continue;  // the other append rolled back: try again
+    }
+    // A cancelled statement (statement_timeout, pg_cancel_backend) or a deadlock changed
+    // nothing: the caller may try again.
+    const bool retryable = state == "57014" || state == "40P01" || state == "55P03";
+    return Status(retryable ? Code::kUnavailable : result.ToStatus().code(),
+                  fmt::format("append failed: {}", result.ToStatus().message()));
+  }
+}
+
+Result<bool> PgCore::ResolveLost(int pid, const std::vector<Event>& events) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
+  Status last = Status::Unavailable("PostgreSQL is unreachable");
+  for (auto pause = std::chrono::milliseconds(50); std::chrono::steady_clock::now() < deadline;
+       pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
+    auto conn = pool_->Acquire();
+    if (conn.ok()) {
+      pg::Params p;
+      p.Int4(pid);
+      // The old server process may still be running the append: end it and wait until it is
+      // gone, so the answer below cannot change afterwards.
+      auto gone = (*conn)->Exec(
+          "SELECT pg_terminate_backend($1, 5000) OR NOT EXISTS (SELECT 1 FROM pg_stat_activity "
+          "WHERE pid = $1)",
+          p, "ending the lost connection's server process");
+      if (gone.ok()) {
+        pg::Params ids;
+        ids.Uuid(events.front().id);  // appends are atomic: the first id tells
+        auto found = (*conn)->Exec("SELECT count(*) FROM reef_events WHERE id = $1", ids,
+                                   "looking up a lost append");
+        if (found.ok()) {
+          REEF_ASSIGN_OR_RETURN(int64_t n, found->Int(0, 0));
+          return n > 0;
+        }
+        last = found.status();
+      } else {
+        last = gone.status();
+      }
+    } else {
+      last = conn.status();
+    }
+    std::this_thread::sleep_for(pause);
+  }
+  return Status::Unavailable(fmt::format(
+      "the append's outcome is unknown: the connection to PostgreSQL broke and it could not be "
+      "reached again ({}); retrying the append unchanged (the same event ids) is safe",
+      last.message()));
+}
+
+Result<Position> PgCore::RetryOrDuplicate(const std::vector<Event>& events,
+                                          const std::vector<bool>& timestamp_given) const {
+  REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
+  std::vector<EventId> ids;
+  ids.reserve(events.size());
+  for (const Event& e : events) ids.push_back(e.id);
+  pg::Params p;
+  p.UuidArray(ids).Int8(static_cast<int64_t>(events.size()));
+  // Per stored event: its append (append_first; the transaction for events written before
+  // schema version 2, when a transaction held one append) and how many events that append
+  // holds, counted up to one more than this append's.
+  REEF_ASSIGN_OR_RETURN(
+      pg::PgResult rows,
+      conn->Exec(
+          fmt::format("SELECT {}, coalesce('a' || append_first, 'x' || xid::text), (CASE WHEN "
+                      "append_first IS NULL THEN (SELECT count(*) FROM reef_events x WHERE x.xid "
+                      "= e.xid) ELSE (SELECT count(*) FROM reef_events x WHERE x.position BETWEEN "
+                      "e.append_first AND e.append_first + $2 AND x.append_first = "
+                      "e.append_first) END)::text FROM reef_events e WHERE id = ANY($1) "
+                      "ORDER BY position",
+                      kEventColumns),
+          p, "looking up stored event ids", /*binary_rows=*/true));
+  if (rows.rows() == 0) return Status::NotFound("none of the append's ids is stored");
+  std::map<EventId, std::pair<Position, int>> stored;  // id -> (position, row)
+  EventView view;
+  for (int r = 0; r < rows.rows(); ++r) {
+    REEF_RETURN_IF_ERROR(DecodeEventRow(rows, r, view));
+    stored.emplace(view.id, std::make_pair(view.position, r));
+  }
+  // A retry: every event stored, unchanged, in this order, as the whole of one append.
+  bool retry = static_cast<size_t>(rows.rows()) == events.size();
+  std::string_view append = rows.field(0, 10);
+  for (size_t i = 0; retry && i < events.size(); ++i) {
+    auto it = stored.find(events[i].id);
+    retry = it != stored.end() && it->second.second == static_cast<int>(i) &&
+            rows.field(static_cast<int>(i), 10) == append;
+    if (retry) {
+      REEF_RETURN_IF_ERROR(DecodeEventRow(rows, static_cast<int>(i), view));
+      retry = detail::SameEvent(view, events[i], timestamp_given[i]);
+    }
+  }
+  if (retry) {
+    std::string_view whole = rows.field(0, 11);
+    retry = whole == std::to_string(events.size());
+  }
+  if (retry) return stored[events.back().id].first;
+  counters_.duplicate_ids.fetch_add(1);
+  for (size_t i = 0; i < events.size(); ++i) {
+    auto it = stored.find(events[i].id);
+    if (it != stored.end()) return detail::DuplicateIdError(i, events[i].id, it->second.first);
+  }
+  return Status::Internal("stored ids vanished");
+}
+
+}  // namespace reef::events::pg_store
