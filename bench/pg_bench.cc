@@ -185,8 +185,8 @@ void Anchors(std::chrono::milliseconds millis) {
   }
 }
 
-// The store's grouping of small appends (--group-appends, --group-transactions; 0 keeps the
-// store's defaults).
+// The store's options: its grouping of small appends from --group-appends and
+// --group-transactions, else its defaults.
 events::PostgresEventStoreOptions g_store_options;
 
 std::unique_ptr<events::EventStore> OpenStore(const std::string& db,

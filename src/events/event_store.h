@@ -198,6 +198,9 @@ struct PostgresEventStoreOptions {
   uint32_t group_appends = 32;
   // Transactions of grouped appends one store runs at once.
   uint32_t group_transactions = 2;
+  // How long a group waits for a lock another transaction holds before its appends are sent
+  // alone (then only those needing the lock wait for it).
+  std::chrono::milliseconds group_lock_timeout{50};
 };
 
 // Opens the PostgreSQL event store in the database `conninfo` names (a libpq connection string

@@ -1,11 +1,11 @@
 // Appends to the PostgreSQL event store (pg_core.h): the advisory lock keys they take, the
 // parameters of reef_append and reef_append_group (pg_schema.cc), the COPY path for large
-// appends, grouping small appends into one transaction, and what the database's errors mean.
+// appends, grouping small appends into one transaction, and what the database's errors mean
+// (the open cases are decided in pg_outcomes.cc).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
-#include <thread>
 
 #include "core/clock.h"
 #include "events/detail/store_rules.h"
@@ -13,10 +13,6 @@
 
 namespace reef::events::pg_store {
 
-namespace {
-
-// The lock key of a (type, tag) pair (`kind`: T for a type alone, G for a tag alone, P for
-// both). Collisions only make unrelated appends wait for each other.
 int64_t PairKey(std::string_view type, std::string_view tag, char kind) {
   std::string text;
   text.reserve(3 + type.size() + tag.size());
@@ -26,6 +22,8 @@ int64_t PairKey(std::string_view type, std::string_view tag, char kind) {
   text += tag;
   return pg::HashedLockKey(text);
 }
+
+namespace {
 
 // The keys of an append, sorted: shared for every (type, tag) pair, (type, any tag) and
 // (any type, tag) its events carry, exclusive for what each condition item could match (one
@@ -202,8 +200,9 @@ void AddCheckParams(const std::vector<Event>& events,
   items.AddTo(p);
 }
 
-// reef_append_group's twenty parameters for `group` (its lock keys: the union of the members').
-pg::Params GroupParams(std::span<GroupedAppend* const> group) {
+// reef_append_group's parameters for `group` (its lock keys: the union of the members').
+pg::Params GroupParams(std::span<GroupedAppend* const> group,
+                       std::chrono::milliseconds lock_timeout) {
   EventArrays events;
   ConditionArrays items;
   std::vector<int32_t> event_ends, item_ends;
@@ -231,6 +230,7 @@ pg::Params GroupParams(std::span<GroupedAppend* const> group) {
   p.Int4Array(event_ends).Int8Array(key_list).BoolArray(exclusive).Int8(kBarrierKey);
   p.Int8Array(afters).Int4Array(item_ends);
   items.AddTo(p);
+  p.Int4(static_cast<int32_t>(std::clamp<int64_t>(lock_timeout.count(), 1, INT32_MAX)));
   return p;
 }
 
@@ -300,6 +300,12 @@ Result<Position> PgCore::Append(std::vector<Event> events,
   GroupedAppend me;
   me.events = &events;
   me.condition = &condition;
+  for (const Event& e : events) {
+    me.bytes += e.type.size() + e.data.size() + e.metadata.correlation_id.size() +
+                e.metadata.causation_id.size() + e.metadata.idempotency_key.size() +
+                e.metadata.user.size();
+    for (const std::string& tag : e.tags) me.bytes += tag.size();
+  }
   LockKeys(events, condition, options_.max_lock_keys, me.keys, me.exclusive);
   {
     // Whoever finds a transaction slot free runs the appends waiting (in order, itself among
@@ -341,16 +347,20 @@ Result<Position> PgCore::Append(std::vector<Event> events,
 }
 
 std::vector<GroupedAppend*> PgCore::TakeGroup() {
-  // At most group_appends appends and copy_events events (one call's arrays stay small), and
-  // 4 x max_lock_keys keys (the lock table PostgreSQL shares between sessions is finite).
+  // At most group_appends appends, copy_events events and max_append_bytes bytes (one call's
+  // arrays stay as small as one append's), and 2 x max_lock_keys lock keys (PostgreSQL's lock
+  // table is shared by every session).
   std::vector<GroupedAppend*> group;
   size_t events = 0, keys = 0;
+  uint64_t bytes = 0;
   while (!group_queue_.empty() && group.size() < options_.group_appends) {
     GroupedAppend* next = group_queue_.front();
     events += next->events->size();
     keys += next->keys.size();
+    bytes += next->bytes;
     if (!group.empty() &&
-        (events > options_.copy_events || keys > 4 * size_t{options_.max_lock_keys})) {
+        (events > options_.copy_events || keys > 2 * size_t{options_.max_lock_keys} ||
+         bytes > options_.limits.max_append_bytes)) {
       break;
     }
     group.push_back(next);
@@ -368,14 +378,16 @@ std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> grou
     }
     return outcomes;
   };
-  const pg::Params params = GroupParams(group);
+  const pg::Params params = GroupParams(group, options_.group_lock_timeout);
+  int pid = 0;
   Result<pg::PgResult> ran = Status::Internal("not run");
   {
     auto conn = pool_->Acquire();
     if (!conn.ok()) return all(GroupedAppend::Outcome::kFailed, conn.status());
+    pid = (*conn)->backend_pid();
     ran = (*conn)->Run(
         "SELECT reef_append_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-        "$15, $16, $17, $18, $19, $20)",
+        "$15, $16, $17, $18, $19, $20, $21)",
         params);
     // A statement cancelled inside reef_draw_positions would keep its session lock.
     if (ran.ok() && !ran->ok() && ran->sqlstate() != kConflictState &&
@@ -383,35 +395,30 @@ std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> grou
       (void)(*conn)->Exec("SELECT pg_advisory_unlock_all()");
     }
   }
-  // The connection broke (the group may have committed or may still commit), an id already
-  // stored, a deadlock, a cancelled statement: each append goes again on its own, where such
-  // cases are told apart. Sent again, an append the group committed meets its own ids (the
-  // unique index waits for a group still in flight) or, if conditional, its own events: a
-  // retry either way.
-  if (!ran.ok() || !ran->ok() || ran->rows() != static_cast<int>(group.size())) {
+  if (!ran.ok()) {
+    // The connection broke: the group may have committed, or still may. Once its server
+    // process is gone (else the outcome is unknown), each append goes again on its own: one
+    // the group wrote then meets its own ids or events and is answered as a retry.
+    auto committed = ResolveLost(pid, *group.front()->events);
+    if (!committed.ok()) return all(GroupedAppend::Outcome::kFailed, committed.status());
+    if (*committed) tracker_->NoteLocalAppend();
+    return all(GroupedAppend::Outcome::kAlone, Status::Ok());
+  }
+  // An id already stored, a deadlock, a lock held elsewhere past the group's lock_timeout, a
+  // cancelled statement: nothing was written; each append goes again on its own, where such
+  // cases are told apart (and a lock is waited for by the appends that need it only).
+  if (!ran->ok() || ran->rows() != static_cast<int>(group.size())) {
     return all(GroupedAppend::Outcome::kAlone, Status::Ok());
   }
   for (size_t i = 0; i < group.size(); ++i) {
     auto value = ran->Int(static_cast<int>(i), 0);
-    if (!value.ok()) return all(GroupedAppend::Outcome::kFailed, value.status());
+    // (Committed, but unreadable: sent again, each append is answered as a retry.)
+    if (!value.ok()) return all(GroupedAppend::Outcome::kAlone, Status::Ok());
     outcomes[i].outcome =
         *value > 0 ? GroupedAppend::Outcome::kWritten : GroupedAppend::Outcome::kConflict;
     outcomes[i].position = *value > 0 ? *value : -*value;
   }
   return outcomes;
-}
-
-Result<Position> PgCore::Conflicted(const std::string& matching, const std::vector<Event>& events,
-                                    const std::optional<AppendCondition>& condition,
-                                    const std::vector<bool>& timestamp_given) {
-  // A retry sent while its original was in flight waited for the original's locks and then saw
-  // its events: a retry (or a reused id) is never a conflict.
-  auto decided = RetryOrDuplicate(events, timestamp_given);
-  if (decided.ok() || decided.status().code() != Code::kNotFound) return decided;
-  counters_.conflicts.fetch_add(1);
-  return Status::Conflict(fmt::format(
-      "append condition failed: event {} matches fail_if_events_match and comes after {}", matching,
-      condition ? condition->after.value_or(0) : 0));
 }
 
 Result<Position> PgCore::AppendAlone(const std::vector<Event>& events,
@@ -479,99 +486,6 @@ Result<Position> PgCore::AppendAlone(const std::vector<Event>& events,
     return Status(retryable ? Code::kUnavailable : result.ToStatus().code(),
                   fmt::format("append failed: {}", result.ToStatus().message()));
   }
-}
-
-Result<bool> PgCore::ResolveLost(int pid, const std::vector<Event>& events) {
-  const auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
-  Status last = Status::Unavailable("PostgreSQL is unreachable");
-  for (auto pause = std::chrono::milliseconds(50); std::chrono::steady_clock::now() < deadline;
-       pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
-    auto conn = pool_->Acquire();
-    if (conn.ok()) {
-      pg::Params p;
-      p.Int4(pid);
-      // The old server process may still be running the append: end it and wait until it is
-      // gone, so the answer below cannot change afterwards.
-      auto gone = (*conn)->Exec(
-          "SELECT pg_terminate_backend($1, 5000) OR NOT EXISTS (SELECT 1 FROM pg_stat_activity "
-          "WHERE pid = $1)",
-          p, "ending the lost connection's server process");
-      if (gone.ok()) {
-        pg::Params ids;
-        ids.Uuid(events.front().id);  // appends are atomic: the first id tells
-        auto found = (*conn)->Exec("SELECT count(*) FROM reef_events WHERE id = $1", ids,
-                                   "looking up a lost append");
-        if (found.ok()) {
-          REEF_ASSIGN_OR_RETURN(int64_t n, found->Int(0, 0));
-          return n > 0;
-        }
-        last = found.status();
-      } else {
-        last = gone.status();
-      }
-    } else {
-      last = conn.status();
-    }
-    std::this_thread::sleep_for(pause);
-  }
-  return Status::Unavailable(fmt::format(
-      "the append's outcome is unknown: the connection to PostgreSQL broke and it could not be "
-      "reached again ({}); retrying the append unchanged (the same event ids) is safe",
-      last.message()));
-}
-
-Result<Position> PgCore::RetryOrDuplicate(const std::vector<Event>& events,
-                                          const std::vector<bool>& timestamp_given) const {
-  REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
-  std::vector<EventId> ids;
-  ids.reserve(events.size());
-  for (const Event& e : events) ids.push_back(e.id);
-  pg::Params p;
-  p.UuidArray(ids).Int8(static_cast<int64_t>(events.size()));
-  // Per stored event: its append (append_first; the transaction for events written before
-  // schema version 2, when a transaction held one append) and how many events that append
-  // holds, counted up to one more than this append's.
-  REEF_ASSIGN_OR_RETURN(
-      pg::PgResult rows,
-      conn->Exec(
-          fmt::format("SELECT {}, coalesce('a' || append_first, 'x' || xid::text), (CASE WHEN "
-                      "append_first IS NULL THEN (SELECT count(*) FROM reef_events x WHERE x.xid "
-                      "= e.xid) ELSE (SELECT count(*) FROM reef_events x WHERE x.position BETWEEN "
-                      "e.append_first AND e.append_first + $2 AND x.append_first = "
-                      "e.append_first) END)::text FROM reef_events e WHERE id = ANY($1) "
-                      "ORDER BY position",
-                      kEventColumns),
-          p, "looking up stored event ids", /*binary_rows=*/true));
-  if (rows.rows() == 0) return Status::NotFound("none of the append's ids is stored");
-  std::map<EventId, std::pair<Position, int>> stored;  // id -> (position, row)
-  EventView view;
-  for (int r = 0; r < rows.rows(); ++r) {
-    REEF_RETURN_IF_ERROR(DecodeEventRow(rows, r, view));
-    stored.emplace(view.id, std::make_pair(view.position, r));
-  }
-  // A retry: every event stored, unchanged, in this order, as the whole of one append.
-  bool retry = static_cast<size_t>(rows.rows()) == events.size();
-  std::string_view append = rows.field(0, 10);
-  for (size_t i = 0; retry && i < events.size(); ++i) {
-    auto it = stored.find(events[i].id);
-    retry = it != stored.end() && it->second.second == static_cast<int>(i) &&
-            rows.field(static_cast<int>(i), 10) == append;
-    if (retry) {
-      REEF_RETURN_IF_ERROR(DecodeEventRow(rows, static_cast<int>(i), view));
-      retry = detail::SameEvent(view, events[i], timestamp_given[i]);
-    }
-  }
-  if (retry) {
-    std::string_view whole = rows.field(0, 11);
-    retry = whole == std::to_string(events.size());
-  }
-  if (retry) return stored[events.back().id].first;
-  counters_.duplicate_ids.fetch_add(1);
-  for (size_t i = 0; i < events.size(); ++i) {
-    auto it = stored.find(events[i].id);
-    if (it != stored.end()) return detail::DuplicateIdError(i, events[i].id, it->second.first);
-  }
-  return Status::Internal("stored ids vanished");
 }
 
 }  // namespace reef::events::pg_store

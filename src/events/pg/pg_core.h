@@ -2,7 +2,9 @@
 // the store's handle and its subscriptions. Its files:
 //   pg_schema.cc        the tables, the append function, migrations (docs/operations.md)
 //   pg_store.cc         the EventStore handle, Open, Close, figures
-//   pg_append.cc        appends: the lock keys they take, grouping, COPY, errors
+//   pg_append.cc        appends: the lock keys they take, grouping, COPY
+//   pg_outcomes.cc      an append's outcome when the database left it open (lost
+//                       connection, stored id, failed condition)
 //   pg_reads.cc         reads by query and by id (SQL built per query)
 //   pg_head.cc          HeadTracker: the read barrier (the safe head) and LISTEN/NOTIFY
 //   pg_subscription.cc  subscriptions that follow the safe head
@@ -47,6 +49,10 @@ inline constexpr int64_t kBarrierKey = pg::kReefKeyNamespace | 2;    // appends 
 // Drawing a block of positions (session lock, held for two sequence calls); reef_append passes
 // p_barrier + 2.
 inline constexpr int64_t kDrawKey = kBarrierKey + 2;
+
+// The advisory lock key of a (type, tag) pair (`kind`: 'T' for a type alone, 'G' for a tag
+// alone, 'P' for both; pg_append.cc). Collisions only make unrelated appends wait.
+int64_t PairKey(std::string_view type, std::string_view tag, char kind);
 
 // The NOTIFY channel announcing that some process appended.
 inline constexpr const char* kEventsChannel = "reef_events";
@@ -141,6 +147,7 @@ struct GroupedAppend {
   const std::optional<AppendCondition>* condition = nullptr;
   std::vector<int64_t> keys;       // its lock keys, sorted (LockKeys)
   std::vector<uint8_t> exclusive;  // per key
+  uint64_t bytes = 0;              // its strings' and data's bytes
   Outcome outcome = Outcome::kWaiting;
   int64_t position = 0;
   Status status;

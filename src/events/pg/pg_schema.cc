@@ -311,20 +311,25 @@ END $$;
 -- when p_after[a] is negative, else items p_item_ends[a-1]+1 .. p_item_ends[a] of the condition
 -- arrays (as reef_append_check's). Returns one value per append: its last position, or minus
 -- the first matching position when its condition failed (that append writes nothing; the
--- others still do). Errors: a unique violation when an id is already stored (none written).
+-- others still do). The barrier key is taken before the first position is drawn.
+-- Errors (none written): a unique violation when an id is already stored; lock_not_available
+-- when a lock stays held elsewhere past p_lock_timeout_ms (the caller then sends each append
+-- alone, so that only the appends needing that lock wait for it).
 CREATE FUNCTION reef_append_group(
   p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
   p_corr text[], p_caus text[], p_idem text[], p_user text[], p_event_ends int[],
   p_keys bigint[], p_exclusive boolean[], p_barrier bigint, p_after bigint[], p_item_ends int[],
-  p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[], p_cond_tag_ends int[])
+  p_cond_types text[], p_cond_type_ends int[], p_cond_tags text[], p_cond_tag_ends int[],
+  p_lock_timeout_ms int)
 RETURNS SETOF bigint LANGUAGE plpgsql AS $$
 DECLARE
   v_from int;
   v_to int;
   v_hit bigint;
+  v_in_flight boolean := false;
 BEGIN
+  PERFORM set_config('lock_timeout', p_lock_timeout_ms || 'ms', true);  -- this transaction's
   PERFORM reef_take_locks(p_keys, p_exclusive);
-  PERFORM pg_advisory_xact_lock_shared(p_barrier);
   FOR a IN 1 .. coalesce(array_length(p_event_ends, 1), 0) LOOP
     v_hit := NULL;
     IF p_after[a] >= 0 THEN
@@ -335,6 +340,11 @@ BEGIN
     IF v_hit IS NOT NULL THEN
       RETURN NEXT -v_hit;
     ELSE
+      IF NOT v_in_flight THEN
+        -- In flight from here until commit (the read barrier).
+        PERFORM pg_advisory_xact_lock_shared(p_barrier);
+        v_in_flight := true;
+      END IF;
       v_from := coalesce(p_event_ends[a - 1], 0) + 1;
       v_to := p_event_ends[a];
       RETURN NEXT reef_write_events(reef_draw_positions(v_to - v_from + 1, p_barrier + 2),

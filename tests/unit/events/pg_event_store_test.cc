@@ -342,6 +342,7 @@ TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
   PgTestDatabase db;
   PostgresEventStoreOptions options;
   options.group_transactions = 1;
+  options.group_lock_timeout = 10s;
   auto store = Open(db, options);
   ASSERT_NE(store, nullptr);
   // Given a session holding the store-wide key (every append takes it shared), the first
@@ -396,6 +397,41 @@ TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
   auto stats = store->Stats();
   EXPECT_EQ(stats.appends, 3u);
   EXPECT_EQ(stats.conflicts, 1u);
+}
+
+TEST(PgEventStoreTest, ALockHeldElsewhereDelaysOnlyTheAppendsThatNeedIt) {
+  PgTestDatabase db;
+  PostgresEventStoreOptions options;
+  options.group_transactions = 1;  // one group at a time: a waiting group would hold up all
+  auto store = Open(db, options);
+  ASSERT_NE(store, nullptr);
+  // Given another session holding the lock of (Reserved, seat:9),
+  auto holder = Connect(db);
+  ASSERT_TRUE(holder->ExecScript("BEGIN", "begin").ok());
+  ASSERT_TRUE(holder
+                  ->Exec(fmt::format("SELECT pg_advisory_xact_lock({})",
+                                     pg_store::PairKey("Reserved", "seat:9", 'P')))
+                  .ok());
+  // an append that needs it waits, while one that does not is written meanwhile (its group
+  // gave up on the lock after 50 ms and sent its appends alone),
+  std::atomic<bool> reserved{false};
+  Result<Position> reserve = Status::Internal("not run");
+  std::thread waiting([&] {
+    reserve = store->Append(WithIds({MakeEvent("Reserved", {"seat:9"})}));
+    reserved = true;
+  });
+  std::this_thread::sleep_for(20ms);
+  auto other = store->Append(WithIds({MakeEvent("Opened", {"account:1"})}));
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_FALSE(reserved.load());
+  // and the first is written once the lock is let go.
+  ASSERT_TRUE(holder->ExecScript("COMMIT", "commit").ok());
+  waiting.join();
+  ASSERT_TRUE(reserve.ok()) << reserve.status().ToString();
+  auto read = store->Read(Query{});
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->events.size(), 2u);
+  EXPECT_EQ(read->events.back().event.type, "Reserved");
 }
 
 TEST(PgEventStoreTest, AStoreFromSchemaVersion1IsMigratedAndItsAppendsStillRetry) {
