@@ -198,8 +198,8 @@ struct PostgresEventStoreOptions {
   uint32_t group_appends = 32;
   // Transactions of grouped appends one store runs at once.
   uint32_t group_transactions = 2;
-  // How long a group waits for a lock another transaction holds before its appends are sent
-  // alone (then only those needing the lock wait for it).
+  // How long a group waits for any one of its appends' lock keys held by another transaction
+  // before its appends are sent alone (then only those needing the key wait for it); >= 1 ms.
   std::chrono::milliseconds group_lock_timeout{50};
 };
 

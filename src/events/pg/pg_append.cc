@@ -3,6 +3,7 @@
 // appends, grouping small appends into one transaction, and what the database's errors mean
 // (the open cases are decided in pg_outcomes.cc).
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
@@ -399,21 +400,29 @@ std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> grou
     // The connection broke: the group may have committed, or still may. Once its server
     // process is gone (else the outcome is unknown), each append goes again on its own: one
     // the group wrote then meets its own ids or events and is answered as a retry.
-    auto committed = ResolveLost(pid, *group.front()->events);
-    if (!committed.ok()) return all(GroupedAppend::Outcome::kFailed, committed.status());
-    if (*committed) tracker_->NoteLocalAppend();
+    auto gone = ResolveLost(pid, *group.front()->events);
+    if (!gone.ok()) return all(GroupedAppend::Outcome::kFailed, gone.status());
+    tracker_->NoteLocalAppend();  // some of the group may have committed
     return all(GroupedAppend::Outcome::kAlone, Status::Ok());
   }
   // An id already stored, a deadlock, a lock held elsewhere past the group's lock_timeout, a
   // cancelled statement: nothing was written; each append goes again on its own, where such
   // cases are told apart (and a lock is waited for by the appends that need it only).
   if (!ran->ok() || ran->rows() != static_cast<int>(group.size())) {
+    const std::string state = ran->sqlstate();
+    if (state != kUniqueViolation && state != "55P03" && state != "40P01" && state != "57014") {
+      spdlog::warn("PostgreSQL event store: a group of {} appends failed ({}); sending them alone",
+                   group.size(), ran->ok() ? "wrong number of rows" : ran->ToStatus().message());
+    }
     return all(GroupedAppend::Outcome::kAlone, Status::Ok());
   }
   for (size_t i = 0; i < group.size(); ++i) {
     auto value = ran->Int(static_cast<int>(i), 0);
     // (Committed, but unreadable: sent again, each append is answered as a retry.)
-    if (!value.ok()) return all(GroupedAppend::Outcome::kAlone, Status::Ok());
+    if (!value.ok()) {
+      tracker_->NoteLocalAppend();
+      return all(GroupedAppend::Outcome::kAlone, Status::Ok());
+    }
     outcomes[i].outcome =
         *value > 0 ? GroupedAppend::Outcome::kWritten : GroupedAppend::Outcome::kConflict;
     outcomes[i].position = *value > 0 ? *value : -*value;
@@ -477,6 +486,7 @@ Result<Position> PgCore::AppendAlone(const std::vector<Event>& events,
     }
     if (state == kUniqueViolation && attempt < 2) {
       auto decided = RetryOrDuplicate(events, timestamp_given);
+      if (decided.ok()) tracker_->NoteLocalAppend();  // perhaps written by a lost group
       if (decided.ok() || decided.status().code() != Code::kNotFound) return decided;
       continue;  // the other append rolled back: try again
     }

@@ -313,8 +313,8 @@ END $$;
 -- the first matching position when its condition failed (that append writes nothing; the
 -- others still do). The barrier key is taken before the first position is drawn.
 -- Errors (none written): a unique violation when an id is already stored; lock_not_available
--- when a lock stays held elsewhere past p_lock_timeout_ms (the caller then sends each append
--- alone, so that only the appends needing that lock wait for it).
+-- when one of the appends' keys stays held elsewhere past p_lock_timeout_ms (the caller then
+-- sends each append alone, so that only the appends needing that key wait for it).
 CREATE FUNCTION reef_append_group(
   p_ids uuid[], p_types text[], p_tags text[], p_tag_ends int[], p_data bytea[], p_ts bigint[],
   p_corr text[], p_caus text[], p_idem text[], p_user text[], p_event_ends int[],
@@ -327,9 +327,13 @@ DECLARE
   v_to int;
   v_hit bigint;
   v_in_flight boolean := false;
+  v_lock_timeout text := current_setting('lock_timeout');
 BEGIN
-  PERFORM set_config('lock_timeout', p_lock_timeout_ms || 'ms', true);  -- this transaction's
+  -- The short timeout covers the appends' keys only (not the barrier, the draw lock or an id
+  -- another transaction is inserting); set_config(..., true) ends with the transaction anyway.
+  PERFORM set_config('lock_timeout', p_lock_timeout_ms || 'ms', true);
   PERFORM reef_take_locks(p_keys, p_exclusive);
+  PERFORM set_config('lock_timeout', v_lock_timeout, true);
   FOR a IN 1 .. coalesce(array_length(p_event_ends, 1), 0) LOOP
     v_hit := NULL;
     IF p_after[a] >= 0 THEN

@@ -25,6 +25,9 @@ Status PgCore::Open() {
     return Status::InvalidArgument(
         "pool_size, read_page_events, group_appends and group_transactions must be at least 1");
   }
+  if (options_.group_lock_timeout < std::chrono::milliseconds(1)) {
+    return Status::InvalidArgument("group_lock_timeout must be at least 1 ms");
+  }
   {
     REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
     REEF_RETURN_IF_ERROR(MigrateEventSchema(*conn));

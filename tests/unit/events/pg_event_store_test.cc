@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <set>
 #include <thread>
@@ -338,6 +339,22 @@ int64_t TransactionsOf(const PgTestDatabase& db, const std::vector<Position>& po
   return n.ok() ? *n->Int(0, 0) : -1;
 }
 
+// Waits (up to 10 s) until a statement starting with `sql` waits for a lock in `db`.
+bool WaitForLockWaiter(const PgTestDatabase& db, const std::string& sql) {
+  auto conn = Connect(db);
+  pg::Params p;
+  p.Text(sql + "%");
+  for (int i = 0; i < 1000; ++i) {
+    auto n = conn->Exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
+        "wait_event_type = 'Lock' AND query LIKE $1",
+        p);
+    if (n.ok() && *n->Int(0, 0) > 0) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
 TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
   PgTestDatabase db;
   PostgresEventStoreOptions options;
@@ -360,7 +377,7 @@ TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
   Result<Position> first_at = Status::Internal("not run"), one_at = first_at, two_at = first_at,
                    pair_at = first_at;
   std::thread t0([&] { first_at = store->Append(first); });
-  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_group"));
   std::thread t1([&] { one_at = store->Append(one, FailIf(seat1, 0)); });
   std::thread t2([&] { two_at = store->Append(two, FailIf(seat1, 0)); });
   std::thread t3(
@@ -402,7 +419,8 @@ TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
 TEST(PgEventStoreTest, ALockHeldElsewhereDelaysOnlyTheAppendsThatNeedIt) {
   PgTestDatabase db;
   PostgresEventStoreOptions options;
-  options.group_transactions = 1;  // one group at a time: a waiting group would hold up all
+  options.group_transactions = 1;   // one group at a time: a waiting group would hold up all
+  options.group_lock_timeout = 1s;  // long enough to be seen waiting
   auto store = Open(db, options);
   ASSERT_NE(store, nullptr);
   // Given another session holding the lock of (Reserved, seat:9),
@@ -412,21 +430,27 @@ TEST(PgEventStoreTest, ALockHeldElsewhereDelaysOnlyTheAppendsThatNeedIt) {
                   ->Exec(fmt::format("SELECT pg_advisory_xact_lock({})",
                                      pg_store::PairKey("Reserved", "seat:9", 'P')))
                   .ok());
-  // an append that needs it waits, while one that does not is written meanwhile (its group
-  // gave up on the lock after 50 ms and sent its appends alone),
+  // an append that needs it waits: first in a group, then (after 1 s) alone,
   std::atomic<bool> reserved{false};
   Result<Position> reserve = Status::Internal("not run");
   std::thread waiting([&] {
     reserve = store->Append(WithIds({MakeEvent("Reserved", {"seat:9"})}));
     reserved = true;
   });
-  std::this_thread::sleep_for(20ms);
-  auto other = store->Append(WithIds({MakeEvent("Opened", {"account:1"})}));
-  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_group"));
+  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append("));
+  // while one that does not is written meanwhile (the group slot is free again).
+  auto other = std::async(std::launch::async, [&] {
+    return store->Append(WithIds({MakeEvent("Opened", {"account:1"})}));
+  });
+  const bool in_time = other.wait_for(10s) == std::future_status::ready;
+  EXPECT_TRUE(in_time) << "an unrelated append waited for the held lock";
   EXPECT_FALSE(reserved.load());
-  // and the first is written once the lock is let go.
+  // And the first is written once the lock is let go.
   ASSERT_TRUE(holder->ExecScript("COMMIT", "commit").ok());
   waiting.join();
+  auto other_at = other.get();
+  ASSERT_TRUE(other_at.ok()) << other_at.status().ToString();
   ASSERT_TRUE(reserve.ok()) << reserve.status().ToString();
   auto read = store->Read(Query{});
   ASSERT_TRUE(read.ok());
