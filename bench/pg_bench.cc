@@ -2,6 +2,7 @@
 // with PostgreSQL's durable defaults (scripts/pg_cluster.sh; fsync on). scripts/bench.sh
 // prints its table (docs/benchmarks.md "PostgreSQL"). Cases, each for --millis:
 //   insert       anchor: plain single-row INSERTs of the same rows, autocommit, 1 and 10 writers
+//                (in 4 rounds alternating with cond and cond_alone, --millis x 2 in all)
 //   copy         anchor: COPY of 100 and 1000 of the same rows per transaction, 1 writer
 //   cond         Reef: conditional appends of one event, 1 and 10 writers (each append's
 //                condition on its own tag, read once: no conflicts)
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -131,6 +133,53 @@ void RunWriters(std::string_view name, int writers, std::chrono::milliseconds mi
   Print(name, extra, total.load(), seconds, std::move(samples.us));
 }
 
+// One side of an interleaved comparison: its name and what one call writes (returns how many
+// events; `i` counts each writer's calls across rounds).
+struct Side {
+  std::string name;
+  std::function<uint64_t(int writer, int64_t i)> one;
+  uint64_t count = 0;
+  double seconds = 0;
+  std::vector<double> us;
+};
+
+// Runs the sides in turn, `writers` threads each, in `rounds` rounds of `millis` / rounds, so
+// that a machine whose speed drifts during the run (other load, a noisy neighbour) moves every
+// side alike; then prints each side's line.
+void RunRounds(std::vector<Side*> sides, int writers, std::chrono::milliseconds millis, int rounds,
+               const std::string& extra) {
+  std::vector<std::vector<int64_t>> next(sides.size(), std::vector<int64_t>(writers, 0));
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t k = 0; k < sides.size(); ++k) {
+      Side& side = *sides[k];
+      std::atomic<uint64_t> total{0};
+      Samples samples;
+      std::vector<std::thread> threads;
+      const auto start = Clock::now();
+      const auto end = start + millis / rounds;
+      for (int w = 0; w < writers; ++w) {
+        threads.emplace_back([&, w] {
+          std::vector<double> local;
+          uint64_t n = 0;
+          int64_t& i = next[k][static_cast<size_t>(w)];
+          for (; Clock::now() < end; ++i) {
+            const auto t0 = Clock::now();
+            n += side.one(w, i);
+            local.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+          }
+          total += n;
+          samples.Add(local);
+        });
+      }
+      for (auto& t : threads) t.join();
+      side.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+      side.count += total.load();
+      side.us.insert(side.us.end(), samples.us.begin(), samples.us.end());
+    }
+  }
+  for (Side* side : sides) Print(side->name, extra, side->count, side->seconds, side->us);
+}
+
 constexpr const char* kAnchorTable = R"sql(
 CREATE TABLE anchor_events (
   position bigserial PRIMARY KEY, id uuid NOT NULL UNIQUE, type text NOT NULL,
@@ -138,28 +187,10 @@ CREATE TABLE anchor_events (
   correlation_id text NOT NULL, causation_id text NOT NULL, idempotency_key text NOT NULL,
   user_metadata text NOT NULL))sql";
 
-void Anchors(std::chrono::milliseconds millis) {
-  const std::string db = FreshDatabase("reef_bench_anchor");
+// COPY of as many rows per transaction as the batches below append.
+void CopyAnchors(std::chrono::milliseconds millis) {
+  const std::string db = FreshDatabase("reef_bench_anchor_copy");
   Check(Connect(db)->ExecScript(kAnchorTable, "anchor table"), "anchor table");
-  for (int writers : {1, 10}) {
-    RunWriters(
-        "insert", writers, millis, fmt::format("writers={} events_per_append=1", writers),
-        [&](int) { return Connect(db); },
-        [](std::unique_ptr<pg::Connection>& conn, int w, int64_t i) -> uint64_t {
-          const events::EventId id = Check(events::NewEventId(), "id");
-          std::string data = Data(w, i);
-          std::string tag = fmt::format("account:acct-{}-{}", w, i);
-          std::vector<std::string_view> tags = {tag};
-          pg::Params p;
-          p.Uuid(id).Text("MoneyDeposited").TextArray(tags).Bytea(data).Int8(i);
-          Check(conn->Exec("INSERT INTO anchor_events (id, type, tags, data, timestamp_ms, "
-                           "correlation_id, causation_id, idempotency_key, user_metadata) "
-                           "VALUES ($1, $2, $3, $4, $5, '', '', '', '')",
-                           p, "insert"),
-                "insert");
-          return 1;
-        });
-  }
   for (int batch : {100, 1000}) {
     RunWriters(
         "copy", 1, millis, fmt::format("writers=1 events_per_append={}", batch),
@@ -206,34 +237,56 @@ events::Event MakeEvent(int w, int64_t i) {
   return e;
 }
 
-void ReefStore(std::chrono::milliseconds millis) {
-  const std::string db = FreshDatabase("reef_bench_store");
-  auto store = OpenStore(db);
-  const events::Position after = store->Head();
-  for (int writers : {1, 10}) {
-    RunWriters(
-        "cond", writers, millis, fmt::format("writers={} events_per_append=1", writers),
-        [](int) { return 0; },
-        [&](int, int w, int64_t i) -> uint64_t {
-          events::Event e = MakeEvent(w + 100 * writers, i);
-          events::Query q{{events::QueryItem{{e.type}, {e.tags[0]}}}};
-          Check(store->Append({e}, events::AppendCondition{q, after}), "append");
-          return 1;
-        });
-  }
-  // The same 10 writers with grouping off: each append a transaction of its own.
+// Conditional appends against plain INSERTs of the same rows, 1 and 10 writers, in
+// interleaved rounds.
+void Conditional(std::chrono::milliseconds millis) {
+  const std::string anchor_db = FreshDatabase("reef_bench_anchor");
+  Check(Connect(anchor_db)->ExecScript(kAnchorTable, "anchor table"), "anchor table");
+  std::vector<std::unique_ptr<pg::Connection>> conns;
+  for (int w = 0; w < 10; ++w) conns.push_back(Connect(anchor_db));
+  auto store = OpenStore(FreshDatabase("reef_bench_store"));
   events::PostgresEventStoreOptions alone_options = g_store_options;
   alone_options.group_appends = 1;
-  auto alone = OpenStore(FreshDatabase("reef_bench_alone"), alone_options);
-  RunWriters(
-      "cond_alone", 10, millis, "writers=10 events_per_append=1", [](int) { return 0; },
-      [&](int, int w, int64_t i) -> uint64_t {
-        events::Event e = MakeEvent(w + 5000, i);
-        events::Query q{{events::QueryItem{{e.type}, {e.tags[0]}}}};
-        Check(alone->Append({e}, events::AppendCondition{q, after}), "append");
-        return 1;
-      });
-  alone.reset();
+  auto alone_store = OpenStore(FreshDatabase("reef_bench_alone"), alone_options);
+  const events::Position after = store->Head();
+  for (int writers : {1, 10}) {
+    Side insert{"insert", [&](int w, int64_t i) -> uint64_t {
+                  const events::EventId id = Check(events::NewEventId(), "id");
+                  std::string data = Data(w, i);
+                  std::string tag = fmt::format("account:acct-{}-{}", w, i);
+                  std::vector<std::string_view> tags = {tag};
+                  pg::Params p;
+                  p.Uuid(id).Text("MoneyDeposited").TextArray(tags).Bytea(data).Int8(i);
+                  Check(conns[static_cast<size_t>(w)]->Exec(
+                            "INSERT INTO anchor_events (id, type, tags, data, timestamp_ms, "
+                            "correlation_id, causation_id, idempotency_key, user_metadata) "
+                            "VALUES ($1, $2, $3, $4, $5, '', '', '', '')",
+                            p, "insert"),
+                        "insert");
+                  return 1;
+                }};
+    Side cond{"cond", [&, writers](int w, int64_t i) -> uint64_t {
+                events::Event e = MakeEvent(w + 100 * writers, i);
+                events::Query q{{events::QueryItem{{e.type}, {e.tags[0]}}}};
+                Check(store->Append({e}, events::AppendCondition{q, after}), "append");
+                return 1;
+              }};
+    // With 10 writers also the same appends with grouping off: each its own transaction.
+    Side alone{"cond_alone", [&](int w, int64_t i) -> uint64_t {
+                 events::Event e = MakeEvent(w + 5000, i);
+                 events::Query q{{events::QueryItem{{e.type}, {e.tags[0]}}}};
+                 Check(alone_store->Append({e}, events::AppendCondition{q, after}), "append");
+                 return 1;
+               }};
+    std::vector<Side*> sides = {&insert, &cond};
+    if (writers == 10) sides.push_back(&alone);
+    RunRounds(sides, writers, millis, 4, fmt::format("writers={} events_per_append=1", writers));
+  }
+}
+
+// Appends of 100 and 1000 events (the second through COPY), 1 writer.
+void ReefStore(std::chrono::milliseconds millis) {
+  auto store = OpenStore(FreshDatabase("reef_bench_batches"));
   for (int size : {100, 1000}) {
     RunWriters(
         "batch", 1, millis, fmt::format("writers=1 events_per_append={}", size),
@@ -386,7 +439,8 @@ int main(int argc, char** argv) {
   g_cluster = StartCluster(state);
   const auto duration = std::chrono::milliseconds(millis);
   if (store) {
-    Anchors(duration);
+    Conditional(2 * duration);
+    CopyAnchors(duration);
     ReefStore(duration);
     Lag(duration);
   }
