@@ -31,13 +31,32 @@ namespace {
 // of its tags suffices: a matching event carries them all). A condition on every event, or more
 // keys than `max_keys`, takes the store-wide key exclusively instead, which every append holds
 // shared.
+// Lock keys wanted, each exclusive if any wanter wants it so; ascending (std::map): the one
+// global order every append and group takes them in.
+class KeySet {
+ public:
+  void Want(int64_t key, bool exclusive) {
+    auto [it, inserted] = wanted_.emplace(key, exclusive);
+    if (!inserted) it->second = it->second || exclusive;
+  }
+  size_t size() const { return wanted_.size(); }
+  // The keys in order and, per key, whether exclusive.
+  void Split(std::vector<int64_t>& keys, std::vector<uint8_t>& exclusive) const {
+    keys.clear();
+    exclusive.clear();
+    for (const auto& [key, excl] : wanted_) {
+      keys.push_back(key);
+      exclusive.push_back(excl);
+    }
+  }
+
+ private:
+  std::map<int64_t, bool> wanted_;  // key -> exclusive
+};
+
 void LockKeys(const std::vector<Event>& events, const std::optional<AppendCondition>& condition,
               uint32_t max_keys, std::vector<int64_t>& keys, std::vector<uint8_t>& exclusive) {
-  std::map<int64_t, bool> wanted;  // key -> exclusive
-  auto want = [&wanted](int64_t key, bool excl) {
-    auto [it, inserted] = wanted.emplace(key, excl);
-    if (!inserted) it->second = it->second || excl;
-  };
+  KeySet wanted;
   bool store_wide = false;
   if (condition) {
     const Query& q = condition->fail_if_events_match;
@@ -46,32 +65,27 @@ void LockKeys(const std::vector<Event>& events, const std::optional<AppendCondit
       std::string_view tag = item.tags.empty() ? std::string_view() : item.tags.front();
       char kind = item.tags.empty() ? 'T' : (item.types.empty() ? 'G' : 'P');
       if (item.types.empty()) {
-        want(PairKey({}, tag, kind), true);
+        wanted.Want(PairKey({}, tag, kind), true);
       } else {
-        for (const std::string& type : item.types) want(PairKey(type, tag, kind), true);
+        for (const std::string& type : item.types) wanted.Want(PairKey(type, tag, kind), true);
       }
     }
   }
   for (const Event& event : events) {
     if (store_wide || wanted.size() > max_keys) break;
-    want(PairKey(event.type, {}, 'T'), false);
+    wanted.Want(PairKey(event.type, {}, 'T'), false);
     for (const std::string& tag : event.tags) {
-      want(PairKey({}, tag, 'G'), false);
-      want(PairKey(event.type, tag, 'P'), false);
+      wanted.Want(PairKey({}, tag, 'G'), false);
+      wanted.Want(PairKey(event.type, tag, 'P'), false);
     }
   }
-  keys.clear();
-  exclusive.clear();
   if (store_wide || wanted.size() > max_keys) {
-    keys.push_back(kStoreLockKey);
-    exclusive.push_back(true);
+    keys.assign(1, kStoreLockKey);
+    exclusive.assign(1, true);
     return;
   }
-  wanted.emplace(kStoreLockKey, false);
-  for (const auto& [key, excl] : wanted) {  // std::map: ascending, one global order
-    keys.push_back(key);
-    exclusive.push_back(excl);
-  }
+  wanted.Want(kStoreLockKey, false);
+  wanted.Split(keys, exclusive);
 }
 
 // PostgreSQL's text holds no NUL character; the embedded store's strings may.
@@ -208,7 +222,7 @@ pg::Params GroupParams(std::span<GroupedAppend* const> group,
   ConditionArrays items;
   std::vector<int32_t> event_ends, item_ends;
   std::vector<int64_t> afters;
-  std::map<int64_t, bool> keys;  // key -> exclusive; ascending: one global order
+  KeySet keys;
   for (const GroupedAppend* member : group) {
     events.Add(*member->events);
     event_ends.push_back(static_cast<int32_t>(events.ids.size()));
@@ -216,16 +230,12 @@ pg::Params GroupParams(std::span<GroupedAppend* const> group,
     items.Add(*member->condition);
     item_ends.push_back(static_cast<int32_t>(items.type_ends.size()));
     for (size_t k = 0; k < member->keys.size(); ++k) {
-      auto [it, inserted] = keys.emplace(member->keys[k], member->exclusive[k] != 0);
-      if (!inserted) it->second = it->second || member->exclusive[k] != 0;
+      keys.Want(member->keys[k], member->exclusive[k] != 0);
     }
   }
   std::vector<int64_t> key_list;
   std::vector<uint8_t> exclusive;
-  for (const auto& [key, excl] : keys) {
-    key_list.push_back(key);
-    exclusive.push_back(excl);
-  }
+  keys.Split(key_list, exclusive);
   pg::Params p;
   events.AddTo(p);
   p.Int4Array(event_ends).Int8Array(key_list).BoolArray(exclusive).Int8(kBarrierKey);
@@ -301,19 +311,14 @@ Result<Position> PgCore::Append(std::vector<Event> events,
   GroupedAppend me;
   me.events = &events;
   me.condition = &condition;
-  for (const Event& e : events) {
-    me.bytes += e.type.size() + e.data.size() + e.metadata.correlation_id.size() +
-                e.metadata.causation_id.size() + e.metadata.idempotency_key.size() +
-                e.metadata.user.size();
-    for (const std::string& tag : e.tags) me.bytes += tag.size();
-  }
+  for (const Event& e : events) me.bytes += StoredBytes(e);
   LockKeys(events, condition, options_.max_lock_keys, me.keys, me.exclusive);
   {
     // Whoever finds a transaction slot free runs the appends waiting (in order, itself among
     // them or not) as one group; the rest wait for their outcome.
     MutexLock lock(group_mu_);
     group_queue_.push_back(&me);
-    while (me.outcome == GroupedAppend::Outcome::kWaiting) {
+    while (me.outcome.kind == GroupedAppend::Kind::kWaiting) {
       if (groups_running_ >= options_.group_transactions || group_queue_.empty()) {
         group_cv_.Wait(group_mu_);
         continue;
@@ -321,30 +326,30 @@ Result<Position> PgCore::Append(std::vector<Event> events,
       std::vector<GroupedAppend*> group = TakeGroup();
       ++groups_running_;
       lock.Unlock();
-      std::vector<GroupedAppend> outcomes = RunGroup(group);
+      std::vector<GroupedAppend::Outcome> outcomes = RunGroup(group);
       lock.Lock();
       --groups_running_;
-      for (size_t i = 0; i < group.size(); ++i) {
-        group[i]->outcome = outcomes[i].outcome;
-        group[i]->position = outcomes[i].position;
-        group[i]->status = outcomes[i].status;
-      }
+      for (size_t i = 0; i < group.size(); ++i) group[i]->outcome = std::move(outcomes[i]);
       group_cv_.NotifyAll();
     }
   }
-  switch (me.outcome) {
-    case GroupedAppend::Outcome::kWritten:
-      counters_.appends.fetch_add(1);
-      counters_.events_written.fetch_add(events.size());
-      tracker_->NoteLocalAppend();
-      return static_cast<Position>(me.position);
-    case GroupedAppend::Outcome::kConflict:
-      return Conflicted(std::to_string(me.position), events, condition, timestamp_given);
-    case GroupedAppend::Outcome::kFailed:
-      return me.status;
+  switch (me.outcome.kind) {
+    case GroupedAppend::Kind::kWritten:
+      return Written(events, me.outcome.position);
+    case GroupedAppend::Kind::kConflict:
+      return Conflicted(std::to_string(me.outcome.position), events, condition, timestamp_given);
+    case GroupedAppend::Kind::kFailed:
+      return me.outcome.status;
     default:
       return AppendAlone(events, condition, timestamp_given);
   }
+}
+
+Position PgCore::Written(const std::vector<Event>& events, int64_t last) {
+  counters_.appends.fetch_add(1);
+  counters_.events_written.fetch_add(events.size());
+  tracker_->NoteLocalAppend();
+  return static_cast<Position>(last);
 }
 
 std::vector<GroupedAppend*> PgCore::TakeGroup() {
@@ -370,13 +375,10 @@ std::vector<GroupedAppend*> PgCore::TakeGroup() {
   return group;
 }
 
-std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> group) {
-  std::vector<GroupedAppend> outcomes(group.size());
-  auto all = [&](GroupedAppend::Outcome outcome, const Status& status) {
-    for (GroupedAppend& o : outcomes) {
-      o.outcome = outcome;
-      o.status = status;
-    }
+std::vector<GroupedAppend::Outcome> PgCore::RunGroup(std::span<GroupedAppend* const> group) {
+  std::vector<GroupedAppend::Outcome> outcomes(group.size());
+  auto all = [&](GroupedAppend::Kind kind, const Status& status) {
+    for (GroupedAppend::Outcome& o : outcomes) o = {kind, 0, status};
     return outcomes;
   };
   const pg::Params params = GroupParams(group, options_.group_lock_timeout);
@@ -384,7 +386,7 @@ std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> grou
   Result<pg::PgResult> ran = Status::Internal("not run");
   {
     auto conn = pool_->Acquire();
-    if (!conn.ok()) return all(GroupedAppend::Outcome::kFailed, conn.status());
+    if (!conn.ok()) return all(GroupedAppend::Kind::kFailed, conn.status());
     pid = (*conn)->backend_pid();
     ran = (*conn)->Run(
         "SELECT reef_append_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
@@ -401,9 +403,9 @@ std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> grou
     // process is gone (else the outcome is unknown), each append goes again on its own: one
     // the group wrote then meets its own ids or events and is answered as a retry.
     auto gone = ResolveLost(pid, *group.front()->events);
-    if (!gone.ok()) return all(GroupedAppend::Outcome::kFailed, gone.status());
+    if (!gone.ok()) return all(GroupedAppend::Kind::kFailed, gone.status());
     tracker_->NoteLocalAppend();  // some of the group may have committed
-    return all(GroupedAppend::Outcome::kAlone, Status::Ok());
+    return all(GroupedAppend::Kind::kAlone, Status::Ok());
   }
   // An id already stored, a deadlock, a lock held elsewhere past the group's lock_timeout, a
   // cancelled statement: nothing was written; each append goes again on its own, where such
@@ -414,17 +416,16 @@ std::vector<GroupedAppend> PgCore::RunGroup(std::span<GroupedAppend* const> grou
       spdlog::warn("PostgreSQL event store: a group of {} appends failed ({}); sending them alone",
                    group.size(), ran->ok() ? "wrong number of rows" : ran->ToStatus().message());
     }
-    return all(GroupedAppend::Outcome::kAlone, Status::Ok());
+    return all(GroupedAppend::Kind::kAlone, Status::Ok());
   }
   for (size_t i = 0; i < group.size(); ++i) {
     auto value = ran->Int(static_cast<int>(i), 0);
     // (Committed, but unreadable: sent again, each append is answered as a retry.)
     if (!value.ok()) {
       tracker_->NoteLocalAppend();
-      return all(GroupedAppend::Outcome::kAlone, Status::Ok());
+      return all(GroupedAppend::Kind::kAlone, Status::Ok());
     }
-    outcomes[i].outcome =
-        *value > 0 ? GroupedAppend::Outcome::kWritten : GroupedAppend::Outcome::kConflict;
+    outcomes[i].kind = *value > 0 ? GroupedAppend::Kind::kWritten : GroupedAppend::Kind::kConflict;
     outcomes[i].position = *value > 0 ? *value : -*value;
   }
   return outcomes;
@@ -475,10 +476,7 @@ Result<Position> PgCore::AppendAlone(const std::vector<Event>& events,
     const pg::PgResult& result = *ran;
     if (result.ok()) {
       REEF_ASSIGN_OR_RETURN(int64_t last, result.Int(0, 0));
-      counters_.appends.fetch_add(1);
-      counters_.events_written.fetch_add(events.size());
-      tracker_->NoteLocalAppend();
-      return static_cast<Position>(last);
+      return Written(events, last);
     }
     const std::string state = result.sqlstate();
     if (state == kConflictState) {

@@ -136,21 +136,24 @@ struct PgCounters {
 // A small append waiting to be written with others in one transaction (group commit;
 // pg_append.cc). The thread that runs the group fills in the outcome under PgCore's group lock.
 struct GroupedAppend {
-  enum class Outcome {
+  enum class Kind {
     kWaiting,   // not yet run
     kWritten,   // position: its last position
     kConflict,  // its condition failed; position: the first matching event
     kAlone,     // the group wrote nothing or may have (connection lost): append on its own
     kFailed,    // status: the database could not be reached (the outcome unknown)
   };
+  struct Outcome {
+    Kind kind = Kind::kWaiting;
+    int64_t position = 0;
+    Status status;
+  };
   const std::vector<Event>* events = nullptr;
   const std::optional<AppendCondition>* condition = nullptr;
   std::vector<int64_t> keys;       // its lock keys, sorted (LockKeys)
   std::vector<uint8_t> exclusive;  // per key
-  uint64_t bytes = 0;              // its strings' and data's bytes
-  Outcome outcome = Outcome::kWaiting;
-  int64_t position = 0;
-  Status status;
+  uint64_t bytes = 0;              // its bytes as stored (StoredBytes)
+  Outcome outcome;
 };
 
 class PgCore : public std::enable_shared_from_this<PgCore> {
@@ -194,11 +197,13 @@ class PgCore : public std::enable_shared_from_this<PgCore> {
   Result<Position> Conflicted(const std::string& matching, const std::vector<Event>& events,
                               const std::optional<AppendCondition>& condition,
                               const std::vector<bool>& timestamp_given);
+  // Counts an append this process wrote (last position `last`) and tells the head tracker.
+  Position Written(const std::vector<Event>& events, int64_t last);
   // The next group from the front of the queue (at least one append).
   std::vector<GroupedAppend*> TakeGroup() REQUIRES(group_mu_);
   // Writes `group` in one call of reef_append_group; returns each member's outcome (without
   // touching the members, which other threads read under group_mu_).
-  std::vector<GroupedAppend> RunGroup(std::span<GroupedAppend* const> group);
+  std::vector<GroupedAppend::Outcome> RunGroup(std::span<GroupedAppend* const> group);
   // After the connection running an append (server process `pid`) broke: ends that process,
   // then reports whether the append committed. Errors: Unavailable when PostgreSQL stays
   // unreachable for acquire_timeout.
