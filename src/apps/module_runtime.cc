@@ -139,11 +139,8 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
     if (!first) ++it->second;
     spec.restarts = it->second;
   }
-  RunnerFacts facts{spec.version, spec.env, 0};
-  if (kind == ModuleKind::kEffect && store->shared()) {
-    REEF_ASSIGN_OR_RETURN(auto shared, store->LoadWatermark(name));
-    facts.epoch = shared.epoch;
-  }
+  REEF_ASSIGN_OR_RETURN(int64_t epoch, WatermarkEpoch(kind, name));
+  RunnerFacts facts{spec.version, spec.env, epoch};
   runner = kind == ModuleKind::kProjector ? MakeProjectorRunner(std::move(spec))
                                           : MakeEffectRunner(std::move(spec));
   runner->Start();
@@ -151,6 +148,12 @@ Status ModuleRuntime::Impl::StartRunner(ModuleKind kind, const std::string& name
   runners[key] = std::move(runner);
   runner_facts[key] = std::move(facts);
   return Status::Ok();
+}
+
+Result<int64_t> ModuleRuntime::Impl::WatermarkEpoch(ModuleKind kind, const std::string& name) {
+  if (kind != ModuleKind::kEffect || !store->shared()) return int64_t{0};
+  REEF_ASSIGN_OR_RETURN(auto shared, store->LoadWatermark(name));
+  return shared.epoch;
 }
 
 Status ModuleRuntime::Impl::SyncModule(ModuleKind kind, const std::string& name) {
@@ -165,11 +168,7 @@ Status ModuleRuntime::Impl::SyncModule(ModuleKind kind, const std::string& name)
     return Status::Ok();
   }
   REEF_ASSIGN_OR_RETURN(auto env, store->Env(kind, name));
-  int64_t epoch = 0;  // a replay elsewhere changes it
-  if (kind == ModuleKind::kEffect && store->shared()) {
-    REEF_ASSIGN_OR_RETURN(auto shared, store->LoadWatermark(name));
-    epoch = shared.epoch;
-  }
+  REEF_ASSIGN_OR_RETURN(int64_t epoch, WatermarkEpoch(kind, name));  // a replay elsewhere
   {
     MutexLock lock(mu);
     auto runner = runners.find(key);

@@ -50,6 +50,13 @@ bool IsConnectionState(std::string_view state) {
   return state.starts_with("08") || state == "57P01" || state == "57P02" || state == "57P03";
 }
 
+// Replaces every occurrence of `secret` in `text` with "***".
+void Scrub(std::string& text, std::string_view secret) {
+  for (size_t at; !secret.empty() && (at = text.find(secret)) != std::string::npos;) {
+    text.replace(at, secret.size(), "***");
+  }
+}
+
 }  // namespace
 
 // ---- Params -------------------------------------------------------------------------------------
@@ -271,10 +278,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ConnectOptions& optio
     // libpq may quote parts of the connection string back (a malformed URI): never the password.
     if (PQconninfoOption* parsed = PQconninfoParse(options.conninfo.c_str(), nullptr)) {
       for (PQconninfoOption* o = parsed; o->keyword != nullptr; ++o) {
-        if (std::string_view(o->keyword) != "password" || o->val == nullptr || !*o->val) continue;
-        for (size_t at; (at = why.find(o->val)) != std::string::npos;) {
-          why.replace(at, std::strlen(o->val), "***");
-        }
+        if (std::string_view(o->keyword) == "password" && o->val != nullptr) Scrub(why, o->val);
       }
       PQconninfoFree(parsed);
     }
@@ -283,10 +287,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const ConnectOptions& optio
       size_t at = options.conninfo.find('@', colon);
       size_t pw = options.conninfo.find(':', colon + 3);
       if (at != std::string::npos && pw != std::string::npos && pw < at) {
-        std::string secret = options.conninfo.substr(pw + 1, at - pw - 1);
-        for (size_t i; !secret.empty() && (i = why.find(secret)) != std::string::npos;) {
-          why.replace(i, secret.size(), "***");
-        }
+        Scrub(why, std::string_view(options.conninfo).substr(pw + 1, at - pw - 1));
       }
     }
     return Status::Unavailable(fmt::format("cannot connect to PostgreSQL: {}", why));

@@ -164,6 +164,9 @@ struct ModuleRuntime::Impl {
   // Starts, replaces or stops the runner of (kind, name) to match the store; a command's facts
   // are forgotten. Nothing happens when the runner already runs the active version and env.
   Status SyncModule(store::ModuleKind kind, const std::string& name) REQUIRES(lifecycle_mu);
+  // The epoch of an effect's shared watermark (a replay through any node starts a new one);
+  // 0 for projectors and on a store no other process shares.
+  Result<int64_t> WatermarkEpoch(store::ModuleKind kind, const std::string& name);
   // What each runner was started with (SyncModule compares).
   struct RunnerFacts {
     std::string version;

@@ -128,6 +128,17 @@ std::optional<Query> Matchable(const Query& query) {
   return out;
 }
 
+// One page of events (`sql` from PageSql) on `conn`. When the connection broke (a restart, a
+// terminated session), the page is read again once on another connection from `pool`, which
+// then replaces `conn`: reads change nothing.
+Result<pg::PgResult> ReadPage(pg::Pool& pool, pg::Pool::Lease& conn, const std::string& sql,
+                              const pg::Params& params) {
+  auto rows = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
+  if (rows.ok() || rows.status().code() != Code::kUnavailable || conn->healthy()) return rows;
+  REEF_ASSIGN_OR_RETURN(conn, pool.Acquire());
+  return conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
+}
+
 }  // namespace
 
 Status DecodeEventRow(const pg::PgResult& result, int row, EventView& view) {
@@ -172,14 +183,7 @@ Result<Position> PgCore::ReadEach(const Query& query, const ReadOptions& options
     pg::Params params;
     params.Int8(ClampPosition(lo)).Int8(ClampPosition(hi)).Int8(static_cast<int64_t>(page));
     sql = PageSql(*matchable, options.backwards, params);
-    auto page_rows = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
-    if (!page_rows.ok() && page_rows.status().code() == Code::kUnavailable && !conn->healthy()) {
-      // The connection broke (a restart, a terminated session): reads change nothing, so read
-      // the page again on another connection, once.
-      REEF_ASSIGN_OR_RETURN(conn, pool_->Acquire());
-      page_rows = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
-    }
-    REEF_ASSIGN_OR_RETURN(pg::PgResult rows, std::move(page_rows));
+    REEF_ASSIGN_OR_RETURN(pg::PgResult rows, ReadPage(*pool_, conn, sql, params));
     for (int r = 0; r < rows.rows(); ++r) {
       REEF_RETURN_IF_ERROR(DecodeEventRow(rows, r, view));
       last_visited = view.position;
@@ -207,12 +211,7 @@ Result<std::vector<SequencedEvent>> PgCore::ReadRange(const Query& query, Positi
   pg::Params params;
   params.Int8(ClampPosition(after + 1)).Int8(ClampPosition(up_to)).Int8(limit);
   std::string sql = PageSql(*matchable, /*backwards=*/false, params);
-  auto read = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
-  if (!read.ok() && read.status().code() == Code::kUnavailable && !conn->healthy()) {
-    REEF_ASSIGN_OR_RETURN(conn, pool_->Acquire());  // once more on another connection
-    read = conn->Exec(sql, params, "reading events", /*binary_rows=*/true);
-  }
-  REEF_ASSIGN_OR_RETURN(pg::PgResult rows, std::move(read));
+  REEF_ASSIGN_OR_RETURN(pg::PgResult rows, ReadPage(*pool_, conn, sql, params));
   EventView view;
   out.reserve(static_cast<size_t>(rows.rows()));
   for (int r = 0; r < rows.rows(); ++r) {
