@@ -257,12 +257,15 @@ void Conditional(std::chrono::milliseconds millis) {
                   std::vector<std::string_view> tags = {tag};
                   pg::Params p;
                   p.Uuid(id).Text("MoneyDeposited").TextArray(tags).Bytea(data).Int8(i);
-                  Check(conns[static_cast<size_t>(w)]->Exec(
-                            "INSERT INTO anchor_events (id, type, tags, data, timestamp_ms, "
-                            "correlation_id, causation_id, idempotency_key, user_metadata) "
-                            "VALUES ($1, $2, $3, $4, $5, '', '', '', '')",
-                            p, "insert"),
-                        "insert");
+                  // Prepared, as the store's own statements are.
+                  pg::PgResult inserted =
+                      Check(conns[static_cast<size_t>(w)]->RunPrepared(
+                                "INSERT INTO anchor_events (id, type, tags, data, timestamp_ms, "
+                                "correlation_id, causation_id, idempotency_key, user_metadata) "
+                                "VALUES ($1, $2, $3, $4, $5, '', '', '', '')",
+                                p),
+                            "insert");
+                  Check(inserted.ToStatus(), "insert");
                   return 1;
                 }};
     Side cond{"cond", [&, writers](int w, int64_t i) -> uint64_t {

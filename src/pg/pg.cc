@@ -327,23 +327,60 @@ Status Connection::LostConnection(std::string_view what) const {
                                          Trimmed(PQerrorMessage(conn_))));
 }
 
-Result<PgResult> Connection::Run(std::string_view sql, const Params& params, bool binary_rows) {
-  const std::string text(sql);
-  const size_t n = params.size();
-  std::vector<const char*> values(n);
-  std::vector<int> lengths(n);
-  std::vector<int> formats(n, 1);
-  for (size_t i = 0; i < n; ++i) {
-    values[i] = params.nulls_[i] ? nullptr : params.values_[i].data();
-    lengths[i] = static_cast<int>(params.values_[i].size());
+namespace {
+
+// libpq's view of `params`: values (NULL for a null), lengths, formats (all binary).
+struct ParamArrays {
+  std::vector<const char*> values;
+  std::vector<int> lengths;
+  std::vector<int> formats;
+};
+
+ParamArrays ArraysOf(const std::vector<std::string>& values, const std::vector<bool>& nulls) {
+  ParamArrays a;
+  a.formats.assign(values.size(), 1);
+  for (size_t i = 0; i < values.size(); ++i) {
+    a.values.push_back(nulls[i] ? nullptr : values[i].data());
+    a.lengths.push_back(static_cast<int>(values[i].size()));
   }
-  PgResult result(PQexecParams(conn_, text.c_str(), static_cast<int>(n),
-                               reinterpret_cast<const ::Oid*>(params.types_.data()), values.data(),
-                               lengths.data(), formats.data(), binary_rows ? 1 : 0));
-  if (!result.ok()) {
-    if (!healthy() || IsConnectionState(result.sqlstate())) return LostConnection({});
+  return a;
+}
+
+}  // namespace
+
+Result<PgResult> Connection::Checked(PgResult result) const {
+  if (!result.ok() && (!healthy() || IsConnectionState(result.sqlstate()))) {
+    return LostConnection({});
   }
   return result;
+}
+
+Result<PgResult> Connection::Run(std::string_view sql, const Params& params, bool binary_rows) {
+  const std::string text(sql);
+  const ParamArrays a = ArraysOf(params.values_, params.nulls_);
+  return Checked(
+      PgResult(PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()),
+                            reinterpret_cast<const ::Oid*>(params.types_.data()), a.values.data(),
+                            a.lengths.data(), a.formats.data(), binary_rows ? 1 : 0)));
+}
+
+Result<PgResult> Connection::RunPrepared(std::string_view sql, const Params& params,
+                                         bool binary_rows) {
+  auto known = std::find(prepared_.begin(), prepared_.end(), sql);
+  if (known == prepared_.end()) {
+    if (prepared_.size() >= kMaxPrepared) return Run(sql, params, binary_rows);
+    const std::string name = fmt::format("reef_{}", prepared_.size());
+    const std::string text(sql);
+    PgResult prepared(PQprepare(conn_, name.c_str(), text.c_str(), static_cast<int>(params.size()),
+                                reinterpret_cast<const ::Oid*>(params.types_.data())));
+    if (!prepared.ok()) return Checked(std::move(prepared));
+    known = prepared_.insert(prepared_.end(), text);
+  }
+  const std::string name = fmt::format("reef_{}", known - prepared_.begin());
+  const ParamArrays a = ArraysOf(params.values_, params.nulls_);
+  return Checked(
+      PgResult(PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()), a.values.data(),
+                              a.lengths.data(), a.formats.data(), binary_rows ? 1 : 0)));
 }
 
 Result<PgResult> Connection::Exec(std::string_view sql, const Params& params, std::string_view what,

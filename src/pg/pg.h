@@ -147,6 +147,13 @@ class Connection {
   // `binary_rows`. A failed statement is a PgResult with !ok() (its SQLSTATE kept); a lost
   // connection or a server shutting down is Unavailable.
   Result<PgResult> Run(std::string_view sql, const Params& params = {}, bool binary_rows = false);
+  // Run, as a statement prepared on this connection the first time it sees `sql` (parsed and
+  // planned once, not at every call): for the few statements a connection runs over and over.
+  // `sql` is kept (at most kMaxPrepared per connection, then Run's way); its parameters' types
+  // must be the same at every call.
+  Result<PgResult> RunPrepared(std::string_view sql, const Params& params,
+                               bool binary_rows = false);
+  static constexpr size_t kMaxPrepared = 16;
   // Run, with a failed statement as an error (PgResult::ToStatus, prefixed with `what`).
   Result<PgResult> Exec(std::string_view sql, const Params& params = {}, std::string_view what = {},
                         bool binary_rows = false);
@@ -179,8 +186,11 @@ class Connection {
   friend class Pool;
   explicit Connection(pg_conn* conn) : conn_(conn) {}
   Status LostConnection(std::string_view what) const;
+  // A failed statement's result, or Unavailable when the connection broke under it.
+  Result<PgResult> Checked(PgResult result) const;
 
   pg_conn* conn_;
+  std::vector<std::string> prepared_;  // statement i is named "reef_i"
 };
 
 // A fixed number of connections shared by any thread. Connections are opened on demand and

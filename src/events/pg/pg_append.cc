@@ -1,7 +1,7 @@
 // Appends to the PostgreSQL event store (pg_core.h): the advisory lock keys they take, the
-// parameters of reef_append and reef_append_group (pg_schema.cc), the COPY path for large
-// appends, grouping small appends into one transaction, and what the database's errors mean
-// (the open cases are decided in pg_outcomes.cc).
+// parameters of reef_append, reef_append_one and reef_append_group (pg_schema.cc), the COPY path
+// for large appends, grouping small appends into one transaction, and what the database's errors
+// mean (the open cases are decided in pg_outcomes.cc).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -196,14 +196,10 @@ std::string CopyInput(const std::vector<Event>& events, int64_t first) {
   return copy.Finish();
 }
 
-// reef_append_check's eight parameters (the lock keys, the barrier key, the condition),
-// appended to `p`.
-void AddCheckParams(const std::vector<Event>& events,
-                    const std::optional<AppendCondition>& condition, uint32_t max_keys,
-                    pg::Params& p) {
-  std::vector<int64_t> keys;
-  std::vector<uint8_t> exclusive;
-  LockKeys(events, condition, max_keys, keys, exclusive);
+// reef_append_check's eight parameters (the lock keys from LockKeys, the barrier key, the
+// condition), appended to `p`.
+void AddCheckParams(const std::vector<int64_t>& keys, const std::vector<uint8_t>& exclusive,
+                    const std::optional<AppendCondition>& condition, pg::Params& p) {
   p.Int8Array(keys).BoolArray(exclusive).Int8(kBarrierKey);
   if (condition) {
     p.Int8(AfterValue(*condition));
@@ -213,6 +209,10 @@ void AddCheckParams(const std::vector<Event>& events,
   ConditionArrays items;
   items.Add(condition);
   items.AddTo(p);
+}
+
+int32_t LockTimeoutMs(std::chrono::milliseconds lock_timeout) {
+  return static_cast<int32_t>(std::clamp<int64_t>(lock_timeout.count(), 1, INT32_MAX));
 }
 
 // reef_append_group's parameters for `group` (its lock keys: the union of the members').
@@ -241,7 +241,20 @@ pg::Params GroupParams(std::span<GroupedAppend* const> group,
   p.Int4Array(event_ends).Int8Array(key_list).BoolArray(exclusive).Int8(kBarrierKey);
   p.Int8Array(afters).Int4Array(item_ends);
   items.AddTo(p);
-  p.Int4(static_cast<int32_t>(std::clamp<int64_t>(lock_timeout.count(), 1, INT32_MAX)));
+  p.Int4(LockTimeoutMs(lock_timeout));
+  return p;
+}
+
+// reef_append_one's parameters for a group of one append of one event.
+pg::Params OneParams(const GroupedAppend& append, std::chrono::milliseconds lock_timeout) {
+  const Event& e = append.events->front();
+  const EventMetadata& m = e.metadata;
+  std::vector<std::string_view> tags(e.tags.begin(), e.tags.end());
+  pg::Params p;
+  p.Uuid(e.id).Text(e.type).TextArray(tags).Bytea(e.data).Int8(m.timestamp_ms);
+  p.Text(m.correlation_id).Text(m.causation_id).Text(m.idempotency_key).Text(m.user);
+  AddCheckParams(append.keys, append.exclusive, *append.condition, p);
+  p.Int4(LockTimeoutMs(lock_timeout));
   return p;
 }
 
@@ -381,16 +394,22 @@ std::vector<GroupedAppend::Outcome> PgCore::RunGroup(std::span<GroupedAppend* co
     for (GroupedAppend::Outcome& o : outcomes) o = {kind, 0, status};
     return outcomes;
   };
-  const pg::Params params = GroupParams(group, options_.group_lock_timeout);
+  // A lone append of one event calls reef_append_one, cheaper than a group of one
+  // (pg_schema.cc).
+  const bool one = group.size() == 1 && group.front()->events->size() == 1;
+  const pg::Params params = one ? OneParams(*group.front(), options_.group_lock_timeout)
+                                : GroupParams(group, options_.group_lock_timeout);
   int pid = 0;
   Result<pg::PgResult> ran = Status::Internal("not run");
   {
     auto conn = pool_->Acquire();
     if (!conn.ok()) return all(GroupedAppend::Kind::kFailed, conn.status());
     pid = (*conn)->backend_pid();
-    ran = (*conn)->Run(
-        "SELECT reef_append_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, "
-        "$15, $16, $17, $18, $19, $20, $21)",
+    ran = (*conn)->RunPrepared(
+        one ? "SELECT reef_append_one($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+              "$14, $15, $16, $17, $18)"
+            : "SELECT reef_append_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+              "$14, $15, $16, $17, $18, $19, $20, $21)",
         params);
     // A statement cancelled inside reef_draw_positions would keep its session lock.
     if (ran.ok() && !ran->ok() && ran->sqlstate() != kConflictState &&
@@ -441,7 +460,10 @@ Result<Position> PgCore::AppendAlone(const std::vector<Event>& events,
     arrays.Add(events);
     arrays.AddTo(params);
   }
-  AddCheckParams(events, condition, options_.max_lock_keys, params);
+  std::vector<int64_t> keys;
+  std::vector<uint8_t> exclusive;
+  LockKeys(events, condition, options_.max_lock_keys, keys, exclusive);
+  AddCheckParams(keys, exclusive, condition, params);
 
   static constexpr const char* kSql =
       "SELECT reef_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, "
@@ -454,7 +476,7 @@ Result<Position> PgCore::AppendAlone(const std::vector<Event>& events,
     {
       REEF_ASSIGN_OR_RETURN(pg::Pool::Lease conn, pool_->Acquire());
       pid = conn->backend_pid();
-      ran = copy ? CopyAppend(*conn, params, events) : conn->Run(kSql, params);
+      ran = copy ? CopyAppend(*conn, params, events) : conn->RunPrepared(kSql, params);
       // A statement cancelled inside reef_draw_positions would keep its session lock: a pooled
       // connection holds none, so let go of any before it goes back.
       if (ran.ok() && !ran->ok() && ran->sqlstate() != kConflictState &&

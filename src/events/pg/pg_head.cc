@@ -93,12 +93,16 @@ std::string HeadTracker::last_error() const {
 }
 
 void HeadTracker::NoteLocalAppend() {
+  bool wake;
   {
     MutexLock lock(mu_);
+    // Wanted already: the thread knows and waits for its gap; waking it at every append would
+    // cost a context switch each (on a small machine, a good part of an append's time).
+    wake = !notify_wanted_ || (subscribers_ > 0 && !round_wanted_);
     notify_wanted_ = true;
     if (subscribers_ > 0) round_wanted_ = true;
   }
-  Wake();
+  if (wake) Wake();
 }
 
 void HeadTracker::AddSubscriber(int delta) {
@@ -139,7 +143,7 @@ Result<std::optional<Position>> HeadTracker::Round(pg::Connection& conn) {
   pg::Params barrier;
   barrier.Int8(kBarrierKey);
   rounds_.fetch_add(1);
-  REEF_ASSIGN_OR_RETURN(pg::PgResult head, conn.Run("SELECT reef_safe_head($1)", barrier));
+  REEF_ASSIGN_OR_RETURN(pg::PgResult head, conn.RunPrepared("SELECT reef_safe_head($1)", barrier));
   if (!head.ok()) {
     if (head.sqlstate() == kLockTimeout) {  // a writer holds its position for long
       waits_.fetch_add(1);

@@ -1,7 +1,7 @@
 // The PostgreSQL event store's own behaviour, against a real cluster (the tests every backend
 // passes are AnyStoreTest): the read barrier with a stalled writer, two stores (two Reef
-// processes' worth) on one database, connections killed under appends, schema versions, and
-// the errors a user meets.
+// processes' worth) on one database, connections killed under appends, schema versions, the
+// errors a user meets, and the connection's prepared statements.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -363,7 +363,8 @@ TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
   auto store = Open(db, options);
   ASSERT_NE(store, nullptr);
   // Given a session holding the store-wide key (every append takes it shared), the first
-  // append runs as a group of one and waits; the next three queue up behind it.
+  // append runs as a group of one (reef_append_one) and waits; the next three queue up behind
+  // it.
   auto holder = Connect(db);
   ASSERT_TRUE(holder->ExecScript("BEGIN", "begin").ok());
   ASSERT_TRUE(
@@ -377,7 +378,7 @@ TEST(PgEventStoreTest, GroupedAppendsKeepEachOnesConditionAnswerAndRetry) {
   Result<Position> first_at = Status::Internal("not run"), one_at = first_at, two_at = first_at,
                    pair_at = first_at;
   std::thread t0([&] { first_at = store->Append(first); });
-  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_group"));
+  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_one"));
   std::thread t1([&] { one_at = store->Append(one, FailIf(seat1, 0)); });
   std::thread t2([&] { two_at = store->Append(two, FailIf(seat1, 0)); });
   std::thread t3(
@@ -430,14 +431,15 @@ TEST(PgEventStoreTest, ALockHeldElsewhereDelaysOnlyTheAppendsThatNeedIt) {
                   ->Exec(fmt::format("SELECT pg_advisory_xact_lock({})",
                                      pg_store::PairKey("Reserved", "seat:9", 'P')))
                   .ok());
-  // an append that needs it waits: first in a group, then (after 1 s) alone,
+  // an append that needs it waits: first as a group of one (with the group's lock timeout),
+  // then (after 1 s) alone,
   std::atomic<bool> reserved{false};
   Result<Position> reserve = Status::Internal("not run");
   std::thread waiting([&] {
     reserve = store->Append(WithIds({MakeEvent("Reserved", {"seat:9"})}));
     reserved = true;
   });
-  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_group"));
+  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_one"));
   EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append("));
   // while one that does not is written meanwhile (the group slot is free again).
   auto other = std::async(std::launch::async, [&] {
@@ -474,12 +476,12 @@ TEST(PgEventStoreTest, AStoreFromSchemaVersion1IsMigratedAndItsAppendsStillRetry
       FormatEventId(old[0].id), FormatEventId(old[1].id), old[0].metadata.timestamp_ms,
       old[1].metadata.timestamp_ms, pg_store::kBarrierKey));
   ASSERT_TRUE(appended.ok()) << appended.status().ToString();
-  // when this Reef opens it, the schema moves to version 2,
+  // when this Reef opens it, the schema moves to the latest version,
   auto store = Open(db);
   ASSERT_NE(store, nullptr);
   auto version = conn->Exec("SELECT version FROM reef_schema WHERE component = 'events'");
   ASSERT_TRUE(version.ok());
-  EXPECT_EQ(*version->Int(0, 0), 2);
+  EXPECT_EQ(*version->Int(0, 0), static_cast<int64_t>(pg_store::EventSchemaMigrations().size()));
   // the old append read back whole and, sent again, is a retry; a part of it is not.
   auto read = store->Read(Query{});
   ASSERT_TRUE(read.ok());
@@ -550,6 +552,36 @@ TEST(PgEventStoreTest, ABigAppendTakesTheStoreWideLockAndStillChecksItsCondition
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kConflict);
   EXPECT_EQ(store->Read(q)->events.size(), 1u);
+}
+
+TEST(PgConnectionTest, PreparedStatementsAreParsedOnceAndFailuresStayStatementErrors) {
+  PgTestDatabase db;
+  auto conn = Connect(db);
+  ASSERT_NE(conn, nullptr);
+  auto prepared = [&] {
+    return *conn->Exec("SELECT count(*) FROM pg_prepared_statements")->Int(0, 0);
+  };
+  pg::Params one;
+  one.Int8(41);
+  for (int i = 0; i < 3; ++i) {
+    auto sum = conn->RunPrepared("SELECT $1::int8 + 1", one);
+    ASSERT_TRUE(sum.ok() && sum->ok()) << sum.status().ToString();
+    EXPECT_EQ(*sum->Int(0, 0), 42);
+  }
+  EXPECT_EQ(prepared(), 1);
+  // A statement that does not prepare is a failed statement, kept out of the list.
+  auto bad = conn->RunPrepared("SELECT no_such_function($1)", one);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->ok());
+  EXPECT_EQ(bad->sqlstate(), "42883");
+  EXPECT_EQ(prepared(), 1);
+  // Past kMaxPrepared statements, the rest still run (unprepared).
+  for (size_t i = 0; i < pg::Connection::kMaxPrepared + 2; ++i) {
+    auto n = conn->RunPrepared(fmt::format("SELECT $1::int8 + {}", i), one);
+    ASSERT_TRUE(n.ok() && n->ok());
+    EXPECT_EQ(*n->Int(0, 0), 41 + static_cast<int64_t>(i));
+  }
+  EXPECT_EQ(prepared(), static_cast<int64_t>(pg::Connection::kMaxPrepared));
 }
 
 }  // namespace
