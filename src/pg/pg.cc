@@ -366,21 +366,33 @@ Result<PgResult> Connection::Run(std::string_view sql, const Params& params, boo
 
 Result<PgResult> Connection::RunPrepared(std::string_view sql, const Params& params,
                                          bool binary_rows) {
-  auto known = std::find(prepared_.begin(), prepared_.end(), sql);
+  auto known = std::find_if(prepared_.begin(), prepared_.end(), [&](const Prepared& p) {
+    return p.sql == sql && p.types == params.types_;
+  });
   if (known == prepared_.end()) {
     if (prepared_.size() >= kMaxPrepared) return Run(sql, params, binary_rows);
-    const std::string name = fmt::format("reef_{}", prepared_.size());
-    const std::string text(sql);
-    PgResult prepared(PQprepare(conn_, name.c_str(), text.c_str(), static_cast<int>(params.size()),
+    Prepared next{std::string(sql), params.types_, fmt::format("reef_{}", prepared_count_++)};
+    PgResult prepared(PQprepare(conn_, next.name.c_str(), next.sql.c_str(),
+                                static_cast<int>(params.size()),
                                 reinterpret_cast<const ::Oid*>(params.types_.data())));
     if (!prepared.ok()) return Checked(std::move(prepared));
-    known = prepared_.insert(prepared_.end(), text);
+    known = prepared_.insert(prepared_.end(), std::move(next));
   }
-  const std::string name = fmt::format("reef_{}", known - prepared_.begin());
   const ParamArrays a = ArraysOf(params.values_, params.nulls_);
-  return Checked(
-      PgResult(PQexecPrepared(conn_, name.c_str(), static_cast<int>(params.size()), a.values.data(),
-                              a.lengths.data(), a.formats.data(), binary_rows ? 1 : 0)));
+  PgResult result(PQexecPrepared(conn_, known->name.c_str(), static_cast<int>(params.size()),
+                                 a.values.data(), a.lengths.data(), a.formats.data(),
+                                 binary_rows ? 1 : 0));
+  const std::string state = result.sqlstate();
+  if ((state == "26000" || state == "0A000") && healthy()) {
+    // Neither ran anything: forget the statement (a later call prepares it afresh) and run this
+    // one unprepared.
+    if (state == "0A000") {
+      PgResult(PQexec(conn_, fmt::format("DEALLOCATE {}", known->name).c_str()));
+    }
+    prepared_.erase(known);
+    return Run(sql, params, binary_rows);
+  }
+  return Checked(std::move(result));
 }
 
 Result<PgResult> Connection::Exec(std::string_view sql, const Params& params, std::string_view what,

@@ -147,10 +147,12 @@ class Connection {
   // `binary_rows`. A failed statement is a PgResult with !ok() (its SQLSTATE kept); a lost
   // connection or a server shutting down is Unavailable.
   Result<PgResult> Run(std::string_view sql, const Params& params = {}, bool binary_rows = false);
-  // Run, as a statement prepared on this connection the first time it sees `sql` (parsed and
-  // planned once, not at every call): for the few statements a connection runs over and over.
-  // `sql` is kept (at most kMaxPrepared per connection, then Run's way); its parameters' types
-  // must be the same at every call.
+  // Run, as a statement prepared on this connection the first time it sees `sql` with these
+  // parameter types (parsed and planned once, not at every call): for the few statements a
+  // connection runs over and over. At most kMaxPrepared per connection, then Run's way. A
+  // prepared statement the server no longer has (26000) or can no longer run as planned
+  // (0A000: a function's result type changed under it) is forgotten and the call runs once
+  // Run's way (neither error executed anything).
   Result<PgResult> RunPrepared(std::string_view sql, const Params& params,
                                bool binary_rows = false);
   static constexpr size_t kMaxPrepared = 16;
@@ -190,7 +192,13 @@ class Connection {
   Result<PgResult> Checked(PgResult result) const;
 
   pg_conn* conn_;
-  std::vector<std::string> prepared_;  // statement i is named "reef_i"
+  struct Prepared {
+    std::string sql;
+    std::vector<uint32_t> types;
+    std::string name;
+  };
+  std::vector<Prepared> prepared_;
+  uint64_t prepared_count_ = 0;  // names prepared so far: reef_0, reef_1, ...
 };
 
 // A fixed number of connections shared by any thread. Connections are opened on demand and

@@ -13,10 +13,10 @@
 // advisory locks, in one global order, on a hash of every (type, tag) pair its events carry
 // (shared) and of every pair its condition could match (exclusive), checks the condition in the
 // same transaction, and only then draws positions from the sequence and inserts, all in one
-// call of the function reef_append under READ COMMITTED. A writer whose events could match a
-// condition therefore either commits before the condition is checked, or waits and draws later
-// positions. Lock keys only ever make appends wait; conflicts come from the SQL check alone, so
-// a hash collision never invents one.
+// call of a function under READ COMMITTED (reef_append_one, reef_append_group or reef_append). A
+// writer whose events could match a condition therefore either commits before the condition is
+// checked, or waits and draws later positions. Lock keys only ever make appends wait; conflicts
+// come from the SQL check alone, so a hash collision never invents one.
 //
 // Why reads need a barrier: positions are drawn before commit, so position 7 may commit after
 // position 8. A reader must not hand out 8 (or use 8 as a condition's `after`) while 7 may

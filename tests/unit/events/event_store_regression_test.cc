@@ -63,6 +63,16 @@ TEST_P(AnyStoreTest, ARetrySentWhileTheOriginalIsInFlightGetsTheOriginalPosition
   EXPECT_EQ(store_->Read(Query{})->events.size(), 40u);
 }
 
+TEST_P(AnyStoreTest, AnEventWithOnlyTheFirstOfAnItemsTagsDoesNotFailTheCondition) {
+  // (The PostgreSQL store looks up an item's first tag before checking the item whole.)
+  MustAppend({MakeEvent("Booked", {"room:1"})});
+  Query both = QueryOf({Item({"Booked"}, {"room:1", "day:2"})});
+  auto booked = store_->Append({MakeEvent("Booked", {"room:1", "day:2"})}, FailIf(both, 0));
+  ASSERT_TRUE(booked.ok()) << booked.status().ToString();
+  auto again = store_->Append({MakeEvent("Booked", {"room:1", "day:2"})}, FailIf(both, 0));
+  EXPECT_EQ(again.status().code(), Code::kConflict);
+}
+
 TEST_P(AnyStoreTest, OneAppendMayNotCarryAnIdTwice) {
   Event a = MakeEvent("A"), b = MakeEvent("B");
   a.id = b.id = IdOf(7);

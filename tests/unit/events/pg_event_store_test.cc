@@ -1,10 +1,11 @@
 // The PostgreSQL event store's own behaviour, against a real cluster (the tests every backend
 // passes are AnyStoreTest): the read barrier with a stalled writer, two stores (two Reef
-// processes' worth) on one database, connections killed under appends, schema versions, the
-// errors a user meets, and the connection's prepared statements.
+// processes' worth) on one database, connections killed under appends, schema versions, and
+// the errors a user meets.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <future>
@@ -339,12 +340,14 @@ int64_t TransactionsOf(const PgTestDatabase& db, const std::vector<Position>& po
   return n.ok() ? *n->Int(0, 0) : -1;
 }
 
-// Waits (up to 10 s) until a statement starting with `sql` waits for a lock in `db`.
-bool WaitForLockWaiter(const PgTestDatabase& db, const std::string& sql) {
+// Waits (up to `timeout`) until a statement starting with `sql` waits for a lock in `db`.
+bool WaitForLockWaiter(const PgTestDatabase& db, const std::string& sql,
+                       std::chrono::milliseconds timeout = 10s) {
   auto conn = Connect(db);
   pg::Params p;
   p.Text(sql + "%");
-  for (int i = 0; i < 1000; ++i) {
+  for (auto until = std::chrono::steady_clock::now() + timeout;
+       std::chrono::steady_clock::now() < until;) {
     auto n = conn->Exec(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND "
         "wait_event_type = 'Lock' AND query LIKE $1",
@@ -554,34 +557,42 @@ TEST(PgEventStoreTest, ABigAppendTakesTheStoreWideLockAndStillChecksItsCondition
   EXPECT_EQ(store->Read(q)->events.size(), 1u);
 }
 
-TEST(PgConnectionTest, PreparedStatementsAreParsedOnceAndFailuresStayStatementErrors) {
+TEST(PgEventStoreTest, ALoneAppendWaitsForItsLastKeyAndThenForTheBarrierWithoutTheShortTimeout) {
   PgTestDatabase db;
-  auto conn = Connect(db);
-  ASSERT_NE(conn, nullptr);
-  auto prepared = [&] {
-    return *conn->Exec("SELECT count(*) FROM pg_prepared_statements")->Int(0, 0);
-  };
-  pg::Params one;
-  one.Int8(41);
-  for (int i = 0; i < 3; ++i) {
-    auto sum = conn->RunPrepared("SELECT $1::int8 + 1", one);
-    ASSERT_TRUE(sum.ok() && sum->ok()) << sum.status().ToString();
-    EXPECT_EQ(*sum->Int(0, 0), 42);
-  }
-  EXPECT_EQ(prepared(), 1);
-  // A statement that does not prepare is a failed statement, kept out of the list.
-  auto bad = conn->RunPrepared("SELECT no_such_function($1)", one);
-  ASSERT_TRUE(bad.ok());
-  EXPECT_FALSE(bad->ok());
-  EXPECT_EQ(bad->sqlstate(), "42883");
-  EXPECT_EQ(prepared(), 1);
-  // Past kMaxPrepared statements, the rest still run (unprepared).
-  for (size_t i = 0; i < pg::Connection::kMaxPrepared + 2; ++i) {
-    auto n = conn->RunPrepared(fmt::format("SELECT $1::int8 + {}", i), one);
-    ASSERT_TRUE(n.ok() && n->ok());
-    EXPECT_EQ(*n->Int(0, 0), 41 + static_cast<int64_t>(i));
-  }
-  EXPECT_EQ(prepared(), static_cast<int64_t>(pg::Connection::kMaxPrepared));
+  PostgresEventStoreOptions options;
+  options.group_lock_timeout = 2s;
+  auto store = Open(db, options);
+  ASSERT_NE(store, nullptr);
+  // Given one session holding the largest of the append's keys (so that the keys before it are
+  // taken at once and only the rest waited for) and another the read barrier,
+  const int64_t last =
+      std::max({pg_store::PairKey("Reserved", {}, 'T'), pg_store::PairKey({}, "seat:9", 'G'),
+                pg_store::PairKey("Reserved", "seat:9", 'P'), pg_store::kStoreLockKey});
+  auto key_holder = Connect(db);
+  auto barrier_holder = Connect(db);
+  ASSERT_TRUE(key_holder->ExecScript("BEGIN", "begin").ok());
+  ASSERT_TRUE(key_holder->Exec(fmt::format("SELECT pg_advisory_xact_lock({})", last)).ok());
+  ASSERT_TRUE(barrier_holder->ExecScript("BEGIN", "begin").ok());
+  ASSERT_TRUE(
+      barrier_holder->Exec(fmt::format("SELECT pg_advisory_xact_lock({})", pg_store::kBarrierKey))
+          .ok());
+  // the append waits for that key,
+  auto reserve = std::async(std::launch::async, [&] {
+    return store->Append(WithIds({MakeEvent("Reserved", {"seat:9"})}));
+  });
+  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_one"));
+  // then, once it has it, for the barrier: past the short lock timeout, still in the same call
+  // (never sent again alone),
+  ASSERT_TRUE(key_holder->ExecScript("COMMIT", "commit").ok());
+  std::this_thread::sleep_for(options.group_lock_timeout + 1s);
+  EXPECT_FALSE(WaitForLockWaiter(db, "SELECT reef_append(", 50ms));
+  EXPECT_TRUE(WaitForLockWaiter(db, "SELECT reef_append_one"));
+  EXPECT_EQ(reserve.wait_for(0s), std::future_status::timeout);
+  // and is written once the barrier is free.
+  ASSERT_TRUE(barrier_holder->ExecScript("COMMIT", "commit").ok());
+  auto at = reserve.get();
+  ASSERT_TRUE(at.ok()) << at.status().ToString();
+  EXPECT_EQ(store->Read(Query{})->events.size(), 1u);
 }
 
 }  // namespace
