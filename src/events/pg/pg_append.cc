@@ -89,16 +89,15 @@ void LockKeys(const std::vector<Event>& events, const std::optional<AppendCondit
 }
 
 // PostgreSQL's text holds no NUL character; the embedded store's strings may.
-Status CheckNoNul(std::string_view text, std::string_view field, std::optional<size_t> index) {
+Status CheckNoNul(std::string_view text, std::string_view field, size_t index) {
   if (text.find('\0') == std::string_view::npos) return Status::Ok();
   return Status::InvalidArgument(
-      fmt::format("{}the {} contains U+0000, which the PostgreSQL event store cannot hold",
-                  index ? fmt::format("event {}: ", *index) : std::string(), field));
+      fmt::format("event {}: the {} contains U+0000, which the PostgreSQL event store cannot hold",
+                  index, field));
 }
 
-// OK when PostgreSQL's text can hold every string of `events` and of `condition`.
-Status CheckText(const std::vector<Event>& events,
-                 const std::optional<AppendCondition>& condition) {
+// OK when PostgreSQL's text can hold every string of `events`.
+Status CheckText(const std::vector<Event>& events) {
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     const EventMetadata& m = e.metadata;
@@ -108,15 +107,6 @@ Status CheckText(const std::vector<Event>& events,
     REEF_RETURN_IF_ERROR(CheckNoNul(m.causation_id, "causation id", i));
     REEF_RETURN_IF_ERROR(CheckNoNul(m.idempotency_key, "idempotency key", i));
     REEF_RETURN_IF_ERROR(CheckNoNul(m.user, "metadata", i));
-  }
-  if (!condition) return Status::Ok();
-  for (const QueryItem& item : condition->fail_if_events_match.items) {
-    for (const std::string& t : item.types) {
-      REEF_RETURN_IF_ERROR(CheckNoNul(t, "condition's type", std::nullopt));
-    }
-    for (const std::string& t : item.tags) {
-      REEF_RETURN_IF_ERROR(CheckNoNul(t, "condition's tag", std::nullopt));
-    }
   }
   return Status::Ok();
 }
@@ -315,7 +305,17 @@ Result<Position> PgCore::Append(std::vector<Event> events,
   if (closed()) return Status::Unavailable(ClosedMessage());
   REEF_ASSIGN_OR_RETURN(std::vector<bool> timestamp_given,
                         detail::PrepareAppend(events, condition, options_.limits, UnixNowMs()));
-  REEF_RETURN_IF_ERROR(CheckText(events, condition));
+  REEF_RETURN_IF_ERROR(CheckText(events));
+  // A condition's terms holding U+0000 match nothing here (as in the embedded store): left
+  // out, and a condition left with nothing to match cannot fail.
+  if (condition) {
+    std::optional<Query> matchable = Matchable(condition->fail_if_events_match);
+    if (!matchable) {
+      condition.reset();
+    } else {
+      condition->fail_if_events_match = std::move(*matchable);
+    }
+  }
   // Large appends go through COPY, each in its own transaction (docs/operations.md
   // "PostgreSQL"); small ones join a group.
   if (events.size() > options_.copy_events || options_.group_appends <= 1) {

@@ -232,4 +232,9 @@ Status DecodeEventRow(const pg::PgResult& result, int row, EventView& view);
 // The columns DecodeEventRow reads, in its order.
 extern const char* const kEventColumns;
 
+// `query` without the items that name a type or tag holding U+0000: PostgreSQL's text holds
+// none, so no stored event carries one (docs/operations.md "Text"). nullopt when nothing is
+// left to match; a query with no items (every event) is kept as it is (pg_reads.cc).
+std::optional<Query> Matchable(const Query& query);
+
 }  // namespace reef::events::pg_store

@@ -106,8 +106,8 @@ std::string PageSql(const Query& query, bool backwards, pg::Params& params) {
       kEventColumns, branches, order, order);
 }
 
-// `query` without the items that name a type or tag holding U+0000: PostgreSQL's text holds
-// none, so no stored event carries one. nullopt when nothing is left to match.
+}  // namespace
+
 std::optional<Query> Matchable(const Query& query) {
   if (query.MatchesAll()) return query;
   auto has_nul = [](const std::vector<std::string>& terms) {
@@ -127,6 +127,8 @@ std::optional<Query> Matchable(const Query& query) {
   if (out.items.empty()) return std::nullopt;
   return out;
 }
+
+namespace {
 
 // One page of events (`sql` from PageSql) on `conn`. When the connection broke (a restart, a
 // terminated session), the page is read again once on another connection from `pool`, which

@@ -364,11 +364,11 @@ END $$;
 // more to receive). Measured against a group of one (one session, 2026-12-05, fsync on): about
 // 275 against 327 us per call, the INSERT anchor 174 us (docs/benchmarks.md "PostgreSQL").
 // Never change a function's result type in place: prepared calls of it on running nodes would
-// fail (pg::Connection::RunPrepared then runs them unprepared). Its keys are first tried without waiting in one statement (taken in order,
-// stopping at the first held elsewhere); only then does it set the short lock_timeout and wait
-// for the rest, in the same order. A condition item with tags first asks the tag index whether
-// any event carries its first tag after p_after: usually none does, and the item's full check
-// (reef_condition_hit) is skipped.
+// fail (pg::Connection::RunPrepared then runs them unprepared). Its keys are first tried without
+// waiting in one statement (taken in order, stopping at the first held elsewhere); only then does
+// it set the short lock_timeout and wait for the rest, in the same order. A condition item with
+// tags first asks the tag index whether any event carries its first tag after p_after: usually none
+// does, and the item's full check (reef_condition_hit) is skipped.
 constexpr const char* kSchemaV3 = R"sql(
 -- An append of one event (its fields, its tags p_tags), with reef_append's lock keys and
 -- condition and reef_append_group's lock wait (p_lock_timeout_ms for the keys only). Returns its last position, or minus the first

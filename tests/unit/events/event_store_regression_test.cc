@@ -73,6 +73,23 @@ TEST_P(AnyStoreTest, AnEventWithOnlyTheFirstOfAnItemsTagsDoesNotFailTheCondition
   EXPECT_EQ(again.status().code(), Code::kConflict);
 }
 
+TEST_P(AnyStoreTest, AConditionTermHoldingNulMatchesNothing) {
+  // (No stored event carries U+0000 on PostgreSQL; the embedded store matches bytes.)
+  MustAppend({MakeEvent("A", {"x"})});
+  const std::string nul_tag("x\0", 2), nul_type("A\0", 2);
+  auto by_tag = store_->Append({MakeEvent("B")}, FailIf(QueryOf({Item({}, {nul_tag})}), 0));
+  EXPECT_TRUE(by_tag.ok()) << by_tag.status().ToString();
+  auto by_type = store_->Append({MakeEvent("B")}, FailIf(QueryOf({Item({nul_type}, {})}), 0));
+  EXPECT_TRUE(by_type.ok()) << by_type.status().ToString();
+  // A term holding it does not hide the item's other types, nor the other items.
+  auto either =
+      store_->Append({MakeEvent("B")}, FailIf(QueryOf({Item({nul_type, "A"}, {"x"})}), 0));
+  EXPECT_EQ(either.status().code(), Code::kConflict);
+  auto second =
+      store_->Append({MakeEvent("B")}, FailIf(QueryOf({Item({}, {nul_tag}), Item({"A"}, {})}), 0));
+  EXPECT_EQ(second.status().code(), Code::kConflict);
+}
+
 TEST_P(AnyStoreTest, OneAppendMayNotCarryAnIdTwice) {
   Event a = MakeEvent("A"), b = MakeEvent("B");
   a.id = b.id = IdOf(7);
