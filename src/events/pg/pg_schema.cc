@@ -371,8 +371,9 @@ END $$;
 // does, and the item's full check (reef_condition_hit) is skipped.
 constexpr const char* kSchemaV3 = R"sql(
 -- An append of one event (its fields, its tags p_tags), with reef_append's lock keys and
--- condition and reef_append_group's lock wait (p_lock_timeout_ms for the keys only). Returns its last position, or minus the first
--- matching position when its condition failed (nothing written). Errors (none written): a
+-- condition and reef_append_group's lock wait (p_lock_timeout_ms for the keys only). Returns
+-- its position, or minus the first matching position when its condition failed (nothing
+-- written). Errors (none written): a
 -- unique violation when an id is already stored; lock_not_available when a key stays held
 -- elsewhere past p_lock_timeout_ms.
 CREATE FUNCTION reef_append_one(
