@@ -162,9 +162,7 @@ TEST(PgEventStoreTest, ConnectionsKilledUnderAppendsLoseAndDuplicateNothing) {
   auto killer_conn = Connect(db);
   std::atomic<bool> done{false};
   std::atomic<int> kills{0};
-  // Every 50 ms: a fresh connection's first append takes about 15 ms here (the server
-  // process starting, its catalog caches, compiling the functions); killing more often than
-  // that, on a loaded machine, leaves almost no append a chance to finish.
+  // Every 50 ms (a fresh connection's first append takes ~15 ms: a server process starting).
   std::thread killer([&] {
     while (!done.load()) {
       auto killed = killer_conn->Exec(
@@ -176,11 +174,14 @@ TEST(PgEventStoreTest, ConnectionsKilledUnderAppendsLoseAndDuplicateNothing) {
   });
   std::mutex mu;
   std::map<EventId, Position> acknowledged;
-  std::atomic<int> failed{0};
+  std::atomic<int> failed{0}, attempted{0};
   std::vector<std::thread> writers;
+  // Up to 150 appends each, for at most 6 s (about 120 rounds of kills, under a sanitizer too).
+  const auto deadline = std::chrono::steady_clock::now() + 6s;
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
-      for (int i = 0; i < 150; ++i) {
+      for (int i = 0; i < 150 && std::chrono::steady_clock::now() < deadline; ++i) {
+        attempted.fetch_add(1);
         Event e = MakeEvent("Paid", {"writer:" + std::to_string(w)});
         e.id = *NewEventId();
         auto appended = store->Append({e});
@@ -210,7 +211,8 @@ TEST(PgEventStoreTest, ConnectionsKilledUnderAppendsLoseAndDuplicateNothing) {
     EXPECT_EQ(it->second, e.position);
   }
   EXPECT_EQ(seen.size(), acknowledged.size());
-  EXPECT_EQ(acknowledged.size() + static_cast<size_t>(failed.load()), 600u);
+  EXPECT_GT(acknowledged.size(), 0u);
+  EXPECT_EQ(acknowledged.size() + static_cast<size_t>(failed), static_cast<size_t>(attempted));
 }
 
 // Runs scripts/pg_cluster.sh `command` on `state`; its output.
@@ -570,12 +572,11 @@ TEST(PgEventStoreTest, ALoneAppendWaitsForItsLastKeyAndThenForTheBarrierWithoutT
                 pg_store::PairKey("Reserved", "seat:9", 'P'), pg_store::kStoreLockKey});
   auto key_holder = Connect(db);
   auto barrier_holder = Connect(db);
-  ASSERT_TRUE(key_holder->ExecScript("BEGIN", "begin").ok());
-  ASSERT_TRUE(key_holder->Exec(fmt::format("SELECT pg_advisory_xact_lock({})", last)).ok());
-  ASSERT_TRUE(barrier_holder->ExecScript("BEGIN", "begin").ok());
-  ASSERT_TRUE(
-      barrier_holder->Exec(fmt::format("SELECT pg_advisory_xact_lock({})", pg_store::kBarrierKey))
-          .ok());
+  for (auto [holder, key] : {std::pair{key_holder.get(), last},
+                             std::pair{barrier_holder.get(), pg_store::kBarrierKey}}) {
+    ASSERT_TRUE(holder->ExecScript("BEGIN", "begin").ok());
+    ASSERT_TRUE(holder->Exec(fmt::format("SELECT pg_advisory_xact_lock({})", key)).ok());
+  }
   // the append waits for that key,
   auto reserve = std::async(std::launch::async, [&] {
     return store->Append(WithIds({MakeEvent("Reserved", {"seat:9"})}));
