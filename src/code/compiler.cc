@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <span>
 #include <system_error>
 #include <thread>
@@ -231,47 +232,52 @@ std::shared_ptr<const Compiler> Compiler::Create(CompilerOptions options) {
   std::shared_ptr<Compiler> compiler(new Compiler(std::move(options)));
   compiler->wat_fingerprint_ = "wat: in-process wabt 1.0.32 (reef::wasm::Module::FromText)";
   compiler->wasm_fingerprint_ = "wasm: in-process wabt 1.0.32 (reef::wasm::Module::FromBinary)";
+  return compiler;
+}
 
-  std::string version = "none";
-  if (!compiler->options_.clang.empty()) {
-    auto dir = TempDir::Create();
-    if (dir.ok()) {
-      auto run = RunProcess({compiler->options_.clang, "--version"}, (*dir)->path(),
-                            compiler->options_.timeout, 4096);
-      if (run.ok() && run->exit_code == 0) version = run->output;
-      run = RunProcess({compiler->options_.clang, "-print-resource-dir"}, (*dir)->path(),
-                       compiler->options_.timeout, 4096);
-      if (run.ok() && run->exit_code == 0) {
-        std::string resource = run->output;
-        while (!resource.empty() && std::isspace(static_cast<unsigned char>(resource.back()))) {
-          resource.pop_back();
+void Compiler::ProbeClang() const {
+  std::call_once(clang_probed_, [this] {
+    std::string version = "none";
+    if (!options_.clang.empty()) {
+      auto dir = TempDir::Create();
+      if (dir.ok()) {
+        auto run =
+            RunProcess({options_.clang, "--version"}, (*dir)->path(), options_.timeout, 4096);
+        if (run.ok() && run->exit_code == 0) version = run->output;
+        run = RunProcess({options_.clang, "-print-resource-dir"}, (*dir)->path(), options_.timeout,
+                         4096);
+        if (run.ok() && run->exit_code == 0) {
+          std::string resource = run->output;
+          while (!resource.empty() && std::isspace(static_cast<unsigned char>(resource.back()))) {
+            resource.pop_back();
+          }
+          if (!resource.empty()) resource_include_dir_ = fs::path(resource) / "include";
         }
-        if (!resource.empty()) compiler->resource_include_dir_ = fs::path(resource) / "include";
       }
     }
-  }
-  std::string sdk;
-  std::vector<fs::path> files = SdkSources(compiler->options_.sdk_dir);
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(compiler->options_.sdk_dir, ec)) {
-    if (entry.path().extension() == ".h") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  for (const fs::path& file : files) {
-    auto text = ReadFile(file, kMaxSourceBytes);
-    sdk += fmt::format("{} {}\n", file.filename().string(),
-                       text.ok() ? Sha256Hex(AsBytes(*text)) : "unreadable");
-  }
-  compiler->c_fingerprint_ =
-      fmt::format("c: clang {}\nversion {}\ncompile {}\nsandbox {}\n{}link {}\nsdk {}\n{}",
-                  compiler->options_.clang, version, Join(kCompileFlags), Join(kSandboxFlags),
-                  SandboxPrelude(), Join(kLinkFlags), compiler->options_.sdk_dir, sdk);
-  return compiler;
+    std::string sdk;
+    std::vector<fs::path> files = SdkSources(options_.sdk_dir);
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(options_.sdk_dir, ec)) {
+      if (entry.path().extension() == ".h") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      auto text = ReadFile(file, kMaxSourceBytes);
+      sdk += fmt::format("{} {}\n", file.filename().string(),
+                         text.ok() ? Sha256Hex(AsBytes(*text)) : "unreadable");
+    }
+    c_fingerprint_ =
+        fmt::format("c: clang {}\nversion {}\ncompile {}\nsandbox {}\n{}link {}\nsdk {}\n{}",
+                    options_.clang, version, Join(kCompileFlags), Join(kSandboxFlags),
+                    SandboxPrelude(), Join(kLinkFlags), options_.sdk_dir, sdk);
+  });
 }
 
 const std::string& Compiler::Fingerprint(SourceKind kind) const {
   switch (kind) {
     case SourceKind::kC:
+      ProbeClang();
       return c_fingerprint_;
     case SourceKind::kWasm:
       return wasm_fingerprint_;
@@ -305,6 +311,7 @@ Result<CompileOutput> Compiler::CompileC(std::string_view bytes, std::string_vie
         "compiler: no clang for wasm32 is configured (install clang-16 and lld-16), so .c "
         "sources cannot compile");
   }
+  ProbeClang();
   if (resource_include_dir_.empty()) {
     return Status::FailedPrecondition(fmt::format(
         "compiler: '{} -print-resource-dir' named no directory, so the C freestanding headers "

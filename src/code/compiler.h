@@ -20,13 +20,15 @@
 // SDK file more (an actor's compile: ~2 s of clang before, ~0.5 s after).
 //
 // Thread ownership: Compile may run on any thread concurrently (each call has its own
-// temporary directory; the SDK objects are built once, under sdk_mu_, and read-only after).
+// temporary directory; clang's version is asked once, under a std::once_flag; the SDK objects
+// are built once, under sdk_mu_, and read-only after).
 // Compile blocks for up to the timeout: never call it on a reactor thread.
 #pragma once
 
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -56,9 +58,10 @@ struct CompileOutput {
 
 class Compiler {
  public:
-  // Resolves the options' defaults and computes the toolchain fingerprints (runs
-  // `clang --version` and `clang -print-resource-dir` once when clang is present). Never fails:
-  // without clang, .wat still compiles and .c compiles fail with FailedPrecondition.
+  // Resolves the options' defaults. Never fails and runs nothing: clang is asked for its
+  // version and resource directory on the first .c compile or Fingerprint(kC), since each of
+  // those two runs costs about 0.1 s of CPU and most images never compile C. Without clang,
+  // .wat still compiles and .c compiles fail with FailedPrecondition.
   static std::shared_ptr<const Compiler> Create(CompilerOptions options = {});
 
   // Compiles `bytes` of kind `kind`. `label` names the source in diagnostics: when it is a
@@ -78,6 +81,7 @@ class Compiler {
   // A string that changes whenever the output for the same source of kind `kind` may change:
   // for `wat` and `wasm` the in-process engine; for `c` the clang path and `--version` output, the
   // flags and the SHA-256 of the SDK files. Part of the compile cache key (compile_cache.h).
+  // The first call for `c` runs clang (ProbeClang) and so blocks like Compile.
   const std::string& Fingerprint(SourceKind kind) const;
 
   const CompilerOptions& options() const { return options_; }
@@ -95,12 +99,18 @@ class Compiler {
   mutable Mutex sdk_mu_;
   mutable std::shared_ptr<const SdkObjects> sdk_objects_ GUARDED_BY(sdk_mu_);
 
+  // Runs `clang --version` and `clang -print-resource-dir` and hashes the SDK files, once per
+  // Compiler (the first caller runs it, concurrent ones wait for it), setting the two members
+  // below it; they are constant afterwards.
+  void ProbeClang() const;
+  mutable std::once_flag clang_probed_;
+  mutable std::string c_fingerprint_;
+  mutable std::filesystem::path resource_include_dir_;  // clang's headers; empty without clang
+
   // Constant after Create.
   CompilerOptions options_;
   std::string wat_fingerprint_;
   std::string wasm_fingerprint_;
-  std::string c_fingerprint_;
-  std::filesystem::path resource_include_dir_;  // clang's own headers; empty without clang
 };
 
 }  // namespace reef::code
