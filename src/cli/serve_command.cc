@@ -48,6 +48,7 @@ struct ServeArgs {
   uint32_t reactors = 0;  // program units' reactor threads; 0 = cores (at least 2)
   uint64_t shutdown_timeout_ms = server::ServerLimits{}.shutdown_timeout.count();
   std::string engine = "auto";      // wasm::TierChoice
+  std::string native_cache;         // "" = DATA_DIR/cache/native
   bool ephemeral = false;           // the image's actors in memory only
   uint32_t image_journal_mib = 64;  // journal file size and compaction threshold, MiB
   std::string store;                // "" = embedded; else a postgresql:// URI
@@ -91,6 +92,7 @@ int Serve(const ServeArgs& args) {
     return 1;
   }
   options.engine = *engine;
+  options.native_cache = args.native_cache;
   options.durable_image = !args.ephemeral;
   options.image_journal_bytes = uint64_t{args.image_journal_mib} << 20;
   options.store = args.store == "embedded" ? std::string() : args.store;
@@ -199,6 +201,10 @@ const Command kServeCommands[] = {
            ->envname("REEF_ENGINE")
            ->check(CLI::IsMember({"auto", "native", "interp"}))
            ->capture_default_str();
+       app.add_option("--native-cache", args->native_cache,
+                      "Directory of the native tier's compiled code (default: DATA_DIR/cache/"
+                      "native); servers on one machine may share one")
+           ->envname("REEF_NATIVE_CACHE");
        return [args] { return Serve(*args); };
      }},
 };

@@ -89,15 +89,18 @@ void LogCodeOutcome(const wasm::native::CodeOutcome& outcome, bool no_compiler) 
 }
 
 // Makes every engine of this process use the chosen tier (--engine), with native code from
-// <data dir>/cache/native compiled by a pool of background workers. `auto` without a C
-// compiler stays on the interpreter and says so once; `native` without one fails.
+// the cache directory (--native-cache, by default <data dir>/cache/native) compiled by a pool
+// of background workers. `auto` without a C compiler stays on the interpreter and says so
+// once; `native` without one fails.
 Status ConfigureEngines(const NodeOptions& node) {
   const std::optional<wasm::TierChoice> choice = node.engine;
   wasm::EngineOptions options;
   options.tier = *choice;
+  std::string cached_in;
   if (*choice != wasm::TierChoice::kInterp) {
     wasm::native::CodeSourceOptions code;
-    code.cache = node.data_dir / "cache" / "native";
+    code.cache = node.native_cache.empty() ? node.data_dir / "cache" / "native" : node.native_cache;
+    cached_in = fmt::format("; native code kept in {}", code.cache->string());
     code.background = true;
     // Without a compiler every module fails the same way: said once below, not per module.
     auto no_compiler = std::make_shared<std::atomic<bool>>(false);
@@ -115,8 +118,8 @@ Status ConfigureEngines(const NodeOptions& node) {
                    compiler.message());
     }
   }
-  spdlog::info("engine: {} ({})", wasm::TierChoiceName(options.tier),
-               wasm::TierChoiceSummary(options.tier));
+  spdlog::info("engine: {} ({}){}", wasm::TierChoiceName(options.tier),
+               wasm::TierChoiceSummary(options.tier), cached_in);
   wasm::Engine::SetDefaultOptions(std::move(options));
   return Status::Ok();
 }

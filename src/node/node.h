@@ -62,6 +62,9 @@ struct NodeOptions {
   uint32_t reactors = 0;
   std::chrono::milliseconds shutdown_timeout{5'000};  // for requests in flight at Stop
   wasm::TierChoice engine = wasm::TierChoice::kAuto;  // for every engine of the process
+  // Where native code is kept (wasm/native/code_cache.h); empty = data_dir/cache/native. Several
+  // nodes may share one directory; it must be this user's and writable by no one else.
+  std::filesystem::path native_cache;
   // False (`--ephemeral`): the image's actors and the unit instances live in memory only
   // (image::ImageOptions::durable, apps::program::ProgramRuntimeOptions::durable).
   bool durable_image = true;

@@ -20,7 +20,7 @@ constexpr MetricDesc kNativeCompiled{"reef_native_modules_compiled_total", Metri
                                      "Modules compiled to native code by the C compiler"};
 constexpr MetricDesc kNativeCached{
     "reef_native_modules_cached_total", MetricType::kCounter,
-    "Modules whose native code was loaded from <data dir>/cache/native"};
+    "Modules whose native code was loaded from the native code cache (reef serve --native-cache)"};
 constexpr MetricDesc kNativeCompileFailures{
     "reef_native_compile_failures_total", MetricType::kCounter,
     "Modules whose native compile failed (they run on the interpreter)"};

@@ -64,10 +64,12 @@ class ReefServer {
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
-    // The outer environment's REEF_* settings (an auth token, a log filter) do not apply.
+    // The outer environment's REEF_* settings (an auth token, a log filter) do not apply, but
+    // for the native code cache the tests share (tests/CMakeLists.txt reef_share_native_cache).
     std::vector<char*> envp;
     for (char** e = environ; *e != nullptr; e++) {
-      if (std::string_view(*e).starts_with("REEF_")) continue;
+      std::string_view entry(*e);
+      if (entry.starts_with("REEF_") && !entry.starts_with("REEF_NATIVE_CACHE=")) continue;
       envp.push_back(*e);
     }
     envp.push_back(nullptr);
