@@ -2,7 +2,7 @@
 # Checks of `reef serve` as an operator runs it (docs/operations.md): start on an ephemeral
 # loopback port with a temporary data dir, GET /health, SIGTERM exits 0; a non-loopback
 # address without a token is refused; flags beat the environment; --native-cache.
-# Usage: serve_test.sh REEF_BINARY
+# Usage: serve_test.sh REEF_BINARY [guests]   (guests: the C guest toolchain was built)
 set -uo pipefail
 reef=$1
 work=$(mktemp -d)
@@ -121,53 +121,62 @@ if start "event limits" "$work/limits.log" --listen 127.0.0.1:0 --data-dir "$wor
 fi
 
 # 1d. --native-cache (which beats REEF_NATIVE_CACHE) is where native code goes instead of
-# DATA_DIR/cache/native, and a second server with another data dir loads it from there.
+# DATA_DIR/cache/native, and a second server with another data dir loads it from there. It
+# spawns the bundled counter, a C source: only with the guest toolchain (second argument).
 # metric NAME: its value on the running server, 0 when absent.
 metric() {
   curl -s --max-time 5 "http://127.0.0.1:$port/metrics" |
     awk -v name="$1" '$1 == name { print $2; found = 1 } END { if (!found) print 0 }'
 }
-# native_up NAME METRIC: spawns the bundled counter, then waits up to 60 s for METRIC to count
-# its native code (the compile runs in the background).
+# native_up NAME METRIC LOG: spawns the bundled counter, then waits up to 30 s for METRIC to
+# count its native code (the compile runs in the background).
 native_up() {
   "$reef" --connect "127.0.0.1:$port" spawn actors/counter 0 >"$work/spawn.out" 2>&1
-  for _ in $(seq 600); do
+  for _ in $(seq 300); do
     [[ $(metric "$2") != 0 ]] && return 0
     sleep 0.1
   done
-  check "$1" 1 "$2 stayed 0; spawn: $(cat "$work/spawn.out"); $(cat "$work/native.log")"
+  check "$1" 1 "$2 stayed 0; spawn: $(cat "$work/spawn.out"); $(cat "$3")"
   return 1
 }
-if REEF_NATIVE_CACHE="$work/env-native" start "native cache" "$work/native.log" \
-  --listen 127.0.0.1:0 --data-dir "$work/native-a" --native-cache "$work/shared-native"; then
-  if native_up "native cache: compiled" reef_native_modules_compiled_total; then
-    libraries=$(find "$work/shared-native" -name '*.so' | wc -l)
-    check "native cache: the library is in --native-cache" "$([[ $libraries -eq 1 ]]; echo $?)" \
-      "$(ls -la "$work/shared-native" 2>&1)"
-    check "native cache: the flag beats REEF_NATIVE_CACHE, nothing in the data dir" \
-      "$([[ ! -e $work/env-native && -z $(ls -A "$work/native-a/cache/native" 2>/dev/null) ]]; echo $?)" \
-      "$(ls -laR "$work/native-a/cache" 2>&1)"
-    check "native cache: the log names it" \
-      "$(grep -q "native code kept in $work/shared-native" "$work/native.log"; echo $?)" \
-      "$(cat "$work/native.log")"
+native_cache_checks() {
+  local log_a=$work/native-a.log log_b=$work/native-b.log
+  if REEF_NATIVE_CACHE="$work/env-native" start "native cache" "$log_a" \
+    --listen 127.0.0.1:0 --data-dir "$work/native-a" --native-cache "$work/shared-native"; then
+    if native_up "native cache: compiled" reef_native_modules_compiled_total "$log_a"; then
+      libraries=$(find "$work/shared-native" -name '*.so' | wc -l)
+      check "native cache: the library is in --native-cache" "$([[ $libraries -eq 1 ]]; echo $?)" \
+        "$(ls -la "$work/shared-native" 2>&1)"
+      check "native cache: the flag beats REEF_NATIVE_CACHE, nothing in the data dir" \
+        "$([[ ! -e $work/env-native && -z $(ls -A "$work/native-a/cache/native" 2>/dev/null) ]]; echo $?)" \
+        "$(ls -laR "$work/native-a/cache" 2>&1)"
+      check "native cache: the log names it" \
+        "$(grep -q "native code kept in $work/shared-native" "$log_a"; echo $?)" "$(cat "$log_a")"
+    fi
+    stop
   fi
-  stop
-fi
-if REEF_NATIVE_CACHE="$work/shared-native" start "native cache shared" "$work/native.log" \
-  --listen 127.0.0.1:0 --data-dir "$work/native-b"; then
-  if native_up "native cache: loaded by a second server" reef_native_modules_cached_total; then
-    check "native cache: not compiled again" \
-      "$([[ $(metric reef_native_modules_compiled_total) == 0 ]]; echo $?)" "$(cat "$work/native.log")"
+  if REEF_NATIVE_CACHE="$work/shared-native" start "native cache shared" "$log_b" \
+    --listen 127.0.0.1:0 --data-dir "$work/native-b"; then
+    if native_up "native cache: loaded by a second server" reef_native_modules_cached_total \
+      "$log_b"; then
+      check "native cache: not compiled again" \
+        "$([[ $(metric reef_native_modules_compiled_total) == 0 ]]; echo $?)" "$(cat "$log_b")"
+    fi
+    stop
   fi
-  stop
+  chmod 777 "$work/shared-native"
+  out=$(timeout 10 "$reef" serve --listen 127.0.0.1:0 --data-dir "$work/native-c" \
+    --native-cache "$work/shared-native" 2>&1)
+  status=$?
+  check "native cache: a directory others may write is refused" \
+    "$([[ $status -ne 0 && $status -ne 124 && $out == *"writable by no one else"* ]]; echo $?)" \
+    "status $status: $out"
+}
+if [[ ${2:-} == guests ]]; then
+  native_cache_checks
+else
+  echo "SKIP native cache checks: built without the guest toolchain (REEF_GUESTS=OFF)"
 fi
-chmod 777 "$work/shared-native"
-out=$(timeout 10 "$reef" serve --listen 127.0.0.1:0 --data-dir "$work/native-c" \
-  --native-cache "$work/shared-native" 2>&1)
-status=$?
-check "native cache: a directory others may write is refused" \
-  "$([[ $status -ne 0 && $status -ne 124 && $out == *"writable by no one else"* ]]; echo $?)" \
-  "status $status: $out"
 
 # 2. SIGINT is graceful too.
 if start "sigint" "$work/int.log" --listen 127.0.0.1:0 --data-dir "$work/data"; then

@@ -1,7 +1,8 @@
 // CodeCache: the native tier's compiled libraries, kept on disk so that a module compiled
 // once loads again (in this process or after a restart) without wabt or the C compiler.
 //
-// Entries live in one directory (Reef passes "<data dir>/cache/native"), two files each:
+// Entries live in one directory (`reef serve` passes "<data dir>/cache/native", or the
+// --native-cache directory), two files each:
 //   <key>.so    the shared object exactly as the compiler wrote it (mode 0400: a loaded
 //               library is mapped from its file, which must never change in place)
 //   <key>.json  its manifest (detail/cache_files.h): the key's parts, the library's SHA-256

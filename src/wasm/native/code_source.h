@@ -48,7 +48,7 @@ struct CodeOutcome {
 
 struct CodeSourceOptions {
   CompileOptions compile;                      // how the C compiler runs
-  std::optional<std::filesystem::path> cache;  // disk cache directory (<data dir>/cache/native)
+  std::optional<std::filesystem::path> cache;  // disk cache directory (reef serve --native-cache)
   bool background = false;  // start a CompileService for Request (else Request compiles inline)
   CompileServiceOptions service;
   size_t max_loaded = 512;  // modules kept loaded in memory

@@ -167,15 +167,15 @@ TEST(DurableImageTest, CompactionReplacesClosedJournalFilesWithASnapshot) {
       }
       ASSERT_TRUE(image.runtime->Tick(3, 1'000'000, image.group.get()).ok());
     };
-    for (int i = 0; i < 5; ++i) round();
+    for (int i = 0; i < 5; ++i) ASSERT_NO_FATAL_FAILURE(round());
     image.Settle();
     ASSERT_TRUE(image.durable->CompactNow().ok());  // a second one builds on the first
     EXPECT_EQ(image.durable->stats().compactions, 1u);
     // A file is closed only between two batches of records, so how many rounds fill several
     // files depends on how the writer batched them (fewer, larger batches under TSan).
     for (int i = 0; i < 200 && journal_files() <= 3; ++i) {
-      round();
-      image.Settle();
+      ASSERT_NO_FATAL_FAILURE(round());
+      ASSERT_NO_FATAL_FAILURE(image.Settle());
     }
     ASSERT_TRUE(image.runtime->Pause(refs[3]).ok());
     ASSERT_TRUE(
